@@ -1,0 +1,180 @@
+"""Django admin for studies, items, participants, labels and item imports.
+
+Uploading a file happens from a study's page ("Import items"): the file is validated at once (every
+problem shown with its row and column, nothing stored), then recorded and imported by a Celery worker;
+the import's page shows its status, counts, warnings and errors, and lets the researcher download the
+exact file that was imported.
+"""
+from django.contrib import admin, messages
+from django.db import transaction
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
+
+from annotation.forms import ItemImportForm
+from annotation.item_files import ItemFileError, file_format_from_name
+from annotation.models import Item, ItemImport, Label, Participant, Study
+from annotation.selectors import study_list
+from annotation.services import item_file_validate, item_import_create, item_import_enqueue
+
+
+@admin.register(Study)
+class StudyAdmin(admin.ModelAdmin):
+    list_display = ("name", "slug", "status", "label_scheme", "n_items", "n_participants", "n_labels", "created_at")
+    list_filter = ("status", "label_scheme")
+    search_fields = ("name", "slug", "description")
+    prepopulated_fields = {"slug": ("name",)}
+    readonly_fields = ("item_imports", "created_at", "updated_at")
+
+    def get_queryset(self, request):
+        return study_list()
+
+    @admin.display(ordering="n_items", description="items")
+    def n_items(self, study):
+        return study.n_items
+
+    @admin.display(ordering="n_participants", description="participants")
+    def n_participants(self, study):
+        return study.n_participants
+
+    @admin.display(ordering="n_labels", description="labels")
+    def n_labels(self, study):
+        return study.n_labels
+
+    @admin.display(description="Item imports")
+    def item_imports(self, study):
+        if not study.pk:
+            return "Save the study first, then import its items."
+        rows = format_html_join(
+            "", "<li><a href='{}'>{}</a>: {} ({} items, {} labels)</li>",
+            ((reverse("admin:annotation_itemimport_change", args=[i.pk]), i.filename, i.get_status_display(),
+              i.n_items, i.n_labels) for i in study.imports.all()[:20]),
+        )
+        link = reverse("admin:annotation_study_import_items", args=[study.pk])
+        return format_html("<a class='button' href='{}'>Import items from a file…</a><ul>{}</ul>", link, rows)
+
+    def get_urls(self):
+        return [
+            path("<int:object_id>/import-items/", self.admin_site.admin_view(self.import_items_view),
+                 name="annotation_study_import_items"),
+            *super().get_urls(),
+        ]
+
+    def import_items_view(self, request, object_id: int):
+        study = get_object_or_404(Study, pk=object_id)
+        if not (self.has_change_permission(request, study) and request.user.has_perm("annotation.add_item")):
+            return HttpResponse(status=403)
+        problems, total = [], 0
+        form = ItemImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            content = upload.read()
+            options = form.import_options()
+            try:
+                file_format = file_format_from_name(upload.name)
+                item_file_validate(study=study, content=content, file_format=file_format, options=options)
+            except ItemFileError as error:
+                problems, total = error.problems, error.total
+            else:
+                with transaction.atomic():
+                    item_import = item_import_create(study=study, filename=upload.name, content=content,
+                                                     options=options, uploaded_by=request.user,
+                                                     file_format=file_format)
+                    item_import_enqueue(item_import=item_import)
+                messages.success(request, f"{upload.name} is valid and queued; a worker imports it now.")
+                return redirect("admin:annotation_itemimport_change", item_import.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "study": study,
+            "form": form,
+            "problems": problems,
+            "total_problems": total,
+            "title": f"Import items into {study.name}",
+        }
+        return TemplateResponse(request, "admin/annotation/study/import_items.html", context)
+
+
+@admin.register(ItemImport)
+class ItemImportAdmin(admin.ModelAdmin):
+    list_display = ("filename", "study", "status", "n_items", "n_labels", "n_participants", "created_at")
+    list_filter = ("status", "study")
+    exclude = ("content", "errors", "warnings")
+    readonly_fields = ("study", "filename", "file_format", "download", "sha256", "encoding", "options", "status",
+                       "problem_list", "warning_list", "n_items", "n_labels", "n_participants", "uploaded_by",
+                       "created_at", "started_at", "finished_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
+
+    @admin.display(description="Problems (nothing was imported)")
+    def problem_list(self, item_import):
+        if not item_import.errors:
+            return "none"
+        return format_html(
+            "<table><tr><th>row</th><th>column</th><th>problem</th></tr>{}</table>",
+            format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td></tr>",
+                             ((p.get("row") or "", p.get("column") or "", p["message"]) for p in item_import.errors)),
+        )
+
+    @admin.display(description="Warnings")
+    def warning_list(self, item_import):
+        if not item_import.warnings:
+            return "none"
+        return format_html("<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((w,) for w in item_import.warnings)))
+
+    @admin.display(description="File")
+    def download(self, item_import):
+        url = reverse("admin:annotation_itemimport_download", args=[item_import.pk])
+        return format_html("<a href='{}'>{}</a> ({} bytes)", url, item_import.filename, len(item_import.content))
+
+    def get_urls(self):
+        return [
+            path("<int:object_id>/download/", self.admin_site.admin_view(self.download_view),
+                 name="annotation_itemimport_download"),
+            *super().get_urls(),
+        ]
+
+    def download_view(self, request, object_id: int):
+        item_import = get_object_or_404(ItemImport, pk=object_id)
+        if not self.has_view_permission(request, item_import):
+            return HttpResponse(status=403)
+        response = HttpResponse(bytes(item_import.content), content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{item_import.filename}"'
+        return response
+
+
+@admin.register(Item)
+class ItemAdmin(admin.ModelAdmin):
+    list_display = ("external_id", "study", "short_target", "position")
+    list_filter = ("study",)
+    search_fields = ("external_id", "target", "preceding", "following")
+    raw_id_fields = ("source_import",)
+    list_select_related = ("study",)
+
+    @admin.display(description="target")
+    def short_target(self, item):
+        return item.target if len(item.target) <= 90 else item.target[:87] + "…"
+
+
+@admin.register(Participant)
+class ParticipantAdmin(admin.ModelAdmin):
+    list_display = ("pseudonym", "study", "team", "status", "created_at", "completed_at")
+    list_filter = ("study", "status", "team")
+    search_fields = ("pseudonym",)
+    readonly_fields = ("invite_token", "source_import", "created_at", "updated_at")
+    list_select_related = ("study",)
+
+
+@admin.register(Label)
+class LabelAdmin(admin.ModelAdmin):
+    list_display = ("participant", "item", "value", "created_at")
+    list_filter = ("value", "item__study")
+    search_fields = ("participant__pseudonym", "item__external_id")
+    raw_id_fields = ("participant", "item")
+    list_select_related = ("participant", "item")

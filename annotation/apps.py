@@ -1,0 +1,7 @@
+"""App configuration for the annotation domain."""
+from django.apps import AppConfig
+
+
+class AnnotationConfig(AppConfig):
+    name = "annotation"
+    verbose_name = "Annotation studies"

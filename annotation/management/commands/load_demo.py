@@ -1,0 +1,65 @@
+"""``manage.py load_demo``: the demo study and a demo researcher login, created once, printed every time.
+
+Meant for the embedded one-machine setup (``bin/run``); it never touches a study other than ``demo``.
+The demo researcher's password is generated once and kept in ``var/demo-researcher.txt`` (mode 600)
+so it can be printed again; change it in the admin for anything beyond a demo.
+"""
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from rest_framework.authtoken.models import Token
+
+from annotation.models import ItemImport, Study
+from annotation.services import items_import_file
+from auditapp.services import researcher_create
+
+DEMO_FILE = Path(__file__).resolve().parents[2] / "demo" / "demo_items.csv"
+DEMO_USERNAME = "researcher"
+
+
+class Command(BaseCommand):
+    help = "Create the demo study (24 invented sentences, 3 invented annotators) and a demo researcher."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--base-url", default="http://127.0.0.1:8000")
+
+    def handle(self, *args, base_url: str, **options):
+        study = self._demo_study()
+        password, token = self._demo_researcher()
+        self.stdout.write(
+            f"Demo study '{study.name}': {study.items.count()} items.\n"
+            f"Researcher login at {base_url}/admin/  user: {DEMO_USERNAME}  password: {password}\n"
+            f"API token: {token}   (docs: {base_url}/api/docs/)"
+        )
+
+    def _demo_study(self) -> Study:
+        study, created = Study.objects.get_or_create(
+            slug="demo",
+            defaults={
+                "name": "Demo: ableist language in context",
+                "description": "A demonstration study with invented sentences (see annotation/demo/README.md).",
+                "content_warning": "Some sentences express stereotypes or ableist views about autistic people.",
+                "consent_text": "This is a demonstration. No data from this study is used for research.",
+                "status": Study.Status.OPEN,
+            },
+        )
+        if created or not study.items.exists():
+            item_import = items_import_file(study=study, filename=DEMO_FILE.name, content=DEMO_FILE.read_bytes())
+            if item_import.status != ItemImport.Status.SUCCEEDED:
+                raise CommandError(f"demo import failed: {item_import.errors}")
+        return study
+
+    def _demo_researcher(self) -> tuple[str, str]:
+        secret_file = Path(settings.VAR_DIR) / "demo-researcher.txt"
+        user = get_user_model().objects.filter(username=DEMO_USERNAME).first()
+        if user is None:
+            user, password, token = researcher_create(username=DEMO_USERNAME, superuser=True)
+            secret_file.parent.mkdir(parents=True, exist_ok=True)
+            secret_file.write_text(password)
+            secret_file.chmod(0o600)
+            return password, token
+        password = secret_file.read_text().strip() if secret_file.exists() else "(set by you; not shown)"
+        token, _ = Token.objects.get_or_create(user=user)
+        return password, token.key

@@ -1,0 +1,177 @@
+"""Models of an annotation study: Study, Item, Participant, Label, and ItemImport (one uploaded file).
+
+A label's value is an integer: 1 (positive, e.g. ableist), 0 (negative), and, where the study's label
+scheme allows it, -1 for "unrelated / needs more context" (the coding AUTALIC uses for its -1).
+"""
+from __future__ import annotations
+
+import secrets
+
+from django.conf import settings
+from django.db import models
+
+
+def new_invite_token() -> str:
+    """An unguessable URL-safe token (192 bits) for a participant's invite link."""
+    return secrets.token_urlsafe(24)
+
+
+class LabelValue(models.IntegerChoices):
+    POSITIVE = 1, "1 (positive: ableist)"
+    NEGATIVE = 0, "0 (negative: not ableist)"
+    UNRELATED = -1, "-1 (unrelated / needs more context)"
+
+
+class Study(models.Model):
+    class Status(models.TextChoices):
+        DRAFT = "draft", "Draft"
+        OPEN = "open", "Open for annotators"
+        CLOSED = "closed", "Closed"
+        ARCHIVED = "archived", "Archived"
+
+    class LabelScheme(models.TextChoices):
+        BINARY = "binary", "0 / 1"
+        BINARY_WITH_UNRELATED = "binary_unrelated", "0 / 1, or unrelated / needs more context (-1)"
+
+    name = models.CharField(max_length=200)
+    slug = models.SlugField(max_length=100, unique=True)
+    description = models.TextField(blank=True)
+    content_warning = models.TextField(
+        blank=True, help_text="Shown to annotators before consent and before any sentence."
+    )
+    consent_text = models.TextField(blank=True)
+    label_scheme = models.CharField(
+        max_length=32, choices=LabelScheme.choices, default=LabelScheme.BINARY_WITH_UNRELATED
+    )
+    annotators_per_item = models.PositiveSmallIntegerField(default=3)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "studies"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def allowed_label_values(self) -> frozenset[int]:
+        if self.label_scheme == self.LabelScheme.BINARY_WITH_UNRELATED:
+            return frozenset({0, 1, -1})
+        return frozenset({0, 1})
+
+
+class ItemImport(models.Model):
+    """One uploaded file of items (and optional per-annotator labels), kept for provenance.
+
+    The raw bytes and their SHA-256 are stored, so the exact data behind a study can be named in an
+    audit manifest and re-examined later. An import is all or nothing: ``errors`` lists every
+    problem found (row, column, message) and, when it is non-empty, nothing was written.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending", "Waiting for a worker"
+        SUCCEEDED = "succeeded", "Imported"
+        FAILED = "failed", "Failed: nothing imported"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="imports")
+    uploaded_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    filename = models.CharField(max_length=255)
+    file_format = models.CharField(max_length=8)
+    content = models.BinaryField()
+    sha256 = models.CharField(max_length=64)
+    options = models.JSONField(default=dict, blank=True, help_text="Column mapping and parse options.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    errors = models.JSONField(default=list, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    encoding = models.CharField(max_length=32, blank=True)
+    n_items = models.PositiveIntegerField(default=0)
+    n_labels = models.PositiveIntegerField(default=0)
+    n_participants = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.filename} ({self.get_status_display()})"
+
+
+class Item(models.Model):
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    external_id = models.CharField(max_length=200)
+    target = models.TextField(help_text="The sentence to label.")
+    preceding = models.TextField(blank=True, help_text="The sentence before the target (context).")
+    following = models.TextField(blank=True, help_text="The sentence after the target (context).")
+    metadata = models.JSONField(default=dict, blank=True)
+    source_import = models.ForeignKey(
+        ItemImport, null=True, blank=True, on_delete=models.SET_NULL, related_name="items"
+    )
+    position = models.PositiveIntegerField(default=0, help_text="Order within the study.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["study", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "external_id"], name="item_external_id_unique_in_study")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.external_id}: {self.target[:60]}"
+
+
+class Participant(models.Model):
+    class Status(models.TextChoices):
+        INVITED = "invited", "Invited"
+        ACTIVE = "active", "In progress"
+        COMPLETED = "completed", "Completed"
+        WITHDRAWN = "withdrawn", "Withdrawn"
+        IMPORTED = "imported", "Imported with a data file"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
+    pseudonym = models.CharField(
+        max_length=100, help_text="The only name under which the participant appears in exports."
+    )
+    invite_token = models.CharField(max_length=64, unique=True, default=new_invite_token, editable=False)
+    team = models.CharField(max_length=100, default="default", help_text="Used for team-relative weights.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.INVITED)
+    source_import = models.ForeignKey(
+        ItemImport, null=True, blank=True, on_delete=models.SET_NULL, related_name="participants"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study", "pseudonym"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "pseudonym"], name="participant_pseudonym_unique_in_study")
+        ]
+
+    def __str__(self) -> str:
+        return self.pseudonym
+
+
+class Label(models.Model):
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="labels")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="labels")
+    value = models.SmallIntegerField(choices=LabelValue.choices)
+    rationale = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["item", "participant"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "item"], name="label_one_per_participant_and_item"),
+            models.CheckConstraint(condition=models.Q(value__in=[-1, 0, 1]), name="label_value_known"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.participant_id} → {self.item_id}: {self.value}"

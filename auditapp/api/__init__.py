@@ -1,0 +1,1 @@
+"""Shared REST API machinery: the streamed CSV export, pagination, and the export list view."""

@@ -1,0 +1,73 @@
+"""CSV for every list endpoint (``?format=csv`` or ``Accept: text/csv``), streamed in constant memory.
+
+List views stream their rows straight from a database cursor (see ``ExportListAPIView``); the
+renderer here serves everything else that asks for CSV (a detail object, an error), so content
+negotiation never fails. Datetimes are written in ISO 8601 UTC with a ``Z``, as in the JSON;
+dicts and lists (metadata) as JSON text; ``None`` as an empty cell.
+"""
+from __future__ import annotations
+
+import csv
+import datetime as dt
+import io
+import json
+from collections.abc import Iterable, Iterator
+
+from django.http import StreamingHttpResponse
+from rest_framework.renderers import BaseRenderer
+
+ROWS_PER_CHUNK = 2000
+
+
+def csv_cell(value) -> object:
+    """A value as it is written in a CSV cell (see the module docstring)."""
+    if value is None:
+        return ""
+    if isinstance(value, dt.datetime):
+        return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(value, (dict, list)):
+        return json.dumps(value, ensure_ascii=False, sort_keys=True)
+    return value
+
+
+def csv_chunks(header: list[str], rows: Iterable[tuple]) -> Iterator[str]:
+    """The CSV text of ``header`` and ``rows``, yielded in chunks of ROWS_PER_CHUNK rows."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(header)
+    pending = 0
+    for row in rows:
+        writer.writerow([csv_cell(v) for v in row])
+        pending += 1
+        if pending == ROWS_PER_CHUNK:
+            yield buffer.getvalue()
+            buffer.seek(0)
+            buffer.truncate(0)
+            pending = 0
+    yield buffer.getvalue()
+
+
+def streaming_csv_response(header: list[str], rows: Iterable[tuple], *, filename: str) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(csv_chunks(header, rows), content_type="text/csv; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
+
+
+class CSVRenderer(BaseRenderer):
+    """CSV for non-streamed responses: a list of objects, a page of them, one object, or an error."""
+
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+        if data is None:
+            return b""
+        if isinstance(data, dict) and isinstance(data.get("results"), list):
+            data = data["results"]
+        records = data if isinstance(data, list) else [data]
+        records = [r if isinstance(r, dict) else {"value": r} for r in records]
+        header: list[str] = []
+        for record in records:
+            header.extend(k for k in record if k not in header)
+        return "".join(csv_chunks(header, ([r.get(k) for k in header] for r in records))).encode("utf-8")

@@ -1,0 +1,210 @@
+"""Settings shared by every environment; each value is read from the environment with a default.
+
+Environment variables:
+    SECRET_KEY              Django's signing key (required in production).
+    DEBUG                   "1"/"true" to enable debug pages.
+    ALLOWED_HOSTS           comma-separated host names.
+    CSRF_TRUSTED_ORIGINS    comma-separated origins (https://example.org) behind a proxy.
+    VAR_DIR                 where the embedded defaults keep their files (default: ./var).
+    DATABASE_URL            e.g. postgres://user:pass@host:5432/db; default: SQLite in VAR_DIR.
+    CELERY_BROKER_URL       e.g. redis://host:6379/0; default: kombu's file-system transport in VAR_DIR.
+    CELERY_RESULT_BACKEND   optional; tasks record their outcome in the database, so none is needed.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent.parent
+VAR_DIR = Path(os.environ.get("VAR_DIR", BASE_DIR / "var")).resolve()
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    """Read a boolean from the environment ("1", "true", "yes", "on" are true)."""
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_list(name: str, default: str = "") -> list[str]:
+    """Read a comma-separated list from the environment, dropping empty entries."""
+    return [part.strip() for part in os.environ.get(name, default).split(",") if part.strip()]
+
+
+DEBUG = env_bool("DEBUG", False)
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", "127.0.0.1,localhost")
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
+    "auditapp",
+    "annotation",
+    "psychometrics",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "auditapp.urls"
+WSGI_APPLICATION = "auditapp.wsgi.application"
+ASGI_APPLICATION = "auditapp.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+
+def database_from_environment() -> dict:
+    """DATABASE_URL if set, else an SQLite file under VAR_DIR tuned for a web and a worker process.
+
+    SQLite runs in WAL mode with IMMEDIATE transactions and a busy timeout, so the web server and the
+    Celery worker can write to the same file without "database is locked" errors under light load.
+    """
+    url = os.environ.get("DATABASE_URL")
+    if url:
+        config = dj_database_url.parse(url, conn_max_age=60, conn_health_checks=True)
+        if config["ENGINE"] == "django.db.backends.sqlite3":
+            config["OPTIONS"] = SQLITE_OPTIONS
+        return config
+    return {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": VAR_DIR / "db.sqlite3",
+        "OPTIONS": SQLITE_OPTIONS,
+    }
+
+
+SQLITE_OPTIONS = {
+    "timeout": 30,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+}
+DATABASES = {"default": database_from_environment()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"},
+}
+MEDIA_ROOT = VAR_DIR / "media"
+
+# Uploaded item files are kept in the database for provenance; allow research-sized files.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 100 * 1024 * 1024
+FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+LOGIN_URL = "admin:login"
+
+REST_FRAMEWORK = {
+    # Token first, so an anonymous request gets 401 with a WWW-Authenticate header, not 403.
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+        "auditapp.api.csv_export.CSVRenderer",
+    ],
+    "DEFAULT_PAGINATION_CLASS": "auditapp.api.pagination.ExportPagination",
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "auditapp API",
+    "DESCRIPTION": (
+        "Researcher API for annotator studies and model audits. Authenticate with "
+        "`Authorization: Token <key>` (staff users only). Every list endpoint also answers "
+        "`?format=csv`, streamed in full without pagination. Participants appear only by "
+        "pseudonym in a column called `participant`; items by external id in a column called `item`."
+    ),
+    "VERSION": "0.1.0",
+    # The schema describes the API, not its data: public, so scripts can generate clients.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "COMPONENT_SPLIT_REQUEST": True,
+}
+
+# Celery: JSON messages, a time limit on every task, late acknowledgement so a task whose worker
+# dies is redelivered (tasks are idempotent, so a second run changes nothing).
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
+CELERY_BROKER_FOLDER = VAR_DIR / "broker"
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_BROKER_FOLDER / "queue"),
+        "data_folder_out": str(CELERY_BROKER_FOLDER / "queue"),
+        "control_folder": str(CELERY_BROKER_FOLDER / "control"),
+        "store_processed": False,
+    }
+    for _folder in ("queue", "control"):
+        (CELERY_BROKER_FOLDER / _folder).mkdir(parents=True, exist_ok=True)
+CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
+CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
+CELERY_IMPORTS = ["tasks.imports"]
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TASK_SERIALIZER = "json"
+CELERY_RESULT_SERIALIZER = "json"
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_TASK_TIME_LIMIT = 60 * 60
+CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+}

@@ -1,0 +1,15 @@
+"""Fast test settings: MD5 password hashing, in-memory e-mail, plain static storage.
+
+DATABASE_URL chooses the database as everywhere else: unset, the suite runs on SQLite; set to a
+PostgreSQL URL, the same suite runs on PostgreSQL (pytest-django creates a test_ database there).
+"""
+from auditapp.settings.base import *  # noqa: F403
+
+SECRET_KEY = "test-only-not-secret"  # noqa: S105
+DEBUG = False
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.InMemoryStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}

@@ -1,0 +1,24 @@
+"""URL configuration: home page, admin, REST API and its OpenAPI schema and docs."""
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+
+from annotation import api as annotation_api
+from auditapp import views
+
+api_patterns = [
+    path("studies/", annotation_api.StudyListView.as_view(), name="study-list"),
+    path("studies/<int:pk>/", annotation_api.StudyDetailView.as_view(), name="study-detail"),
+    path("studies/<int:pk>/items/", annotation_api.StudyItemsView.as_view(), name="study-items"),
+    path("studies/<int:pk>/labels/", annotation_api.StudyLabelsView.as_view(), name="study-labels"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
+]
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("healthz", views.healthz, name="healthz"),
+    path("admin/", admin.site.urls),
+    path("api/", include((api_patterns, "api"))),
+]
