@@ -6,6 +6,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 from annotation import api as annotation_api
 from auditapp import views
 
+admin.site.site_header = "auditapp: researcher admin"
+admin.site.site_title = "auditapp"
+admin.site.index_title = "Studies, participants and audits"
+
 api_patterns = [
     path("studies/", annotation_api.StudyListView.as_view(), name="study-list"),
     path("studies/<int:pk>/", annotation_api.StudyDetailView.as_view(), name="study-detail"),

@@ -1,0 +1,93 @@
+"""The admin upload: validation shown at once with rows and columns, valid files queued for a worker."""
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from annotation.models import Item, ItemImport, Label
+from annotation.services import item_import_run
+from tests.factories import autalic_like_csv, make_participant_user, make_study
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queued(monkeypatch) -> list[int]:
+    """The ids the admin hands to the Celery task (the worker path itself is an integration test)."""
+    sent: list[int] = []
+    monkeypatch.setattr("tasks.imports.item_import_run_task.delay", sent.append)
+    return sent
+
+
+@pytest.fixture
+def logged_in(client, researcher):
+    client.force_login(researcher[0])
+    return client
+
+
+def upload(client, study, name: str, content: bytes, **fields):
+    return client.post(f"/admin/annotation/study/{study.pk}/import-items/",
+                       {"file": SimpleUploadedFile(name, content), **fields})
+
+
+def test_valid_upload_is_recorded_and_queued_after_commit(logged_in, queued, django_capture_on_commit_callbacks):
+    study = make_study()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = upload(logged_in, study, "autalic.csv", autalic_like_csv(50))
+    item_import = ItemImport.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/admin/annotation/itemimport/{item_import.pk}/change/"
+    assert queued == [item_import.pk]
+    assert item_import.status == ItemImport.Status.PENDING and not Item.objects.exists()
+    assert item_import_run(item_import_id=item_import.pk).status == ItemImport.Status.SUCCEEDED
+    assert (Item.objects.count(), Label.objects.count()) == (50, 150)
+    page = logged_in.get(response["Location"]).content.decode()
+    assert "Imported" in page and "autalic.csv" in page
+    download = logged_in.get(f"/admin/annotation/itemimport/{item_import.pk}/download/")
+    assert download.content == autalic_like_csv(50)
+
+
+def test_invalid_upload_lists_problems_and_stores_nothing(logged_in, queued):
+    study = make_study()
+    response = upload(logged_in, study, "bad.csv", b"id,sentence,A1_Score\na,One,1\na,Two,x\n")
+    page = response.content.decode()
+    assert response.status_code == 200
+    assert "1 problem found; nothing was imported" in page
+    assert "<td>3</td><td>id</td><td>duplicate id &#x27;a&#x27; (first on row 2)</td>" in page
+    assert "<td>3</td><td>A1_Score</td>" not in page  # a row's first problem stops its checks
+    assert not ItemImport.objects.exists() and queued == []
+
+
+def test_mapping_fields_reach_the_import(logged_in, queued, django_capture_on_commit_callbacks):
+    study = make_study()
+    with django_capture_on_commit_callbacks(execute=True):
+        upload(logged_in, study, "plain.csv", b"body,r1\nOne,1\n", target_column="body", label_columns="r1",
+               use_row_numbers_as_ids="on")
+    item_import = ItemImport.objects.get()
+    assert item_import.options == {"target": "body", "label_columns": ["r1"], "use_row_numbers_as_ids": True}
+    item_import_run(item_import_id=item_import.pk)
+    assert list(Item.objects.values_list("external_id", "target")) == [("2", "One")]
+
+
+def test_unknown_file_type_is_reported(logged_in, queued):
+    response = upload(logged_in, make_study(), "paper.pdf", b"%PDF")
+    assert "unknown file type &#x27;.pdf&#x27;" in response.content.decode()
+
+
+def test_non_staff_cannot_reach_the_upload(client):
+    study = make_study()
+    client.force_login(make_participant_user())
+    response = upload(client, study, "a.csv", b"id,sentence\na,b\n")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+    assert not ItemImport.objects.exists()
+
+
+def test_study_pages_show_counts_and_the_import_link(logged_in):
+    study = make_study(name="Counted")
+    from annotation.services import items_import_file
+
+    items_import_file(study=study, filename="a.csv", content=autalic_like_csv(4))
+    listing = logged_in.get("/admin/annotation/study/").content.decode()
+    assert "Counted" in listing and '<td class="field-n_labels">12</td>' in listing
+    change = logged_in.get(f"/admin/annotation/study/{study.pk}/change/").content.decode()
+    assert f"/admin/annotation/study/{study.pk}/import-items/" in change

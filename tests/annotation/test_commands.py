@@ -1,0 +1,77 @@
+"""The management commands: import_items, load_demo, create_researcher."""
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+from django.core.management.base import CommandError
+
+from annotation.models import Item, Label, Study
+from tests.factories import autalic_like_csv, make_study
+
+pytestmark = pytest.mark.django_db
+
+
+def test_import_items_command(tmp_path, capsys):
+    study = make_study(slug="autalic")
+    path = tmp_path / "autalic.csv"
+    path.write_bytes(autalic_like_csv(40))
+    call_command("import_items", str(path), study="autalic")
+    assert "imported 40 items, 120 labels from 3 annotators" in capsys.readouterr().out
+    assert study.items.count() == 40
+
+
+def test_import_items_command_reports_every_problem_and_imports_nothing(tmp_path, capsys):
+    make_study(slug="s")
+    path = tmp_path / "bad.csv"
+    path.write_bytes(b"id,sentence,A1_Score\na,One,1\nb,,0\nc,Three,7\n")
+    with pytest.raises(CommandError, match="2 problem"):
+        call_command("import_items", str(path), study="s")
+    err = capsys.readouterr().err
+    assert "row 3, column 'sentence': empty target sentence" in err
+    assert "row 4, column 'A1_Score': label '7' is not one of -1, 0, 1" in err
+    assert not Item.objects.exists()
+
+
+def test_import_items_command_mapping_options(tmp_path):
+    make_study(slug="s")
+    path = tmp_path / "plain.csv"
+    path.write_bytes(b"body,r1\nOne,1\nTwo,0\n")
+    call_command("import_items", str(path), study="s", target_column="body", label_columns="r1",
+                 row_numbers_as_ids=True)
+    assert list(Item.objects.values_list("external_id", "target")) == [("2", "One"), ("3", "Two")]
+    assert Label.objects.count() == 2
+
+
+def test_import_items_command_unknown_study_or_file(tmp_path):
+    with pytest.raises(CommandError, match="no study with slug 'nope'"):
+        call_command("import_items", str(tmp_path / "x.csv"), study="nope")
+    make_study(slug="s")
+    with pytest.raises(CommandError, match="no such file"):
+        call_command("import_items", str(tmp_path / "x.csv"), study="s")
+
+
+def test_load_demo_is_idempotent_and_prints_the_login(settings, tmp_path, capsys):
+    settings.VAR_DIR = tmp_path
+    call_command("load_demo")
+    first = capsys.readouterr().out
+    call_command("load_demo")
+    second = capsys.readouterr().out
+    assert first == second
+    password = (tmp_path / "demo-researcher.txt").read_text()
+    assert f"user: researcher  password: {password}" in first
+    assert Study.objects.get(slug="demo").items.count() == 24
+    assert Label.objects.count() == 72
+    user = get_user_model().objects.get(username="researcher")
+    assert user.is_staff and user.check_password(password)
+
+
+def test_create_researcher_command(capsys):
+    call_command("create_researcher", "bob", password="a-long-passphrase")
+    out = capsys.readouterr().out
+    user = get_user_model().objects.get(username="bob")
+    assert user.is_staff and not user.is_superuser and user.check_password("a-long-passphrase")
+    assert user.auth_token.key in out
+    assert user.has_perm("annotation.add_item") and user.has_perm("annotation.view_label")
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("create_researcher", "bob")
