@@ -25,12 +25,14 @@ ensure_venv() {
     fi
   fi
   local stamp
-  stamp=".venv/.installed-$(cat requirements*.txt | sha256sum | cut -c1-16)-$(basename "$requirements")"
+  local name
+  name=$(basename "$requirements")
+  stamp=".venv/.installed-$name-$(cat requirements*.txt | sha256sum | cut -c1-16)"
   if [ ! -f "$stamp" ]; then
     echo "Installing Python packages from $requirements into .venv ..."
     .venv/bin/python -m pip install --quiet --upgrade pip
     .venv/bin/python -m pip install --quiet -r "$requirements"
-    rm -f .venv/.installed-*
+    rm -f ".venv/.installed-$name-"*
     touch "$stamp"
   fi
 }

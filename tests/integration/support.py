@@ -1,0 +1,105 @@
+"""Starting and watching real processes (Celery workers, the run command) and finding real services."""
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+VENV_BIN = Path(sys.executable).parent
+
+
+def wait_for(condition: Callable[[], object], *, timeout: float, interval: float = 0.2, what: str = "condition"):
+    """Poll ``condition`` until it returns something truthy; fail the test after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        result = condition()
+        if result:
+            return result
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+
+
+class WatchedProcess:
+    """A child process in its own session whose combined output is collected line by line."""
+
+    def __init__(self, args: list[str], *, env: dict[str, str], cwd: Path = REPO):
+        self.process = subprocess.Popen(args, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        self.lines: list[str] = []
+        self._queue: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        for line in self.process.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def wait_for_output(self, pattern: str, *, timeout: float) -> re.Match:
+        regex = re.compile(pattern)
+
+        def found():
+            if self.process.poll() is not None and not regex.search(self.output):
+                raise AssertionError(f"process exited ({self.process.returncode}) before /{pattern}/:\n{self.output}")
+            return regex.search(self.output)
+
+        try:
+            return wait_for(found, timeout=timeout, what=f"/{pattern}/ in the output")
+        except AssertionError as error:
+            raise AssertionError(f"{error}\n--- output ---\n{self.output[-5000:]}") from None
+
+    def count(self, pattern: str) -> int:
+        return len(re.findall(pattern, self.output))
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30) -> int:
+        """Signal the whole process group and wait; kill it if it does not stop in time."""
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, sig)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        return self.process.returncode
+
+
+def celery_worker(*, env: dict[str, str]) -> WatchedProcess:
+    """A real Celery worker (one prefork child) on the project's app, started with ``env``."""
+    return WatchedProcess([str(VENV_BIN / "celery"), "-A", "auditapp", "worker", "--loglevel=INFO",
+                           "--concurrency=1", "--without-mingle", "--without-gossip"], env=env)
+
+
+def database_url(settings_dict: dict) -> str:
+    """The DATABASE_URL of a PostgreSQL connection's settings (the test database, when called in a test)."""
+    user, password = settings_dict["USER"], settings_dict["PASSWORD"]
+    credentials = f"{user}:{password}@" if password else f"{user}@"
+    return f"postgres://{credentials}{settings_dict['HOST']}:{settings_dict['PORT']}/{settings_dict['NAME']}"
+
+
+def require_service(name: str, available: bool) -> None:
+    """Skip a test whose service is missing, except under CI, where a missing service is a failure."""
+    if available:
+        return
+    message = f"{name} is not available (bin/test starts it from Debian's packages)"
+    if os.environ.get("CI") == "true":
+        pytest.fail(f"CI=true: {message}")
+    pytest.skip(message)
+
+
+def redis_broker_url() -> str:
+    """The Redis that is this run's Celery broker (bin/test's PostgreSQL pass sets it)."""
+    url = os.environ.get("CELERY_BROKER_URL", "")
+    require_service("Redis (CELERY_BROKER_URL=redis://...)", url.startswith("redis://"))
+    return url

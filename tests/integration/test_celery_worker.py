@@ -1,0 +1,67 @@
+"""A real Celery worker process takes import tasks from Redis and writes to PostgreSQL."""
+from __future__ import annotations
+
+import os
+
+import pytest
+import redis
+from django.db import connection, transaction
+
+from annotation.models import Item, ItemImport, Label
+from annotation.services import item_import_create, item_import_enqueue
+from tasks.imports import item_import_run_task
+from tests.factories import autalic_like_csv, make_study
+from tests.integration.support import celery_worker, database_url, redis_broker_url, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def worker():
+    if connection.vendor != "postgresql":
+        pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
+    redis_url = redis_broker_url()
+    redis.Redis.from_url(redis_url).flushdb()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test",
+           "DATABASE_URL": database_url(connection.settings_dict), "CELERY_BROKER_URL": redis_url}
+    process = celery_worker(env=env)
+    process.wait_for_output(r"celery@\S+ ready", timeout=60)
+    assert "transport:   redis://" in process.output
+    yield process
+    process.stop()
+
+
+def import_status(pk: int) -> str | None:
+    status = ItemImport.objects.filter(pk=pk).values_list("status", flat=True).get()
+    return status if status != ItemImport.Status.PENDING else None
+
+
+def test_worker_imports_2400_items_through_redis_into_postgres(worker):
+    study = make_study()
+    with transaction.atomic():
+        item_import = item_import_create(study=study, filename="autalic.csv", content=autalic_like_csv(2400))
+        item_import_enqueue(item_import=item_import)
+    assert wait_for(lambda: import_status(item_import.pk), timeout=60, what="the import") == "succeeded"
+    assert Item.objects.filter(study=study).count() == 2400
+    assert Label.objects.filter(item__study=study).count() == 7200
+    assert worker.count(r"Task annotation.item_import_run\[\S+\] succeeded") == 1
+
+    # The same task delivered twice more (a retry, a duplicate message) changes nothing.
+    item_import_run_task.delay(item_import.pk)
+    item_import_run_task.delay(item_import.pk)
+    wait_for(lambda: worker.count(r"Task annotation.item_import_run\[\S+\] succeeded") == 3, timeout=30,
+             what="two more task runs")
+    assert Item.objects.filter(study=study).count() == 2400
+    assert Label.objects.filter(item__study=study).count() == 7200
+
+
+def test_worker_records_a_bad_file_and_writes_nothing(worker):
+    study = make_study()
+    with transaction.atomic():
+        item_import = item_import_create(study=study, filename="bad.csv",
+                                         content=b"id,sentence,A1_Score\na,One,1\nb,Two,9\n")
+        item_import_enqueue(item_import=item_import)
+    assert wait_for(lambda: import_status(item_import.pk), timeout=60, what="the import") == "failed"
+    item_import.refresh_from_db()
+    assert item_import.errors == [{"row": 3, "column": "A1_Score", "message": "label '9' is not one of -1, 0, 1"}]
+    assert not Item.objects.filter(study=study).exists()

@@ -1,0 +1,105 @@
+"""The README's first command (bin/run) on the embedded defaults, used as a researcher would.
+
+It starts from an empty var/ folder: the web server answers, the worker reports ready, the demo
+study is listed, a researcher logs in to the admin with the printed password and uploads a file,
+the worker (through the file-system broker) imports it into SQLite, and Ctrl-C stops everything.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+
+import httpx
+import psutil
+import pytest
+
+from tests.factories import autalic_like_csv
+from tests.integration.support import REPO, WatchedProcess, wait_for
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def running_app(tmp_path):
+    if os.environ.get("DATABASE_URL"):
+        pytest.skip("bin/run on its embedded defaults is tested in the SQLite pass")
+    port = free_port()
+    env = {k: v for k, v in os.environ.items()
+           if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"}}
+    env.update(VAR_DIR=str(tmp_path / "var"), PORT=str(port), WORKER_CONCURRENCY="1")
+    app = WatchedProcess(["bash", str(REPO / "bin" / "run")], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        app.wait_for_output(r"Starting development server|Quit the server", timeout=180)
+        wait_for(lambda: _answers(f"{base}/healthz"), timeout=60, what="the web server")
+        yield app, base
+    finally:
+        app.stop(signal.SIGINT)
+
+
+def _answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_run_command_serves_the_app_and_the_worker_imports(running_app):
+    app, base = running_app
+    app.wait_for_output(r"celery@\S+ ready", timeout=60)
+    password = re.search(r"user: researcher\s+password: (\S+)", app.output).group(1)
+    token = re.search(r"API token: (\w+)", app.output).group(1)
+
+    assert "auditapp" in httpx.get(f"{base}/").text
+    assert httpx.get(f"{base}/admin/", follow_redirects=True).url.path == "/admin/login/"
+    schema = httpx.get(f"{base}/api/schema/")
+    assert schema.status_code == 200 and "openapi:" in schema.text
+    docs = httpx.get(f"{base}/api/docs/").text
+    asset = re.search(r'src="(/static/[^"]+swagger-ui[^"]*\.js)"', docs).group(1)
+    assert httpx.get(f"{base}{asset}").status_code == 200  # served by us, not a CDN
+
+    headers = {"Authorization": f"Token {token}"}
+    studies = httpx.get(f"{base}/api/studies/", headers=headers).json()["results"]
+    demo = next(s for s in studies if s["slug"] == "demo")
+    assert (demo["n_items"], demo["n_participants"], demo["n_labels"]) == (24, 3, 72)
+
+    with httpx.Client(base_url=base, follow_redirects=True) as browser:
+        browser.get("/admin/login/")
+        browser.post("/admin/login/?next=/admin/", data={
+            "username": "researcher", "password": password, "next": "/admin/",
+            "csrfmiddlewaretoken": browser.cookies["csrftoken"]})
+        assert "sessionid" in browser.cookies
+        import_page = f"/admin/annotation/study/{demo['id']}/import-items/"
+        browser.get(import_page)
+        response = browser.post(import_page, data={"csrfmiddlewaretoken": browser.cookies["csrftoken"]},
+                                files={"file": ("more.csv", autalic_like_csv(100), "text/csv")})
+        assert "/admin/annotation/itemimport/" in str(response.url)
+
+    def imported():
+        study = httpx.get(f"{base}/api/studies/{demo['id']}/", headers=headers).json()
+        return study["n_items"] == 124 and study["n_labels"] == 372
+    wait_for(imported, timeout=60, what="the worker to import the uploaded file")
+    assert app.count(r"Task annotation.item_import_run\[\S+\] succeeded") == 1
+
+    labels = httpx.get(f"{base}/api/studies/{demo['id']}/labels/?format=csv", headers=headers)
+    assert labels.text.splitlines()[0] == "participant,item,value,rationale,created_at"
+    assert len(labels.text.splitlines()) == 1 + 372
+
+
+def test_ctrl_c_stops_the_server_and_the_worker(running_app):
+    app, base = running_app
+    app.wait_for_output(r"celery@\S+ ready", timeout=60)
+    children = psutil.Process(app.process.pid).children(recursive=True)
+    assert len(children) >= 2
+    assert app.stop(signal.SIGINT) is not None
+    wait_for(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children),
+             timeout=30, what="every child process to exit")
+    assert not _answers(f"{base}/healthz")
