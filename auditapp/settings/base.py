@@ -6,6 +6,7 @@ Environment variables:
     ALLOWED_HOSTS           comma-separated host names.
     CSRF_TRUSTED_ORIGINS    comma-separated origins (https://example.org) behind a proxy.
     VAR_DIR                 where the embedded defaults keep their files (default: ./var).
+    STATIC_ROOT             where collectstatic puts static files (default: VAR_DIR/static).
     DATABASE_URL            e.g. postgres://user:pass@host:5432/db; default: SQLite in VAR_DIR.
     CELERY_BROKER_URL       e.g. redis://host:6379/0; default: kombu's file-system transport in VAR_DIR.
     CELERY_RESULT_BACKEND   optional; tasks record their outcome in the database, so none is needed.
@@ -126,7 +127,7 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT = Path(os.environ.get("STATIC_ROOT", VAR_DIR / "static"))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

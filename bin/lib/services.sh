@@ -25,6 +25,7 @@ start_test_services() {
         "-p $port -k $services_dir/pg -c listen_addresses=127.0.0.1 -c fsync=off -c synchronous_commit=off -c full_page_writes=off" \
         start >/dev/null
       pg_stop=("${as_pg[@]}" "$pg_bin/pg_ctl" -D "$services_dir/pg/data" -m fast stop)
+      "$pg_bin/createdb" -h 127.0.0.1 -p "$port" -U postgres auditapp
       export TEST_DATABASE_URL="postgres://postgres@127.0.0.1:$port/auditapp"
       echo "Started PostgreSQL $("$pg_bin/postgres" --version | awk '{print $3}') on 127.0.0.1:$port"
     fi

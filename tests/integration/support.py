@@ -5,6 +5,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -103,3 +105,47 @@ def redis_broker_url() -> str:
     url = os.environ.get("CELERY_BROKER_URL", "")
     require_service("Redis (CELERY_BROKER_URL=redis://...)", url.startswith("redis://"))
     return url
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_answers(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=2).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def admin_upload_as_researcher(base: str, *, username: str, password: str, study_id: int, filename: str,
+                               content: bytes) -> str:
+    """Log in to the admin like a browser (session and CSRF cookies) and upload an item file.
+
+    Returns the URL the upload redirected to (the import's admin page).
+    """
+    with httpx.Client(base_url=base, follow_redirects=True) as browser:
+        browser.get("/admin/login/")
+        browser.post("/admin/login/?next=/admin/", data={
+            "username": username, "password": password, "next": "/admin/",
+            "csrfmiddlewaretoken": browser.cookies["csrftoken"]})
+        assert "sessionid" in browser.cookies, "admin login failed"
+        import_page = f"/admin/annotation/study/{study_id}/import-items/"
+        browser.get(import_page)
+        response = browser.post(import_page, data={"csrfmiddlewaretoken": browser.cookies["csrftoken"]},
+                                files={"file": (filename, content, "text/csv")})
+        response.raise_for_status()
+        return str(response.url)
+
+
+def wait_for_study_counts(base: str, *, token: str, study_id: int, n_items: int, n_labels: int,
+                          timeout: float = 60) -> None:
+    """Poll the API until the study has the expected numbers of items and labels."""
+    headers = {"Authorization": f"Token {token}"}
+
+    def counts_match():
+        study = httpx.get(f"{base}/api/studies/{study_id}/", headers=headers).json()
+        return study["n_items"] == n_items and study["n_labels"] == n_labels
+    wait_for(counts_match, timeout=timeout, what=f"{n_items} items and {n_labels} labels in study {study_id}")

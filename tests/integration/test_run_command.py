@@ -9,22 +9,23 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 
 import httpx
 import psutil
 import pytest
 
 from tests.factories import autalic_like_csv
-from tests.integration.support import REPO, WatchedProcess, wait_for
+from tests.integration.support import (
+    REPO,
+    WatchedProcess,
+    admin_upload_as_researcher,
+    free_port,
+    http_answers,
+    wait_for,
+    wait_for_study_counts,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @pytest.fixture
@@ -39,17 +40,10 @@ def running_app(tmp_path):
     base = f"http://127.0.0.1:{port}"
     try:
         app.wait_for_output(r"Starting development server|Quit the server", timeout=180)
-        wait_for(lambda: _answers(f"{base}/healthz"), timeout=60, what="the web server")
+        wait_for(lambda: http_answers(f"{base}/healthz"), timeout=60, what="the web server")
         yield app, base
     finally:
         app.stop(signal.SIGINT)
-
-
-def _answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.TransportError:
-        return False
 
 
 def test_run_command_serves_the_app_and_the_worker_imports(running_app):
@@ -71,22 +65,10 @@ def test_run_command_serves_the_app_and_the_worker_imports(running_app):
     demo = next(s for s in studies if s["slug"] == "demo")
     assert (demo["n_items"], demo["n_participants"], demo["n_labels"]) == (24, 3, 72)
 
-    with httpx.Client(base_url=base, follow_redirects=True) as browser:
-        browser.get("/admin/login/")
-        browser.post("/admin/login/?next=/admin/", data={
-            "username": "researcher", "password": password, "next": "/admin/",
-            "csrfmiddlewaretoken": browser.cookies["csrftoken"]})
-        assert "sessionid" in browser.cookies
-        import_page = f"/admin/annotation/study/{demo['id']}/import-items/"
-        browser.get(import_page)
-        response = browser.post(import_page, data={"csrfmiddlewaretoken": browser.cookies["csrftoken"]},
-                                files={"file": ("more.csv", autalic_like_csv(100), "text/csv")})
-        assert "/admin/annotation/itemimport/" in str(response.url)
-
-    def imported():
-        study = httpx.get(f"{base}/api/studies/{demo['id']}/", headers=headers).json()
-        return study["n_items"] == 124 and study["n_labels"] == 372
-    wait_for(imported, timeout=60, what="the worker to import the uploaded file")
+    landed = admin_upload_as_researcher(base, username="researcher", password=password, study_id=demo["id"],
+                                        filename="more.csv", content=autalic_like_csv(100))
+    assert "/admin/annotation/itemimport/" in landed
+    wait_for_study_counts(base, token=token, study_id=demo["id"], n_items=124, n_labels=372)
     assert app.count(r"Task annotation.item_import_run\[\S+\] succeeded") == 1
 
     labels = httpx.get(f"{base}/api/studies/{demo['id']}/labels/?format=csv", headers=headers)
@@ -102,4 +84,4 @@ def test_ctrl_c_stops_the_server_and_the_worker(running_app):
     assert app.stop(signal.SIGINT) is not None
     wait_for(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children),
              timeout=30, what="every child process to exit")
-    assert not _answers(f"{base}/healthz")
+    assert not http_answers(f"{base}/healthz")
