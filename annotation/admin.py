@@ -6,7 +6,6 @@ the import's page shows its status, counts, warnings and errors, and lets the re
 exact file that was imported.
 """
 from django.contrib import admin, messages
-from django.db import transaction
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -14,10 +13,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from annotation.forms import ItemImportForm
-from annotation.item_files import ItemFileError, file_format_from_name
+from annotation.item_files import ItemFileError
 from annotation.models import Item, ItemImport, Label, Participant, Study
 from annotation.selectors import study_list
-from annotation.services import item_file_validate, item_import_create, item_import_enqueue
+from annotation.services import item_import_submit
 
 
 @admin.register(Study)
@@ -70,19 +69,12 @@ class StudyAdmin(admin.ModelAdmin):
         form = ItemImportForm(request.POST or None, request.FILES or None)
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
-            content = upload.read()
-            options = form.import_options()
             try:
-                file_format = file_format_from_name(upload.name)
-                item_file_validate(study=study, content=content, file_format=file_format, options=options)
+                item_import = item_import_submit(study=study, filename=upload.name, content=upload.read(),
+                                                 options=form.import_options(), uploaded_by=request.user)
             except ItemFileError as error:
                 problems, total = error.problems, error.total
             else:
-                with transaction.atomic():
-                    item_import = item_import_create(study=study, filename=upload.name, content=content,
-                                                     options=options, uploaded_by=request.user,
-                                                     file_format=file_format)
-                    item_import_enqueue(item_import=item_import)
                 messages.success(request, f"{upload.name} is valid and queued; a worker imports it now.")
                 return redirect("admin:annotation_itemimport_change", item_import.pk)
         context = {

@@ -1,4 +1,4 @@
-"""REST API of the annotation domain (researchers only): studies, and their items and labels.
+"""REST API of the annotation domain (researchers only): studies, their items and labels, item imports.
 
 Participants appear only by pseudonym in a column ``participant``; items by external id in a column
 ``item``; so every export joins on those two columns.
@@ -9,10 +9,15 @@ from functools import cached_property
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
-from rest_framework import generics, serializers
+from rest_framework import generics, serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
 
-from annotation.models import LabelValue, Study
+from annotation.forms import ItemImportForm
+from annotation.item_files import ItemFileError
+from annotation.models import ItemImport, LabelValue, Study
 from annotation.selectors import study_items_export, study_labels_export, study_list
+from annotation.services import item_import_submit
 from auditapp.api.exports import ExportListAPIView
 
 
@@ -26,6 +31,7 @@ class StudySerializer(serializers.ModelSerializer):
         fields = ("id", "slug", "name", "description", "status", "label_scheme", "annotators_per_item",
                   "content_warning", "consent_text", "n_items", "n_participants", "n_labels",
                   "created_at", "updated_at")
+        read_only_fields = ("status",)
 
 
 class ItemRowSerializer(serializers.Serializer):
@@ -46,11 +52,45 @@ class LabelRowSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
 
-class StudyListView(generics.ListAPIView):
-    """Every study with its counts of items, participants and labels."""
+class ItemImportUploadSerializer(serializers.Serializer):
+    """The multipart fields of an upload (see ItemImportForm for their defaults)."""
+
+    file = serializers.FileField()
+    id_column = serializers.CharField(required=False)
+    target_column = serializers.CharField(required=False)
+    preceding_column = serializers.CharField(required=False)
+    following_column = serializers.CharField(required=False)
+    label_columns = serializers.CharField(required=False, help_text="Comma-separated.")
+    use_row_numbers_as_ids = serializers.BooleanField(required=False)
+    encoding = serializers.CharField(required=False)
+
+
+class ItemImportSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = ItemImport
+        fields = ("id", "study", "filename", "file_format", "sha256", "options", "status", "errors", "warnings",
+                  "encoding", "n_items", "n_labels", "n_participants", "created_at", "started_at", "finished_at")
+
+
+class ProblemSerializer(serializers.Serializer):
+    row = serializers.IntegerField(allow_null=True, help_text="As a spreadsheet numbers it: the header is row 1.")
+    column = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class ImportRejectedSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    problems = ProblemSerializer(many=True)
+
+
+class StudyListView(generics.ListCreateAPIView):
+    """Every study with its counts of items, participants and labels; POST creates a study."""
 
     serializer_class = StudySerializer
     queryset = study_list()
+
+    def perform_create(self, serializer):
+        serializer.instance = study_list().get(pk=serializer.save().pk)
 
 
 class StudyDetailView(generics.RetrieveAPIView):
@@ -84,3 +124,47 @@ class StudyLabelsView(StudyExportView):
 
     def export_filename(self) -> str:
         return f"{self.study.slug}-labels.csv"
+
+
+class StudyImportsView(generics.ListAPIView):
+    """A study's item imports, newest first; POST uploads a file (multipart) to import."""
+
+    serializer_class = ItemImportSerializer
+    parser_classes = [MultiPartParser, FormParser]
+
+    @cached_property
+    def study(self) -> Study:
+        return get_object_or_404(Study, pk=self.kwargs["pk"])
+
+    def get_queryset(self):
+        return ItemImport.objects.filter(study=self.study).defer("content").order_by("-created_at", "-id")
+
+    @extend_schema(
+        request={"multipart/form-data": ItemImportUploadSerializer},
+        responses={202: ItemImportSerializer, 400: ImportRejectedSerializer},
+        summary="Upload an item file",
+        description="The file is validated at once: if any row is wrong the answer is 400 with every problem "
+                    "(row and column) and nothing is stored. A valid file is recorded and imported by a worker; "
+                    "poll `/api/imports/{id}/` until `status` is `succeeded` or `failed`.",
+    )
+    def post(self, request, *args, **kwargs):
+        form = ItemImportForm(request.data, request.FILES)
+        if not form.is_valid():
+            return Response({"detail": "invalid upload", "problems": [
+                {"row": None, "column": field, "message": " ".join(errors)} for field, errors in form.errors.items()]},
+                status=status.HTTP_400_BAD_REQUEST)
+        upload = form.cleaned_data["file"]
+        try:
+            item_import = item_import_submit(study=self.study, filename=upload.name, content=upload.read(),
+                                             options=form.import_options(), uploaded_by=request.user)
+        except ItemFileError as error:
+            return Response({"detail": str(error), "problems": [p.as_dict() for p in error.problems]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        return Response(ItemImportSerializer(item_import).data, status=status.HTTP_202_ACCEPTED)
+
+
+class ItemImportDetailView(generics.RetrieveAPIView):
+    """One item import: its status, counts, warnings and errors (row, column, message)."""
+
+    serializer_class = ItemImportSerializer
+    queryset = ItemImport.objects.defer("content")

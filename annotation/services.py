@@ -81,6 +81,23 @@ def item_import_enqueue(*, item_import: ItemImport) -> None:
     transaction.on_commit(lambda: item_import_run_task.delay(item_import.id))
 
 
+def item_import_submit(*, study: Study, filename: str, content: bytes, options: dict,
+                       uploaded_by=None) -> ItemImport:
+    """Validate an uploaded file at once, then record it and queue it for a worker (admin and API uploads).
+
+    Raises ItemFileError (every problem with its row and column) and records nothing if the file is
+    invalid, so the uploader sees the problems immediately; the worker validates again before writing,
+    since the study may have changed in between.
+    """
+    file_format = file_format_from_name(filename)
+    item_file_validate(study=study, content=content, file_format=file_format, options=options)
+    with transaction.atomic():
+        item_import = item_import_create(study=study, filename=filename, content=content, options=options,
+                                         uploaded_by=uploaded_by, file_format=file_format)
+        item_import_enqueue(item_import=item_import)
+    return item_import
+
+
 def item_import_run(*, item_import_id: int) -> ItemImport:
     """Run a recorded import: validate, then write items, imported annotators and labels in bulk.
 

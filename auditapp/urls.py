@@ -15,6 +15,8 @@ api_patterns = [
     path("studies/<int:pk>/", annotation_api.StudyDetailView.as_view(), name="study-detail"),
     path("studies/<int:pk>/items/", annotation_api.StudyItemsView.as_view(), name="study-items"),
     path("studies/<int:pk>/labels/", annotation_api.StudyLabelsView.as_view(), name="study-labels"),
+    path("studies/<int:pk>/imports/", annotation_api.StudyImportsView.as_view(), name="study-imports"),
+    path("imports/<int:pk>/", annotation_api.ItemImportDetailView.as_view(), name="import-detail"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

@@ -75,6 +75,18 @@ def test_run_command_serves_the_app_and_the_worker_imports(running_app):
     assert labels.text.splitlines()[0] == "participant,item,value,rationale,created_at"
     assert len(labels.text.splitlines()) == 1 + 372
 
+    # A script does the same through the API: create a study, upload, poll the import.
+    study = httpx.post(f"{base}/api/studies/", headers=headers, json={"name": "Scripted", "slug": "scripted"}).json()
+    upload = httpx.post(f"{base}/api/studies/{study['id']}/imports/", headers=headers,
+                        files={"file": ("s.csv", autalic_like_csv(10), "text/csv")})
+    assert upload.status_code == 202, upload.text
+
+    def finished():
+        state = httpx.get(f"{base}/api/imports/{upload.json()['id']}/", headers=headers).json()
+        return state if state["status"] != "pending" else None
+    state = wait_for(finished, timeout=60, what="the scripted import")
+    assert (state["status"], state["n_items"], state["n_labels"]) == ("succeeded", 10, 30)
+
 
 def test_ctrl_c_stops_the_server_and_the_worker(running_app):
     app, base = running_app

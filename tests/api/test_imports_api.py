@@ -1,0 +1,81 @@
+"""Scripts create studies and upload item files through the API; bad files are refused with every problem."""
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from rest_framework.test import APIClient
+
+from annotation.models import Item, ItemImport, Study
+from annotation.services import item_import_run
+from tests.factories import autalic_like_csv, make_study
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def queued(monkeypatch) -> list[int]:
+    sent: list[int] = []
+    monkeypatch.setattr("tasks.imports.item_import_run_task.delay", sent.append)
+    return sent
+
+
+def test_create_a_study(api_client):
+    response = api_client.post("/api/studies/", {"name": "Pilot", "slug": "pilot", "label_scheme": "binary",
+                                                 "annotators_per_item": 5, "status": "open"}, format="json")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert (body["slug"], body["n_items"], body["annotators_per_item"], body["status"]) == ("pilot", 0, 5, "draft")
+    assert Study.objects.get(slug="pilot").label_scheme == "binary"
+    again = api_client.post("/api/studies/", {"name": "Other", "slug": "pilot"}, format="json")
+    assert again.status_code == 400 and "slug" in again.json()
+
+
+def test_upload_is_validated_queued_and_then_imported(api_client, queued, django_capture_on_commit_callbacks):
+    study = make_study()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_client.post(f"/api/studies/{study.id}/imports/",
+                                   {"file": SimpleUploadedFile("autalic.csv", autalic_like_csv(20))},
+                                   format="multipart")
+    assert response.status_code == 202, response.json()
+    body = response.json()
+    assert body["status"] == "pending" and queued == [body["id"]]
+    item_import_run(item_import_id=body["id"])
+    done = api_client.get(f"/api/imports/{body['id']}/").json()
+    assert (done["status"], done["n_items"], done["n_labels"], done["n_participants"]) == ("succeeded", 20, 60, 3)
+    listing = api_client.get(f"/api/studies/{study.id}/imports/").json()
+    assert [i["id"] for i in listing["results"]] == [body["id"]]
+
+
+def test_bad_upload_is_refused_with_rows_and_columns_and_nothing_stored(api_client, queued):
+    study = make_study()
+    content = b"id,sentence,A1_Score\na,One,1\nb,Two,5\nc,,0\n"
+    response = api_client.post(f"/api/studies/{study.id}/imports/",
+                               {"file": SimpleUploadedFile("bad.csv", content)}, format="multipart")
+    assert response.status_code == 400
+    assert response.json()["problems"] == [
+        {"row": 3, "column": "A1_Score", "message": "label '5' is not one of -1, 0, 1"},
+        {"row": 4, "column": "sentence", "message": "empty target sentence"}]
+    assert not ItemImport.objects.exists() and not Item.objects.exists() and queued == []
+
+
+def test_upload_without_a_file(api_client, queued):
+    response = api_client.post(f"/api/studies/{make_study().id}/imports/", {}, format="multipart")
+    assert response.status_code == 400
+    assert response.json()["problems"][0]["column"] == "file"
+
+
+def test_upload_mapping_fields(api_client, queued, django_capture_on_commit_callbacks):
+    study = make_study()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_client.post(f"/api/studies/{study.id}/imports/", {
+            "file": SimpleUploadedFile("plain.csv", b"body,r1\nOne,1\n"), "target_column": "body",
+            "label_columns": "r1", "use_row_numbers_as_ids": "true"}, format="multipart")
+    assert response.status_code == 202, response.json()
+    item_import_run(item_import_id=response.json()["id"])
+    assert list(Item.objects.values_list("external_id", "target")) == [("2", "One")]
+
+
+def test_imports_need_a_researcher(queued):
+    study = make_study()
+    assert APIClient().post(f"/api/studies/{study.id}/imports/", {}).status_code == 401
+    assert APIClient().get("/api/imports/1/").status_code == 401
