@@ -20,3 +20,11 @@ def api_client(researcher) -> APIClient:
     client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     return client
 
+
+
+@pytest.fixture
+def queued(monkeypatch) -> list[int]:
+    """The import ids handed to the Celery task, which is not run (the worker path has integration tests)."""
+    sent: list[int] = []
+    monkeypatch.setattr("tasks.imports.item_import_run_task.delay", sent.append)
+    return sent

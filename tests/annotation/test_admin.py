@@ -11,13 +11,6 @@ from tests.factories import autalic_like_csv, make_participant_user, make_study
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def queued(monkeypatch) -> list[int]:
-    """The ids the admin hands to the Celery task (the worker path itself is an integration test)."""
-    sent: list[int] = []
-    monkeypatch.setattr("tasks.imports.item_import_run_task.delay", sent.append)
-    return sent
-
 
 @pytest.fixture
 def logged_in(client, researcher):

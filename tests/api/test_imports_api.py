@@ -12,12 +12,6 @@ from tests.factories import autalic_like_csv, make_study
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def queued(monkeypatch) -> list[int]:
-    sent: list[int] = []
-    monkeypatch.setattr("tasks.imports.item_import_run_task.delay", sent.append)
-    return sent
-
 
 def test_create_a_study(api_client):
     response = api_client.post("/api/studies/", {"name": "Pilot", "slug": "pilot", "label_scheme": "binary",
