@@ -1,4 +1,5 @@
-"""REST API of the annotation domain (researchers only): studies, their items and labels, item imports.
+"""REST API of the annotation domain (researchers only): studies, their items, participants and labels,
+and item imports.
 
 Participants appear only by pseudonym in a column ``participant``; items by external id in a column
 ``item``; so every export joins on those two columns.
@@ -15,8 +16,13 @@ from rest_framework.response import Response
 
 from annotation.forms import ItemImportForm
 from annotation.item_files import ItemFileError
-from annotation.models import ItemImport, LabelValue, Study
-from annotation.selectors import study_items_export, study_labels_export, study_list
+from annotation.models import ItemImport, LabelValue, Participant, Study
+from annotation.selectors import (
+    study_items_export,
+    study_labels_export,
+    study_list,
+    study_participants_export,
+)
 from annotation.services import item_import_submit
 from auditapp.api.exports import ExportListAPIView
 
@@ -42,6 +48,16 @@ class ItemRowSerializer(serializers.Serializer):
     position = serializers.IntegerField()
     metadata = serializers.JSONField()
     created_at = serializers.DateTimeField()
+
+
+class ParticipantRowSerializer(serializers.Serializer):
+    participant = serializers.CharField(help_text="The participant's pseudonym.")
+    team = serializers.CharField()
+    status = serializers.ChoiceField(choices=Participant.Status.choices)
+    n_labels = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    completed_at = serializers.DateTimeField(allow_null=True)
 
 
 class LabelRowSerializer(serializers.Serializer):
@@ -113,6 +129,17 @@ class StudyItemsView(StudyExportView):
 
     def export_filename(self) -> str:
         return f"{self.study.slug}-items.csv"
+
+
+@extend_schema(summary="A study's participants", description="One row per participant, named by pseudonym.")
+class StudyParticipantsView(StudyExportView):
+    serializer_class = ParticipantRowSerializer
+
+    def export_rows(self):
+        return study_participants_export(study=self.study)
+
+    def export_filename(self) -> str:
+        return f"{self.study.slug}-participants.csv"
 
 
 @extend_schema(summary="A study's labels", description="One row per label given by a participant to an item.")

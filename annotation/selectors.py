@@ -20,6 +20,15 @@ ITEM_EXPORT = {
     "metadata": "metadata",
     "created_at": "created_at",
 }
+PARTICIPANT_EXPORT = {
+    "participant": "pseudonym",
+    "team": "team",
+    "status": "status",
+    "n_labels": "n_labels",
+    "created_at": "created_at",
+    "started_at": "started_at",
+    "completed_at": "completed_at",
+}
 LABEL_EXPORT = {
     "participant": "participant__pseudonym",
     "item": "item__external_id",
@@ -49,6 +58,17 @@ def study_items_export(*, study: Study) -> tuple[list[str], QuerySet]:
     """The study's items in study order, one row per item, the item named by its external id."""
     queryset = Item.objects.filter(study=study).order_by("position", "id").values_list(*ITEM_EXPORT.values())
     return list(ITEM_EXPORT), queryset
+
+
+def study_participants_export(*, study: Study) -> tuple[list[str], QuerySet]:
+    """The study's participants by pseudonym (never by invite token), with their number of labels."""
+    queryset = (
+        Participant.objects.filter(study=study)
+        .annotate(n_labels=_count_of(Label, participant=OuterRef("pk")))
+        .order_by("pseudonym")
+        .values_list(*PARTICIPANT_EXPORT.values())
+    )
+    return list(PARTICIPANT_EXPORT), queryset
 
 
 def study_labels_export(*, study: Study) -> tuple[list[str], QuerySet]:

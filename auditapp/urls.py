@@ -14,6 +14,8 @@ api_patterns = [
     path("studies/", annotation_api.StudyListView.as_view(), name="study-list"),
     path("studies/<int:pk>/", annotation_api.StudyDetailView.as_view(), name="study-detail"),
     path("studies/<int:pk>/items/", annotation_api.StudyItemsView.as_view(), name="study-items"),
+    path("studies/<int:pk>/participants/", annotation_api.StudyParticipantsView.as_view(),
+         name="study-participants"),
     path("studies/<int:pk>/labels/", annotation_api.StudyLabelsView.as_view(), name="study-labels"),
     path("studies/<int:pk>/imports/", annotation_api.StudyImportsView.as_view(), name="study-imports"),
     path("imports/<int:pk>/", annotation_api.ItemImportDetailView.as_view(), name="import-detail"),

@@ -1,4 +1,4 @@
-"""Pagination of JSON list responses (CSV exports are never paginated)."""
+"""Pagination of JSON list responses; CSV responses are never paginated."""
 from rest_framework.pagination import PageNumberPagination
 
 
@@ -8,3 +8,9 @@ class ExportPagination(PageNumberPagination):
     page_size = 1000
     page_size_query_param = "page_size"
     max_page_size = 10_000
+
+    def paginate_queryset(self, queryset, request, view=None):
+        renderer = getattr(request, "accepted_renderer", None)
+        if renderer is not None and renderer.format == "csv":
+            return None
+        return super().paginate_queryset(queryset, request, view)

@@ -36,6 +36,7 @@ def read_csv(response) -> list[dict]:
 
 
 @pytest.mark.parametrize("path", ["/api/studies/", "/api/studies/1/", "/api/studies/1/items/",
+                                  "/api/studies/1/participants/", "/api/studies/1/imports/", "/api/imports/1/",
                                   "/api/studies/1/labels/", "/api/studies/1/labels/?format=csv"])
 def test_anonymous_gets_401_and_non_staff_403(path, study):
     response = APIClient().get(path)
@@ -130,3 +131,23 @@ def test_schema_and_docs_are_public(client):
     docs = client.get("/api/docs/")
     assert docs.status_code == 200 and b"swagger-ui" in docs.content
     assert b"cdn" not in docs.content.lower()
+
+
+def test_participants_export_by_pseudonym_with_label_counts(api_client, study):
+    Participant.objects.create(study=study, pseudonym="P0001", team="b")
+    rows = api_client.get(f"/api/studies/{study.id}/participants/").json()["results"]
+    assert [(r["participant"], r["team"], r["status"], r["n_labels"]) for r in rows] == [
+        ("A1", "default", "imported", 2), ("A2", "default", "imported", 1), ("P0001", "b", "invited", 0)]
+    csv_rows = read_csv(api_client.get(f"/api/studies/{study.id}/participants/?format=csv"))
+    assert [r["participant"] for r in csv_rows] == ["A1", "A2", "P0001"]
+    assert csv_rows[2]["started_at"] == ""
+    token = Participant.objects.get(pseudonym="P0001").invite_token
+    assert token not in str(rows) and "invite_token" not in csv_rows[0]
+
+
+def test_csv_of_a_list_is_never_paginated(api_client, study):
+    make_study(slug="second")
+    response = api_client.get("/api/studies/?format=csv&page_size=1")
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    assert sorted(r["slug"] for r in rows) == ["api-study", "second"]
+    assert len(api_client.get("/api/studies/?page_size=1").json()["results"]) == 1
