@@ -114,54 +114,53 @@ class StudyDetailView(generics.RetrieveAPIView):
     queryset = study_list()
 
 
-class StudyExportView(ExportListAPIView):
+class StudyScoped:
+    """For views under ``/api/studies/{pk}/``: the study, looked up once (404 if there is none)."""
+
     @cached_property
     def study(self) -> Study:
         return get_object_or_404(Study, pk=self.kwargs["pk"])
+
+
+class StudyExportView(StudyScoped, ExportListAPIView):
+    """An export of one study: ``export_selector(study=...)`` gives the rows, ``export_name`` the file name."""
+
+    export_selector = None
+    export_name = ""
+
+    def export_rows(self):
+        return type(self).export_selector(study=self.study)
+
+    def export_filename(self) -> str:
+        return f"{self.study.slug}-{self.export_name}.csv"
 
 
 @extend_schema(summary="A study's items", description="One row per item, in study order.")
 class StudyItemsView(StudyExportView):
     serializer_class = ItemRowSerializer
-
-    def export_rows(self):
-        return study_items_export(study=self.study)
-
-    def export_filename(self) -> str:
-        return f"{self.study.slug}-items.csv"
+    export_selector = study_items_export
+    export_name = "items"
 
 
 @extend_schema(summary="A study's participants", description="One row per participant, named by pseudonym.")
 class StudyParticipantsView(StudyExportView):
     serializer_class = ParticipantRowSerializer
-
-    def export_rows(self):
-        return study_participants_export(study=self.study)
-
-    def export_filename(self) -> str:
-        return f"{self.study.slug}-participants.csv"
+    export_selector = study_participants_export
+    export_name = "participants"
 
 
 @extend_schema(summary="A study's labels", description="One row per label given by a participant to an item.")
 class StudyLabelsView(StudyExportView):
     serializer_class = LabelRowSerializer
-
-    def export_rows(self):
-        return study_labels_export(study=self.study)
-
-    def export_filename(self) -> str:
-        return f"{self.study.slug}-labels.csv"
+    export_selector = study_labels_export
+    export_name = "labels"
 
 
-class StudyImportsView(generics.ListAPIView):
+class StudyImportsView(StudyScoped, generics.ListAPIView):
     """A study's item imports, newest first; POST uploads a file (multipart) to import."""
 
     serializer_class = ItemImportSerializer
     parser_classes = [MultiPartParser, FormParser]
-
-    @cached_property
-    def study(self) -> Study:
-        return get_object_or_404(Study, pk=self.kwargs["pk"])
 
     def get_queryset(self):
         return ItemImport.objects.filter(study=self.study).defer("content").order_by("-created_at", "-id")

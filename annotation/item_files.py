@@ -177,8 +177,9 @@ def _decode_problem(content: bytes, exc: Exception, encoding: str) -> ImportProb
     return ImportProblem(None, None, f"unknown text encoding '{encoding}'")
 
 
-def _text_rows(text: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
-    """(spreadsheet row number, fields) for each CSV record; blank records are skipped."""
+def _text_rows(text: str, file_format: str) -> Iterator[tuple[int, list[str]]]:
+    """(spreadsheet row number, fields) for each CSV or TSV record; blank records are skipped."""
+    delimiter = "\t" if file_format == "tsv" else ","
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, strict=True)
     row_number = 0
     try:
@@ -187,8 +188,8 @@ def _text_rows(text: str, delimiter: str) -> Iterator[tuple[int, list[str]]]:
             if fields and any(f.strip() for f in fields):
                 yield row_number, fields
     except csv.Error as exc:
-        raise ItemFileError([ImportProblem(row_number + 1, None, f"malformed {('CSV', 'TSV')[delimiter == chr(9)]}"
-                                           f" (line {reader.line_num}): {exc}")]) from exc
+        raise ItemFileError([ImportProblem(row_number + 1, None, f"malformed {file_format.upper()} "
+                                           f"(line {reader.line_num}): {exc}")]) from exc
 
 
 def _xlsx_rows(content: bytes) -> Iterator[tuple[int, list]]:
@@ -326,7 +327,7 @@ def _records(content: bytes, file_format: str, encoding: str | None
     if file_format == "jsonl":
         return None, ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()), \
             used_encoding, warnings
-    rows = _text_rows(text, "\t" if file_format == "tsv" else ",")
+    rows = _text_rows(text, file_format)
     first = next(rows, None)
     if first is None:
         raise ItemFileError([ImportProblem(None, None, "the file is empty")])
