@@ -1,0 +1,103 @@
+"""Psychometric trust weights of annotators: seed 000, §3.2 and Appendix B, eqs. 1–5. Pure pandas.
+
+Input: one row per annotator with ``participant``, ``team``, ``aq``, ``sata`` and ``iat_d`` (NaN
+where the annotator has no score). Output: the same rows with the standardised scores, the raw
+trust score R and the weight W.
+
+    x̂_AQ,i   = (x_AQ,i − min x_AQ) / (max x_AQ − min x_AQ)              (eq. 1)
+    x̂_SATA,i = (x_SATA,i − min x_SATA) / (max x_SATA − min x_SATA)      (eq. 2)
+    x̂_IAT,i  = 1 − (x_IAT,i − min x_IAT) / (max x_IAT − min x_IAT)      (eq. 3)
+    R_i      = (x̂_AQ,i + x̂_SATA,i + x̂_IAT,i) / 3                        (eq. 4)
+    W_i      = R_i / mean_{j ∈ T} R_j, T the annotator's team             (eq. 5)
+
+The IAT is inverted (eq. 3) so that a higher standardised value means less implicit bias; the D score
+sign convention is the one of ``psychometrics`` scoring: positive D = more implicit bias.
+
+Edge cases (each recorded in ``TrustWeights.notes``):
+- **Missing instrument.** ``missing="exclude"`` (default): the annotator gets no weight (R and W are
+  NaN, ``included`` is False) and does not enter any min or max. ``missing="average"``: R is the mean
+  of the standardised scores the annotator has; min and max use every annotator who has the score.
+- **max = min for an instrument** (one annotator, or everyone scored alike): the instrument says
+  nothing about relative reliability, so it is left out of R for every annotator (0/0 has no value).
+- **No informative instrument at all** (e.g. a single annotator): every included annotator gets
+  R = NaN and W = 1, so the weighted ground truth equals the unweighted mean.
+- **A team whose R are all zero**: eq. 5 is 0/0; every member gets W = 1 (the team mean weight
+  stays 1, as eq. 5 intends). A zero R in a team with a positive mean gives W = 0, as eq. 5 says.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+INSTRUMENTS = ("aq", "sata", "iat_d")
+MissingRule = Literal["exclude", "average"]
+
+
+@dataclass
+class TrustWeights:
+    """Per-annotator table (columns below) and the notes on every edge case met."""
+
+    table: pd.DataFrame
+    notes: list[str] = field(default_factory=list)
+
+    COLUMNS = ("participant", "team", "aq", "sata", "iat_d", "aq_norm", "sata_norm", "iat_norm",
+               "trust_raw", "weight", "included")
+
+
+def _standardise(values: pd.Series, *, invert: bool) -> tuple[pd.Series, bool]:
+    """Min–max scale to [0, 1] (eqs. 1–3); returns (scaled, informative). NaN stays NaN."""
+    low, high = values.min(), values.max()
+    if pd.isna(low) or high == low:
+        return pd.Series(np.nan, index=values.index), False
+    scaled = (values - low) / (high - low)
+    return (1.0 - scaled if invert else scaled), True
+
+
+def trust_weights(scores: pd.DataFrame, *, missing: MissingRule = "exclude") -> TrustWeights:
+    """R and W for each annotator (Appendix B, eqs. 1–5); see the module docstring for edge cases.
+
+    ``scores`` has columns participant, team, aq, sata, iat_d. An empty frame gives an empty table.
+    """
+    if missing not in ("exclude", "average"):
+        raise ValueError(f"missing must be 'exclude' or 'average', not {missing!r}")
+    table = scores.loc[:, ["participant", "team", *INSTRUMENTS]].copy()
+    table[list(INSTRUMENTS)] = table[list(INSTRUMENTS)].astype(float)
+    notes: list[str] = []
+
+    has_all = table[list(INSTRUMENTS)].notna().all(axis=1)
+    has_any = table[list(INSTRUMENTS)].notna().any(axis=1)
+    table["included"] = has_all if missing == "exclude" else has_any
+    for pseudonym in table.loc[~table["included"], "participant"]:
+        notes.append(f"{pseudonym}: no weight (missing instrument score; rule '{missing}')")
+    if missing == "average":
+        for pseudonym in table.loc[table["included"] & ~has_all, "participant"]:
+            notes.append(f"{pseudonym}: R averages only the instruments they have (rule 'average')")
+
+    informative = []
+    for instrument, column in zip(INSTRUMENTS, ("aq_norm", "sata_norm", "iat_norm"), strict=True):
+        values = table[instrument].where(table["included"])
+        table[column], useful = _standardise(values, invert=instrument == "iat_d")
+        if useful:
+            informative.append(column)
+        elif table["included"].any():
+            notes.append(f"{instrument}: max = min across annotators, left out of R for everyone")
+
+    if informative:
+        table["trust_raw"] = table[informative].mean(axis=1, skipna=True).where(table["included"])
+    else:
+        table["trust_raw"] = np.nan
+        if table["included"].any():
+            notes.append("no instrument varies across annotators: every included annotator has W = 1")
+
+    team_mean = table.groupby("team")["trust_raw"].transform("mean")
+    weight = table["trust_raw"] / team_mean
+    zero_teams = sorted(table.loc[table["included"] & (team_mean == 0), "team"].unique())
+    for team in zero_teams:
+        notes.append(f"team {team}: every R is 0, so every member has W = 1")
+    no_r = table["included"] & table["trust_raw"].isna()
+    weight = weight.mask(table["included"] & ((team_mean == 0) | no_r), 1.0)
+    table["weight"] = weight.where(table["included"])
+    return TrustWeights(table=table.loc[:, list(TrustWeights.COLUMNS)].reset_index(drop=True), notes=notes)
