@@ -6,6 +6,7 @@ the import's page shows its status, counts, warnings and errors, and lets the re
 exact file that was imported.
 """
 from django.contrib import admin, messages
+from django.db import models
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
@@ -15,8 +16,10 @@ from django.utils.html import format_html, format_html_join
 from annotation.forms import ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import Item, ItemImport, Label, Participant, Study
+from annotation.participation import participants_invite
 from annotation.selectors import study_list
 from annotation.services import item_import_submit
+from psychometrics.admin import StudyInstrumentInline
 
 
 @admin.register(Study)
@@ -25,7 +28,37 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ("status", "label_scheme")
     search_fields = ("name", "slug", "description")
     prepopulated_fields = {"slug": ("name",)}
-    readonly_fields = ("item_imports", "created_at", "updated_at")
+    readonly_fields = ("item_imports", "invite_links", "created_at", "updated_at")
+    inlines = [StudyInstrumentInline]
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
+    actions = ["invite_ten"]
+    fieldsets = [
+        (None, {"fields": ("name", "slug", "description", "status")}),
+        ("Annotators", {"fields": ("content_warning", "consent_text", "labelling_instructions", "label_scheme",
+                                   "annotators_per_item", "items_per_annotator", "assignment_timeout_minutes",
+                                   "attention_check_pass_threshold")}),
+        ("IAT", {"fields": ("iat_enabled", "iat_stimuli")}),
+        ("Recruitment", {"fields": ("invite_links", "open_link_enabled", "open_link_cap", "completion_code",
+                                    "completion_url")}),
+        ("Data", {"fields": ("item_imports", "created_at", "updated_at")}),
+    ]
+
+    @admin.action(description="Invite 10 participants (one link each)")
+    def invite_ten(self, request, queryset):
+        for study in queryset:
+            participants_invite(study=study, count=10)
+        messages.success(request, f"Invited 10 participants in each of {queryset.count()} studies.")
+
+    @admin.display(description="Invite links")
+    def invite_links(self, study):
+        if not study.pk:
+            return "Save the study first."
+        open_link = reverse("participant:join", args=[study.open_link_token])
+        participants = reverse("admin:annotation_participant_changelist") + f"?study__id__exact={study.pk}"
+        return format_html(
+            "Open link (when enabled; Prolific parameters PROLIFIC_PID, STUDY_ID, SESSION_ID are kept): "
+            "<code>{}</code><br>Personal links: see each <a href='{}'>participant</a>, or use the action "
+            "“Invite 10 participants” on the study list.", open_link, participants)
 
     def get_queryset(self, request):
         return study_list()
@@ -156,10 +189,17 @@ class ItemAdmin(admin.ModelAdmin):
 
 @admin.register(Participant)
 class ParticipantAdmin(admin.ModelAdmin):
-    list_display = ("pseudonym", "study", "team", "status", "created_at", "completed_at")
+    list_display = ("pseudonym", "study", "team", "status", "invite_link", "created_at", "completed_at")
     list_filter = ("study", "status", "team")
-    search_fields = ("pseudonym",)
-    readonly_fields = ("invite_token", "source_import", "created_at", "updated_at")
+    search_fields = ("pseudonym", "prolific_pid")
+    readonly_fields = ("invite_link", "invite_token", "source_import", "seed", "prolific_pid", "prolific_study_id",
+                       "prolific_session_id", "via_open_link", "read_instructions_at", "attention_check_score",
+                       "attention_checks_passed", "created_at", "updated_at", "started_at", "completed_at",
+                       "withdrawn_at")
+
+    @admin.display(description="invite link")
+    def invite_link(self, participant):
+        return format_html("<code>{}</code>", reverse("participant:resume", args=[participant.invite_token]))
     list_select_related = ("study",)
 
 

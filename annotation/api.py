@@ -18,6 +18,8 @@ from annotation.forms import ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import ItemImport, LabelValue, Participant, Study
 from annotation.selectors import (
+    study_iat_trials_export,
+    study_instrument_responses_export,
     study_items_export,
     study_labels_export,
     study_list,
@@ -46,6 +48,7 @@ class ItemRowSerializer(serializers.Serializer):
     preceding = serializers.CharField(allow_blank=True)
     following = serializers.CharField(allow_blank=True)
     position = serializers.IntegerField()
+    attention_check_answer = serializers.IntegerField(allow_null=True)
     metadata = serializers.JSONField()
     created_at = serializers.DateTimeField()
 
@@ -56,8 +59,52 @@ class ParticipantRowSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=Participant.Status.choices)
     n_labels = serializers.IntegerField()
     created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
+    consented_at = serializers.DateTimeField(allow_null=True)
     completed_at = serializers.DateTimeField(allow_null=True)
+    withdrawn_at = serializers.DateTimeField(allow_null=True)
+    aq = serializers.FloatField(allow_null=True, help_text="Total of the study's AQ instrument.")
+    aq_social_skill = serializers.FloatField(allow_null=True)
+    aq_attention_switching = serializers.FloatField(allow_null=True)
+    aq_attention_to_detail = serializers.FloatField(allow_null=True)
+    aq_communication = serializers.FloatField(allow_null=True)
+    aq_imagination = serializers.FloatField(allow_null=True)
+    aq_tier = serializers.CharField(allow_null=True)
+    sata = serializers.FloatField(allow_null=True, help_text="Total of the study's SATA instrument.")
+    sata_tier = serializers.CharField(allow_null=True)
+    iat_d = serializers.FloatField(allow_null=True, help_text="D score, built-in error penalty; positive = more "
+                                                               "implicit bias (Greenwald, Nosek & Banaji 2003).")
+    iat_d600 = serializers.FloatField(allow_null=True)
+    iat_error_rate = serializers.FloatField(allow_null=True)
+    iat_fast_fraction = serializers.FloatField(allow_null=True)
+    iat_flagged_fast = serializers.BooleanField(allow_null=True, help_text="Over 10% of trials under 300 ms.")
+    iat_condition = serializers.IntegerField(allow_null=True, help_text="Counterbalancing condition 0–3.")
+    attention_check_score = serializers.FloatField(allow_null=True)
+    attention_checks_passed = serializers.BooleanField(allow_null=True)
+
+
+class InstrumentResponseRowSerializer(serializers.Serializer):
+    participant = serializers.CharField()
+    instrument = serializers.CharField(help_text="The instrument's slug.")
+    item_number = serializers.IntegerField()
+    response_index = serializers.IntegerField(help_text="0-based index into the instrument's response options.")
+    response_text = serializers.CharField()
+    position = serializers.IntegerField(help_text="0-based position of the item as shown.")
+    rt_ms = serializers.IntegerField(allow_null=True)
+    answered_at = serializers.DateTimeField()
+
+
+class IATTrialRowSerializer(serializers.Serializer):
+    participant = serializers.CharField()
+    block = serializers.IntegerField()
+    trial = serializers.IntegerField()
+    stimulus = serializers.CharField()
+    stimulus_category = serializers.CharField()
+    pairing = serializers.CharField(allow_blank=True)
+    correct_side = serializers.CharField()
+    first_key = serializers.CharField()
+    error = serializers.BooleanField()
+    latency_first_ms = serializers.FloatField()
+    latency_correct_ms = serializers.FloatField()
 
 
 class LabelRowSerializer(serializers.Serializer):
@@ -147,6 +194,20 @@ class StudyParticipantsView(StudyExportView):
     serializer_class = ParticipantRowSerializer
     export_selector = study_participants_export
     export_name = "participants"
+
+
+@extend_schema(summary="A study's questionnaire answers", description="One row per answer, as given.")
+class StudyInstrumentResponsesView(StudyExportView):
+    serializer_class = InstrumentResponseRowSerializer
+    export_selector = study_instrument_responses_export
+    export_name = "instrument-responses"
+
+
+@extend_schema(summary="A study's IAT trials", description="One row per trial of every participant's IAT.")
+class StudyIATTrialsView(StudyExportView):
+    serializer_class = IATTrialRowSerializer
+    export_selector = study_iat_trials_export
+    export_name = "iat-trials"
 
 
 @extend_schema(summary="A study's labels", description="One row per label given by a participant to an item.")

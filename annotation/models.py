@@ -16,6 +16,16 @@ def new_invite_token() -> str:
     return secrets.token_urlsafe(24)
 
 
+def new_seed() -> int:
+    """A random seed for one participant's item orders and IAT trials (recorded, so reproducible)."""
+    return secrets.randbits(31)
+
+
+def new_completion_code() -> str:
+    """A completion code to show crowd workers at the end (e.g. for Prolific)."""
+    return secrets.token_hex(4).upper()
+
+
 class LabelValue(models.IntegerChoices):
     POSITIVE = 1, "1 (positive: ableist)"
     NEGATIVE = 0, "0 (negative: not ableist)"
@@ -44,6 +54,30 @@ class Study(models.Model):
         max_length=32, choices=LabelScheme.choices, default=LabelScheme.BINARY_WITH_UNRELATED
     )
     annotators_per_item = models.PositiveSmallIntegerField(default=3)
+    items_per_annotator = models.PositiveIntegerField(
+        default=0, help_text="Items each annotator labels (attention checks come on top); 0 = as many as needed."
+    )
+    labelling_instructions = models.TextField(blank=True)
+    iat_enabled = models.BooleanField(default=True, help_text="Run the IAT after the questionnaires.")
+    iat_stimuli = models.JSONField(
+        default=dict, blank=True,
+        help_text="IAT categories and words; empty = the defaults (seed 000 Appendix A.3 categories).",
+    )
+    attention_check_pass_threshold = models.FloatField(
+        default=1.0, help_text="Share of attention-check items answered correctly needed to pass (0–1)."
+    )
+    assignment_timeout_minutes = models.PositiveIntegerField(
+        default=120, help_text="Unlabelled items of an inactive annotator go back to others after this time."
+    )
+    completion_code = models.CharField(max_length=32, default=new_completion_code)
+    completion_url = models.URLField(
+        blank=True, help_text="Optional: where annotators go at the end (e.g. a Prolific completion URL)."
+    )
+    open_link_token = models.CharField(max_length=64, unique=True, default=new_invite_token, editable=False)
+    open_link_enabled = models.BooleanField(
+        default=False, help_text="One shared link that creates a participant per visitor, up to the cap."
+    )
+    open_link_cap = models.PositiveIntegerField(default=0, help_text="Most participants the open link creates.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -109,6 +143,10 @@ class Item(models.Model):
     preceding = models.TextField(blank=True, help_text="The sentence before the target (context).")
     following = models.TextField(blank=True, help_text="The sentence after the target (context).")
     metadata = models.JSONField(default=dict, blank=True)
+    attention_check_answer = models.SmallIntegerField(
+        null=True, blank=True, choices=LabelValue.choices,
+        help_text="Set for attention-check items: the label an attentive annotator gives.",
+    )
     source_import = models.ForeignKey(
         ItemImport, null=True, blank=True, on_delete=models.SET_NULL, related_name="items"
     )
@@ -143,10 +181,19 @@ class Participant(models.Model):
     source_import = models.ForeignKey(
         ItemImport, null=True, blank=True, on_delete=models.SET_NULL, related_name="participants"
     )
+    via_open_link = models.BooleanField(default=False)
+    prolific_pid = models.CharField(max_length=64, blank=True)
+    prolific_study_id = models.CharField(max_length=64, blank=True)
+    prolific_session_id = models.CharField(max_length=64, blank=True)
+    seed = models.BigIntegerField(default=new_seed, help_text="Seeds this participant's item orders and IAT trials.")
+    read_instructions_at = models.DateTimeField(null=True, blank=True)
+    attention_checks_passed = models.BooleanField(null=True, blank=True)
+    attention_check_score = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
-    started_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True, help_text="When consent was given.")
     completed_at = models.DateTimeField(null=True, blank=True)
+    withdrawn_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["study", "pseudonym"]
@@ -175,3 +222,27 @@ class Label(models.Model):
 
     def __str__(self) -> str:
         return f"{self.participant_id} → {self.item_id}: {self.value}"
+
+
+class Assignment(models.Model):
+    """An item handed to a participant to label, in the participant's own (randomised) order.
+
+    An unlabelled assignment counts toward the item's annotators only until ``expires_at``; an
+    annotator's activity moves that time on, so an abandoned session frees its items for others.
+    """
+
+    participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="assignments")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    position = models.PositiveIntegerField()
+    assigned_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["participant", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["participant", "item"], name="assignment_once_per_participant_item"),
+        ]
+        indexes = [models.Index(fields=["item", "expires_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.participant} #{self.position}: {self.item.external_id}"

@@ -1,41 +1,33 @@
 """Reads of the annotation domain: studies with their counts, and the row sources of the exports.
 
-Export selectors return ``(columns, queryset of tuples)``: the column names that every export of
-that resource uses (CSV header, JSON keys) and a ``values_list`` queryset in the same order, which
-the API iterates in chunks so an export of any size runs in flat memory.
+Export selectors return an :class:`Export`: the column names every export of that resource uses (CSV
+header, JSON keys), a ``values_list`` queryset (or list) of rows in the same order, and optionally a
+function applied to each row on the way out (to look up, say, a response's text without a query per
+row). The API iterates querysets in chunks, so an export of any size runs in flat memory.
 """
 from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from annotation.models import Item, Label, Participant, Study
+from psychometrics.models import IATSession, IATTrial, Instrument, InstrumentResponse, InstrumentScore, StudyInstrument
 
-ITEM_EXPORT = {
-    "item": "external_id",
-    "target": "target",
-    "preceding": "preceding",
-    "following": "following",
-    "position": "position",
-    "metadata": "metadata",
-    "created_at": "created_at",
-}
-PARTICIPANT_EXPORT = {
-    "participant": "pseudonym",
-    "team": "team",
-    "status": "status",
-    "n_labels": "n_labels",
-    "created_at": "created_at",
-    "started_at": "started_at",
-    "completed_at": "completed_at",
-}
-LABEL_EXPORT = {
-    "participant": "participant__pseudonym",
-    "item": "item__external_id",
-    "value": "value",
-    "rationale": "rationale",
-    "created_at": "created_at",
-}
+AQ50_SUBSCALES = ("social_skill", "attention_switching", "attention_to_detail", "communication", "imagination")
+
+
+@dataclass(frozen=True)
+class Export:
+    columns: list[str]
+    rows: QuerySet | list
+    transform: Callable[[tuple], tuple] | None = None
+
+    def iterate(self, chunk_size: int) -> Iterable[tuple]:
+        rows = self.rows.iterator(chunk_size=chunk_size) if isinstance(self.rows, QuerySet) else iter(self.rows)
+        return rows if self.transform is None else map(self.transform, rows)
 
 
 def _count_of(model, **filters) -> Coalesce:
@@ -54,28 +46,102 @@ def study_list() -> QuerySet[Study]:
     ).order_by("-created_at", "-id")
 
 
-def study_items_export(*, study: Study) -> tuple[list[str], QuerySet]:
+ITEM_EXPORT = {
+    "item": "external_id", "target": "target", "preceding": "preceding", "following": "following",
+    "position": "position", "attention_check_answer": "attention_check_answer", "metadata": "metadata",
+    "created_at": "created_at",
+}
+
+
+def study_items_export(*, study: Study) -> Export:
     """The study's items in study order, one row per item, the item named by its external id."""
-    queryset = Item.objects.filter(study=study).order_by("position", "id").values_list(*ITEM_EXPORT.values())
-    return list(ITEM_EXPORT), queryset
+    rows = Item.objects.filter(study=study).order_by("position", "id").values_list(*ITEM_EXPORT.values())
+    return Export(list(ITEM_EXPORT), rows)
 
 
-def study_participants_export(*, study: Study) -> tuple[list[str], QuerySet]:
-    """The study's participants by pseudonym (never by invite token), with their number of labels."""
-    queryset = (
-        Participant.objects.filter(study=study)
-        .annotate(n_labels=_count_of(Label, participant=OuterRef("pk")))
-        .order_by("pseudonym")
-        .values_list(*PARTICIPANT_EXPORT.values())
-    )
-    return list(PARTICIPANT_EXPORT), queryset
+LABEL_EXPORT = {
+    "participant": "participant__pseudonym", "item": "item__external_id", "value": "value",
+    "rationale": "rationale", "created_at": "created_at",
+}
 
 
-def study_labels_export(*, study: Study) -> tuple[list[str], QuerySet]:
+def study_labels_export(*, study: Study) -> Export:
     """The study's labels, one row per label: participant pseudonym, item external id, value, ..."""
-    queryset = (
-        Label.objects.filter(item__study=study)
-        .order_by("item__position", "item_id", "participant__pseudonym")
-        .values_list(*LABEL_EXPORT.values())
-    )
-    return list(LABEL_EXPORT), queryset
+    rows = (Label.objects.filter(item__study=study).order_by("item__position", "item_id", "participant__pseudonym")
+            .values_list(*LABEL_EXPORT.values()))
+    return Export(list(LABEL_EXPORT), rows)
+
+
+PARTICIPANT_COLUMNS = [
+    "participant", "team", "status", "n_labels", "created_at", "consented_at", "completed_at", "withdrawn_at",
+    "aq", *[f"aq_{name}" for name in AQ50_SUBSCALES], "aq_tier", "sata", "sata_tier",
+    "iat_d", "iat_d600", "iat_error_rate", "iat_fast_fraction", "iat_flagged_fast", "iat_condition",
+    "attention_check_score", "attention_checks_passed",
+]
+
+
+def study_participants_export(*, study: Study) -> Export:
+    """One row per participant (by pseudonym, never by invite token) with their scores.
+
+    ``aq`` and ``sata`` are the totals of the instruments given those roles in the study's flow; the AQ
+    subscales are the AQ-50's; ``iat_d`` is the D score with the built-in error penalty (positive =
+    more implicit bias), ``iat_d600`` the D600 variant.
+    """
+    participants = list(
+        Participant.objects.filter(study=study).annotate(n_labels=_count_of(Label, participant=OuterRef("pk")))
+        .order_by("pseudonym").values_list("id", "pseudonym", "team", "status", "n_labels", "created_at",
+                                           "started_at", "completed_at", "withdrawn_at", "attention_check_score",
+                                           "attention_checks_passed"))
+    roles = dict(StudyInstrument.objects.filter(study=study).exclude(role=StudyInstrument.Role.OTHER)
+                 .values_list("role", "instrument_id"))
+    scores = {(p, i): (total, subscales, tier) for p, i, total, subscales, tier in
+              InstrumentScore.objects.filter(participant__study=study, instrument_id__in=roles.values())
+              .values_list("participant_id", "instrument_id", "total", "subscales", "tier")}
+    iat = {row[0]: row[1:] for row in IATSession.objects.filter(participant__study=study, completed_at__isnull=False)
+           .values_list("participant_id", "d_score", "d600_score", "error_rate", "fast_fraction", "flagged_fast",
+                        "condition_index")}
+    rows = []
+    for pid, pseudonym, team, status, n_labels, created, consented, completed, withdrawn, att_score, att_ok in participants:
+        aq_total, aq_sub, aq_tier = scores.get((pid, roles.get("aq")), (None, {}, None))
+        sata_total, _, sata_tier = scores.get((pid, roles.get("sata")), (None, {}, None))
+        rows.append((pseudonym, team, status, n_labels, created, consented, completed, withdrawn,
+                     aq_total, *[aq_sub.get(name) for name in AQ50_SUBSCALES], aq_tier or None, sata_total,
+                     sata_tier or None, *iat.get(pid, (None,) * 6), att_score, att_ok))
+    return Export(PARTICIPANT_COLUMNS, rows)
+
+
+RESPONSE_COLUMNS = ["participant", "instrument", "item_number", "response_index", "response_text", "position",
+                    "rt_ms", "answered_at"]
+
+
+def study_instrument_responses_export(*, study: Study) -> Export:
+    """Every raw questionnaire answer: response_index is 0-based into the instrument's response options."""
+    rows = (InstrumentResponse.objects.filter(participant__study=study)
+            .order_by("participant__pseudonym", "instrument__slug", "position")
+            .values_list("participant__pseudonym", "instrument_id", "item_number", "response_index", "position",
+                         "rt_ms", "answered_at"))
+    instrument_ids = InstrumentResponse.objects.filter(participant__study=study).values("instrument_id").distinct()
+    instruments = {i.pk: i for i in Instrument.objects.filter(pk__in=instrument_ids)}
+    options = {pk: instrument.parsed.response_options for pk, instrument in instruments.items()}
+    slugs = {pk: instrument.slug for pk, instrument in instruments.items()}
+
+    def with_text(row: tuple) -> tuple:
+        pseudonym, instrument_id, number, index, position, rt_ms, answered_at = row
+        return (pseudonym, slugs[instrument_id], number, index, options[instrument_id][index], position, rt_ms,
+                answered_at)
+    return Export(RESPONSE_COLUMNS, rows, with_text)
+
+
+IAT_TRIAL_EXPORT = {
+    "participant": "participant__pseudonym", "block": "block", "trial": "trial", "stimulus": "stimulus",
+    "stimulus_category": "stimulus_category", "pairing": "pairing", "correct_side": "correct_side",
+    "first_key": "first_key", "error": "error", "latency_first_ms": "latency_first_ms",
+    "latency_correct_ms": "latency_correct_ms",
+}
+
+
+def study_iat_trials_export(*, study: Study) -> Export:
+    """Every IAT trial: latencies to the first key and to the correct key, in ms from stimulus onset."""
+    rows = (IATTrial.objects.filter(participant__study=study).order_by("participant__pseudonym", "block", "trial")
+            .values_list(*IAT_TRIAL_EXPORT.values()))
+    return Export(list(IAT_TRIAL_EXPORT), rows)

@@ -16,6 +16,9 @@ api_patterns = [
     path("studies/<int:pk>/items/", annotation_api.StudyItemsView.as_view(), name="study-items"),
     path("studies/<int:pk>/participants/", annotation_api.StudyParticipantsView.as_view(),
          name="study-participants"),
+    path("studies/<int:pk>/instrument-responses/", annotation_api.StudyInstrumentResponsesView.as_view(),
+         name="study-instrument-responses"),
+    path("studies/<int:pk>/iat-trials/", annotation_api.StudyIATTrialsView.as_view(), name="study-iat-trials"),
     path("studies/<int:pk>/labels/", annotation_api.StudyLabelsView.as_view(), name="study-labels"),
     path("studies/<int:pk>/imports/", annotation_api.StudyImportsView.as_view(), name="study-imports"),
     path("imports/<int:pk>/", annotation_api.ItemImportDetailView.as_view(), name="import-detail"),
@@ -29,4 +32,5 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", include((api_patterns, "api"))),
+    path("", include("annotation.urls_participant")),
 ]

@@ -140,7 +140,7 @@ def test_participants_export_by_pseudonym_with_label_counts(api_client, study):
         ("A1", "default", "imported", 2), ("A2", "default", "imported", 1), ("P0001", "b", "invited", 0)]
     csv_rows = read_csv(api_client.get(f"/api/studies/{study.id}/participants/?format=csv"))
     assert [r["participant"] for r in csv_rows] == ["A1", "A2", "P0001"]
-    assert csv_rows[2]["started_at"] == ""
+    assert csv_rows[2]["consented_at"] == "" and csv_rows[2]["aq"] == ""
     token = Participant.objects.get(pseudonym="P0001").invite_token
     assert token not in str(rows) and "invite_token" not in csv_rows[0]
 

@@ -1,0 +1,242 @@
+"""Services of the annotator flow: invites, the open link, consent, item assignment, labels, completion
+and withdrawal; and :func:`next_step`, the one function that says where a participant is in the flow.
+
+The flow (seed 000 §3.1, §8): content warning and consent → each of the study's instruments in order →
+the IAT (if enabled) → labelling instructions → labelling → done. Everything a participant answers is
+stored as it is given, so a closed tab resumes at the first unanswered thing.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Q
+from django.urls import reverse
+from django.utils import timezone
+
+from annotation.models import Assignment, Item, Label, Participant, Study
+
+PSEUDONYM_PREFIX = "P"
+
+
+class FlowError(Exception):
+    """A participant asked for something the flow does not allow (the message is shown to them)."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """Where a participant is: ``kind`` is consent, questionnaire, iat, instructions, label, done or withdrawn."""
+
+    kind: str
+    instrument_id: int | None = None
+
+
+def next_step(participant: Participant) -> Step:
+    """The first step of the flow that the participant has not finished."""
+    from psychometrics.models import IATSession, QuestionnaireSession, StudyInstrument
+
+    if participant.status == Participant.Status.WITHDRAWN:
+        return Step("withdrawn")
+    if participant.started_at is None:
+        return Step("consent")
+    done_instruments = set(
+        QuestionnaireSession.objects.filter(participant=participant, completed_at__isnull=False)
+        .values_list("instrument_id", flat=True)
+    )
+    for instrument_id in StudyInstrument.objects.filter(study=participant.study).values_list("instrument_id",
+                                                                                             flat=True):
+        if instrument_id not in done_instruments:
+            return Step("questionnaire", instrument_id)
+    if participant.study.iat_enabled and not IATSession.objects.filter(
+            participant=participant, completed_at__isnull=False).exists():
+        return Step("iat")
+    if participant.read_instructions_at is None:
+        return Step("instructions")
+    if participant.completed_at is None:
+        return Step("label")
+    return Step("done")
+
+
+def step_url(participant: Participant, step: Step) -> str:
+    """The page of a flow step for this participant."""
+    if step.kind == "questionnaire":
+        return reverse("participant:questionnaire", args=[participant.invite_token, step.instrument_id])
+    name = {"withdrawn": "withdraw"}.get(step.kind, step.kind)
+    return reverse(f"participant:{name}", args=[participant.invite_token])
+
+
+def _next_pseudonyms(study: Study, count: int) -> list[str]:
+    taken = Participant.objects.filter(study=study, pseudonym__regex=rf"^{PSEUDONYM_PREFIX}\d+$")
+    numbers = [int(re.sub(r"\D", "", p)) for p in taken.values_list("pseudonym", flat=True)]
+    start = max(numbers, default=0) + 1
+    return [f"{PSEUDONYM_PREFIX}{n:04d}" for n in range(start, start + count)]
+
+
+def participants_invite(*, study: Study, count: int, team: str = "default") -> list[Participant]:
+    """Create ``count`` invited participants (P0001, P0002, …), each with their own invite link."""
+    if count < 1:
+        raise ValueError("count must be at least 1")
+    with transaction.atomic():
+        Study.objects.select_for_update().get(pk=study.pk)
+        return Participant.objects.bulk_create(
+            [Participant(study=study, pseudonym=p, team=team) for p in _next_pseudonyms(study, count)])
+
+
+def open_link_join(*, study: Study, prolific_pid: str = "", prolific_study_id: str = "",
+                   prolific_session_id: str = "") -> Participant:
+    """The participant for a visitor of the study's open link: the same one again for a known PROLIFIC_PID,
+    else a new one while the cap allows. Raises FlowError when the link is off, the study closed or full."""
+    if not study.open_link_enabled or study.status != Study.Status.OPEN:
+        raise FlowError("This study is not accepting participants through this link.")
+    with transaction.atomic():
+        Study.objects.select_for_update().get(pk=study.pk)
+        if prolific_pid:
+            existing = Participant.objects.filter(study=study, prolific_pid=prolific_pid).first()
+            if existing is not None:
+                return existing
+        joined = Participant.objects.filter(study=study, via_open_link=True).count()
+        if study.open_link_cap and joined >= study.open_link_cap:
+            raise FlowError("This study is full. Thank you for your interest.")
+        return Participant.objects.create(
+            study=study, pseudonym=_next_pseudonyms(study, 1)[0], via_open_link=True, prolific_pid=prolific_pid[:64],
+            prolific_study_id=prolific_study_id[:64], prolific_session_id=prolific_session_id[:64])
+
+
+def participant_consent(*, participant: Participant) -> None:
+    """Record consent (after the content warning) and start the participant's session."""
+    if participant.started_at is None:
+        participant.started_at = timezone.now()
+        participant.status = Participant.Status.ACTIVE
+        participant.save(update_fields=["started_at", "status", "updated_at"])
+
+
+def participant_withdraw(*, participant: Participant) -> None:
+    """Delete everything the participant gave (answers, scores, IAT trials, labels, assignments).
+
+    The participant row stays, marked withdrawn and with no data, so the study's recruitment numbers
+    stay true and the invite link shows that they withdrew.
+    """
+    from psychometrics.models import (
+        IATSession,
+        IATTrial,
+        InstrumentResponse,
+        InstrumentScore,
+        QuestionnaireSession,
+    )
+
+    with transaction.atomic():
+        for model in (Label, Assignment, InstrumentResponse, InstrumentScore, QuestionnaireSession, IATTrial,
+                      IATSession):
+            model.objects.filter(participant=participant).delete()
+        participant.status = Participant.Status.WITHDRAWN
+        participant.withdrawn_at = timezone.now()
+        participant.attention_check_score = None
+        participant.attention_checks_passed = None
+        participant.save()
+
+
+def instructions_read(*, participant: Participant) -> None:
+    """The participant has read the labelling instructions: hand out their items."""
+    with transaction.atomic():
+        if participant.read_instructions_at is None:
+            assignments_allocate(participant=participant)
+            participant.read_instructions_at = timezone.now()
+            participant.save(update_fields=["read_instructions_at", "updated_at"])
+
+
+def _order_key(seed: int, item_id: int) -> str:
+    return hashlib.sha256(f"{seed}:{item_id}".encode()).hexdigest()
+
+
+def assignments_allocate(*, participant: Participant) -> int:
+    """Hand the participant up to ``items_per_annotator`` items still short of annotators, plus every
+    attention-check item, in an order randomised for this participant (seeded by their seed).
+
+    Items are chosen least-covered first: an item's coverage counts its labels and the unexpired,
+    unlabelled assignments of others. The study row is locked for the duration, so two participants
+    starting at once cannot both take an item's last place.
+    """
+    study = participant.study
+    now = timezone.now()
+    with transaction.atomic():
+        Study.objects.select_for_update().get(pk=study.pk)
+        if Assignment.objects.filter(participant=participant).exists():
+            return 0
+        active = Q(assignments__expires_at__gt=now) & ~Q(assignments__participant=participant)
+        items = (
+            Item.objects.filter(study=study, attention_check_answer__isnull=True)
+            .annotate(n_labels=Count("labels", distinct=True),
+                      n_active=Count("assignments", filter=active, distinct=True))
+            .values_list("id", "n_labels", "n_active")
+        )
+        open_items = [(n_labels + n_active, _order_key(participant.seed, item_id), item_id)
+                      for item_id, n_labels, n_active in items
+                      if n_labels + n_active < study.annotators_per_item]
+        open_items.sort()
+        limit = study.items_per_annotator or len(open_items)
+        chosen = [item_id for _, _, item_id in open_items[:limit]]
+        checks = list(Item.objects.filter(study=study, attention_check_answer__isnull=False)
+                      .values_list("id", flat=True))
+        order = sorted(chosen + checks, key=lambda item_id: _order_key(participant.seed, item_id))
+        expires = now + timedelta(minutes=study.assignment_timeout_minutes)
+        Assignment.objects.bulk_create([
+            Assignment(participant=participant, item_id=item_id, position=n, expires_at=expires)
+            for n, item_id in enumerate(order)])
+        return len(order)
+
+
+@dataclass(frozen=True)
+class LabellingProgress:
+    assignment: Assignment | None
+    done: int
+    total: int
+
+
+def labelling_progress(*, participant: Participant) -> LabellingProgress:
+    """The next unlabelled assignment in the participant's order, and how many are done."""
+    assignments = Assignment.objects.filter(participant=participant)
+    labelled = Label.objects.filter(participant=participant, item_id__in=assignments.values("item_id"))
+    total, done = assignments.count(), labelled.count()
+    following = (assignments.exclude(item_id__in=labelled.values("item_id")).select_related("item")
+                 .order_by("position").first())
+    return LabellingProgress(following, done, total)
+
+
+def label_submit(*, participant: Participant, item_id: int, value: int, rationale: str = "") -> Label:
+    """Store the participant's label for an item assigned to them; a second submission changes nothing.
+
+    Keeps the participant's unlabelled assignments alive (their expiry moves on) and completes the
+    participant after their last item.
+    """
+    study = participant.study
+    if value not in study.allowed_label_values:
+        raise FlowError(f"{value} is not a label of this study.")
+    if not Assignment.objects.filter(participant=participant, item_id=item_id).exists():
+        raise FlowError("This sentence is not one of yours.")
+    try:
+        with transaction.atomic():
+            label = Label.objects.create(participant=participant, item_id=item_id, value=value,
+                                         rationale=rationale.strip()[:2000])
+    except IntegrityError:
+        label = Label.objects.get(participant=participant, item_id=item_id)
+    Assignment.objects.filter(participant=participant).update(
+        expires_at=timezone.now() + timedelta(minutes=study.assignment_timeout_minutes))
+    if labelling_progress(participant=participant).assignment is None:
+        participant_complete(participant=participant)
+    return label
+
+
+def participant_complete(*, participant: Participant) -> None:
+    """Mark the participant done and score their attention checks against the threshold."""
+    checks = list(Label.objects.filter(participant=participant, item__attention_check_answer__isnull=False)
+                  .values_list("value", "item__attention_check_answer"))
+    if checks:
+        participant.attention_check_score = sum(v == a for v, a in checks) / len(checks)
+        participant.attention_checks_passed = (
+            participant.attention_check_score >= participant.study.attention_check_pass_threshold)
+    participant.status = Participant.Status.COMPLETED
+    participant.completed_at = timezone.now()
+    participant.save()

@@ -1,0 +1,102 @@
+"""Annotator pages of the flow that belong to the annotation domain: open link, consent, labelling
+instructions, labelling, completion and withdrawal. Thin: each calls one service."""
+from __future__ import annotations
+
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_http_methods
+
+from annotation.access import participant_page
+from annotation.models import LabelValue, Study
+from annotation.participation import (
+    FlowError,
+    instructions_read,
+    label_submit,
+    labelling_progress,
+    next_step,
+    open_link_join,
+    participant_consent,
+    participant_withdraw,
+    step_url,
+)
+
+
+def join(request: HttpRequest, open_token: str) -> HttpResponse:
+    """The study's open link: one participant per visitor (per PROLIFIC_PID when given), up to the cap."""
+    study = get_object_or_404(Study, open_link_token=open_token)
+    try:
+        participant = open_link_join(study=study, prolific_pid=request.GET.get("PROLIFIC_PID", ""),
+                                     prolific_study_id=request.GET.get("STUDY_ID", ""),
+                                     prolific_session_id=request.GET.get("SESSION_ID", ""))
+    except FlowError as error:
+        return render(request, "participant/message.html", {"study": study, "message": str(error)}, status=403)
+    return redirect("participant:resume", participant.invite_token)
+
+
+@participant_page()
+def resume(request: HttpRequest, participant) -> HttpResponse:
+    return redirect(step_url(participant, next_step(participant)))
+
+
+@require_http_methods(["GET", "POST"])
+@participant_page(step="consent")
+def consent(request: HttpRequest, participant) -> HttpResponse:
+    if participant.study.status != Study.Status.OPEN:
+        return render(request, "participant/message.html", {
+            "participant": participant, "message": "This study is not open at the moment."})
+    if request.method == "POST" and request.POST.get("consent") == "yes":
+        participant_consent(participant=participant)
+        return redirect("participant:resume", participant.invite_token)
+    return render(request, "participant/consent.html", {"participant": participant, "study": participant.study})
+
+
+@require_http_methods(["GET", "POST"])
+@participant_page(step="instructions")
+def instructions(request: HttpRequest, participant) -> HttpResponse:
+    if request.method == "POST":
+        instructions_read(participant=participant)
+        return redirect("participant:resume", participant.invite_token)
+    return render(request, "participant/instructions.html", {
+        "participant": participant, "study": participant.study, "label_choices": _label_choices(participant.study)})
+
+
+def _label_choices(study: Study) -> list[tuple[int, str, str]]:
+    """(value, text, keyboard key) of the study's label buttons."""
+    choices = [(LabelValue.NEGATIVE, "Not ableist", "0"), (LabelValue.POSITIVE, "Ableist", "1")]
+    if LabelValue.UNRELATED in study.allowed_label_values:
+        choices.append((LabelValue.UNRELATED, "Unrelated / needs more context", "u"))
+    return choices
+
+
+@require_http_methods(["GET", "POST"])
+@participant_page(step="label")
+def label(request: HttpRequest, participant) -> HttpResponse:
+    error = None
+    if request.method == "POST":
+        try:
+            label_submit(participant=participant, item_id=int(request.POST.get("item", "0")),
+                         value=int(request.POST.get("value", "")), rationale=request.POST.get("rationale", ""))
+        except (ValueError, FlowError) as exc:
+            error = str(exc) if isinstance(exc, FlowError) else "Please choose a label."
+        else:
+            return redirect("participant:resume", participant.invite_token)
+    progress = labelling_progress(participant=participant)
+    if progress.assignment is None:
+        return redirect("participant:resume", participant.invite_token)
+    return render(request, "participant/label.html", {
+        "participant": participant, "study": participant.study, "item": progress.assignment.item,
+        "number": progress.done + 1, "total": progress.total, "label_choices": _label_choices(participant.study),
+        "error": error})
+
+
+@participant_page(step="done")
+def done(request: HttpRequest, participant) -> HttpResponse:
+    return render(request, "participant/done.html", {"participant": participant, "study": participant.study})
+
+
+@require_http_methods(["GET", "POST"])
+@participant_page()
+def withdraw(request: HttpRequest, participant) -> HttpResponse:
+    if request.method == "POST" and request.POST.get("confirm") == "yes":
+        participant_withdraw(participant=participant)
+    return render(request, "participant/withdraw.html", {"participant": participant, "study": participant.study})

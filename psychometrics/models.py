@@ -1,0 +1,152 @@
+"""Instruments (stored definitions), a study's questionnaire flow, participants' raw answers and scores,
+and the IAT: one session per participant (its counterbalancing condition and trial design) and its trials.
+
+Scores are always computed on the server from the raw answers and trials stored here.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+from django.conf import settings
+from django.db import models
+
+
+class Instrument(models.Model):
+    """A Likert instrument definition in our file format (``psychometrics.instruments``), by content hash."""
+
+    slug = models.SlugField(max_length=100)
+    name = models.CharField(max_length=200)
+    version = models.CharField(max_length=50, blank=True)
+    partial = models.BooleanField(default=False, help_text="Not the full published scale.")
+    definition = models.JSONField()
+    content_hash = models.CharField(max_length=64, unique=True)
+    shipped = models.BooleanField(default=False, help_text="Ships with the product (not uploaded).")
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug", "-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.version or self.content_hash[:8]})"
+
+    @cached_property
+    def parsed(self):
+        from psychometrics.instruments import load_instrument
+
+        return load_instrument(self.definition)
+
+
+class StudyInstrument(models.Model):
+    """An instrument in a study's flow, at a position, with its item order fixed or randomised.
+
+    ``role`` tells the analysis which score is which: the AQ and SATA scores feed the trust weights
+    (seed 000 Appendix B) and the exports' ``aq`` and ``sata`` columns.
+    """
+
+    class Role(models.TextChoices):
+        AQ = "aq", "AQ (autistic traits)"
+        SATA = "sata", "SATA (attitudes towards autism)"
+        OTHER = "other", "Other"
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="study_instruments")
+    instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveSmallIntegerField(default=0)
+    randomise_items = models.BooleanField(default=False, help_text="A new item order for every participant.")
+    role = models.CharField(max_length=8, choices=Role.choices, default=Role.OTHER)
+
+    class Meta:
+        ordering = ["study", "position", "id"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "instrument"], name="instrument_once_per_study"),
+            models.UniqueConstraint(fields=["study", "role"], condition=~models.Q(role="other"),
+                                    name="one_instrument_per_role"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.position}. {self.instrument}"
+
+
+class QuestionnaireSession(models.Model):
+    """A participant's pass through one instrument: the item order shown, and when it was finished."""
+
+    participant = models.ForeignKey("annotation.Participant", on_delete=models.CASCADE,
+                                    related_name="questionnaires")
+    instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="+")
+    item_order = models.JSONField(help_text="Item numbers in the order shown.")
+    started_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["participant", "instrument"],
+                                               name="questionnaire_once_per_participant")]
+
+
+class InstrumentResponse(models.Model):
+    """One raw answer: the 0-based index into the instrument's response options, as given."""
+
+    participant = models.ForeignKey("annotation.Participant", on_delete=models.CASCADE,
+                                    related_name="instrument_responses")
+    instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="+")
+    item_number = models.PositiveSmallIntegerField()
+    response_index = models.PositiveSmallIntegerField()
+    position = models.PositiveSmallIntegerField(help_text="0-based position of the item on the page.")
+    rt_ms = models.PositiveIntegerField(null=True, blank=True, help_text="Time spent on this item.")
+    answered_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["participant", "instrument", "position"]
+        constraints = [models.UniqueConstraint(fields=["participant", "instrument", "item_number"],
+                                               name="one_answer_per_item")]
+
+
+class InstrumentScore(models.Model):
+    participant = models.ForeignKey("annotation.Participant", on_delete=models.CASCADE,
+                                    related_name="instrument_scores")
+    instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="+")
+    total = models.FloatField()
+    subscales = models.JSONField(default=dict)
+    tier = models.CharField(max_length=200, blank=True)
+    computed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["participant", "instrument"], name="one_score_per_instrument")]
+
+
+class IATSession(models.Model):
+    """A participant's IAT: counterbalancing condition, seed, the trial design shown, and the D score."""
+
+    participant = models.OneToOneField("annotation.Participant", on_delete=models.CASCADE, related_name="iat")
+    condition_index = models.PositiveSmallIntegerField()
+    seed = models.BigIntegerField()
+    stimuli = models.JSONField()
+    design = models.JSONField(help_text="The seven blocks with their trials, as shown.")
+    blocks_done = models.PositiveSmallIntegerField(default=0)
+    started_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    d_score = models.FloatField(null=True, blank=True, help_text="Positive = more implicit bias.")
+    d_practice = models.FloatField(null=True, blank=True)
+    d_test = models.FloatField(null=True, blank=True)
+    d600_score = models.FloatField(null=True, blank=True)
+    error_rate = models.FloatField(null=True, blank=True)
+    fast_fraction = models.FloatField(null=True, blank=True)
+    flagged_fast = models.BooleanField(null=True, blank=True, help_text="Over 10% of trials under 300 ms.")
+    n_dropped_slow = models.PositiveIntegerField(null=True, blank=True)
+
+
+class IATTrial(models.Model):
+    participant = models.ForeignKey("annotation.Participant", on_delete=models.CASCADE, related_name="iat_trials")
+    block = models.PositiveSmallIntegerField()
+    trial = models.PositiveSmallIntegerField()
+    stimulus = models.CharField(max_length=200)
+    stimulus_category = models.CharField(max_length=20)
+    pairing = models.CharField(max_length=20, blank=True)
+    correct_side = models.CharField(max_length=5)
+    first_key = models.CharField(max_length=5)
+    error = models.BooleanField()
+    latency_first_ms = models.FloatField()
+    latency_correct_ms = models.FloatField()
+
+    class Meta:
+        ordering = ["participant", "block", "trial"]
+        constraints = [models.UniqueConstraint(fields=["participant", "block", "trial"], name="one_row_per_trial")]

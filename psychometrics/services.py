@@ -1,0 +1,214 @@
+"""Writes of the psychometrics domain: instruments (shipped and uploaded), questionnaire answers and
+scores, and the IAT (session, trial blocks, D score). Scores are computed here from the stored raw
+answers and trials, never taken from the browser.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+
+import pandas as pd
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from annotation.models import Participant
+from psychometrics import iat as iat_design
+from psychometrics import instruments as instrument_format
+from psychometrics.models import (
+    IATSession,
+    IATTrial,
+    Instrument,
+    InstrumentResponse,
+    InstrumentScore,
+    QuestionnaireSession,
+    StudyInstrument,
+)
+
+IAT_KEYS = ("e", "i")
+
+
+class IncompleteQuestionnaire(Exception):
+    """Some items have no answer; ``missing`` lists their numbers in page order."""
+
+    def __init__(self, missing: list[int]):
+        self.missing = missing
+        super().__init__(f"{len(missing)} item(s) not answered")
+
+
+class IATBlockRejected(Exception):
+    """A posted block does not match the participant's design (the message says why)."""
+
+
+def instrument_store(*, data: dict, shipped: bool = False, uploaded_by=None) -> Instrument:
+    """Validate an instrument definition and store it once per content hash (InstrumentError if invalid)."""
+    parsed = instrument_format.load_instrument(data)
+    instrument, _ = Instrument.objects.get_or_create(
+        content_hash=parsed.content_hash,
+        defaults={"slug": parsed.slug, "name": parsed.name, "version": parsed.version, "partial": parsed.partial,
+                  "definition": data, "shipped": shipped, "uploaded_by": uploaded_by},
+    )
+    return instrument
+
+
+def instrument_upload(*, content: bytes, uploaded_by=None) -> Instrument:
+    """An instrument file uploaded by a researcher: JSON in our format (see ``psychometrics.instruments``)."""
+    try:
+        data = json.loads(content.decode("utf-8-sig"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise instrument_format.InstrumentError([f"not a JSON file: {exc}"]) from exc
+    return instrument_store(data=data, uploaded_by=uploaded_by)
+
+
+def instruments_sync_shipped() -> list[Instrument]:
+    """Store the instruments shipped in ``psychometrics/instruments/`` (AQ-50, partial SATA) if missing."""
+    return [instrument_store(data=json.loads(path.read_text(encoding="utf-8")), shipped=True)
+            for path in sorted(instrument_format.INSTRUMENTS_DIR.glob("*.json"))]
+
+
+def questionnaire_session(*, participant: Participant, instrument: Instrument) -> QuestionnaireSession:
+    """The participant's pass through an instrument, creating it with the item order they will see."""
+    session = QuestionnaireSession.objects.filter(participant=participant, instrument=instrument).first()
+    if session is not None:
+        return session
+    numbers = [item.number for item in instrument.parsed.items]
+    setting = StudyInstrument.objects.filter(study_id=participant.study_id, instrument=instrument).first()
+    if setting is not None and setting.randomise_items:
+        random.Random(f"{participant.seed}:{instrument.content_hash}").shuffle(numbers)
+    try:
+        with transaction.atomic():
+            return QuestionnaireSession.objects.create(participant=participant, instrument=instrument,
+                                                       item_order=numbers)
+    except IntegrityError:
+        return QuestionnaireSession.objects.get(participant=participant, instrument=instrument)
+
+
+def answer_save(*, participant: Participant, instrument: Instrument, item_number: int, response_index: int,
+                rt_ms: int | None = None) -> InstrumentResponse:
+    """Store one answer as it is given (a changed answer replaces the earlier one)."""
+    session = questionnaire_session(participant=participant, instrument=instrument)
+    if session.completed_at is not None:
+        raise ValueError("this questionnaire is already finished")
+    if item_number not in session.item_order:
+        raise ValueError(f"item {item_number} is not in {instrument.slug}")
+    if not 0 <= response_index < len(instrument.parsed.response_options):
+        raise ValueError(f"response {response_index} is not an option of {instrument.slug}")
+    response, _ = InstrumentResponse.objects.update_or_create(
+        participant=participant, instrument=instrument, item_number=item_number,
+        defaults={"response_index": response_index, "position": session.item_order.index(item_number),
+                  "rt_ms": None if rt_ms is None else max(0, min(int(rt_ms), 2**31 - 1))},
+    )
+    return response
+
+
+def questionnaire_finish(*, participant: Participant, instrument: Instrument) -> InstrumentScore:
+    """Score a complete questionnaire from its stored answers; IncompleteQuestionnaire if any is missing."""
+    session = questionnaire_session(participant=participant, instrument=instrument)
+    answers = dict(InstrumentResponse.objects.filter(participant=participant, instrument=instrument)
+                   .values_list("item_number", "response_index"))
+    missing = [n for n in session.item_order if n not in answers]
+    if missing:
+        raise IncompleteQuestionnaire(missing)
+    score = instrument_format.score_responses(instrument.parsed, answers)
+    with transaction.atomic():
+        stored, _ = InstrumentScore.objects.update_or_create(
+            participant=participant, instrument=instrument,
+            defaults={"total": score.total, "subscales": dict(score.subscales), "tier": score.tier or ""})
+        if session.completed_at is None:
+            session.completed_at = timezone.now()
+            session.save(update_fields=["completed_at"])
+    return stored
+
+
+def iat_stimuli_for(study) -> iat_design.IATStimuli:
+    """The study's IAT stimuli, or the defaults (seed 000 Appendix A.3 categories)."""
+    if study.iat_stimuli:
+        return iat_design.IATStimuli(**study.iat_stimuli)
+    return iat_design.DEFAULT_STIMULI
+
+
+def iat_session(*, participant: Participant) -> IATSession:
+    """The participant's IAT, created on first visit with the next counterbalancing condition in the study."""
+    existing = IATSession.objects.filter(participant=participant).first()
+    if existing is not None:
+        return existing
+    stimuli = iat_stimuli_for(participant.study)
+    with transaction.atomic():
+        condition = IATSession.objects.filter(participant__study_id=participant.study_id).count() % 4
+        blocks = iat_design.build_iat(stimuli, condition_index=condition, seed=participant.seed)
+        try:
+            with transaction.atomic():
+                return IATSession.objects.create(
+                    participant=participant, condition_index=condition, seed=participant.seed,
+                    stimuli=dataclasses.asdict(stimuli), design=[dataclasses.asdict(b) for b in blocks])
+        except IntegrityError:
+            return IATSession.objects.get(participant=participant)
+
+
+def iat_block_submit(*, participant: Participant, block_number: int, trials: list[dict]) -> IATSession:
+    """Store one finished block's trials; a block already stored is acknowledged again unchanged.
+
+    Only the key pressed first and the two latencies come from the browser; stimulus, category, side,
+    pairing and the error flag are taken from (or checked against) the participant's design. After
+    block 7 the D score (built-in error penalty) and D600 are computed and stored.
+    """
+    with transaction.atomic():
+        session = IATSession.objects.select_for_update().get(participant=participant)
+        if block_number <= session.blocks_done:
+            return session
+        if block_number != session.blocks_done + 1:
+            raise IATBlockRejected(f"block {block_number} posted before block {session.blocks_done + 1}")
+        block = session.design[block_number - 1]
+        if len(trials) != len(block["trials"]):
+            raise IATBlockRejected(f"block {block_number} has {len(block['trials'])} trials, {len(trials)} posted")
+        rows = []
+        for planned, posted in zip(block["trials"], trials, strict=True):
+            first_key = str(posted.get("first_key", "")).lower()
+            if first_key not in IAT_KEYS:
+                raise IATBlockRejected(f"trial {planned['index']}: first key must be 'e' or 'i'")
+            if posted.get("stimulus") != planned["stimulus"]:
+                raise IATBlockRejected(f"trial {planned['index']}: stimulus does not match the design")
+            try:
+                first_ms, correct_ms = float(posted["latency_first_ms"]), float(posted["latency_correct_ms"])
+            except (KeyError, TypeError, ValueError) as exc:
+                raise IATBlockRejected(f"trial {planned['index']}: latencies missing") from exc
+            if not (0 <= first_ms <= correct_ms):
+                raise IATBlockRejected(f"trial {planned['index']}: latencies out of order")
+            rows.append(IATTrial(
+                participant=participant, block=block_number, trial=planned["index"], stimulus=planned["stimulus"],
+                stimulus_category=planned["stimulus_category"], pairing=block["pairing"] or "",
+                correct_side=planned["correct_side"], first_key=first_key,
+                error=first_key != planned["correct_key"], latency_first_ms=first_ms, latency_correct_ms=correct_ms))
+        IATTrial.objects.bulk_create(rows)
+        session.blocks_done = block_number
+        if block_number == len(session.design):
+            _iat_score(session)
+            session.completed_at = timezone.now()
+        session.save()
+        return session
+
+
+def iat_trials_frame(*, participant_ids) -> pd.DataFrame:
+    """The stored trials of some participants as the D-score functions take them."""
+    return pd.DataFrame.from_records(
+        IATTrial.objects.filter(participant_id__in=participant_ids).values(
+            "participant_id", "block", "trial", "pairing", "error", "latency_first_ms", "latency_correct_ms"))
+
+
+def _iat_score(session: IATSession) -> None:
+    trials = iat_trials_frame(participant_ids=[session.participant_id])
+    trials["pairing"] = trials["pairing"].replace("", None)
+    builtin = iat_design.iat_d_score(trials, error_penalty="builtin")
+    d600 = iat_design.iat_d_score(trials, error_penalty="d600")
+    session.d_score = _finite(builtin.d)
+    session.d_practice = _finite(builtin.d_practice)
+    session.d_test = _finite(builtin.d_test)
+    session.d600_score = _finite(d600.d)
+    session.error_rate = builtin.error_rate
+    session.fast_fraction = builtin.fast_fraction
+    session.flagged_fast = builtin.flagged_fast
+    session.n_dropped_slow = builtin.n_dropped_slow
+
+
+def _finite(value: float) -> float | None:
+    return None if value is None or pd.isna(value) else float(value)

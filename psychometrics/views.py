@@ -1,0 +1,98 @@
+"""Annotator pages of the psychometrics domain: questionnaires (each answer saved as it is given) and the
+IAT (trials run in the browser; each block posted when it ends). Thin: each calls one service."""
+from __future__ import annotations
+
+import json
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_http_methods, require_POST
+
+from annotation.access import participant_page
+from psychometrics.models import IATSession, Instrument, InstrumentResponse
+from psychometrics.services import (
+    IATBlockRejected,
+    IncompleteQuestionnaire,
+    answer_save,
+    iat_block_submit,
+    iat_session,
+    questionnaire_finish,
+    questionnaire_session,
+)
+
+
+@require_http_methods(["GET", "POST"])
+@participant_page(step="questionnaire")
+def questionnaire(request: HttpRequest, participant, instrument_id: int) -> HttpResponse:
+    instrument = get_object_or_404(Instrument, pk=instrument_id)
+    session = questionnaire_session(participant=participant, instrument=instrument)
+    missing: list[int] = []
+    if request.method == "POST":
+        for number in session.item_order:
+            value = request.POST.get(f"item-{number}")
+            if value is not None and value.isdigit():
+                answer_save(participant=participant, instrument=instrument, item_number=number,
+                            response_index=int(value))
+        try:
+            questionnaire_finish(participant=participant, instrument=instrument)
+        except IncompleteQuestionnaire as incomplete:
+            missing = incomplete.missing
+        else:
+            return redirect("participant:resume", participant.invite_token)
+    answers = dict(InstrumentResponse.objects.filter(participant=participant, instrument=instrument)
+                   .values_list("item_number", "response_index"))
+    items = {item.number: item for item in instrument.parsed.items}
+    rows = [{"number": n, "text": items[n].text, "answer": answers.get(n), "missing": n in missing}
+            for n in session.item_order]
+    return render(request, "participant/questionnaire.html", {
+        "participant": participant, "study": participant.study, "instrument": instrument, "rows": rows,
+        "options": list(enumerate(instrument.parsed.response_options)), "missing": missing,
+        "answered": len(answers), "total": len(rows)})
+
+
+@require_POST
+@participant_page(step="questionnaire")
+def answer(request: HttpRequest, participant, instrument_id: int) -> JsonResponse:
+    """Autosave of one answer (JSON: item, response, rt_ms)."""
+    instrument = get_object_or_404(Instrument, pk=instrument_id)
+    try:
+        body = json.loads(request.body)
+        answer_save(participant=participant, instrument=instrument, item_number=int(body["item"]),
+                    response_index=int(body["response"]), rt_ms=body.get("rt_ms"))
+    except (ValueError, KeyError, TypeError) as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    return JsonResponse({"saved": True})
+
+
+@participant_page(step="iat")
+def iat(request: HttpRequest, participant) -> HttpResponse:
+    session = iat_session(participant=participant)
+    config = {
+        "blocks": session.design,
+        "start_block": session.blocks_done + 1,
+        "post_url": reverse("participant:iat-block", args=[participant.invite_token]),
+        "next_url": reverse("participant:resume", args=[participant.invite_token]),
+    }
+    return render(request, "participant/iat.html", {
+        "participant": participant, "study": participant.study, "config": config})
+
+
+@require_POST
+@participant_page()
+def iat_block(request: HttpRequest, participant) -> JsonResponse:
+    """One finished block (JSON: block, trials); answers with the next block to run.
+
+    Not bound to the IAT step, so a retried post of the last block is still acknowledged.
+    """
+    if not IATSession.objects.filter(participant=participant).exists():
+        return JsonResponse({"error": "no IAT in progress"}, status=409)
+    try:
+        body = json.loads(request.body)
+        session = iat_block_submit(participant=participant, block_number=int(body["block"]),
+                                   trials=list(body["trials"]))
+    except IATBlockRejected as rejected:
+        return JsonResponse({"error": str(rejected)}, status=409)
+    except (ValueError, KeyError, TypeError) as exc:
+        return JsonResponse({"error": f"malformed block: {exc}"}, status=400)
+    return JsonResponse({"next_block": session.blocks_done + 1, "finished": session.completed_at is not None})
