@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Exists, OuterRef
 from django.urls import reverse
 from django.utils import timezone
 
@@ -155,8 +155,8 @@ def assignments_allocate(*, participant: Participant) -> int:
     """Hand the participant up to ``items_per_annotator`` items still short of annotators, plus every
     attention-check item, in an order randomised for this participant (seeded by their seed).
 
-    Items are chosen least-covered first: an item's coverage counts its labels and the unexpired,
-    unlabelled assignments of others. The study row is locked for the duration, so two participants
+    Items are chosen least-covered first: an item's coverage counts its labels and the unexpired
+    assignments of others who have not labelled it yet (each annotator counted once). The study row is locked for the duration, so two participants
     starting at once cannot both take an item's last place.
     """
     study = participant.study
@@ -165,16 +165,19 @@ def assignments_allocate(*, participant: Participant) -> int:
         Study.objects.select_for_update().get(pk=study.pk)
         if Assignment.objects.filter(participant=participant).exists():
             return 0
-        active = Q(assignments__expires_at__gt=now) & ~Q(assignments__participant=participant)
-        items = (
-            Item.objects.filter(study=study, attention_check_answer__isnull=True)
-            .annotate(n_labels=Count("labels", distinct=True),
-                      n_active=Count("assignments", filter=active, distinct=True))
-            .values_list("id", "n_labels", "n_active")
-        )
-        open_items = [(n_labels + n_active, _order_key(participant.seed, item_id), item_id)
-                      for item_id, n_labels, n_active in items
-                      if n_labels + n_active < study.annotators_per_item]
+        labels = dict(Label.objects.filter(item__study=study).values("item_id").annotate(n=Count("id"))
+                      .values_list("item_id", "n"))
+        labelled_by_holder = Label.objects.filter(participant_id=OuterRef("participant_id"),
+                                                  item_id=OuterRef("item_id"))
+        pending = dict(
+            Assignment.objects.filter(item__study=study, expires_at__gt=now).exclude(participant=participant)
+            .exclude(Exists(labelled_by_holder)).values("item_id").annotate(n=Count("id")).values_list("item_id", "n"))
+        item_ids = Item.objects.filter(study=study, attention_check_answer__isnull=True).values_list("id", flat=True)
+        open_items = []
+        for item_id in item_ids:
+            coverage = labels.get(item_id, 0) + pending.get(item_id, 0)
+            if coverage < study.annotators_per_item:
+                open_items.append((coverage, _order_key(participant.seed, item_id), item_id))
         open_items.sort()
         limit = study.items_per_annotator or len(open_items)
         chosen = [item_id for _, _, item_id in open_items[:limit]]

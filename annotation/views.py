@@ -15,6 +15,7 @@ from annotation.participation import (
     labelling_progress,
     next_step,
     open_link_join,
+    participant_complete,
     participant_consent,
     participant_withdraw,
     step_url,
@@ -81,7 +82,8 @@ def label(request: HttpRequest, participant) -> HttpResponse:
         else:
             return redirect("participant:resume", participant.invite_token)
     progress = labelling_progress(participant=participant)
-    if progress.assignment is None:
+    if progress.assignment is None:  # nothing (left) to label, e.g. every item already has its annotators
+        participant_complete(participant=participant)
         return redirect("participant:resume", participant.invite_token)
     return render(request, "participant/label.html", {
         "participant": participant, "study": participant.study, "item": progress.assignment.item,

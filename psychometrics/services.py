@@ -85,7 +85,10 @@ def questionnaire_session(*, participant: Participant, instrument: Instrument) -
 
 def answer_save(*, participant: Participant, instrument: Instrument, item_number: int, response_index: int,
                 rt_ms: int | None = None) -> InstrumentResponse:
-    """Store one answer as it is given (a changed answer replaces the earlier one)."""
+    """Store one answer as it is given (a changed answer replaces the earlier one).
+
+    ``rt_ms`` None (the no-JavaScript form path) keeps the time an earlier autosave recorded.
+    """
     session = questionnaire_session(participant=participant, instrument=instrument)
     if session.completed_at is not None:
         raise ValueError("this questionnaire is already finished")
@@ -93,11 +96,11 @@ def answer_save(*, participant: Participant, instrument: Instrument, item_number
         raise ValueError(f"item {item_number} is not in {instrument.slug}")
     if not 0 <= response_index < len(instrument.parsed.response_options):
         raise ValueError(f"response {response_index} is not an option of {instrument.slug}")
+    values = {"response_index": response_index, "position": session.item_order.index(item_number)}
+    if rt_ms is not None:
+        values["rt_ms"] = max(0, min(int(rt_ms), 2**31 - 1))
     response, _ = InstrumentResponse.objects.update_or_create(
-        participant=participant, instrument=instrument, item_number=item_number,
-        defaults={"response_index": response_index, "position": session.item_order.index(item_number),
-                  "rt_ms": None if rt_ms is None else max(0, min(int(rt_ms), 2**31 - 1))},
-    )
+        participant=participant, instrument=instrument, item_number=item_number, defaults=values)
     return response
 
 

@@ -44,11 +44,14 @@
   async function runTrial(trial) {
     errorMark.hidden = true;
     stimulus.textContent = trial.stimulus;
+    // Listen from the moment the word is set, so a key pressed before the paint is not lost
+    // (it is recorded as 0 ms, an anticipation, which the D-score rules screen).
+    const firstKey = waitForKey((key) => key in KEYS);
     const onset = await painted();
     const record = { index: trial.index, stimulus: trial.stimulus, first_key: null,
                      latency_first_ms: null, latency_correct_ms: null };
-    for (;;) {
-      const event = await waitForKey((key) => key in KEYS);
+    for (let pending = firstKey; ; pending = waitForKey((key) => key in KEYS)) {
+      const event = await pending;
       const key = event.key.toLowerCase();
       const latency = Math.max(0, event.timeStamp - onset);
       if (record.first_key === null) {

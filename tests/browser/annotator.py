@@ -1,0 +1,74 @@
+"""What an annotator does in the browser, step by step (used by the browser tests)."""
+from __future__ import annotations
+
+import json
+
+from playwright.sync_api import Page, expect
+
+
+def consent(page: Page) -> None:
+    expect(page.locator("#content-warning")).to_be_visible()
+    page.click("#consent-button")
+
+
+def answer_questionnaire(page: Page, choice: int, *, limit: int | None = None, submit: bool = True) -> int:
+    """Click option ``choice`` for each unanswered item (up to ``limit``); returns how many were clicked."""
+    items = page.locator("li.item")
+    clicked = 0
+    for n in range(items.count()):
+        if limit is not None and clicked >= limit:
+            break
+        radios = items.nth(n).locator("input[type=radio]")
+        if items.nth(n).locator("input:checked").count():
+            continue
+        radios.nth(choice).check()
+        clicked += 1
+    if submit:
+        page.click("#questionnaire-submit")
+    return clicked
+
+
+def iat_config(page: Page) -> dict:
+    return json.loads(page.locator("#iat-config").text_content())
+
+
+def run_iat_blocks(page: Page, *, until_block: int = 7, stop_after_trials: int | None = None,
+                   wrong_first_on: tuple[int, ...] = (0,)) -> list[tuple[int, int]]:
+    """Do the IAT from the page's start block, with a wrong key first on the trial indexes in
+    ``wrong_first_on``; stop after ``until_block`` (or mid-block after ``stop_after_trials`` trials of it).
+    Returns the (block, trial) pairs that had an error."""
+    config = iat_config(page)
+    errors = []
+    for block in config["blocks"]:
+        if block["number"] < config["start_block"] or block["number"] > until_block:
+            continue
+        expect(page.locator("#iat-message")).to_contain_text(f"Block {block['number']} of 7")
+        page.keyboard.press(" ")
+        for trial in block["trials"]:
+            if (stop_after_trials is not None and block["number"] == until_block
+                    and trial["index"] >= stop_after_trials):
+                return errors
+            expect(page.locator("#iat-stimulus")).to_have_text(trial["stimulus"])
+            if trial["index"] in wrong_first_on:
+                page.keyboard.press("i" if trial["correct_key"] == "e" else "e")
+                expect(page.locator("#iat-error")).to_be_visible()
+                errors.append((block["number"], trial["index"]))
+            page.keyboard.press(trial["correct_key"])
+            expect(page.locator("#iat-stimulus")).to_have_text("")
+    return errors
+
+
+def label_items(page: Page, *, count: int | None = None) -> int:
+    """Label with the keyboard: 0 for attention checks ('Please choose…'), else 1. Returns how many."""
+    done = 0
+    while True:
+        page.wait_for_load_state("load")  # the shortcuts script is in place
+        if (count is not None and done >= count) or not page.locator("#target").count():
+            break
+        progress = page.locator("#progress").text_content()
+        key = "0" if "Please choose" in page.locator("#target").text_content() else "1"
+        page.keyboard.press(key)
+        page.wait_for_function("p => !document.querySelector('#progress') || "
+                               "document.querySelector('#progress').textContent !== p", arg=progress)
+        done += 1
+    return done

@@ -1,0 +1,91 @@
+"""Participant access: tokens reach only their own pages, guessing is rate-limited, the open link, CSRF."""
+from __future__ import annotations
+
+import pytest
+from django.core.cache import cache
+from django.test import Client
+
+from annotation.access import BAD_TOKEN_LIMIT
+from annotation.models import Participant, Study
+from tests.participant.helpers import flow_study, invite
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def clear_cache():
+    cache.clear()
+    yield
+    cache.clear()
+
+
+def test_tokens_are_long_and_random():
+    study = flow_study()
+    tokens = [p.invite_token for p in invite(study, 50)]
+    assert len(set(tokens)) == 50 and min(len(t) for t in tokens) >= 32  # 24 random bytes → 192 bits
+
+
+def test_unknown_token_is_404_and_guessing_is_rate_limited():
+    study = flow_study()
+    (participant,) = invite(study)
+    client = Client()
+    for n in range(BAD_TOKEN_LIMIT):
+        assert client.get(f"/p/guess-{n}/").status_code == 404
+    assert client.get("/p/guess-more/").status_code == 429
+    assert client.get(f"/p/{participant.invite_token}/").status_code == 429  # the address is blocked
+    assert Client(REMOTE_ADDR="10.9.9.9").get(f"/p/{participant.invite_token}/").status_code == 302
+
+
+def test_a_participant_token_reaches_nothing_of_the_researcher_side():
+    study = flow_study()
+    (participant,) = invite(study)
+    client = Client()
+    client.post(f"/p/{participant.invite_token}/consent/", {"consent": "yes"})
+    assert client.get("/api/studies/").status_code == 401
+    assert client.get(f"/api/studies/{study.id}/labels/").status_code == 401
+    assert client.get("/admin/")["Location"].startswith("/admin/login/")
+
+
+def test_posts_need_the_csrf_token():
+    study = flow_study()
+    (participant,) = invite(study)
+    strict = Client(enforce_csrf_checks=True)
+    assert strict.post(f"/p/{participant.invite_token}/consent/", {"consent": "yes"}).status_code == 403
+    participant.refresh_from_db()
+    assert participant.started_at is None
+
+
+def test_open_link_creates_participants_up_to_the_cap_and_keeps_prolific_ids():
+    study = flow_study()
+    study.open_link_enabled, study.open_link_cap = True, 2
+    study.save()
+    url = f"/join/{study.open_link_token}/"
+    first = Client().get(url, {"PROLIFIC_PID": "pp1", "STUDY_ID": "st", "SESSION_ID": "se1"})
+    assert first.status_code == 302
+    participant = Participant.objects.get(prolific_pid="pp1")
+    assert (participant.prolific_study_id, participant.prolific_session_id, participant.via_open_link) == ("st", "se1", True)
+    assert first["Location"] == f"/p/{participant.invite_token}/"
+    # The same Prolific participant on another device resumes; a new one takes the last place; then it is full.
+    assert Client().get(url, {"PROLIFIC_PID": "pp1"})["Location"] == first["Location"]
+    assert Client().get(url, {"PROLIFIC_PID": "pp2"}).status_code == 302
+    full = Client().get(url, {"PROLIFIC_PID": "pp3"})
+    assert full.status_code == 403 and "This study is full" in full.content.decode()
+    assert Participant.objects.filter(study=study).count() == 2
+
+
+def test_open_link_off_or_study_closed():
+    study = flow_study()
+    assert Client().get(f"/join/{study.open_link_token}/").status_code == 403
+    study.open_link_enabled, study.status = True, Study.Status.CLOSED
+    study.save()
+    assert Client().get(f"/join/{study.open_link_token}/").status_code == 403
+    assert Client().get("/join/not-a-token/").status_code == 404
+
+
+def test_closed_study_shows_a_message_before_consent():
+    study = flow_study()
+    (participant,) = invite(study)
+    study.status = Study.Status.CLOSED
+    study.save()
+    page = Client().get(f"/p/{participant.invite_token}/consent/").content.decode()
+    assert "not open at the moment" in page
