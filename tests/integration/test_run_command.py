@@ -63,7 +63,7 @@ def test_run_command_serves_the_app_and_the_worker_imports(running_app):
     headers = {"Authorization": f"Token {token}"}
     studies = httpx.get(f"{base}/api/studies/", headers=headers).json()["results"]
     demo = next(s for s in studies if s["slug"] == "demo")
-    assert (demo["n_items"], demo["n_participants"], demo["n_labels"]) == (24, 3, 72)
+    assert (demo["n_items"], demo["n_participants"], demo["n_labels"]) == (24, 6, 72)  # 3 imported, 3 invited
 
     landed = admin_upload_as_researcher(base, username="researcher", password=password, study_id=demo["id"],
                                         filename="more.csv", content=autalic_like_csv(100))

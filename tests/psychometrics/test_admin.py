@@ -1,0 +1,63 @@
+"""Researchers upload instruments and configure a study's flow in the admin."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from annotation.models import Participant
+from psychometrics.instruments import INSTRUMENTS_DIR
+from psychometrics.models import Instrument
+from tests.factories import make_study
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def logged_in(client, researcher):
+    client.force_login(researcher[0])
+    return client
+
+
+def sata_variant() -> dict:
+    data = json.loads((INSTRUMENTS_DIR / "sata_partial.json").read_text())
+    return {**data, "slug": "sata_full_lab", "name": "SATA (our lab's copy)", "version": "lab-1"}
+
+
+def test_upload_a_valid_instrument(logged_in):
+    content = json.dumps(sata_variant()).encode()
+    response = logged_in.post("/admin/psychometrics/instrument/upload/",
+                              {"file": SimpleUploadedFile("sata.json", content)})
+    instrument = Instrument.objects.get(slug="sata_full_lab")
+    assert response["Location"] == f"/admin/psychometrics/instrument/{instrument.pk}/change/"
+    assert not instrument.shipped and instrument.uploaded_by is not None
+    again = logged_in.post("/admin/psychometrics/instrument/upload/", {"file": SimpleUploadedFile("s.json", content)})
+    assert again.status_code == 302 and Instrument.objects.filter(slug="sata_full_lab").count() == 1  # same hash
+
+
+def test_an_invalid_instrument_lists_every_problem_and_stores_nothing(logged_in):
+    data = sata_variant()
+    data["items"][1]["key"] = "sideways"
+    data["items"][2]["number"] = data["items"][0]["number"]
+    response = logged_in.post("/admin/psychometrics/instrument/upload/",
+                              {"file": SimpleUploadedFile("bad.json", json.dumps(data).encode())})
+    page = response.content.decode()
+    assert "items[1].key" in page and "sideways" in page and "items[2].number" in page
+    assert not Instrument.objects.filter(slug="sata_full_lab").exists()
+    broken = logged_in.post("/admin/psychometrics/instrument/upload/",
+                            {"file": SimpleUploadedFile("bad.json", b"{not json")})
+    assert "JSON" in broken.content.decode()
+
+
+def test_study_page_configures_the_flow_and_invites(logged_in):
+    study = make_study(name="Configured")
+    page = logged_in.get(f"/admin/annotation/study/{study.pk}/change/").content.decode()
+    for text in ("study_instruments-TOTAL_FORMS", "iat_enabled", "items_per_annotator", "open_link_cap",
+                 "completion_url", f"/join/{study.open_link_token}/"):
+        assert text in page
+    logged_in.post("/admin/annotation/study/", {"action": "invite_ten", "_selected_action": [study.pk]})
+    assert Participant.objects.filter(study=study).count() == 10
+    listing = logged_in.get(f"/admin/annotation/participant/?study__id__exact={study.pk}").content.decode()
+    first = Participant.objects.filter(study=study).order_by("pseudonym").first()
+    assert first.pseudonym == "P0001" and f"/p/{first.invite_token}/" in listing
