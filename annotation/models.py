@@ -89,6 +89,22 @@ class Study(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def clean(self) -> None:
+        """IAT stimuli, when given, must make a valid IAT (the same check the IAT page relies on)."""
+        from django.core.exceptions import ValidationError
+
+        from psychometrics.iat import IATStimuli
+
+        if self.iat_stimuli:
+            if not isinstance(self.iat_stimuli, dict):
+                raise ValidationError({"iat_stimuli": "Give an object with the eight fields of IATStimuli."})
+            try:
+                IATStimuli(**self.iat_stimuli)
+            except (TypeError, ValueError) as error:
+                raise ValidationError({"iat_stimuli": f"Not a valid IAT: {error}. Fields: target_a_label, "
+                                       "target_a_words, target_b_label, target_b_words, attribute_pos_label, "
+                                       "attribute_pos_words, attribute_neg_label, attribute_neg_words."}) from error
+
     @property
     def allowed_label_values(self) -> frozenset[int]:
         if self.label_scheme == self.LabelScheme.BINARY_WITH_UNRELATED:

@@ -10,6 +10,8 @@ Environment variables:
     DATABASE_URL            e.g. postgres://user:pass@host:5432/db; default: SQLite in VAR_DIR.
     CELERY_BROKER_URL       e.g. redis://host:6379/0; default: kombu's file-system transport in VAR_DIR.
     CELERY_RESULT_BACKEND   optional; tasks record their outcome in the database, so none is needed.
+    CACHE_URL               e.g. redis://host:6379/1, shared by all web processes (rate limits);
+                            default: each process's own memory.
 """
 from __future__ import annotations
 
@@ -113,6 +115,14 @@ SQLITE_OPTIONS = {
 }
 DATABASES = {"default": database_from_environment()}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+CACHES = {
+    "default": (
+        {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": os.environ["CACHE_URL"]}
+        if os.environ.get("CACHE_URL")
+        else {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}
+    )
+}
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

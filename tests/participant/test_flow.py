@@ -186,3 +186,22 @@ def test_withdrawal_deletes_everything_and_exports_no_longer_show_it(api_client)
     assert api_client.get(f"/api/studies/{study.id}/iat-trials/").json()["count"] == 0
     assert "You have withdrawn" in client.get(f"/p/{participant.invite_token}/").content.decode() or \
         client.get(f"/p/{participant.invite_token}/")["Location"].endswith("/withdraw/")
+
+
+def test_a_study_can_use_its_own_iat_stimuli():
+    from psychometrics.iat import AUTISTIC_NEUROTYPICAL
+
+    study = flow_study()
+    study.iat_stimuli = {k: list(v) if isinstance(v, tuple) else v for k, v in vars(AUTISTIC_NEUROTYPICAL).items()}
+    study.full_clean()
+    study.save()
+    (participant,) = invite(study)
+    client = Client()
+    base = f"/p/{participant.invite_token}/"
+    client.post(base + "consent/", {"consent": "yes"})
+    for setting in study.study_instruments.all():
+        client.post(f"{base}questionnaire/{setting.instrument_id}/",
+                    {f"item-{i.number}": 0 for i in setting.instrument.parsed.items})
+    config = page_config(client.get(base + "iat/").content.decode())
+    labels = {label for block in config["blocks"] for label in block["left_labels"] + block["right_labels"]}
+    assert {"Autistic", "Neurotypical"} <= labels and "Autism Spectrum" not in labels

@@ -61,3 +61,22 @@ def test_study_page_configures_the_flow_and_invites(logged_in):
     listing = logged_in.get(f"/admin/annotation/participant/?study__id__exact={study.pk}").content.decode()
     first = Participant.objects.filter(study=study).order_by("pseudonym").first()
     assert first.pseudonym == "P0001" and f"/p/{first.invite_token}/" in listing
+
+
+def test_invalid_iat_stimuli_are_refused_on_the_study_form(logged_in):
+    from django.core.exceptions import ValidationError
+
+    from annotation.models import Study
+
+    study = make_study()
+    study.iat_stimuli = {"target_a_label": "Autistic"}
+    with pytest.raises(ValidationError, match="Not a valid IAT"):
+        study.full_clean()
+    study.iat_stimuli = {"target_a_label": "A", "target_a_words": ["x"], "target_b_label": "B",
+                         "target_b_words": ["x"], "attribute_pos_label": "P", "attribute_pos_words": ["p"],
+                         "attribute_neg_label": "N", "attribute_neg_words": ["n"]}
+    with pytest.raises(ValidationError, match="is in both"):
+        study.full_clean()
+    study.iat_stimuli = {}
+    study.full_clean()
+    assert isinstance(study, Study)
