@@ -13,12 +13,13 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
-from annotation.forms import ItemImportForm
+from annotation.forms import InviteForm, ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import Item, ItemImport, Label, Participant, Study
 from annotation.participation import participants_invite
 from annotation.selectors import study_list
 from annotation.services import item_import_submit
+from auditapp.api.csv_export import streaming_csv_response
 from psychometrics.admin import StudyInstrumentInline
 
 
@@ -31,7 +32,6 @@ class StudyAdmin(admin.ModelAdmin):
     readonly_fields = ("item_imports", "invite_links", "created_at", "updated_at")
     inlines = [StudyInstrumentInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
-    actions = ["invite_ten"]
     fieldsets = [
         (None, {"fields": ("name", "slug", "description", "status")}),
         ("Annotators", {"fields": ("content_warning", "consent_text", "labelling_instructions", "label_scheme",
@@ -43,22 +43,44 @@ class StudyAdmin(admin.ModelAdmin):
         ("Data", {"fields": ("item_imports", "created_at", "updated_at")}),
     ]
 
-    @admin.action(description="Invite 10 participants (one link each)")
-    def invite_ten(self, request, queryset):
-        for study in queryset:
-            participants_invite(study=study, count=10)
-        messages.success(request, f"Invited 10 participants in each of {queryset.count()} studies.")
-
     @admin.display(description="Invite links")
     def invite_links(self, study):
         if not study.pk:
             return "Save the study first."
         open_link = reverse("participant:join", args=[study.open_link_token])
-        participants = reverse("admin:annotation_participant_changelist") + f"?study__id__exact={study.pk}"
         return format_html(
             "Open link (when enabled; Prolific parameters PROLIFIC_PID, STUDY_ID, SESSION_ID are kept): "
-            "<code>{}</code><br>Personal links: see each <a href='{}'>participant</a>, or use the action "
-            "“Invite 10 participants” on the study list.", open_link, participants)
+            "<code>{}</code><br><a class='button' href='{}'>Invite participants…</a> "
+            "<a href='{}'>Download every personal link (CSV)</a>", open_link,
+            reverse("admin:annotation_study_invite", args=[study.pk]),
+            reverse("admin:annotation_study_invite_links", args=[study.pk]))
+
+    def invite_view(self, request, object_id: int):
+        study = get_object_or_404(Study, pk=object_id)
+        if not (self.has_change_permission(request, study) and request.user.has_perm("annotation.add_participant")):
+            return HttpResponse(status=403)
+        form = InviteForm(request.POST or None)
+        if request.method == "POST" and form.is_valid():
+            created = participants_invite(study=study, count=form.cleaned_data["count"],
+                                          team=form.cleaned_data["team"])
+            messages.success(request, f"Invited {len(created)} participants ({created[0].pseudonym}–"
+                                      f"{created[-1].pseudonym}). Download their links as CSV from the study page.")
+            return redirect("admin:annotation_study_change", study.pk)
+        return TemplateResponse(request, "admin/annotation/study/invite.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "study": study, "form": form,
+            "title": f"Invite participants to {study.name}"})
+
+    def invite_links_view(self, request, object_id: int):
+        """pseudonym, team, status, link: the personal links to hand out (researchers only)."""
+        study = get_object_or_404(Study, pk=object_id)
+        if not self.has_view_permission(request, study):
+            return HttpResponse(status=403)
+        base = request.build_absolute_uri("/").rstrip("/")
+        rows = ((p, t, s, base + reverse("participant:resume", args=[token])) for p, t, s, token in
+                study.participants.filter(source_import__isnull=True).order_by("pseudonym")
+                .values_list("pseudonym", "team", "status", "invite_token"))
+        return streaming_csv_response(["participant", "team", "status", "link"], rows,
+                                      filename=f"{study.slug}-invite-links.csv")
 
     def get_queryset(self, request):
         return study_list()
@@ -91,6 +113,10 @@ class StudyAdmin(admin.ModelAdmin):
         return [
             path("<int:object_id>/import-items/", self.admin_site.admin_view(self.import_items_view),
                  name="annotation_study_import_items"),
+            path("<int:object_id>/invite/", self.admin_site.admin_view(self.invite_view),
+                 name="annotation_study_invite"),
+            path("<int:object_id>/invite-links.csv", self.admin_site.admin_view(self.invite_links_view),
+                 name="annotation_study_invite_links"),
             *super().get_urls(),
         ]
 

@@ -1,4 +1,4 @@
-"""Forms of the annotation domain: the item-file upload with its column mapping."""
+"""Forms of the annotation domain: the item-file upload with its column mapping, and invitations."""
 from django import forms
 
 ENCODING_CHOICES = [
@@ -40,3 +40,9 @@ class ItemImportForm(forms.Form):
         if data["label_columns"].strip():
             options["label_columns"] = [c.strip() for c in data["label_columns"].split(",") if c.strip()]
         return {k: v for k, v in options.items() if v}
+
+
+class InviteForm(forms.Form):
+    count = forms.IntegerField(min_value=1, max_value=10_000, initial=10, help_text="One personal link each.")
+    team = forms.CharField(max_length=100, initial="default",
+                           help_text="The annotation team (trust weights are relative to the team's mean).")

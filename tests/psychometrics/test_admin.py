@@ -56,11 +56,20 @@ def test_study_page_configures_the_flow_and_invites(logged_in):
     for text in ("study_instruments-TOTAL_FORMS", "iat_enabled", "items_per_annotator", "open_link_cap",
                  "completion_url", f"/join/{study.open_link_token}/"):
         assert text in page
-    logged_in.post("/admin/annotation/study/", {"action": "invite_ten", "_selected_action": [study.pk]})
-    assert Participant.objects.filter(study=study).count() == 10
+    response = logged_in.post(f"/admin/annotation/study/{study.pk}/invite/", {"count": 3, "team": "b"})
+    assert response["Location"] == f"/admin/annotation/study/{study.pk}/change/"
+    logged_in.post(f"/admin/annotation/study/{study.pk}/invite/", {"count": 2, "team": "a"})
+    participants = list(Participant.objects.filter(study=study).order_by("pseudonym"))
+    assert [(p.pseudonym, p.team) for p in participants] == [
+        ("P0001", "b"), ("P0002", "b"), ("P0003", "b"), ("P0004", "a"), ("P0005", "a")]
     listing = logged_in.get(f"/admin/annotation/participant/?study__id__exact={study.pk}").content.decode()
-    first = Participant.objects.filter(study=study).order_by("pseudonym").first()
-    assert first.pseudonym == "P0001" and f"/p/{first.invite_token}/" in listing
+    assert f"/p/{participants[0].invite_token}/" in listing
+    csv_text = b"".join(logged_in.get(f"/admin/annotation/study/{study.pk}/invite-links.csv").streaming_content)
+    lines = csv_text.decode().splitlines()
+    assert lines[0] == "participant,team,status,link"
+    assert lines[1] == f"P0001,b,invited,http://testserver/p/{participants[0].invite_token}/"
+    assert len(lines) == 6
+    assert logged_in.post(f"/admin/annotation/study/{study.pk}/invite/", {"count": 0}).status_code == 200
 
 
 def test_invalid_iat_stimuli_are_refused_on_the_study_form(logged_in):
