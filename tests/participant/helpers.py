@@ -53,6 +53,16 @@ def iat_block_posts(config: dict) -> list[dict]:
     return posts
 
 
+def consent_and_finish_questionnaires(client: Client, participant: Participant) -> str:
+    """Consent and answer every questionnaire with the first option; returns the participant's base URL."""
+    base = f"/p/{participant.invite_token}/"
+    client.post(base + "consent/", {"consent": "yes"})
+    for setting in participant.study.study_instruments.all():
+        client.post(f"{base}questionnaire/{setting.instrument_id}/",
+                    {f"item-{item.number}": 0 for item in setting.instrument.parsed.items})
+    return base
+
+
 def answer_everything(client: Client, participant: Participant, *, aq_choice: int = 0, sata_choice: int = 3,
                       label_value: int = 1) -> None:
     """Take the whole flow as a participant: consent, AQ (autosave), SATA (form), IAT, instructions, labels."""

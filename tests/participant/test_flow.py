@@ -7,7 +7,15 @@ from django.test import Client
 from annotation.models import Assignment, Label, Participant
 from psychometrics.iat import iat_d_score
 from psychometrics.models import IATSession, IATTrial, InstrumentResponse, InstrumentScore
-from tests.participant.helpers import answer_everything, flow_study, iat_block_posts, invite, page_config, trials_frame
+from tests.participant.helpers import (
+    answer_everything,
+    consent_and_finish_questionnaires,
+    flow_study,
+    iat_block_posts,
+    invite,
+    page_config,
+    trials_frame,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -99,13 +107,7 @@ def test_iat_blocks_are_idempotent_and_in_order():
     study = flow_study()
     (participant,) = invite(study)
     client = Client()
-    base = f"/p/{participant.invite_token}/"
-    client.post(base + "consent/", {"consent": "yes"})
-    answer_questionnaires = [s for s in participant.study.study_instruments.all()]
-    for setting in answer_questionnaires:
-        url = f"{base}questionnaire/{setting.instrument_id}/"
-        numbers = [i.number for i in setting.instrument.parsed.items]
-        client.post(url, {f"item-{n}": 0 for n in numbers})
+    base = consent_and_finish_questionnaires(client, participant)
     config = page_config(client.get(base + "iat/").content.decode())
     posts = iat_block_posts(config)
     assert client.post(base + "iat/block/", posts[1], content_type="application/json").status_code == 409
@@ -197,11 +199,7 @@ def test_a_study_can_use_its_own_iat_stimuli():
     study.save()
     (participant,) = invite(study)
     client = Client()
-    base = f"/p/{participant.invite_token}/"
-    client.post(base + "consent/", {"consent": "yes"})
-    for setting in study.study_instruments.all():
-        client.post(f"{base}questionnaire/{setting.instrument_id}/",
-                    {f"item-{i.number}": 0 for i in setting.instrument.parsed.items})
+    base = consent_and_finish_questionnaires(client, participant)
     config = page_config(client.get(base + "iat/").content.decode())
     labels = {label for block in config["blocks"] for label in block["left_labels"] + block["right_labels"]}
     assert {"Autistic", "Neurotypical"} <= labels and "Autism Spectrum" not in labels
