@@ -18,8 +18,10 @@ from annotation.forms import ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import ItemImport, LabelValue, Participant, Study
 from annotation.selectors import (
+    study_ground_truth_export,
     study_iat_trials_export,
     study_instrument_responses_export,
+    study_item_sets_export,
     study_items_export,
     study_labels_export,
     study_list,
@@ -80,6 +82,26 @@ class ParticipantRowSerializer(serializers.Serializer):
     iat_condition = serializers.IntegerField(allow_null=True, help_text="Counterbalancing condition 0–3.")
     attention_check_score = serializers.FloatField(allow_null=True)
     attention_checks_passed = serializers.BooleanField(allow_null=True)
+    trust_raw = serializers.FloatField(allow_null=True, help_text="R, seed 000 Appendix B eq. 4 (latest analysis).")
+    weight = serializers.FloatField(allow_null=True, help_text="W, seed 000 Appendix B eq. 5 (latest analysis).")
+
+
+class GroundTruthRowSerializer(serializers.Serializer):
+    item = serializers.CharField()
+    n_labels = serializers.IntegerField(help_text="0/1 labels.")
+    n_excluded = serializers.IntegerField(help_text="Other labels (e.g. unrelated), left out of both aggregations.")
+    majority_label = serializers.IntegerField(allow_null=True)
+    majority_tie = serializers.BooleanField()
+    n_weighted = serializers.IntegerField(help_text="Labels from annotators with a weight.")
+    weighted_score = serializers.FloatField(allow_null=True, help_text="ŷ, seed 000 Appendix B eq. 6.")
+    weighted_label = serializers.IntegerField(allow_null=True)
+    weighted_tie = serializers.BooleanField(help_text="ŷ equals the threshold; the tie rule decided the label.")
+
+
+class ItemSetRowSerializer(serializers.Serializer):
+    set = serializers.CharField(help_text="all, high_aq, low_aq, low_bias, high_bias (test sets), icl_a, icl_b.")
+    item = serializers.CharField()
+    label = serializers.IntegerField()
 
 
 class InstrumentResponseRowSerializer(serializers.Serializer):
@@ -208,6 +230,21 @@ class StudyIATTrialsView(StudyExportView):
     serializer_class = IATTrialRowSerializer
     export_selector = study_iat_trials_export
     export_name = "iat-trials"
+
+
+@extend_schema(summary="A study's weighted ground truth",
+               description="The latest analysis: majority vote and the weighted label per item.")
+class StudyGroundTruthView(StudyExportView):
+    serializer_class = GroundTruthRowSerializer
+    export_selector = study_ground_truth_export
+    export_name = "ground-truth"
+
+
+@extend_schema(summary="A study's test sets and ICL example sets")
+class StudyItemSetsView(StudyExportView):
+    serializer_class = ItemSetRowSerializer
+    export_selector = study_item_sets_export
+    export_name = "item-sets"
 
 
 @extend_schema(summary="A study's labels", description="One row per label given by a participant to an item.")

@@ -262,3 +262,102 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.participant} #{self.position}: {self.item.external_id}"
+
+
+class StudyAnalysisSettings(models.Model):
+    """A study's choices for the weighted ground truth and its groups (``annotation.analysis``)."""
+
+    class MissingInstrument(models.TextChoices):
+        EXCLUDE = "exclude", "Give no weight to annotators missing an instrument"
+        AVERAGE = "average", "Average the instruments an annotator has"
+
+    class TieRule(models.TextChoices):
+        NONE = "none", "No label (listed as a tie)"
+        POSITIVE = "positive", "1"
+        NEGATIVE = "negative", "0"
+
+    class BiasMethod(models.TextChoices):
+        QUANTILE = "quantile", "Quantiles of the bias index"
+        THRESHOLD = "threshold", "Values of the bias index"
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="analysis_settings")
+    missing_instrument = models.CharField(max_length=8, choices=MissingInstrument.choices,
+                                          default=MissingInstrument.EXCLUDE)
+    threshold = models.FloatField(default=0.5, help_text="Weighted score at or above which the label is 1.")
+    weighted_tie_rule = models.CharField(max_length=8, choices=TieRule.choices, default=TieRule.POSITIVE,
+                                         help_text="Label when the weighted score equals the threshold.")
+    majority_tie_rule = models.CharField(max_length=8, choices=TieRule.choices, default=TieRule.NONE,
+                                         help_text="Label shown for a majority tie (always marked as a tie).")
+    aq_high = models.FloatField(default=32, help_text="High-AQ group: AQ ≥ this (ICL-A).")
+    aq_low = models.FloatField(default=26, help_text="Low-AQ group: AQ < this (ICL-B).")
+    bias_method = models.CharField(max_length=10, choices=BiasMethod.choices, default=BiasMethod.QUANTILE)
+    bias_low_cut = models.FloatField(default=0.25)
+    bias_high_cut = models.FloatField(default=0.75)
+    min_group_labels = models.PositiveSmallIntegerField(default=2, help_text="Labels needed for a test-set item.")
+    icl_size = models.PositiveIntegerField(default=284)
+    icl_seed = models.IntegerField(default=0)
+    evaluation_set = models.CharField(max_length=20, blank=True,
+                                      help_text="Test set the ICL examples must not overlap (e.g. 'all').")
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "study analysis settings"
+
+    def __str__(self) -> str:
+        return f"Analysis settings of {self.study}"
+
+
+class AnalysisRun(models.Model):
+    """The latest analysis of a study: when, with which settings, and the study-level results."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="analysis_run")
+    computed_at = models.DateTimeField()
+    duration_ms = models.PositiveIntegerField(default=0)
+    settings = models.JSONField(default=dict)
+    notes = models.JSONField(default=list)
+    agreement = models.JSONField(default=list)
+    cohen_kappa = models.JSONField(default=dict, help_text="{annotators: [...], kappa: [[...]]}")
+
+
+class ParticipantWeight(models.Model):
+    """An annotator's standardised scores, raw trust R and weight W in the latest analysis (Appendix B)."""
+
+    participant = models.OneToOneField(Participant, on_delete=models.CASCADE, related_name="weight")
+    aq = models.FloatField(null=True)
+    sata = models.FloatField(null=True)
+    iat_d = models.FloatField(null=True)
+    aq_norm = models.FloatField(null=True)
+    sata_norm = models.FloatField(null=True)
+    iat_norm = models.FloatField(null=True)
+    trust_raw = models.FloatField(null=True)
+    weight = models.FloatField(null=True)
+    included = models.BooleanField()
+    bias_index = models.FloatField(null=True)
+    high_aq = models.BooleanField()
+    low_aq = models.BooleanField()
+    low_bias = models.BooleanField()
+    high_bias = models.BooleanField()
+
+
+class ItemGroundTruth(models.Model):
+    item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="ground_truth")
+    n_labels = models.PositiveIntegerField()
+    n_excluded = models.PositiveIntegerField()
+    majority_label = models.SmallIntegerField(null=True)
+    majority_tie = models.BooleanField()
+    n_weighted = models.PositiveIntegerField()
+    weighted_score = models.FloatField(null=True)
+    weighted_label = models.SmallIntegerField(null=True)
+    weighted_tie = models.BooleanField()
+
+
+class ItemSetMember(models.Model):
+    """An item in a test set (perfect agreement within a group) or an ICL example set, with its label."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="item_sets")
+    set_name = models.CharField(max_length=20)
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    label = models.SmallIntegerField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["set_name", "item"], name="item_once_per_set")]

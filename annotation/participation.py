@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Label, Participant, Study
+from annotation.study_analysis import study_analysis_enqueue
 
 PSEUDONYM_PREFIX = "P"
 
@@ -136,6 +137,7 @@ def participant_withdraw(*, participant: Participant) -> None:
         participant.attention_check_score = None
         participant.attention_checks_passed = None
         participant.save()
+    study_analysis_enqueue(study_id=participant.study_id)
 
 
 def instructions_read(*, participant: Participant) -> None:
@@ -243,3 +245,4 @@ def participant_complete(*, participant: Participant) -> None:
     participant.status = Participant.Status.COMPLETED
     participant.completed_at = timezone.now()
     participant.save()
+    study_analysis_enqueue(study_id=participant.study_id)

@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+import pandas as pd
+from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from annotation.models import Item, Label, Participant, Study
+from annotation.models import Item, ItemGroundTruth, ItemSetMember, Label, Participant, ParticipantWeight, Study
 from psychometrics.models import IATSession, IATTrial, Instrument, InstrumentResponse, InstrumentScore, StudyInstrument
 
 AQ50_SUBSCALES = ("social_skill", "attention_switching", "attention_to_detail", "communication", "imagination")
@@ -76,7 +77,7 @@ PARTICIPANT_COLUMNS = [
     "participant", "team", "status", "n_labels", "created_at", "consented_at", "completed_at", "withdrawn_at",
     "aq", *[f"aq_{name}" for name in AQ50_SUBSCALES], "aq_tier", "sata", "sata_tier",
     "iat_d", "iat_d600", "iat_error_rate", "iat_fast_fraction", "iat_flagged_fast", "iat_condition",
-    "attention_check_score", "attention_checks_passed",
+    "attention_check_score", "attention_checks_passed", "trust_raw", "weight",
 ]
 
 
@@ -85,7 +86,8 @@ def study_participants_export(*, study: Study) -> Export:
 
     ``aq`` and ``sata`` are the totals of the instruments given those roles in the study's flow; the AQ
     subscales are the AQ-50's; ``iat_d`` is the D score with the built-in error penalty (positive =
-    more implicit bias), ``iat_d600`` the D600 variant.
+    more implicit bias), ``iat_d600`` the D600 variant; ``trust_raw`` (R) and ``weight`` (W) come from the
+    latest analysis (seed 000 Appendix B).
     """
     participants = list(
         Participant.objects.filter(study=study).annotate(n_labels=_count_of(Label, participant=OuterRef("pk")))
@@ -97,6 +99,8 @@ def study_participants_export(*, study: Study) -> Export:
     scores = {(p, i): (total, subscales, tier) for p, i, total, subscales, tier in
               InstrumentScore.objects.filter(participant__study=study, instrument_id__in=roles.values())
               .values_list("participant_id", "instrument_id", "total", "subscales", "tier")}
+    weights = {pid: (r, w) for pid, r, w in ParticipantWeight.objects.filter(participant__study=study)
+               .values_list("participant_id", "trust_raw", "weight")}
     iat = {row[0]: row[1:] for row in IATSession.objects.filter(participant__study=study, completed_at__isnull=False)
            .values_list("participant_id", "d_score", "d600_score", "error_rate", "fast_fraction", "flagged_fast",
                         "condition_index")}
@@ -106,7 +110,8 @@ def study_participants_export(*, study: Study) -> Export:
         sata_total, _, sata_tier = scores.get((pid, roles.get("sata")), (None, {}, None))
         rows.append((pseudonym, team, status, n_labels, created, consented, completed, withdrawn,
                      aq_total, *[aq_sub.get(name) for name in AQ50_SUBSCALES], aq_tier or None, sata_total,
-                     sata_tier or None, *iat.get(pid, (None,) * 6), att_score, att_ok))
+                     sata_tier or None, *iat.get(pid, (None,) * 6), att_score, att_ok,
+                     *weights.get(pid, (None, None))))
     return Export(PARTICIPANT_COLUMNS, rows)
 
 
@@ -145,3 +150,53 @@ def study_iat_trials_export(*, study: Study) -> Export:
     rows = (IATTrial.objects.filter(participant__study=study).order_by("participant__pseudonym", "block", "trial")
             .values_list(*IAT_TRIAL_EXPORT.values()))
     return Export(list(IAT_TRIAL_EXPORT), rows)
+
+
+def study_scores_frame(*, study: Study) -> pd.DataFrame:
+    """Per annotator (participant, team, aq, sata, iat_d): every participant not withdrawn who has a label or
+    a score. AQ and SATA are the totals of the instruments with those roles; iat_d the D score (positive =
+    more bias). Missing scores are NaN."""
+    roles = dict(StudyInstrument.objects.filter(study=study).exclude(role=StudyInstrument.Role.OTHER)
+                 .values_list("instrument_id", "role"))
+    people = (Participant.objects.filter(study=study).exclude(status=Participant.Status.WITHDRAWN)
+              .filter(Exists(Label.objects.filter(participant=OuterRef("pk")))
+                      | Exists(InstrumentScore.objects.filter(participant=OuterRef("pk")))))
+    frame = pd.DataFrame.from_records(people.values_list("id", "pseudonym", "team"),
+                                      columns=["id", "participant", "team"])
+    for role in ("aq", "sata"):
+        totals = dict(InstrumentScore.objects.filter(participant__study=study, instrument_id__in=[
+            i for i, r in roles.items() if r == role]).values_list("participant_id", "total"))
+        frame[role] = frame["id"].map(totals).astype(float)
+    d_scores = dict(IATSession.objects.filter(participant__study=study, completed_at__isnull=False)
+                    .values_list("participant_id", "d_score"))
+    frame["iat_d"] = frame["id"].map(d_scores).astype(float)
+    return frame
+
+
+def study_labels_frame(*, study: Study) -> pd.DataFrame:
+    """Every label on a (non-attention-check) item: participant pseudonym, item external id, value."""
+    rows = (Label.objects.filter(item__study=study, item__attention_check_answer__isnull=True)
+            .exclude(participant__status=Participant.Status.WITHDRAWN)
+            .values_list("participant__pseudonym", "item__external_id", "value"))
+    return pd.DataFrame.from_records(list(rows), columns=["participant", "item", "value"])
+
+
+GROUND_TRUTH_EXPORT = {
+    "item": "item__external_id", "n_labels": "n_labels", "n_excluded": "n_excluded",
+    "majority_label": "majority_label", "majority_tie": "majority_tie", "n_weighted": "n_weighted",
+    "weighted_score": "weighted_score", "weighted_label": "weighted_label", "weighted_tie": "weighted_tie",
+}
+
+
+def study_ground_truth_export(*, study: Study) -> Export:
+    """The latest ground truth, one row per labelled item (seed 000 Appendix B eq. 6 and majority vote)."""
+    rows = (ItemGroundTruth.objects.filter(item__study=study).order_by("item__position", "item_id")
+            .values_list(*GROUND_TRUTH_EXPORT.values()))
+    return Export(list(GROUND_TRUTH_EXPORT), rows)
+
+
+def study_item_sets_export(*, study: Study) -> Export:
+    """Test sets (perfect agreement within a group) and ICL example sets: set, item, label."""
+    rows = (ItemSetMember.objects.filter(study=study).order_by("set_name", "item__position", "item_id")
+            .values_list("set_name", "item__external_id", "label"))
+    return Export(["set", "item", "label"], rows)

@@ -19,6 +19,8 @@ api_patterns = [
     path("studies/<int:pk>/instrument-responses/", annotation_api.StudyInstrumentResponsesView.as_view(),
          name="study-instrument-responses"),
     path("studies/<int:pk>/iat-trials/", annotation_api.StudyIATTrialsView.as_view(), name="study-iat-trials"),
+    path("studies/<int:pk>/ground-truth/", annotation_api.StudyGroundTruthView.as_view(), name="study-ground-truth"),
+    path("studies/<int:pk>/item-sets/", annotation_api.StudyItemSetsView.as_view(), name="study-item-sets"),
     path("studies/<int:pk>/labels/", annotation_api.StudyLabelsView.as_view(), name="study-labels"),
     path("studies/<int:pk>/imports/", annotation_api.StudyImportsView.as_view(), name="study-imports"),
     path("imports/<int:pk>/", annotation_api.ItemImportDetailView.as_view(), name="import-detail"),

@@ -199,7 +199,9 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         (CELERY_BROKER_FOLDER / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
-CELERY_IMPORTS = ["tasks.imports"]
+CELERY_IMPORTS = ["tasks.imports", "tasks.analysis"]
+# Recompute a study's analysis in the background when an annotator finishes or its settings change.
+ANALYSIS_AUTO_RECOMPUTE = True
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"

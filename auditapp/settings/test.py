@@ -7,6 +7,8 @@ from auditapp.settings.base import *  # noqa: F403
 
 SECRET_KEY = "test-only-not-secret"  # noqa: S105
 DEBUG = False
+# Tests compute analyses explicitly; the worker path has its own integration test.
+ANALYSIS_AUTO_RECOMPUTE = False
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 STORAGES = {
