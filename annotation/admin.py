@@ -15,12 +15,21 @@ from django.utils.html import format_html, format_html_join
 
 from annotation.forms import InviteForm, ItemImportForm
 from annotation.item_files import ItemFileError
-from annotation.models import Item, ItemImport, Label, Participant, Study
+from annotation.models import Item, ItemImport, Label, Participant, Study, StudyAnalysisSettings
 from annotation.participation import participants_invite
 from annotation.selectors import study_list
 from annotation.services import item_import_submit
+from annotation.study_analysis import study_analysis_enqueue
 from auditapp.api.csv_export import streaming_csv_response
 from psychometrics.admin import StudyInstrumentInline
+
+
+class StudyAnalysisSettingsInline(admin.StackedInline):
+    model = StudyAnalysisSettings
+    can_delete = False
+    max_num = 1
+    verbose_name = "Analysis settings (weighted ground truth, groups, test sets)"
+    verbose_name_plural = verbose_name
 
 
 @admin.register(Study)
@@ -30,7 +39,7 @@ class StudyAdmin(admin.ModelAdmin):
     search_fields = ("name", "slug", "description")
     prepopulated_fields = {"slug": ("name",)}
     readonly_fields = ("item_imports", "invite_links", "created_at", "updated_at")
-    inlines = [StudyInstrumentInline]
+    inlines = [StudyInstrumentInline, StudyAnalysisSettingsInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     fieldsets = [
         (None, {"fields": ("name", "slug", "description", "status")}),
@@ -42,6 +51,12 @@ class StudyAdmin(admin.ModelAdmin):
                                     "completion_url")}),
         ("Data", {"fields": ("item_imports", "created_at", "updated_at")}),
     ]
+
+    def save_related(self, request, form, formsets, change):
+        """A change of the study or its analysis settings recomputes the analysis (in the worker)."""
+        super().save_related(request, form, formsets, change)
+        if change:
+            study_analysis_enqueue(study_id=form.instance.pk)
 
     @admin.display(description="Invite links")
     def invite_links(self, study):

@@ -65,3 +65,24 @@ def test_worker_records_a_bad_file_and_writes_nothing(worker):
     item_import.refresh_from_db()
     assert item_import.errors == [{"row": 3, "column": "A1_Score", "message": "label '9' is not one of -1, 0, 1"}]
     assert not Item.objects.filter(study=study).exists()
+
+
+def test_worker_recomputes_the_analysis_when_an_annotator_finishes(worker, settings):
+    from annotation.models import AnalysisRun, ItemGroundTruth, Participant
+    from annotation.participation import participant_complete
+
+    settings.ANALYSIS_AUTO_RECOMPUTE = True
+    study = make_study()
+    with transaction.atomic():
+        item_import = item_import_create(study=study, filename="a.csv", content=autalic_like_csv(30))
+        item_import_enqueue(item_import=item_import)
+    wait_for(lambda: import_status(item_import.pk), timeout=60, what="the import")
+    with transaction.atomic():
+        participant_complete(participant=Participant.objects.get(study=study, pseudonym="A1"))
+    run = wait_for(lambda: AnalysisRun.objects.filter(study=study).first(), timeout=60, what="the analysis")
+    assert ItemGroundTruth.objects.filter(item__study=study).count() == 30
+    assert run.settings["aggregation"]["threshold"] == 0.5
+    # Each item has one 1, one 0 and one -1 (autalic_like_csv): a majority tie with one label excluded; the
+    # imported annotators have no scores, so no weights and no weighted label.
+    truth = ItemGroundTruth.objects.filter(item__study=study)
+    assert truth.filter(majority_tie=True, n_labels=2, n_excluded=1, weighted_label__isnull=True).count() == 30

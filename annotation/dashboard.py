@@ -1,0 +1,223 @@
+"""Reads behind a study's weighted-vs-majority dashboard (spec: issue 4, item 6). Pure reads, no writes.
+
+Everything comes from the stored latest analysis (``annotation.study_analysis``): ``AnalysisRun`` for
+the run's metadata, agreement and Cohen's kappa; ``ParticipantWeight`` for the annotators' scores, R
+and W (seed 000 Appendix B, eqs. 1–5); ``ItemGroundTruth`` for the majority and weighted labels (eq. 6);
+``ItemSetMember`` for the test and ICL example sets. A fixed number of queries whatever the study's
+size: the lists of items are capped at ``limit`` rows each (their totals are always exact), and the
+labels of the listed items are read in one query.
+
+R components: R is the mean of the standardised scores that entered it (eq. 4), so an annotator's bar
+is split into x̂_AQ/n, x̂_SATA/n and x̂_IAT/n, n the number of those scores (3 as a rule; fewer when an
+instrument is left out for everyone because max = min, or under the "average" rule for missing scores).
+The segments then add up to R exactly.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Case, Count, F, Q, QuerySet, Sum, Value, When
+
+from annotation.analysis import GROUPS
+from annotation.models import AnalysisRun, ItemGroundTruth, ItemSetMember, Label, ParticipantWeight, Study
+
+DISPLAY_LIMIT = 500
+LABEL_KEYS = (1, 0, None)   # rows and columns of the contingency table; None = no label
+SET_ORDER = ("all", *GROUPS, "icl_a", "icl_b")
+SET_DESCRIPTIONS = {
+    "all": "test set: every annotator agrees",
+    "high_aq": "test set: high-AQ annotators agree",
+    "low_aq": "test set: low-AQ annotators agree",
+    "low_bias": "test set: low-bias annotators agree",
+    "high_bias": "test set: high-bias annotators agree",
+    "icl_a": "ICL examples from the high_aq test set",
+    "icl_b": "ICL examples from the low_aq test set",
+}
+
+
+@dataclass
+class ItemRow:
+    """An item listed on the dashboard: its text, both ground truths and every label as "pseudonym: value"."""
+
+    item_id: int
+    external_id: str
+    preceding: str
+    target: str
+    following: str
+    n_labels: int
+    n_excluded: int
+    majority_label: int | None
+    majority_tie: bool
+    n_weighted: int
+    weighted_score: float | None
+    weighted_label: int | None
+    weighted_tie: bool
+    labels: list[str] = field(default_factory=list)
+
+    @property
+    def reason(self) -> str:
+        """Why an item has no label on one side (only meaningful for the ties list)."""
+        reasons = []
+        if self.majority_label is None:
+            reasons.append("majority tie" if self.majority_tie else "no 0/1 label")
+        if self.weighted_label is None:
+            reasons.append("weighted tie" if self.weighted_tie else "no weighted annotator")
+        return "; ".join(reasons)
+
+
+@dataclass
+class ItemList:
+    rows: list[ItemRow]
+    total: int
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > len(self.rows)
+
+
+def _ground_truth(study: Study) -> QuerySet[ItemGroundTruth]:
+    return ItemGroundTruth.objects.filter(item__study=study)
+
+
+DISAGREE = Q(majority_label__isnull=False, weighted_label__isnull=False) & ~Q(majority_label=F("weighted_label"))
+ONE_SIDE_MISSING = Q(majority_label__isnull=True) | Q(weighted_label__isnull=True)
+ITEM_ROW_FIELDS = ("item_id", "item__external_id", "item__preceding", "item__target", "item__following",
+                   "n_labels", "n_excluded", "majority_label", "majority_tie", "n_weighted", "weighted_score",
+                   "weighted_label", "weighted_tie")
+
+
+def _item_rows(queryset: QuerySet[ItemGroundTruth], limit: int) -> list[ItemRow]:
+    rows = queryset.order_by("item__position", "item_id").values_list(*ITEM_ROW_FIELDS)[:limit]
+    return [ItemRow(item_id, external_id, preceding, target, following, *rest)
+            for item_id, external_id, preceding, target, following, *rest in rows]
+
+
+def _attach_labels(rows: list[ItemRow]) -> None:
+    """Every label of the listed items, "pseudonym: value" in pseudonym order, in one query."""
+    by_item = {row.item_id: row for row in rows}
+    if not by_item:
+        return
+    labels = (Label.objects.filter(item_id__in=list(by_item)).order_by("item_id", "participant__pseudonym")
+              .values_list("item_id", "participant__pseudonym", "value"))
+    for item_id, pseudonym, value in labels:
+        by_item[item_id].labels.append(f"{pseudonym}: {value}")
+
+
+def _label_key(value: int | None) -> str:
+    return "none" if value is None else str(value)
+
+
+def contingency_table(study: Study) -> dict:
+    """Majority (rows) × weighted (columns) counts over the items with a ground truth, one query.
+
+    ``cells[m][w]`` for m, w in "1", "0", "none"; with row and column totals and the number of items
+    on which the two agree (same label, both present).
+    """
+    keys = [_label_key(k) for k in LABEL_KEYS]
+    cells = {m: dict.fromkeys(keys, 0) for m in keys}
+    counts = (_ground_truth(study).order_by().values("majority_label", "weighted_label")
+              .annotate(n=Count("pk")).values_list("majority_label", "weighted_label", "n"))
+    for majority, weighted, n in counts:
+        cells[_label_key(majority)][_label_key(weighted)] += n
+    row_totals = {m: sum(cells[m].values()) for m in keys}
+    column_totals = {w: sum(cells[m][w] for m in keys) for w in keys}
+    total = sum(row_totals.values())
+    agree = cells["1"]["1"] + cells["0"]["0"]
+    return {
+        "keys": keys, "cells": cells, "row_totals": row_totals, "column_totals": column_totals, "total": total,
+        "agree": agree, "disagree": cells["1"]["0"] + cells["0"]["1"],
+        "rows": [{"key": m, "cells": [{"key": w, "n": cells[m][w]} for w in keys], "total": row_totals[m]}
+                 for m in keys],
+        "column_total_list": [column_totals[w] for w in keys],
+    }
+
+
+def annotator_rows(study: Study) -> list[dict]:
+    """One row per annotator of the latest analysis, with R split into its components (module docstring)."""
+    fields = ("participant__pseudonym", "participant__team", "aq", "sata", "iat_d", "aq_norm", "sata_norm",
+              "iat_norm", "trust_raw", "weight", "included", "bias_index", *GROUPS)
+    rows = []
+    for values in (ParticipantWeight.objects.filter(participant__study=study)
+                   .order_by("participant__pseudonym").values_list(*fields)):
+        row = dict(zip(("pseudonym", "team", *fields[2:]), values, strict=True))
+        norms = [row["aq_norm"], row["sata_norm"], row["iat_norm"]]
+        present = [n for n in norms if n is not None]
+        entered = row["trust_raw"] is not None and bool(present)
+        for name, norm in zip(("aq_part", "sata_part", "iat_part"), norms, strict=True):
+            row[name] = norm / len(present) if entered and norm is not None else None
+        row["n_components"] = len(present) if entered else 0
+        row["groups"] = [g for g in GROUPS if row[g]]
+        rows.append(row)
+    return rows
+
+
+def item_set_sizes(study: Study) -> list[dict]:
+    """Size and number of positive (1) labels of each stored item set, in a fixed order, one query."""
+    counts = {name: (n, positive or 0) for name, n, positive in (
+        ItemSetMember.objects.filter(study=study).order_by().values("set_name")
+        .annotate(n=Count("pk"), positive=Sum(Case(When(label=1, then=Value(1)), default=Value(0))))
+        .values_list("set_name", "n", "positive"))}
+    names = [*SET_ORDER, *sorted(set(counts) - set(SET_ORDER))]
+    rows = []
+    for name in names:
+        n, positive = counts.get(name, (0, 0))
+        rows.append({"name": name, "description": SET_DESCRIPTIONS.get(name, ""), "n": n,
+                     "n_positive": positive, "n_negative": n - positive})
+    return rows
+
+
+def _flatten(settings: dict, prefix: str = "") -> list[tuple[str, object]]:
+    rows = []
+    for key, value in settings.items():
+        if isinstance(value, dict):
+            rows.extend(_flatten(value, f"{prefix}{key}."))
+        else:
+            rows.append((f"{prefix}{key}", value))
+    return rows
+
+
+def _agreement_rows(run: AnalysisRun) -> list[dict]:
+    keys = ("scope", "group", "n_annotators", "n_items", "n_labels", "krippendorff_alpha", "fleiss_kappa",
+            "fleiss_note")
+    return [{k: row.get(k) for k in keys} for row in run.agreement]
+
+
+def study_dashboard_context(*, study: Study, limit: int = DISPLAY_LIMIT) -> dict:
+    """Everything the dashboard shows, from the stored latest analysis; ``run`` is None when there is none."""
+    run = AnalysisRun.objects.filter(study=study).first()
+    if run is None:
+        return {"study": study, "run": None}
+    annotators = annotator_rows(study)
+    truth = _ground_truth(study)
+    disagreements = ItemList(_item_rows(truth.filter(DISAGREE), limit), 0)
+    ties = ItemList(_item_rows(truth.filter(ONE_SIDE_MISSING), limit), 0)
+    _attach_labels(disagreements.rows + ties.rows)
+    contingency = contingency_table(study)
+    disagreements.total = contingency["disagree"]
+    ties.total = contingency["total"] - contingency["agree"] - contingency["disagree"]
+    kappa = run.cohen_kappa or {}
+    chart_keys = ("pseudonym", "team", "aq", "sata", "iat_d", "weight", "trust_raw", "aq_part", "sata_part",
+                  "iat_part", "included")
+    return {
+        "study": study,
+        "run": run,
+        "annotators": annotators,
+        "n_included": sum(1 for a in annotators if a["included"]),
+        "contingency": contingency,
+        "disagreements": disagreements,
+        "ties": ties,
+        "item_lists": [
+            {"id": "disagreements", "items": disagreements, "show_reason": False,
+             "title": "Items where the majority and weighted labels differ"},
+            {"id": "ties", "items": ties, "show_reason": True,
+             "title": "Items without a label on one side (ties)"},
+        ],
+        "agreement": _agreement_rows(run),
+        "item_sets": item_set_sizes(study),
+        "settings_rows": _flatten(run.settings or {}),
+        "notes": list(run.notes or []),
+        "chart_data": {
+            "annotators": [{k: a[k] for k in chart_keys} for a in annotators],
+            "kappa": {"annotators": list(kappa.get("annotators", [])), "kappa": list(kappa.get("kappa", []))},
+        },
+    }
