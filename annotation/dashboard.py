@@ -172,7 +172,7 @@ def _flatten(settings: dict, prefix: str = "") -> list[tuple[str, object]]:
         if isinstance(value, dict):
             rows.extend(_flatten(value, f"{prefix}{key}."))
         else:
-            rows.append((f"{prefix}{key}", value))
+            rows.append((f"{prefix}{key}", '""' if value == "" else value))
     return rows
 
 

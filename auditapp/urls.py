@@ -4,6 +4,7 @@ from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from annotation import api as annotation_api
+from annotation import dashboard_views
 from auditapp import views
 
 admin.site.site_header = "auditapp: researcher admin"
@@ -34,5 +35,8 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("admin/", admin.site.urls),
     path("api/", include((api_patterns, "api"))),
+    path("studies/<int:study_id>/dashboard/", dashboard_views.study_dashboard, name="study-dashboard"),
+    path("studies/<int:study_id>/dashboard/recompute/", dashboard_views.study_dashboard_recompute,
+         name="study-dashboard-recompute"),
     path("", include("annotation.urls_participant")),
 ]
