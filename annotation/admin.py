@@ -15,7 +15,7 @@ from django.utils.html import format_html, format_html_join
 
 from annotation.forms import InviteForm, ItemImportForm
 from annotation.item_files import ItemFileError
-from annotation.models import Item, ItemImport, Label, Participant, Study, StudyAnalysisSettings
+from annotation.models import AnalysisRun, Item, ItemImport, Label, Participant, Study, StudyAnalysisSettings
 from annotation.participation import participants_invite
 from annotation.selectors import study_list
 from annotation.services import item_import_submit
@@ -38,7 +38,7 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ("status", "label_scheme")
     search_fields = ("name", "slug", "description")
     prepopulated_fields = {"slug": ("name",)}
-    readonly_fields = ("item_imports", "invite_links", "created_at", "updated_at")
+    readonly_fields = ("analysis", "item_imports", "invite_links", "created_at", "updated_at")
     inlines = [StudyInstrumentInline, StudyAnalysisSettingsInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     fieldsets = [
@@ -49,7 +49,7 @@ class StudyAdmin(admin.ModelAdmin):
         ("IAT", {"fields": ("iat_enabled", "iat_stimuli")}),
         ("Recruitment", {"fields": ("invite_links", "open_link_enabled", "open_link_cap", "completion_code",
                                     "completion_url")}),
-        ("Data", {"fields": ("item_imports", "created_at", "updated_at")}),
+        ("Data", {"fields": ("analysis", "item_imports", "created_at", "updated_at")}),
     ]
 
     def save_related(self, request, form, formsets, change):
@@ -57,6 +57,15 @@ class StudyAdmin(admin.ModelAdmin):
         super().save_related(request, form, formsets, change)
         if change:
             study_analysis_enqueue(study_id=form.instance.pk)
+
+    @admin.display(description="Analysis")
+    def analysis(self, study):
+        if not study.pk:
+            return "Save the study first."
+        run = AnalysisRun.objects.filter(study=study).first()
+        when = f"last computed {run.computed_at:%Y-%m-%d %H:%M} UTC" if run else "not computed yet"
+        return format_html("<a class='button' href='{}'>Weighted vs majority dashboard</a> ({})",
+                           reverse("study-dashboard", args=[study.pk]), when)
 
     @admin.display(description="Invite links")
     def invite_links(self, study):
