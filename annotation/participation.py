@@ -149,8 +149,10 @@ def instructions_read(*, participant: Participant) -> None:
             participant.save(update_fields=["read_instructions_at", "updated_at"])
 
 
-def _order_key(seed: int, item_id: int) -> str:
-    return hashlib.sha256(f"{seed}:{item_id}".encode()).hexdigest()
+def _order_key(seed: int, external_id: str) -> str:
+    """A participant's random but reproducible position for an item (by external id, so the same seed
+    gives the same order in any database)."""
+    return hashlib.sha256(f"{seed}:{external_id}".encode()).hexdigest()
 
 
 def assignments_allocate(*, participant: Participant) -> int:
@@ -174,18 +176,19 @@ def assignments_allocate(*, participant: Participant) -> int:
         pending = dict(
             Assignment.objects.filter(item__study=study, expires_at__gt=now).exclude(participant=participant)
             .exclude(Exists(labelled_by_holder)).values("item_id").annotate(n=Count("id")).values_list("item_id", "n"))
-        item_ids = Item.objects.filter(study=study, attention_check_answer__isnull=True).values_list("id", flat=True)
+        items = Item.objects.filter(study=study, attention_check_answer__isnull=True).values_list("id", "external_id")
         open_items = []
-        for item_id in item_ids:
+        for item_id, external_id in items:
             coverage = labels.get(item_id, 0) + pending.get(item_id, 0)
             if coverage < study.annotators_per_item:
-                open_items.append((coverage, _order_key(participant.seed, item_id), item_id))
+                open_items.append((coverage, _order_key(participant.seed, external_id), item_id, external_id))
         open_items.sort()
         limit = study.items_per_annotator or len(open_items)
-        chosen = [item_id for _, _, item_id in open_items[:limit]]
+        chosen = [(item_id, external_id) for _, _, item_id, external_id in open_items[:limit]]
         checks = list(Item.objects.filter(study=study, attention_check_answer__isnull=False)
-                      .values_list("id", flat=True))
-        order = sorted(chosen + checks, key=lambda item_id: _order_key(participant.seed, item_id))
+                      .values_list("id", "external_id"))
+        order = [item_id for item_id, external_id in
+                 sorted(chosen + checks, key=lambda pair: _order_key(participant.seed, pair[1]))]
         expires = now + timedelta(minutes=study.assignment_timeout_minutes)
         Assignment.objects.bulk_create([
             Assignment(participant=participant, item_id=item_id, position=n, expires_at=expires)
@@ -229,7 +232,9 @@ def label_submit(*, participant: Participant, item_id: int, value: int, rational
         label = Label.objects.get(participant=participant, item_id=item_id)
     Assignment.objects.filter(participant=participant).update(
         expires_at=timezone.now() + timedelta(minutes=study.assignment_timeout_minutes))
-    if labelling_progress(participant=participant).assignment is None:
+    unlabelled = Assignment.objects.filter(participant=participant).exclude(
+        Exists(Label.objects.filter(participant=participant, item_id=OuterRef("item_id"))))
+    if not unlabelled.exists():
         participant_complete(participant=participant)
     return label
 
