@@ -7,7 +7,7 @@ import itertools
 
 from django.contrib.auth import get_user_model
 
-from annotation.models import Study
+from annotation.models import Item, Label, Participant, Study
 from auditapp.services import researcher_create
 
 _counter = itertools.count(1)
@@ -41,3 +41,36 @@ def autalic_like_csv(n_items: int, annotators: tuple[str, ...] = ("A1", "A2", "A
         writer.writerow([f"s{i:05d}", f"Before {i}.", f"Target sentence number {i}, with a comma.", f"After {i}.",
                          *labels])
     return buffer.getvalue().encode("utf-8")
+
+
+WORKED_EXAMPLE_SCORES = {"P1": ("a", 10, 60, 0.5), "P2": ("a", 20, 90, -0.5), "P3": ("b", 30, 75, 0.0), "P4": ("b", 40, 60, 1.0)}
+WORKED_EXAMPLE_LABELS = [("P1", "x", 1), ("P2", "x", 0), ("P3", "x", 1), ("P2", "y", 1), ("P4", "y", 0),
+          ("P1", "z", -1), ("P4", "z", 1), ("P3", "z", 0)]
+
+
+def make_worked_example_study(**fields):
+    """Four annotators with stored scores and labels on items x, y, z (and an attention check), whose
+    weights and ground truth are worked by hand in tests/psychometrics/test_trust.py and
+    tests/annotation/test_aggregation.py: W = 1/4, 7/4, 22/17, 12/17; x has majority 1 and weighted 0."""
+    from psychometrics.models import IATSession, Instrument, InstrumentScore, StudyInstrument
+
+    study = make_study(**fields)
+    aq, sata = Instrument.objects.get(slug="aq50"), Instrument.objects.get(slug="sata_partial")
+    StudyInstrument.objects.create(study=study, instrument=aq, role="aq", position=0)
+    StudyInstrument.objects.create(study=study, instrument=sata, role="sata", position=1)
+    items = {name: Item.objects.create(study=study, external_id=name, target=f"Sentence {name}.",
+                                       preceding=f"Before {name}.", position=n)
+             for n, name in enumerate("xyz")}
+    check = Item.objects.create(study=study, external_id="check", target="c", attention_check_answer=0, position=3)
+    participants = {}
+    for pseudonym, (team, aq_total, sata_total, d) in WORKED_EXAMPLE_SCORES.items():
+        participant = Participant.objects.create(study=study, pseudonym=pseudonym, team=team, status="completed")
+        participants[pseudonym] = participant
+        InstrumentScore.objects.create(participant=participant, instrument=aq, total=aq_total)
+        InstrumentScore.objects.create(participant=participant, instrument=sata, total=sata_total)
+        IATSession.objects.create(participant=participant, condition_index=0, seed=0, stimuli={}, design=[],
+                                  blocks_done=7, completed_at="2026-01-01T00:00Z", d_score=d)
+    for pseudonym, item, value in WORKED_EXAMPLE_LABELS:
+        Label.objects.create(participant=participants[pseudonym], item=items[item], value=value)
+    Label.objects.create(participant=participants["P1"], item=check, value=1)  # attention checks stay out
+    return study

@@ -10,45 +10,15 @@ from django.test import Client
 from pytest import approx
 
 from annotation.dashboard import study_dashboard_context
-from annotation.models import Item, Label, Participant, StudyAnalysisSettings
+from annotation.models import Item, Label, StudyAnalysisSettings
 from annotation.study_analysis import study_analysis_compute
-from psychometrics.models import IATSession, Instrument, InstrumentScore, StudyInstrument
-from tests.factories import make_participant_user, make_study
+from tests.factories import make_participant_user, make_study, make_worked_example_study
 
 pytestmark = pytest.mark.django_db
 
-SCORES = {"P1": ("a", 10, 60, 0.5), "P2": ("a", 20, 90, -0.5), "P3": ("b", 30, 75, 0.0), "P4": ("b", 40, 60, 1.0)}
-LABELS = [("P1", "x", 1), ("P2", "x", 0), ("P3", "x", 1), ("P2", "y", 1), ("P4", "y", 0),
-          ("P1", "z", -1), ("P4", "z", 1), ("P3", "z", 0)]
-
-
-def build_study(**fields):
-    """The study of tests/annotation/test_study_analysis.py (four annotators, items x, y, z and a check)."""
-    study = make_study(**fields)
-    aq, sata = Instrument.objects.get(slug="aq50"), Instrument.objects.get(slug="sata_partial")
-    StudyInstrument.objects.create(study=study, instrument=aq, role="aq", position=0)
-    StudyInstrument.objects.create(study=study, instrument=sata, role="sata", position=1)
-    items = {name: Item.objects.create(study=study, external_id=name, target=f"Sentence {name}.",
-                                       preceding=f"Before {name}.", position=n)
-             for n, name in enumerate("xyz")}
-    check = Item.objects.create(study=study, external_id="check", target="c", attention_check_answer=0, position=3)
-    participants = {}
-    for pseudonym, (team, aq_total, sata_total, d) in SCORES.items():
-        participant = Participant.objects.create(study=study, pseudonym=pseudonym, team=team, status="completed")
-        participants[pseudonym] = participant
-        InstrumentScore.objects.create(participant=participant, instrument=aq, total=aq_total)
-        InstrumentScore.objects.create(participant=participant, instrument=sata, total=sata_total)
-        IATSession.objects.create(participant=participant, condition_index=0, seed=0, stimuli={}, design=[],
-                                  blocks_done=7, completed_at="2026-01-01T00:00Z", d_score=d)
-    for pseudonym, item, value in LABELS:
-        Label.objects.create(participant=participants[pseudonym], item=items[item], value=value)
-    Label.objects.create(participant=participants["P1"], item=check, value=1)  # attention checks stay out
-    return study
-
-
 @pytest.fixture
 def study():
-    study = build_study()
+    study = make_worked_example_study()
     study_analysis_compute(study_id=study.id)
     return study
 
@@ -137,7 +107,7 @@ def test_agreement_rows_annotators_and_run_metadata(study, staff):
 
 
 def test_item_set_sizes_count_positive_and_negative(staff):
-    study = build_study()
+    study = make_worked_example_study()
     StudyAnalysisSettings.objects.create(study=study, aq_high=30, aq_low=20, min_group_labels=1, icl_size=1)
     study_analysis_compute(study_id=study.id)
     sets = {s["name"]: s for s in staff.get(url(study)).context["item_sets"]}
@@ -196,7 +166,7 @@ def test_recompute_needs_the_csrf_token(study, researcher, queued):
 
 
 def test_the_page_works_before_any_analysis(staff, queued):
-    study = build_study()
+    study = make_worked_example_study()
     response = staff.get(url(study))
     assert response.status_code == 200 and response.context["run"] is None
     html = response.content.decode()

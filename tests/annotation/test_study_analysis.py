@@ -5,39 +5,16 @@ from __future__ import annotations
 import pytest
 from pytest import approx
 
-from annotation.models import AnalysisRun, Item, Label, Participant, ParticipantWeight, StudyAnalysisSettings
+from annotation.models import AnalysisRun, Participant, ParticipantWeight, StudyAnalysisSettings
 from annotation.participation import participant_withdraw
 from annotation.study_analysis import study_analysis_compute
-from psychometrics.models import IATSession, Instrument, InstrumentScore, StudyInstrument
-from tests.factories import make_study
+from tests.factories import make_worked_example_study
 
 pytestmark = pytest.mark.django_db
 
-SCORES = {"P1": ("a", 10, 60, 0.5), "P2": ("a", 20, 90, -0.5), "P3": ("b", 30, 75, 0.0), "P4": ("b", 40, 60, 1.0)}
-LABELS = [("P1", "x", 1), ("P2", "x", 0), ("P3", "x", 1), ("P2", "y", 1), ("P4", "y", 0),
-          ("P1", "z", -1), ("P4", "z", 1), ("P3", "z", 0)]
-
-
 @pytest.fixture
 def study():
-    study = make_study()
-    aq, sata = Instrument.objects.get(slug="aq50"), Instrument.objects.get(slug="sata_partial")
-    StudyInstrument.objects.create(study=study, instrument=aq, role="aq", position=0)
-    StudyInstrument.objects.create(study=study, instrument=sata, role="sata", position=1)
-    items = {name: Item.objects.create(study=study, external_id=name, target=name, position=n)
-             for n, name in enumerate("xyz")}
-    Item.objects.create(study=study, external_id="check", target="c", attention_check_answer=0, position=3)
-    for pseudonym, (team, aq_total, sata_total, d) in SCORES.items():
-        participant = Participant.objects.create(study=study, pseudonym=pseudonym, team=team, status="completed")
-        InstrumentScore.objects.create(participant=participant, instrument=aq, total=aq_total)
-        InstrumentScore.objects.create(participant=participant, instrument=sata, total=sata_total)
-        IATSession.objects.create(participant=participant, condition_index=0, seed=0, stimuli={}, design=[],
-                                  blocks_done=7, completed_at="2026-01-01T00:00Z", d_score=d)
-    for pseudonym, item, value in LABELS:
-        Label.objects.create(participant=Participant.objects.get(pseudonym=pseudonym), item=items[item], value=value)
-    Label.objects.create(participant=Participant.objects.get(pseudonym="P1"),
-                         item=Item.objects.get(external_id="check"), value=1)  # attention checks stay out
-    return study
+    return make_worked_example_study()
 
 
 def test_weights_and_ground_truth_are_stored_with_the_worked_numbers(study, api_client):

@@ -13,8 +13,7 @@ from django.test import Client
 from playwright.sync_api import expect
 
 from annotation.study_analysis import study_analysis_compute
-from tests.annotation.test_dashboard import build_study
-from tests.factories import make_researcher, make_study
+from tests.factories import make_researcher, make_study, make_worked_example_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -38,7 +37,7 @@ def logged_in_page(browser_context, live_server):
 
 
 def test_dashboard_draws_its_charts_with_the_vendored_plotly(live_server, browser_context):
-    study = build_study()
+    study = make_worked_example_study()
     study_analysis_compute(study_id=study.id)
     page, problems, requests = logged_in_page(browser_context, live_server)
     page.goto(f"{live_server.url}/studies/{study.id}/dashboard/")
@@ -67,7 +66,7 @@ def test_dashboard_draws_its_charts_with_the_vendored_plotly(live_server, browse
 
 
 def test_dashboard_before_any_analysis_offers_the_computation(live_server, browser_context):
-    study = build_study()
+    study = make_worked_example_study()
     page, problems, _ = logged_in_page(browser_context, live_server)
     page.goto(f"{live_server.url}/studies/{study.id}/dashboard/")
     expect(page.locator("#no-analysis")).to_contain_text("No analysis has been computed")
