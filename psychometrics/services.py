@@ -157,6 +157,8 @@ def iat_block_submit(*, participant: Participant, block_number: int, trials: lis
     """
     with transaction.atomic():
         session = IATSession.objects.select_for_update().get(participant=participant)
+        if not 1 <= block_number <= len(session.design):
+            raise IATBlockRejected(f"there is no block {block_number}")
         if block_number <= session.blocks_done:
             return session
         if block_number != session.blocks_done + 1:

@@ -32,8 +32,11 @@ def questionnaire(request: HttpRequest, participant, instrument_id: int) -> Http
         for number in session.item_order:
             value = request.POST.get(f"item-{number}")
             if value is not None and value.isdigit():
-                answer_save(participant=participant, instrument=instrument, item_number=number,
-                            response_index=int(value))
+                try:
+                    answer_save(participant=participant, instrument=instrument, item_number=number,
+                                response_index=int(value))
+                except ValueError:
+                    continue  # not an option of this item: it stays unanswered and is marked below
         try:
             questionnaire_finish(participant=participant, instrument=instrument)
         except IncompleteQuestionnaire as incomplete:

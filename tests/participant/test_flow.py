@@ -83,8 +83,8 @@ def test_resume_sends_the_participant_to_where_they_stopped():
     fresh = Client().get(aq).content.decode()
     assert 'name="item-7" value="2" checked' in fresh and "1 of 50 answered" in fresh
     assert page.count("data-item=") == 50
-    # Finishing with answers missing names them and stores no score.
-    response = client.post(aq, {"item-1": 0})
+    # Finishing with answers missing names them and stores no score; an answer that is no option is ignored.
+    response = client.post(aq, {"item-1": 0, "item-2": 9})
     assert "Please answer the 48 statements marked below" in response.content.decode()
     assert not InstrumentScore.objects.exists()
     # Pages further on redirect back to the current step.
@@ -117,6 +117,9 @@ def test_iat_blocks_are_idempotent_and_in_order():
     assert IATTrial.objects.filter(participant=participant).count() == 20
     # A reload restarts at the first unacknowledged block.
     assert page_config(client.get(base + "iat/").content.decode())["start_block"] == 2
+    for bad in (0, 8, -1):  # no such block
+        beyond = {**posts[0], "block": bad}
+        assert client.post(base + "iat/block/", beyond, content_type="application/json").status_code == 409
     tampered = {**posts[1], "trials": [{**posts[1]["trials"][0], "stimulus": "Other"}, *posts[1]["trials"][1:]]}
     assert client.post(base + "iat/block/", tampered, content_type="application/json").status_code == 409
     wrong_first = {**posts[1], "trials": [{**t, "first_key": "i" if t["first_key"] == "e" else "e",
