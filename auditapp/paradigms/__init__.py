@@ -1,0 +1,1 @@
+"""Paradigms of the audit engine: each builds requests, parses replies, analyses results."""
