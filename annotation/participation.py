@@ -234,7 +234,7 @@ def label_submit(*, participant: Participant, item_id: int, value: int, rational
         expires_at=timezone.now() + timedelta(minutes=study.assignment_timeout_minutes))
     unlabelled = Assignment.objects.filter(participant=participant).exclude(
         Exists(Label.objects.filter(participant=participant, item_id=OuterRef("item_id"))))
-    if not unlabelled.exists():
+    if participant.completed_at is None and not unlabelled.exists():
         participant_complete(participant=participant)
     return label
 

@@ -206,3 +206,18 @@ def test_a_study_can_use_its_own_iat_stimuli():
     config = page_config(client.get(base + "iat/").content.decode())
     labels = {label for block in config["blocks"] for label in block["left_labels"] + block["right_labels"]}
     assert {"Autistic", "Neurotypical"} <= labels and "Autism Spectrum" not in labels
+
+
+def test_a_repeated_last_label_changes_nothing():
+    study = flow_study(iat=False, attention_check=False, n_items=2, items_per_annotator=2)
+    (participant,) = invite(study)
+    answer_everything(Client(), participant)
+    participant.refresh_from_db()
+    completed_at = participant.completed_at
+    last = Label.objects.filter(participant=participant).order_by("-created_at").first()
+    from annotation.participation import label_submit
+
+    label_submit(participant=participant, item_id=last.item_id, value=1 - last.value)  # a double click
+    participant.refresh_from_db()
+    assert participant.completed_at == completed_at
+    assert Label.objects.get(pk=last.pk).value == last.value and Label.objects.filter(participant=participant).count() == 2
