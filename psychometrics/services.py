@@ -5,7 +5,6 @@ answers and trials, never taken from the browser.
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 
 import pandas as pd
@@ -40,30 +39,25 @@ class IATBlockRejected(Exception):
     """A posted block does not match the participant's design (the message says why)."""
 
 
-def instrument_store(*, data: dict, shipped: bool = False, uploaded_by=None) -> Instrument:
-    """Validate an instrument definition and store it once per content hash (InstrumentError if invalid)."""
-    parsed = instrument_format.load_instrument(data)
+def instrument_store(*, parsed: instrument_format.Instrument, shipped: bool = False, uploaded_by=None) -> Instrument:
+    """Store a validated instrument once per content hash (a second copy returns the stored one)."""
     instrument, _ = Instrument.objects.get_or_create(
         content_hash=parsed.content_hash,
         defaults={"slug": parsed.slug, "name": parsed.name, "version": parsed.version, "partial": parsed.partial,
-                  "definition": data, "shipped": shipped, "uploaded_by": uploaded_by},
+                  "definition": parsed.to_dict(), "shipped": shipped, "uploaded_by": uploaded_by},
     )
     return instrument
 
 
 def instrument_upload(*, content: bytes, uploaded_by=None) -> Instrument:
-    """An instrument file uploaded by a researcher: JSON in our format (see ``psychometrics.instruments``)."""
-    try:
-        data = json.loads(content.decode("utf-8-sig"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise instrument_format.InstrumentError([f"not a JSON file: {exc}"]) from exc
-    return instrument_store(data=data, uploaded_by=uploaded_by)
+    """An instrument file uploaded by a researcher: JSON in our format (InstrumentError lists every problem)."""
+    return instrument_store(parsed=instrument_format.parse_instrument(content, origin="upload"),
+                            uploaded_by=uploaded_by)
 
 
 def instruments_sync_shipped() -> list[Instrument]:
     """Store the instruments shipped in ``psychometrics/instruments/`` (AQ-50, partial SATA) if missing."""
-    return [instrument_store(data=json.loads(path.read_text(encoding="utf-8")), shipped=True)
-            for path in sorted(instrument_format.INSTRUMENTS_DIR.glob("*.json"))]
+    return [instrument_store(parsed=parsed, shipped=True) for parsed in instrument_format.shipped_instruments()]
 
 
 def questionnaire_session(*, participant: Participant, instrument: Instrument) -> QuestionnaireSession:

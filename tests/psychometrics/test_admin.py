@@ -89,3 +89,9 @@ def test_invalid_iat_stimuli_are_refused_on_the_study_form(logged_in):
     study.iat_stimuli = {}
     study.full_clean()
     assert isinstance(study, Study)
+
+
+def test_an_instrument_file_saved_with_a_byte_order_mark_is_accepted(logged_in):
+    content = b"\xef\xbb\xbf" + json.dumps(sata_variant()).encode()
+    logged_in.post("/admin/psychometrics/instrument/upload/", {"file": SimpleUploadedFile("sata.json", content)})
+    assert Instrument.objects.filter(slug="sata_full_lab").exists()
