@@ -141,12 +141,15 @@ def participant_withdraw(*, participant: Participant) -> None:
 
 
 def instructions_read(*, participant: Participant) -> None:
-    """The participant has read the labelling instructions: hand out their items."""
+    """The participant has read the labelling instructions: hand out their items. A participant who gets
+    none (every item already has its annotators) is done."""
     with transaction.atomic():
         if participant.read_instructions_at is None:
             assignments_allocate(participant=participant)
             participant.read_instructions_at = timezone.now()
             participant.save(update_fields=["read_instructions_at", "updated_at"])
+            if not Assignment.objects.filter(participant=participant).exists():
+                participant_complete(participant=participant)
 
 
 def _order_key(seed: int, external_id: str) -> str:

@@ -82,7 +82,7 @@ def label(request: HttpRequest, participant) -> HttpResponse:
         else:
             return redirect("participant:resume", participant.invite_token)
     progress = labelling_progress(participant=participant)
-    if progress.assignment is None:  # nothing (left) to label, e.g. every item already has its annotators
+    if progress.assignment is None:  # nothing left, e.g. a researcher deleted the remaining items
         participant_complete(participant=participant)
         return redirect("participant:resume", participant.invite_token)
     return render(request, "participant/label.html", {

@@ -28,7 +28,6 @@ from annotation.models import Assignment, Item, Label, Participant, Study
 from annotation.participation import (
     instructions_read,
     label_submit,
-    participant_complete,
     participant_consent,
     participants_invite,
 )
@@ -177,5 +176,3 @@ def _participate(person: Participant, index: int, *, traits: simulation.Simulate
                     .values_list("item_id", flat=True))
     for item_id in assigned:
         label_submit(participant=person, item_id=item_id, value=int(values[item_index[item_id]]))
-    if not assigned:  # every item already had its annotators: done, as the label page does it
-        participant_complete(participant=person)
