@@ -5,7 +5,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, Spec
 
 from annotation import api as annotation_api
 from annotation import dashboard_views
-from auditapp import views
+from auditapp import audit_views, views
+from auditapp.api import audits as audit_api
 
 admin.site.site_header = "auditapp: researcher admin"
 admin.site.site_title = "auditapp"
@@ -25,6 +26,15 @@ api_patterns = [
     path("studies/<int:pk>/labels/", annotation_api.StudyLabelsView.as_view(), name="study-labels"),
     path("studies/<int:pk>/imports/", annotation_api.StudyImportsView.as_view(), name="study-imports"),
     path("imports/<int:pk>/", annotation_api.ItemImportDetailView.as_view(), name="import-detail"),
+    path("endpoints/", audit_api.EndpointListView.as_view(), name="endpoint-list"),
+    path("endpoints/<int:pk>/models/", audit_api.EndpointModelsView.as_view(), name="endpoint-models"),
+    path("audits/", audit_api.AuditListView.as_view(), name="audit-list"),
+    path("audits/<int:pk>/", audit_api.AuditDetailView.as_view(), name="audit-detail"),
+    path("audits/<int:pk>/progress/", audit_api.AuditProgressView.as_view(), name="audit-progress"),
+    path("audits/<int:pk>/responses/", audit_api.AuditResponsesView.as_view(), name="audit-responses"),
+    path("audits/<int:pk>/metrics/", audit_api.AuditMetricsView.as_view(), name="audit-metrics"),
+    path("audits/<int:pk>/manifest/", audit_api.AuditManifestView.as_view(), name="audit-manifest"),
+    path("audits/<int:pk>/<slug:action>/", audit_api.AuditActionView.as_view(), name="audit-action"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
@@ -38,5 +48,6 @@ urlpatterns = [
     path("studies/<int:study_id>/dashboard/", dashboard_views.study_dashboard, name="study-dashboard"),
     path("studies/<int:study_id>/dashboard/recompute/", dashboard_views.study_dashboard_recompute,
          name="study-dashboard-recompute"),
+    path("audits/<int:audit_id>/dashboard/", audit_views.audit_dashboard, name="audit-dashboard"),
     path("", include("annotation.urls_participant")),
 ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import random
 
 from django.contrib.auth import get_user_model
 
@@ -73,4 +74,46 @@ def make_worked_example_study(**fields):
     for pseudonym, item, value in WORKED_EXAMPLE_LABELS:
         Label.objects.create(participant=participants[pseudonym], item=items[item], value=value)
     Label.objects.create(participant=participants["P1"], item=check, value=1)  # attention checks stay out
+    return study
+
+
+AUDIT_POSITIVE_WORDS = ("cure", "disease", "burden", "tragedy")
+_AUDIT_NEUTRAL = ("autistic people", "my colleague", "the new policy", "a support group", "the school")
+_AUDIT_VERBS = ("talked about", "wrote about", "asked about", "explained", "described")
+
+
+def make_audit_study(n_items: int = 300, n_examples: int = 10, *, seed: int = 0, **fields) -> Study:
+    """A study ready for an LLM audit without running the whole analysis: items (a third mention a word of
+    AUDIT_POSITIVE_WORDS, which tests.llm_server answers 1 for), a stored ground truth whose weighted and
+    majority labels disagree on some items, and ICL example sets icl_a and icl_b of ``n_examples`` items each
+    (kept out of the evaluated items)."""
+    from annotation.models import ItemGroundTruth, ItemSetMember
+
+    rng = random.Random(seed)
+    study = make_study(**fields)
+    total = n_items + 2 * n_examples
+    items = []
+    for i in range(total):
+        positive = i % 3 == 0
+        word = rng.choice(AUDIT_POSITIVE_WORDS) if positive else rng.choice(("story", "meeting", "book"))
+        items.append(Item(study=study, external_id=f"a{i:05d}", position=i,
+                          target=f"Sentence {i}: {rng.choice(_AUDIT_NEUTRAL)} {rng.choice(_AUDIT_VERBS)} the {word}.",
+                          preceding=f"Context before {i}." if i % 4 else "", following=f"Context after {i}."))
+    items = Item.objects.bulk_create(items)
+    truths = []
+    for i, item in enumerate(items):
+        majority = 1 if i % 3 == 0 else 0
+        weighted = 1 - majority if i % 17 == 0 else majority
+        if i % 11 == 0:
+            majority = 1 - majority
+        truths.append(ItemGroundTruth(item=item, n_labels=3, n_excluded=0, majority_label=majority,
+                                      majority_tie=False, n_weighted=3, weighted_score=float(weighted),
+                                      weighted_label=weighted, weighted_tie=False))
+    ItemGroundTruth.objects.bulk_create(truths)
+    examples = items[n_items:]
+    ItemSetMember.objects.bulk_create(
+        [ItemSetMember(study=study, set_name="icl_a", item=item, label=1 if k % 2 == 0 else 0)
+         for k, item in enumerate(examples[:n_examples])]
+        + [ItemSetMember(study=study, set_name="icl_b", item=item, label=1 if k % 3 == 0 else 0)
+           for k, item in enumerate(examples[n_examples:])])
     return study

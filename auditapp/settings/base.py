@@ -12,10 +12,14 @@ Environment variables:
     CELERY_RESULT_BACKEND   optional; tasks record their outcome in the database, so none is needed.
     CACHE_URL               e.g. redis://host:6379/1, shared by all web processes (rate limits);
                             default: each process's own memory.
+    LLM_LIMITS_REDIS_URL    Redis holding LLM endpoints' concurrency and rate limits across workers
+                            (default: the broker when it is Redis; otherwise limits are per worker process).
+    GIT_COMMIT              recorded in audit manifests when the code is not a git checkout.
 """
 from __future__ import annotations
 
 import os
+import tomllib
 from pathlib import Path
 
 import dj_database_url
@@ -53,7 +57,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
-    "auditapp",
+    "auditapp.apps.AuditappConfig",
     "annotation",
     "psychometrics",
 ]
@@ -199,7 +203,7 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         (CELERY_BROKER_FOLDER / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
-CELERY_IMPORTS = ["tasks.imports", "tasks.analysis"]
+CELERY_IMPORTS = ["tasks.imports", "tasks.analysis", "tasks.audits"]
 # Recompute a study's analysis in the background when an annotator finishes or its settings change.
 ANALYSIS_AUTO_RECOMPUTE = True
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -213,6 +217,14 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# LLM audits: an endpoint's concurrency and rate limits hold across all workers through Redis (the broker's,
+# unless LLM_LIMITS_REDIS_URL names another); with the file-system broker they hold per worker process.
+LLM_LIMITS_REDIS_URL = os.environ.get("LLM_LIMITS_REDIS_URL") or (
+    CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+# Recorded in every audit's manifest. GIT_COMMIT is for deployments without a git checkout (Docker images).
+APP_VERSION = tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["project"]["version"]
+GIT_COMMIT = os.environ.get("GIT_COMMIT", "")
 
 LOGGING = {
     "version": 1,

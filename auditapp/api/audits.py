@@ -1,0 +1,285 @@
+"""REST API of LLM audits (researchers only): endpoints and their models, launching and controlling audits,
+live progress, and the exports (responses, metrics, manifest).
+
+Every list also answers ``?format=csv`` (streamed, never paginated).
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+from django.shortcuts import get_object_or_404
+from django.urls import reverse
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.models import Study
+from annotation.selectors import Export
+from auditapp import audit_services as services
+from auditapp.api.exports import ExportListAPIView
+from auditapp.audit_selectors import (
+    METRIC_VALUES,
+    audit_list,
+    audit_metrics_export,
+    audit_progress,
+    audit_responses_export,
+)
+from auditapp.llm_clients import EndpointError
+from auditapp.models import Audit, AuditRequest, LLMEndpoint
+from auditapp.paradigms.classification_prompts import CONDITIONS
+
+
+class EndpointSerializer(serializers.ModelSerializer):
+    api_key_set = serializers.SerializerMethodField(help_text="Whether the named environment variable is set.")
+
+    class Meta:
+        model = LLMEndpoint
+        fields = ("id", "name", "protocol", "base_url", "api_key_env", "api_key_set", "max_concurrency",
+                  "requests_per_minute", "attempt_timeout_s", "deadline_s", "max_attempts", "listed_models",
+                  "listed_at", "created_at")
+        read_only_fields = ("listed_models", "listed_at", "created_at")
+
+    def get_api_key_set(self, endpoint: LLMEndpoint) -> bool:
+        return endpoint.api_key() is not None
+
+
+class EndpointListView(generics.ListCreateAPIView):
+    """LLM endpoints; POST registers one (the API key is named by an environment variable, never sent here)."""
+
+    serializer_class = EndpointSerializer
+    queryset = LLMEndpoint.objects.all()
+    pagination_class = None
+
+
+class ModelInfoSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    digest = serializers.CharField(allow_null=True)
+    details = serializers.JSONField()
+
+
+@extend_schema(summary="The models an endpoint offers", responses={200: ModelInfoSerializer(many=True)},
+               description="Asks the endpoint now (GET /v1/models or /api/tags); 502 with the reason if it fails.")
+class EndpointModelsView(APIView):
+    def get(self, request, pk: int):
+        endpoint = get_object_or_404(LLMEndpoint, pk=pk)
+        try:
+            models = services.endpoint_list_models(endpoint)
+        except EndpointError as error:
+            return Response({"detail": f"{endpoint}: {error}"}, status=status.HTTP_502_BAD_GATEWAY)
+        return Response(ModelInfoSerializer(models, many=True).data)
+
+
+class ModelChoiceSerializer(serializers.Serializer):
+    endpoint = serializers.PrimaryKeyRelatedField(queryset=LLMEndpoint.objects.all())
+    model = serializers.CharField(max_length=200)
+    params = serializers.DictField(required=False, default=dict,
+                                   help_text="Generation parameters; omit for the endpoint's own defaults.")
+    label = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
+
+
+class AuditCreateSerializer(serializers.Serializer):
+    study = serializers.PrimaryKeyRelatedField(queryset=Study.objects.all())
+    name = serializers.CharField(max_length=200)
+    models = ModelChoiceSerializer(many=True)
+    conditions = serializers.ListField(child=serializers.ChoiceField(choices=CONDITIONS), default=list(CONDITIONS))
+    replicates = serializers.IntegerField(default=1, min_value=1, max_value=100)
+    seed = serializers.IntegerField(default=0)
+    use_cache = serializers.BooleanField(default=True)
+    error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
+    unparsed = serializers.ChoiceField(choices=Audit.Unparsed.choices, default=Audit.Unparsed.EXCLUDE)
+    n_resamples = serializers.IntegerField(default=2000, min_value=100, max_value=100000)
+    parallel_tasks = serializers.IntegerField(default=2, min_value=1, max_value=32)
+
+
+class AuditModelSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    model = serializers.CharField()
+    label = serializers.CharField(source="display_name")
+    endpoint = serializers.CharField(source="endpoint.name")
+    params = serializers.JSONField()
+    digest = serializers.CharField()
+
+
+class AuditSerializer(serializers.ModelSerializer):
+    study_slug = serializers.CharField(source="study.slug", read_only=True)
+    models = AuditModelSerializer(many=True, read_only=True)
+    conditions = serializers.SerializerMethodField()
+    n_answered = serializers.IntegerField(read_only=True)
+    n_failed = serializers.IntegerField(read_only=True)
+    dashboard = serializers.SerializerMethodField()
+
+    class Meta:
+        model = Audit
+        fields = ("id", "name", "paradigm", "study", "study_slug", "status", "status_reason", "models",
+                  "conditions", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
+                  "parallel_tasks", "n_requests", "n_answered", "n_failed", "created_at", "started_at",
+                  "finished_at", "analysed_at", "dashboard")
+
+    def get_conditions(self, audit: Audit) -> list[str]:
+        return [c.condition for c in audit.conditions.all()]
+
+    def get_dashboard(self, audit: Audit) -> str:
+        return reverse("audit-dashboard", args=[audit.id])
+
+
+class AuditDetailSerializer(AuditSerializer):
+    class Meta(AuditSerializer.Meta):
+        fields = (*AuditSerializer.Meta.fields, "analysis")
+
+
+class AuditListView(ExportListAPIView):
+    """Audits, newest first; POST launches one."""
+
+    serializer_class = AuditSerializer
+
+    def get_queryset(self):
+        return audit_list().prefetch_related("models__endpoint", "conditions")
+
+    def list(self, request, *args, **kwargs):
+        if request.accepted_renderer.format == "csv":
+            return super().list(request, *args, **kwargs)
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def export_rows(self):
+        columns = ["id", "name", "paradigm", "study", "status", "status_reason", "replicates", "seed", "use_cache",
+                   "error_budget", "unparsed", "n_requests", "n_answered", "n_failed", "created_at", "started_at",
+                   "finished_at"]
+        rows = self.get_queryset().values_list(*[("study__slug" if c == "study" else c) for c in columns])
+        return Export(columns, rows)
+
+    def export_filename(self) -> str:
+        return "audits.csv"
+
+    @extend_schema(request=AuditCreateSerializer, responses={201: AuditDetailSerializer},
+                   summary="Launch an audit",
+                   description="Records the audit against the study's current ground truth and has a worker "
+                               "prepare it (list the models, build every request and its key) and run it. "
+                               "400 names every problem.")
+    def post(self, request):
+        data = AuditCreateSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        models = [services.ModelChoice(**choice) for choice in values.pop("models")]
+        try:
+            audit = services.audit_create(models=models, created_by=request.user, **values)
+        except services.AuditError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(AuditDetailSerializer(audit_list().get(pk=audit.pk)).data, status=status.HTTP_201_CREATED)
+
+
+class AuditScoped:
+    @cached_property
+    def audit(self) -> Audit:
+        return get_object_or_404(Audit, pk=self.kwargs["pk"])
+
+
+class AuditDetailView(generics.RetrieveAPIView):
+    serializer_class = AuditDetailSerializer
+
+    def get_queryset(self):
+        return audit_list().prefetch_related("models__endpoint", "conditions")
+
+
+@extend_schema(summary="Live progress of an audit", responses={200: dict})
+class AuditProgressView(AuditScoped, APIView):
+    def get(self, request, pk: int):
+        return Response(audit_progress(self.audit))
+
+
+@extend_schema(summary="An audit's manifest", responses={200: dict},
+               description="Paradigm, templates and their hashes, models with parameters and digests, seeds, "
+                           "data version, app version and git commit.")
+class AuditManifestView(AuditScoped, APIView):
+    def get(self, request, pk: int):
+        return Response(self.audit.manifest)
+
+
+class ResponseRowSerializer(serializers.Serializer):
+    key = serializers.CharField(help_text="sha256 of endpoint model, digest, parameters, messages, replicate.")
+    model = serializers.CharField()
+    model_label = serializers.CharField(allow_blank=True)
+    condition = serializers.CharField()
+    item = serializers.CharField(help_text="The item's external id.")
+    replicate = serializers.IntegerField()
+    state = serializers.ChoiceField(choices=AuditRequest.State.choices)
+    outcome = serializers.CharField(help_text="label, refusal, unparseable, error or pending.")
+    label = serializers.IntegerField(allow_null=True)
+    explanation = serializers.CharField(allow_blank=True)
+    parse_reason = serializers.CharField(allow_blank=True)
+    reply = serializers.CharField(allow_null=True, help_text="The raw reply text.")
+    finish_reason = serializers.CharField(allow_null=True)
+    latency_ms = serializers.FloatField(allow_null=True)
+    prompt_tokens = serializers.IntegerField(allow_null=True)
+    completion_tokens = serializers.IntegerField(allow_null=True)
+    attempts = serializers.IntegerField(help_text="Attempts this audit made (0 for a reply from the cache).")
+    error = serializers.CharField(allow_blank=True)
+    from_cache = serializers.BooleanField()
+    model_reported = serializers.CharField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+
+
+@extend_schema(summary="An audit's requests and replies", parameters=[
+    OpenApiParameter("model", int, description="Only this audit model (id)."),
+    OpenApiParameter("condition", str, description="Only this condition."),
+    OpenApiParameter("outcome", str, description="label, refusal, unparseable, error or pending.")])
+class AuditResponsesView(AuditScoped, ExportListAPIView):
+    serializer_class = ResponseRowSerializer
+
+    def export_rows(self):
+        params = self.request.query_params
+        model = params.get("model")
+        return audit_responses_export(audit=self.audit, model=int(model) if model and model.isdigit() else None,
+                                      condition=params.get("condition") or None,
+                                      outcome=params.get("outcome") or None)
+
+    def export_filename(self) -> str:
+        return f"audit-{self.audit.id}-responses.csv"
+
+
+def _metric_fields() -> dict:
+    return {name: (serializers.IntegerField(allow_null=True) if name.startswith("n") else
+                   serializers.FloatField(allow_null=True)) for name in METRIC_VALUES}
+
+
+MetricRowSerializer = type("MetricRowSerializer", (serializers.Serializer,), {
+    "model": serializers.CharField(), "model_label": serializers.CharField(), "condition": serializers.CharField(),
+    "reference": serializers.CharField(help_text="weighted (eq. 6) or majority."),
+    "unparsed": serializers.CharField(help_text="exclude or wrong: how unparsed items entered every number."),
+    **_metric_fields(), "delta_kappa": serializers.FloatField(allow_null=True, help_text="κ(majority) − κ(weighted)"),
+})
+
+
+@extend_schema(summary="An audit's metrics", description="One row per model × condition × reference, every "
+               "metric with its bootstrap 95% CI (items resampled, seeded), counts of each outcome, and Δκ.")
+class AuditMetricsView(AuditScoped, ExportListAPIView):
+    serializer_class = MetricRowSerializer
+
+    def export_rows(self):
+        return audit_metrics_export(audit=self.audit)
+
+    def export_filename(self) -> str:
+        return f"audit-{self.audit.id}-metrics.csv"
+
+
+class AuditActionView(AuditScoped, APIView):
+    """POST pause / resume / cancel / retry-failed / reparse."""
+
+    actions = {
+        "pause": lambda audit: services.audit_pause(audit=audit),
+        "resume": lambda audit: services.audit_resume(audit=audit),
+        "cancel": lambda audit: services.audit_cancel(audit=audit),
+        "retry-failed": lambda audit: services.audit_retry_failed(audit=audit),
+        "reparse": lambda audit: services.audit_reparse_and_analyse(audit=audit),
+    }
+
+    @extend_schema(request=None, responses={200: AuditDetailSerializer})
+    def post(self, request, pk: int, action: str):
+        if action not in self.actions:
+            return Response({"detail": f"unknown action {action!r}"}, status=status.HTTP_404_NOT_FOUND)
+        try:
+            self.actions[action](self.audit)
+        except services.AuditError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+        return Response(AuditDetailSerializer(audit_list().get(pk=self.audit.pk)).data)

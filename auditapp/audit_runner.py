@@ -1,0 +1,203 @@
+"""The worker side of an audit: one asyncio loop per Celery task sends pending requests concurrently.
+
+A work task (``tasks.audits.audit_work_task``) calls :func:`audit_work`. It opens a lease
+(:func:`~auditapp.audit_services.chunk_open`), then loops:
+
+- claim pending requests in dispatch order whenever the local queue runs low;
+- senders (one coroutine per unit of the endpoints' max concurrency) rebuild each request's messages,
+  check that they still hash to the request's key, and send them through
+  :func:`auditapp.llm_clients.send_chat`, which holds the endpoint's cross-worker limits and retries;
+- every :data:`FLUSH_SECONDS` the finished requests are written in bulk, the lease is renewed and the
+  audit's status is read: pause, cancel and an exceeded error budget stop the loop (requests in flight are
+  abandoned and stay pending, so a resume sends them again).
+
+Database work runs in one dedicated thread (Django's ORM is synchronous; one thread means one connection).
+A task works for at most :data:`SLICE_SECONDS` and then hands over to a fresh task, so no task meets the
+Celery time limit however long the audit. When no request is free, it waits for leases held by others to
+finish or expire (a killed worker's lease expires after :data:`~auditapp.audit_services.LEASE`), and the
+task that finds nothing pending moves the audit on to its analysis.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+
+import httpx
+from django.conf import settings
+from django.db import close_old_connections, connections
+
+from auditapp import audit_services as services
+from auditapp.llm_clients import send_chat
+from auditapp.llm_limits import limiter_for
+from auditapp.models import Audit
+
+logger = logging.getLogger(__name__)
+
+FLUSH_SECONDS = 0.25
+SLICE_SECONDS = 15 * 60
+MAX_SENDERS = 512
+WAIT_POLL_SECONDS = 2.0
+
+
+class RetryTracker:
+    """Which model × condition cells have requests waiting to retry right now, and the last reason."""
+
+    def __init__(self) -> None:
+        self.waiting: Counter[str] = Counter()
+        self.retries: Counter[str] = Counter()
+        self.last_reason = ""
+
+    def note(self, cell: str, reason: str, delay: float) -> None:
+        self.waiting[cell] += 1
+        self.retries[cell] += 1
+        self.last_reason = reason
+        asyncio.get_running_loop().call_later(delay, self._done, cell)
+
+    def _done(self, cell: str) -> None:
+        self.waiting[cell] -= 1
+
+    def state(self) -> dict:
+        return {"waiting": {cell: n for cell, n in self.waiting.items() if n > 0}, "retries": dict(self.retries),
+                "last_reason": self.last_reason}
+
+
+def _close_connections() -> None:
+    connections.close_all()
+
+
+async def run_slice(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> str:
+    """Send the audit's free pending requests for up to ``slice_seconds``.
+
+    Returns "stopped" (the audit is not running), "exhausted" (nothing left to claim) or "slice" (time is up
+    with work left).
+    """
+    loop = asyncio.get_running_loop()
+    executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"audit-{audit_id}-db")
+
+    async def db(function, /, **kwargs):
+        return await loop.run_in_executor(executor, partial(function, **kwargs))
+
+    try:
+        chunk_id = await db(services.chunk_open, audit_id=audit_id)
+        if chunk_id is None:
+            return "stopped"
+        try:
+            return await _send_claimed(audit_id, chunk_id, db, slice_seconds)
+        finally:
+            await db(services.chunk_release, chunk_id=chunk_id)
+    finally:
+        await loop.run_in_executor(executor, _close_connections)
+        executor.shutdown(wait=True)
+
+
+async def _send_claimed(audit_id: int, chunk_id: int, db, slice_seconds: float) -> str:
+    builder = await db(_builder, audit_id=audit_id)
+    endpoints = {m.endpoint_id: m.endpoint for m in builder.models.values()}
+    configs = {endpoint_id: services.endpoint_config(endpoint) for endpoint_id, endpoint in endpoints.items()}
+    limiters = {endpoint_id: limiter_for(settings.LLM_LIMITS_REDIS_URL or None, f"endpoint-{endpoint_id}",
+                                         endpoint.max_concurrency, endpoint.requests_per_minute,
+                                         slot_ttl=endpoint.attempt_timeout_s + 30)
+                for endpoint_id, endpoint in endpoints.items()}
+    n_senders = min(MAX_SENDERS, sum(endpoint.max_concurrency for endpoint in endpoints.values()))
+    queue: asyncio.Queue = asyncio.Queue()
+    results: list[services.RequestResult] = []
+    tracker = RetryTracker()
+    rng = random.Random(f"{audit_id}:{chunk_id}")
+    busy = 0
+
+    async def sender(client: httpx.AsyncClient) -> None:
+        nonlocal busy
+        while True:
+            request = await queue.get()
+            busy += 1
+            try:
+                results.append(await _send_one(client, request))
+            finally:
+                busy -= 1
+
+    async def _send_one(client: httpx.AsyncClient, request: services.ClaimedRequest) -> services.RequestResult:
+        audit_model = builder.models[request.audit_model_id]
+        messages = builder.messages(request.condition, request.item_id)
+        if builder.key(audit_model, messages, request.replicate) != request.key:
+            return services.RequestResult(request.id, request.key, None, "the prompt no longer matches the request's "
+                                          "key (an item or template changed after the audit was prepared)", 0, 0.0)
+        cell = f"{audit_model.id}:{request.condition}"
+        sent = await send_chat(client, configs[audit_model.endpoint_id], limiters[audit_model.endpoint_id],
+                               audit_model.model, messages, audit_model.params, rng=rng,
+                               on_retry=partial(tracker.note, cell))
+        return services.RequestResult(request.id, request.key, sent.completion, sent.error, sent.attempts,
+                                      sent.latency_ms)
+
+    async def flush() -> str:
+        batch = results[:]
+        results.clear()
+        await db(services.chunk_record, chunk_id=chunk_id, results=batch)
+        return await db(services.chunk_renew, chunk_id=chunk_id, audit_id=audit_id, retry_state=tracker.state())
+
+    limits = httpx.Limits(max_connections=n_senders, max_keepalive_connections=n_senders)
+    async with httpx.AsyncClient(limits=limits, timeout=None) as client:
+        senders = [asyncio.create_task(sender(client)) for _ in range(n_senders)]
+        started = time.monotonic()
+        claiming, outcome = True, "exhausted"
+        try:
+            while True:
+                if time.monotonic() - started > slice_seconds and claiming:
+                    claiming, outcome = False, "slice"
+                if claiming and queue.qsize() < n_senders:
+                    claimed = await db(services.chunk_claim, chunk_id=chunk_id, audit_id=audit_id,
+                                       limit=max(2 * n_senders, 50))
+                    for request in claimed:
+                        queue.put_nowait(request)
+                    claiming = bool(claimed)
+                await asyncio.sleep(FLUSH_SECONDS)
+                status = await flush()
+                if status != Audit.Status.RUNNING:
+                    outcome = "stopped"
+                    break
+                if not claiming and queue.empty() and busy == 0:
+                    break
+        finally:
+            for task in senders:
+                task.cancel()
+            await asyncio.gather(*senders, return_exceptions=True)
+            await db(services.chunk_record, chunk_id=chunk_id, results=results[:])
+            for limiter in limiters.values():
+                await limiter.aclose()
+    return outcome
+
+
+def _builder(*, audit_id: int) -> services.RequestBuilder:
+    return services.RequestBuilder(Audit.objects.get(pk=audit_id))
+
+
+def audit_work(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> str:
+    """Work on a running audit until nothing is pending or the slice is used; see the module docstring.
+
+    Returns "stopped", "finished" (this task moved the audit on to its analysis, or another did), or
+    "continue" (the caller should queue a fresh task).
+    """
+    deadline = time.monotonic() + slice_seconds
+    while True:
+        close_old_connections()
+        outcome = asyncio.run(run_slice(audit_id, slice_seconds=max(1.0, deadline - time.monotonic())))
+        if outcome == "stopped":
+            return "stopped"
+        if outcome == "slice":
+            return "continue"
+        while True:
+            wait = services.audit_pending_wait(audit_id=audit_id)
+            if wait is None:
+                services.audit_finish_if_done(audit_id=audit_id)
+                return "finished"
+            if not Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).exists():
+                return "stopped"
+            if time.monotonic() > deadline:
+                return "continue"
+            if wait == 0:
+                break
+            time.sleep(min(wait, WAIT_POLL_SECONDS))

@@ -1,0 +1,279 @@
+"""Models of the audit domain: LLM endpoints, prompt templates, audits, their requests and the stored replies.
+
+The engine (ARCHITECTURE.md, "The audit engine"):
+
+- An :class:`Audit` is a paradigm + data (a study and a snapshot of its ground truth, :class:`AuditItem`)
+  + models (:class:`AuditModel`, each an endpoint and a model name with its parameters and digest)
+  + conditions (:class:`AuditCondition`, each a versioned :class:`PromptTemplate`) + replicates.
+- Every request (:class:`AuditRequest`) has a ``key``: a hash of the endpoint model (base URL, name,
+  digest), the generation parameters, the messages and the replicate index. A successful reply is stored
+  once per key in :class:`LLMReply` (``key`` is unique), so a retried or re-run task sends only the keys
+  still missing, a duplicate completion cannot be counted twice, and a later audit with the same request
+  reuses the reply (the cache). Failures are recorded on the request, never in :class:`LLMReply`, so
+  errors are never cached.
+- Messages are not stored: they are rebuilt from the audit's templates, items, example sets and seed
+  whenever they are needed (an ICL prompt with 284 examples is ~85 kB; storing one per request would cost
+  gigabytes). The key proves the rebuilt messages are the ones that were sent.
+- Workers claim pending requests in :class:`AuditChunk` leases; a lease that is not renewed (a killed
+  worker) expires and its requests are claimed again.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+
+from django.conf import settings
+from django.db import models
+
+from annotation.models import Item, Study
+
+
+class LLMEndpoint(models.Model):
+    class Protocol(models.TextChoices):
+        OPENAI = "openai", "OpenAI-compatible (/v1/chat/completions: vLLM, llama.cpp, OpenAI, routers)"
+        OLLAMA = "ollama", "Ollama (/api/chat)"
+
+    name = models.CharField(max_length=100, unique=True)
+    protocol = models.CharField(max_length=16, choices=Protocol.choices, default=Protocol.OPENAI)
+    base_url = models.URLField(
+        max_length=500,
+        help_text="e.g. http://127.0.0.1:8000 (vLLM), https://api.openai.com, http://127.0.0.1:11434 (Ollama). "
+                  "For OpenAI-compatible servers /v1/chat/completions is appended unless the URL ends in /v1.",
+    )
+    api_key_env = models.CharField(
+        max_length=100, blank=True,
+        help_text="Name of the environment variable (of the web and worker processes) that holds the API key. "
+                  "The key itself is never stored in the database.",
+    )
+    max_concurrency = models.PositiveIntegerField(
+        default=8, help_text="Most requests in flight at once, across all workers.")
+    requests_per_minute = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Optional rate limit, across all workers.")
+    attempt_timeout_s = models.FloatField(default=120, help_text="Time-out of one attempt (seconds).")
+    deadline_s = models.FloatField(default=600, help_text="Total time for one request, all retries included.")
+    max_attempts = models.PositiveSmallIntegerField(default=5, help_text="Attempts per request (1 = no retry).")
+    listed_models = models.JSONField(default=list, blank=True, editable=False,
+                                     help_text="The models the endpoint reported at the last listing.")
+    listed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+        verbose_name = "LLM endpoint"
+
+    def __str__(self) -> str:
+        return self.name
+
+    def api_key(self) -> str | None:
+        """The key from the environment variable named by ``api_key_env`` (None when unset or unnamed)."""
+        return os.environ.get(self.api_key_env) or None if self.api_key_env else None
+
+
+class PromptTemplate(models.Model):
+    """One version of a condition's prompt. Versions are identified by the sha256 of their text and are
+    never changed once saved: editing a template in the admin saves a new version."""
+
+    paradigm = models.CharField(max_length=40, default="classification")
+    condition = models.CharField(max_length=40)
+    name = models.CharField(max_length=200)
+    text = models.TextField()
+    note = models.TextField(blank=True, help_text="What was changed from the source, and why.")
+    source = models.CharField(max_length=300, blank=True)
+    content_hash = models.CharField(max_length=64, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["paradigm", "condition", "-created_at", "-id"]
+        constraints = [models.UniqueConstraint(fields=["paradigm", "condition", "content_hash"],
+                                               name="template_version_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.condition} ({self.content_hash[:10]})"
+
+    def save(self, *args, **kwargs):
+        self.content_hash = hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+        super().save(*args, **kwargs)
+
+
+class Audit(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        PAUSED = "paused", "Paused"
+        STOPPED = "stopped", "Stopped (error budget exceeded)"
+        CANCELLED = "cancelled", "Cancelled"
+        ANALYSING = "analysing", "Computing metrics"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+
+    class Unparsed(models.TextChoices):
+        EXCLUDE = "exclude", "Excluded from the metrics"
+        WRONG = "wrong", "Counted as wrong"
+
+    name = models.CharField(max_length=200)
+    paradigm = models.CharField(max_length=40, default="classification")
+    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="audits")
+    replicates = models.PositiveSmallIntegerField(default=1)
+    seed = models.BigIntegerField(default=0, help_text="Seeds example and item order (with each item's id).")
+    use_cache = models.BooleanField(default=True, help_text="Reuse stored replies to identical requests.")
+    error_budget = models.FloatField(
+        default=0.2, help_text="Stop when more than this share of the audit's requests has failed (0–1).")
+    unparsed = models.CharField(max_length=10, choices=Unparsed.choices, default=Unparsed.EXCLUDE,
+                                help_text="How refusals, unparseable replies and failures enter the metrics.")
+    n_resamples = models.PositiveIntegerField(default=2000, help_text="Bootstrap resamples for the CIs.")
+    parallel_tasks = models.PositiveSmallIntegerField(
+        default=2, help_text="Worker tasks that send this audit's requests at the same time.")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    status_reason = models.TextField(blank=True)
+    manifest = models.JSONField(default=dict, blank=True, editable=False)
+    analysis = models.JSONField(default=dict, blank=True, editable=False,
+                                help_text="Δκ t-test and bootstrap, per-model and per-condition means.")
+    n_requests = models.PositiveIntegerField(default=0, editable=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    analysed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AuditModel(models.Model):
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="models")
+    endpoint = models.ForeignKey(LLMEndpoint, on_delete=models.PROTECT, related_name="+")
+    model = models.CharField(max_length=200, help_text="The model's name at the endpoint.")
+    label = models.CharField(max_length=200, blank=True, help_text="Name in tables (default: the model name).")
+    params = models.JSONField(default=dict, blank=True,
+                              help_text="Generation parameters; empty = the endpoint's own defaults.")
+    digest = models.CharField(max_length=200, blank=True, editable=False,
+                              help_text="The model version/digest the endpoint reported when the audit started.")
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["audit", "position", "id"]
+        constraints = [models.UniqueConstraint(fields=["audit", "endpoint", "model", "params"],
+                                               name="audit_model_once")]
+
+    def __str__(self) -> str:
+        return self.display_name
+
+    @property
+    def display_name(self) -> str:
+        return self.label or self.model
+
+
+class AuditCondition(models.Model):
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="conditions")
+    condition = models.CharField(max_length=40)
+    template = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
+    example_set = models.CharField(max_length=20, blank=True, help_text="Item set whose items are the examples.")
+    position = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["audit", "position", "id"]
+        constraints = [models.UniqueConstraint(fields=["audit", "condition"], name="audit_condition_once")]
+
+
+class AuditItem(models.Model):
+    """An evaluated item and its references, copied from the study's ground truth when the audit was made,
+    so the audit's metrics do not change when annotators are added later."""
+
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="items")
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    majority_label = models.SmallIntegerField(null=True)
+    weighted_label = models.SmallIntegerField(null=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["audit", "item"], name="audit_item_once")]
+
+
+class LLMReply(models.Model):
+    """A successful reply, stored once per request key."""
+
+    key = models.CharField(max_length=64, unique=True)
+    text = models.TextField()
+    finish_reason = models.CharField(max_length=40, blank=True)
+    prompt_tokens = models.PositiveIntegerField(null=True)
+    completion_tokens = models.PositiveIntegerField(null=True)
+    model_reported = models.CharField(max_length=200, blank=True)
+    fingerprint = models.CharField(max_length=200, blank=True)
+    latency_ms = models.FloatField()
+    attempts = models.PositiveSmallIntegerField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name = "LLM reply"
+        verbose_name_plural = "LLM replies"
+
+
+class AuditChunk(models.Model):
+    """A worker's lease on the requests it is sending; renewed while the worker lives."""
+
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="chunks")
+    leased_until = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+    retry_state = models.JSONField(default=dict, blank=True,
+                                   help_text="Requests waiting to retry now, per model × condition, and the last reason.")
+
+
+class AuditRequest(models.Model):
+    class State(models.TextChoices):
+        PENDING = "pending", "Waiting"
+        ANSWERED = "answered", "Answered"
+        FAILED = "failed", "Failed"
+
+    class Outcome(models.TextChoices):
+        LABEL = "label", "Parsed label"
+        REFUSAL = "refusal", "Refusal"
+        UNPARSEABLE = "unparseable", "Unparseable reply"
+        ERROR = "error", "API error"
+
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="requests")
+    audit_model = models.ForeignKey(AuditModel, on_delete=models.CASCADE, related_name="requests")
+    condition = models.CharField(max_length=40)
+    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    replicate = models.PositiveSmallIntegerField(default=0)
+    order = models.BigIntegerField(help_text="Dispatch order, seeded from the audit seed and the item id.")
+    key = models.CharField(max_length=64, db_index=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    chunk = models.ForeignKey(AuditChunk, null=True, blank=True, on_delete=models.SET_NULL, related_name="requests")
+    reply = models.ForeignKey(LLMReply, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    from_cache = models.BooleanField(default=False)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    outcome = models.CharField(max_length=12, choices=Outcome.choices, blank=True)
+    label = models.SmallIntegerField(null=True)
+    explanation = models.TextField(blank=True)
+    parse_reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["audit", "audit_model", "condition", "item", "replicate"],
+                                               name="audit_request_once")]
+        indexes = [models.Index(fields=["audit", "state", "order"]),
+                   models.Index(fields=["audit", "finished_at"])]
+
+
+class AuditMetric(models.Model):
+    """One model × condition × reference: every metric with its bootstrap 95% CI (seed 000 Tables 1–2)."""
+
+    class Reference(models.TextChoices):
+        WEIGHTED = "weighted", "Weighted ground truth (eq. 6)"
+        MAJORITY = "majority", "Majority vote"
+
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="metrics")
+    audit_model = models.ForeignKey(AuditModel, on_delete=models.CASCADE, related_name="+")
+    condition = models.CharField(max_length=40)
+    reference = models.CharField(max_length=10, choices=Reference.choices)
+    unparsed = models.CharField(max_length=10)
+    values = models.JSONField(help_text="kappa, f1, precision, recall, accuracy with *_low/*_high, n, coverage, …")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["audit", "audit_model", "condition", "reference"],
+                                               name="audit_metric_once")]

@@ -1,0 +1,31 @@
+"""The key of an LLM request (ARCHITECTURE.md, "The audit engine"). Pure.
+
+A key is the sha256 of a canonical JSON document holding everything that decides the reply: the
+endpoint's protocol and base URL, the model name and the version/digest the endpoint reported, every
+generation parameter, the messages, and the replicate index (so replicates are distinct requests that
+a cache never merges). Two requests with the same key are the same request.
+
+An audit that turns the cache off passes a ``scope`` (its own id): its keys are then its own, so it asks
+every model afresh and stores its own replies, while each key is still stored once.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+
+
+def request_key(*, protocol: str, base_url: str, model: str, digest: str, params: dict, messages: list[dict],
+                replicate: int, scope: str = "") -> str:
+    document = {
+        "protocol": protocol,
+        "base_url": base_url.rstrip("/"),
+        "model": model,
+        "digest": digest,
+        "params": params,
+        "messages": messages,
+        "replicate": replicate,
+    }
+    if scope:
+        document["scope"] = scope
+    canonical = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

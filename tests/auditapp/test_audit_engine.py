@@ -1,0 +1,118 @@
+"""The audit engine in one process against the real test LLM server: prepare, send, record, analyse.
+
+The worker path (Celery on Redis, PostgreSQL, SIGKILL) has integration tests in tests/integration.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.metrics import cohen_kappa_score, f1_score
+
+from auditapp import audit_runner
+from auditapp import audit_services as services
+from auditapp.models import Audit, AuditMetric, AuditRequest, LLMEndpoint, LLMReply
+from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
+from tests.llm_server import LLMServer, expected_label
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+
+
+@pytest.fixture
+def no_tasks(monkeypatch):
+    """Tasks are run by the test itself, in order, instead of by a worker."""
+    sent = []
+    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id, _name=name: sent.append((_name, audit_id)))
+    return sent
+
+
+def run_audit(audit: Audit) -> Audit:
+    services.audit_prepare(audit_id=audit.id)
+    assert audit_runner.audit_work(audit.id) == "finished"
+    services.audit_analyse(audit_id=audit.id)
+    return Audit.objects.get(pk=audit.id)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer(latency=0.002, fault_rate=0.1, retry_after=0.2, hang_seconds=3, permanent_error_rate=0.01,
+                   positive_words=AUDIT_POSITIVE_WORDS) as running:
+        yield running
+
+
+def make_endpoint(server, **fields) -> LLMEndpoint:
+    defaults = dict(name="test server", protocol="openai", base_url=server.base_url, max_concurrency=16,
+                    attempt_timeout_s=1.0, deadline_s=30, max_attempts=4)
+    return LLMEndpoint.objects.create(**{**defaults, **fields})
+
+
+def test_audit_runs_end_to_end_and_metrics_equal_scikit_learn(server, no_tasks):
+    study = make_audit_study(60, n_examples=6)
+    endpoint = make_endpoint(server)
+    server.reset_stats()
+    audit = services.audit_create(
+        study=study, name="two models", conditions=["zs", "cot", "icl_a", "persona_ifl"],
+        models=[services.ModelChoice(endpoint=endpoint, model="model-a"),
+                services.ModelChoice(endpoint=endpoint, model="model-b")], n_resamples=200)
+    audit = run_audit(audit)
+
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    requests = AuditRequest.objects.filter(audit=audit)
+    assert requests.count() == audit.n_requests == 60 * 4 * 2
+    assert not requests.filter(state=AuditRequest.State.PENDING).exists()
+    failed = requests.filter(state=AuditRequest.State.FAILED)
+    assert all(r.error for r in failed), "every failure has its reason"
+    assert failed.exists(), "1% of bodies always fail: some requests must end failed"
+    outcomes = set(requests.values_list("outcome", flat=True))
+    assert {"label", "refusal", "unparseable", "error"} <= outcomes
+    # Each reply stored once per key.
+    keys = set(requests.filter(state=AuditRequest.State.ANSWERED).values_list("key", flat=True))
+    assert LLMReply.objects.filter(key__in=keys).count() == len(keys)
+    stats = server.stats()
+    assert stats["max_in_flight"] <= 16
+    assert stats["rate_limited_then_early"] == 0
+
+    # Parsed labels follow the server's rule.
+    for row in requests.filter(outcome="label").select_related("audit_model")[:50]:
+        messages = services.RequestBuilder(audit).messages(row.condition, row.item_id)
+        assert row.label == expected_label(row.audit_model.model, messages[0]["content"],
+                                           positive_words=AUDIT_POSITIVE_WORDS)
+
+    # Metrics equal scikit-learn on the exported labels.
+    frame = pd.DataFrame(requests.values("audit_model_id", "condition", "item_id", "outcome", "label"))
+    truth = pd.DataFrame(audit.items.values("item_id", "weighted_label", "majority_label")).set_index("item_id")
+    for metric in AuditMetric.objects.filter(audit=audit):
+        cell = frame[(frame.audit_model_id == metric.audit_model_id) & (frame.condition == metric.condition)
+                     & (frame.outcome == "label")]
+        reference = truth.loc[cell.item_id, f"{metric.reference}_label"].to_numpy()
+        assert metric.values["n"] == len(cell)
+        assert metric.values["kappa"] == pytest.approx(cohen_kappa_score(cell.label, reference))
+        assert metric.values["f1"] == pytest.approx(f1_score(reference, cell.label, zero_division=0))
+        assert metric.values["kappa_low"] <= metric.values["kappa"] <= metric.values["kappa_high"]
+    gap = audit.analysis["kappa_gap"]
+    assert len(gap["cells"]) == 8 and np.isfinite(gap["t_statistic"])
+
+
+def test_rerun_sends_nothing_and_a_second_audit_takes_cached_replies(server, no_tasks):
+    study = make_audit_study(20, n_examples=4)
+    endpoint = make_endpoint(server)
+    choice = [services.ModelChoice(endpoint=endpoint, model="model-a")]
+    first = run_audit(services.audit_create(study=study, name="first", conditions=["zs"], models=choice,
+                                            n_resamples=100))
+    server.reset_stats()
+    assert audit_runner.audit_work(first.id) == "stopped"  # completed: a late duplicate task does nothing
+    second = services.audit_create(study=study, name="second", conditions=["zs", "cot"], models=choice,
+                                   n_resamples=100)
+    second = run_audit(second)
+    zs = AuditRequest.objects.filter(audit=second, condition="zs")
+    answered_first = AuditRequest.objects.filter(audit=first, state="answered").count()
+    assert zs.filter(from_cache=True).count() == answered_first
+    # Only the cot requests and the zs requests that failed the first time were sent.
+    assert server.stats()["bodies"] == 20 + (20 - answered_first)
+    third = services.audit_create(study=study, name="no cache", conditions=["zs"], models=choice, use_cache=False,
+                                  n_resamples=100)
+    server.reset_stats()
+    third = run_audit(third)
+    assert not AuditRequest.objects.filter(audit=third, from_cache=True).exists()
+    assert server.stats()["bodies"] == 20
