@@ -14,13 +14,15 @@ A work task (``tasks.audits.audit_work_task``) calls :func:`audit_work`. It open
 Database work runs in one dedicated thread (Django's ORM is synchronous; one thread means one connection).
 A task works for at most :data:`SLICE_SECONDS` and then hands over to a fresh task, so no task meets the
 Celery time limit however long the audit. When no request is free, it waits for leases held by others to
-finish or expire (a killed worker's lease expires after :data:`~auditapp.audit_services.LEASE`), and the
+finish or expire (a killed worker's lease expires after settings.AUDIT_LEASE_SECONDS), and the
 task that finds nothing pending moves the audit on to its analysis.
 """
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import math
 import random
 import time
 from collections import Counter
@@ -41,6 +43,7 @@ logger = logging.getLogger(__name__)
 FLUSH_SECONDS = 0.25
 SLICE_SECONDS = 15 * 60
 MAX_SENDERS = 512
+CONNECTIONS_PER_CLIENT = 8
 WAIT_POLL_SECONDS = 2.0
 
 
@@ -139,9 +142,13 @@ async def _send_claimed(audit_id: int, chunk_id: int, db, slice_seconds: float) 
         await db(services.chunk_record, chunk_id=chunk_id, results=batch)
         return await db(services.chunk_renew, chunk_id=chunk_id, audit_id=audit_id, retry_state=tracker.state())
 
-    limits = httpx.Limits(max_connections=n_senders, max_keepalive_connections=n_senders)
-    async with httpx.AsyncClient(limits=limits, timeout=None) as client:
-        senders = [asyncio.create_task(sender(client)) for _ in range(n_senders)]
+    # Several small connection pools, not one large one: httpcore's pool spends time linear in its size on
+    # every request (encode/httpcore#1035), which caps one 64-connection pool near 120 requests/s.
+    limits = httpx.Limits(max_connections=CONNECTIONS_PER_CLIENT, max_keepalive_connections=CONNECTIONS_PER_CLIENT)
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(httpx.AsyncClient(limits=limits, timeout=None))
+                   for _ in range(math.ceil(n_senders / CONNECTIONS_PER_CLIENT))]
+        senders = [asyncio.create_task(sender(clients[i % len(clients)])) for i in range(n_senders)]
         started = time.monotonic()
         claiming, outcome = True, "exhausted"
         try:

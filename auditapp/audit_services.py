@@ -50,7 +50,6 @@ logger = logging.getLogger(__name__)
 
 PARADIGM = "classification"
 EXAMPLE_SETS = {"icl_a": "icl_a", "icl_b": "icl_b"}
-LEASE = timedelta(seconds=30)
 BULK_BATCH_SIZE = 1000
 REPO = Path(__file__).resolve().parent.parent
 
@@ -371,11 +370,16 @@ class RequestResult:
     latency_ms: float
 
 
+def _lease() -> timedelta:
+    """How long a worker's claim on requests lasts without renewal (it renews every fraction of a second)."""
+    return timedelta(seconds=settings.AUDIT_LEASE_SECONDS)
+
+
 def chunk_open(*, audit_id: int) -> int | None:
     """A new lease for a worker on a running audit (None when the audit is not running)."""
     if not Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).exists():
         return None
-    return AuditChunk.objects.create(audit_id=audit_id, leased_until=timezone.now() + LEASE).id
+    return AuditChunk.objects.create(audit_id=audit_id, leased_until=timezone.now() + _lease()).id
 
 
 def _free_requests(audit_id: int, now):
@@ -435,7 +439,7 @@ def chunk_record(*, chunk_id: int, results: list[RequestResult]) -> None:
 
 def chunk_renew(*, chunk_id: int, audit_id: int, retry_state: dict) -> str:
     """Extend the lease, record the retry state, enforce the error budget; return the audit's status."""
-    AuditChunk.objects.filter(pk=chunk_id).update(leased_until=timezone.now() + LEASE, retry_state=retry_state)
+    AuditChunk.objects.filter(pk=chunk_id).update(leased_until=timezone.now() + _lease(), retry_state=retry_state)
     audit = Audit.objects.only("status", "error_budget", "n_requests").get(pk=audit_id)
     if audit.status == Audit.Status.RUNNING:
         failed = AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.FAILED).count()

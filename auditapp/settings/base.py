@@ -222,6 +222,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # unless LLM_LIMITS_REDIS_URL names another); with the file-system broker they hold per worker process.
 LLM_LIMITS_REDIS_URL = os.environ.get("LLM_LIMITS_REDIS_URL") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+# A worker's claim on audit requests expires this long after its last renewal (a killed worker's requests are
+# then sent by another).
+AUDIT_LEASE_SECONDS = float(os.environ.get("AUDIT_LEASE_SECONDS", "30"))
 # Recorded in every audit's manifest. GIT_COMMIT is for deployments without a git checkout (Docker images).
 APP_VERSION = tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["project"]["version"]
 GIT_COMMIT = os.environ.get("GIT_COMMIT", "")

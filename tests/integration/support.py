@@ -77,10 +77,10 @@ class WatchedProcess:
         return self.process.returncode
 
 
-def celery_worker(*, env: dict[str, str]) -> WatchedProcess:
-    """A real Celery worker (one prefork child) on the project's app, started with ``env``."""
+def celery_worker(*, env: dict[str, str], concurrency: int = 1) -> WatchedProcess:
+    """A real Celery worker (``concurrency`` prefork children) on the project's app, started with ``env``."""
     return WatchedProcess([str(VENV_BIN / "celery"), "-A", "auditapp", "worker", "--loglevel=INFO",
-                           "--concurrency=1", "--without-mingle", "--without-gossip"], env=env)
+                           f"--concurrency={concurrency}", "--without-mingle", "--without-gossip"], env=env)
 
 
 def database_url(settings_dict: dict) -> str:

@@ -1,0 +1,143 @@
+"""LLM audits run by real Celery workers on Redis into PostgreSQL, against the real test LLM server.
+
+- 2 models × 7 conditions × 300 items with 10% injected faults: every request ends answered or failed
+  with its reason, and the exported metrics equal scikit-learn on the exported replies (issue 5).
+- A worker killed with SIGKILL mid-audit: after a restart the audit completes with exactly one reply per
+  key and none missing.
+"""
+from __future__ import annotations
+
+import io
+import os
+import signal
+
+import pandas as pd
+import pytest
+import redis
+from django.db import connection
+from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precision_score, recall_score
+
+from auditapp.models import Audit, AuditRequest, LLMEndpoint, LLMReply
+from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
+from tests.integration.support import celery_worker, database_url, redis_broker_url, wait_for
+from tests.llm_server import LLMServer
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+ALL_CONDITIONS = ["zs", "cot", "icl_a", "icl_b", "persona_sic", "persona_ifl", "persona_pfl"]
+
+
+@pytest.fixture
+def worker_env():
+    if connection.vendor != "postgresql":
+        pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
+    redis_url = redis_broker_url()
+    redis.Redis.from_url(redis_url).flushdb()
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test",
+            "DATABASE_URL": database_url(connection.settings_dict), "CELERY_BROKER_URL": redis_url,
+            "AUDIT_LEASE_SECONDS": "4"}
+
+
+def start_worker(env, concurrency=2):
+    process = celery_worker(env=env, concurrency=concurrency)
+    process.wait_for_output(r"celery@\S+ ready", timeout=60)
+    return process
+
+
+def audit_status(audit_id: int) -> str | None:
+    status = Audit.objects.filter(pk=audit_id).values_list("status", flat=True).get()
+    return status if status in ("completed", "failed", "stopped", "cancelled") else None
+
+
+def launch(api_client, study, endpoint, *, models, conditions, n_resamples=500) -> int:
+    response = api_client.post("/api/audits/", {
+        "study": study.id, "name": "integration", "conditions": conditions, "n_resamples": n_resamples,
+        "models": [{"endpoint": endpoint.id, "model": model} for model in models]}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def csv_export(api_client, url: str) -> pd.DataFrame:
+    response = api_client.get(url, {"format": "csv"})
+    assert response.status_code == 200
+    return pd.read_csv(io.BytesIO(b"".join(response.streaming_content)), keep_default_na=False)
+
+
+def test_audit_with_injected_faults_completes_and_metrics_equal_scikit_learn(worker_env, api_client):
+    study = make_audit_study(300, n_examples=8)
+    with LLMServer(latency=0.005, fault_rate=0.1, retry_after=0.3, hang_seconds=2, permanent_error_rate=0.005,
+                   positive_words=AUDIT_POSITIVE_WORDS) as server:
+        endpoint = LLMEndpoint.objects.create(name="faulty", protocol="openai", base_url=server.base_url,
+                                              max_concurrency=32, attempt_timeout_s=1.0, deadline_s=30,
+                                              max_attempts=4)
+        worker = start_worker(worker_env)
+        try:
+            audit_id = launch(api_client, study, endpoint, models=["model-a", "model-b"], conditions=ALL_CONDITIONS)
+            assert wait_for(lambda: audit_status(audit_id), timeout=600, what="the audit") == "completed", \
+                Audit.objects.get(pk=audit_id).status_reason
+        finally:
+            worker.stop()
+        stats = server.stats()
+    assert stats["max_in_flight"] <= 32
+    assert stats["rate_limited_then_early"] == 0
+    assert sum(stats["faults"].values()) > 0.05 * 4200
+
+    responses = csv_export(api_client, f"/api/audits/{audit_id}/responses/")
+    assert len(responses) == 2 * 7 * 300 and responses["key"].is_unique
+    assert set(responses["state"]) <= {"answered", "failed"}
+    failed = responses[responses["state"] == "failed"]
+    assert len(failed) > 0 and (failed["error"] != "").all() and (failed["outcome"] == "error").all()
+    answered = responses[responses["state"] == "answered"]
+    assert {"label", "refusal", "unparseable"} <= set(answered["outcome"])
+    assert (answered["reply"].notna()).all()
+
+    truth = csv_export(api_client, f"/api/studies/{study.id}/ground-truth/").set_index("item")
+    metrics = api_client.get(f"/api/audits/{audit_id}/metrics/", {"page_size": 1000}).json()["results"]
+    assert len(metrics) == 2 * 7 * 2
+    for row in metrics:
+        cell = responses[(responses["model"] == row["model"]) & (responses["condition"] == row["condition"])
+                         & (responses["outcome"] == "label")]
+        predicted = cell["label"].astype(int).to_numpy()
+        reference = truth.loc[cell["item"], f"{row['reference']}_label"].astype(int).to_numpy()
+        assert row["n"] == len(cell)
+        assert row["n_error"] == int(((responses["model"] == row["model"]) & (responses["condition"] == row["condition"])
+                                      & (responses["outcome"] == "error")).sum())
+        assert row["kappa"] == pytest.approx(cohen_kappa_score(predicted, reference), abs=1e-12)
+        assert row["f1"] == pytest.approx(f1_score(reference, predicted, zero_division=0), abs=1e-12)
+        assert row["precision"] == pytest.approx(precision_score(reference, predicted, zero_division=0), abs=1e-12)
+        assert row["recall"] == pytest.approx(recall_score(reference, predicted, zero_division=0), abs=1e-12)
+        assert row["accuracy"] == pytest.approx(accuracy_score(reference, predicted), abs=1e-12)
+        assert row["unparsed"] == "exclude"
+    manifest = api_client.get(f"/api/audits/{audit_id}/manifest/").json()
+    assert [t["condition"] for t in manifest["templates"]] == ALL_CONDITIONS
+    assert manifest["git_commit"] and manifest["models"][0]["digest"] is None  # /v1/models reports no digest
+
+
+def test_worker_killed_mid_audit_loses_and_duplicates_nothing(worker_env, api_client):
+    study = make_audit_study(300, n_examples=8)
+    with LLMServer(latency=0.05, positive_words=AUDIT_POSITIVE_WORDS) as server:
+        endpoint = LLMEndpoint.objects.create(name="ollama", protocol="ollama", base_url=server.base_url,
+                                              max_concurrency=8, attempt_timeout_s=5, max_attempts=3)
+        worker = start_worker(worker_env)
+        audit_id = launch(api_client, study, endpoint, models=["model-a"], conditions=["zs", "persona_pfl"])
+        answered = AuditRequest.objects.filter(audit_id=audit_id, state="answered")
+        wait_for(lambda: answered.count() >= 100, timeout=120, what="100 answered requests")
+        worker.stop(signal.SIGKILL)
+        at_kill = answered.count()
+        assert at_kill < 600, "the audit finished before the kill: make it longer"
+        assert Audit.objects.get(pk=audit_id).status == "running"
+
+        worker = start_worker(worker_env)
+        try:
+            assert wait_for(lambda: audit_status(audit_id), timeout=300, what="the audit") == "completed"
+        finally:
+            worker.stop()
+        stats = server.stats()
+    requests = AuditRequest.objects.filter(audit_id=audit_id)
+    assert requests.count() == 600 and requests.filter(state="answered").count() == 600
+    keys = list(requests.values_list("key", flat=True))
+    assert len(set(keys)) == 600
+    assert LLMReply.objects.filter(key__in=keys).count() == 600
+    assert set(requests.values_list("reply__key", flat=True)) == set(keys)
+    assert stats["bodies"] == 600
+    assert stats["requests"] >= 600

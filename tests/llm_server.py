@@ -1,0 +1,595 @@
+"""A fast, fault-injecting stand-in for LLM HTTP endpoints, for integration tests and throughput benchmarks.
+
+It is a real HTTP/1.1 server on 127.0.0.1 (run as its own process: ``python -m tests.llm_server``) that
+speaks the OpenAI-compatible protocol (``GET /v1/models``, ``POST /v1/chat/completions``) and Ollama's
+native one (``GET /api/tags``, ``POST /api/chat``). Every chat reply follows a deterministic rule
+(``expected_label``), so tests know the truth without a server. Latency and faults are configurable:
+transient faults (429 with Retry-After, 500, hang, malformed JSON, empty or refused answers) are drawn by
+hashing the seed, the request body and how often that body was seen, so a retried request usually
+succeeds and a run is reproducible; permanent 500s and 400s stick to a fraction of distinct bodies.
+``GET /_stats`` and ``POST /_stats/reset`` expose counters tests assert on (concurrency, retries,
+requests sent again too early after a 429).
+
+The server is plain ``asyncio.Protocol`` with a minimal HTTP/1.1 parser and timer callbacks instead of
+tasks, because a benchmark drives it at over a thousand requests per second on a machine whose CPU the
+client needs too. ``LLMServer`` starts it as a subprocess for tests and benchmarks.
+
+    python -m tests.llm_server --port 0 --latency 0.05 --fault-rate 0.1 --seed 0
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import http.client
+import itertools
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_MODELS = ("model-a", "model-b")
+DEFAULT_POSITIVE_WORDS = ("retard", "cure", "disease", "tragedy", "epidemic", "suffer", "burden")
+FAULT_KINDS = ("rate_limit", "server_error", "hang", "malformed", "empty", "refusal")
+REFUSAL = "I'm sorry, but I can't help with classifying this content."
+READY_PREFIX = "LLM_SERVER_READY"
+TARGET_PREFIX = "Target sentence: "
+REPO = Path(__file__).resolve().parents[1]
+
+MAX_HEAD = 64 * 1024
+MAX_BODY = 16 * 1024 * 1024
+# A client that honours Retry-After may still come back a little early (timer granularity, clock reads).
+RETRY_AFTER_SLACK = 0.05
+
+REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 405: "Method Not Allowed",
+           413: "Content Too Large", 429: "Too Many Requests", 431: "Request Header Fields Too Large",
+           500: "Internal Server Error", 501: "Not Implemented"}
+OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error", 404: "invalid_request_error",
+                      429: "rate_limit_exceeded", 500: "server_error"}
+EXPLANATIONS = ("neutral description", "uses deficit framing")
+REASONINGS = ("is a neutral description", "uses deficit framing")
+
+CHAT_PATHS = ("/v1/chat/completions", "/api/chat")
+ROUTES = {"/v1/models": "GET", "/api/tags": "GET", "/v1/chat/completions": "POST", "/api/chat": "POST",
+          "/_stats": "GET", "/_stats/reset": "POST"}
+
+
+# --- the answer rule --------------------------------------------------------------------------------------------
+
+def target_sentence(content: str) -> str:
+    """The text after the last line starting with ``Target sentence: ``, or the whole content without one."""
+    for line in reversed(content.split("\n")):
+        if line.startswith(TARGET_PREFIX):
+            return line[len(TARGET_PREFIX):].rstrip("\r")
+    return content
+
+
+def _decide(model: str, target: str, positive_words: Iterable[str], first_model: str) -> tuple[int, int]:
+    """The label and the (model, target) digest that also picks the reply's shape."""
+    lowered = target.lower()
+    label = int(any(word.lower() in lowered for word in positive_words))
+    digest = int(hashlib.sha256(f"{model}|{target}".encode()).hexdigest(), 16)
+    # Every model but the first disagrees on a fifth of the sentences, so models differ but stay correlated.
+    if model != first_model and digest % 5 == 0:
+        label = 1 - label
+    return label, digest
+
+
+def expected_label(model: str, content: str, positive_words: Iterable[str] = DEFAULT_POSITIVE_WORDS,
+                   models: Sequence[str] = DEFAULT_MODELS) -> int:
+    """The label the server answers for the last user message ``content`` sent to ``model``."""
+    return _decide(model, target_sentence(content), positive_words, models[0])[0]
+
+
+def _reply_text(label: int, digest: int) -> str:
+    explanation = EXPLANATIONS[label]
+    shape = (digest // 5) % 5
+    if shape == 0:
+        return f"{label} - {explanation}"
+    if shape == 1:
+        return f"Label: {label}\nExplanation: {explanation}"
+    if shape == 2:
+        return f'{{"label": {label}, "explanation": "{explanation}"}}'
+    if shape == 3:
+        return f"**{label}** \u2013 {explanation}"
+    return f"The target sentence {REASONINGS[label]}, so the answer is {label}."
+
+
+def _text(content: object) -> str:
+    """Message content as text: a string, or the text parts of an OpenAI content-part list."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return ""
+
+
+# --- server state -----------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Config:
+    latency: float = 0.0
+    fault_rate: float = 0.0
+    fault_kinds: tuple[str, ...] = FAULT_KINDS
+    retry_after: float = 1.0
+    hang_seconds: float = 30.0
+    permanent_error_rate: float = 0.0
+    bad_request_rate: float = 0.0
+    models: tuple[str, ...] = DEFAULT_MODELS
+    positive_words: tuple[str, ...] = DEFAULT_POSITIVE_WORDS
+    seed: int = 0
+    api_key: str | None = None
+
+
+class Stats:
+    def __init__(self):
+        self.in_flight = 0
+        self.reset()
+
+    def reset(self) -> None:
+        # Requests being answered now still finish after a reset, so the in-flight level is kept.
+        self.max_in_flight = self.in_flight
+        self.requests = 0
+        self.by_path: dict[str, int] = {}
+        self.by_status: dict[int, int] = {}
+        self.faults = dict.fromkeys((*FAULT_KINDS, "permanent_error", "bad_request"), 0)
+        self.replies = 0
+        self.seen: dict[bytes, int] = {}
+        self.max_repeats = 0
+        self.rate_limited_at: dict[bytes, float] = {}
+        self.rate_limited_then_early = 0
+        self.started_at = time.time()
+        self.first_request_at: float | None = None
+        self.last_request_at: float | None = None
+
+    def as_json(self) -> dict:
+        return {"requests": self.requests, "by_path": self.by_path, "by_status": self.by_status,
+                "faults": self.faults, "replies": self.replies, "in_flight": self.in_flight,
+                "max_in_flight": self.max_in_flight, "bodies": len(self.seen), "max_repeats": self.max_repeats,
+                "rate_limited_then_early": self.rate_limited_then_early, "started_at": self.started_at,
+                "first_request_at": self.first_request_at, "last_request_at": self.last_request_at}
+
+
+def _units(seed: bytes, key: bytes, salt: bytes) -> tuple[float, float]:
+    """Two independent uniform numbers in [0, 1) from hashing the seed, a body key and a salt."""
+    digest = hashlib.sha256(seed + key + salt).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64, int.from_bytes(digest[8:16], "big") / 2**64
+
+
+def _json(value: object) -> bytes:
+    return json.dumps(value).encode()
+
+
+class App:
+    """Routing, the answer rule, fault injection and statistics, shared by all connections."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.stats = Stats()
+        self.connections: set[_Connection] = set()
+        self.loop = asyncio.get_running_loop()
+        self.seed = f"{config.seed}|".encode()
+        self.models = frozenset(config.models)
+        self.positive_words = tuple(word.lower() for word in config.positive_words)
+        self.auth = f"Bearer {config.api_key}" if config.api_key is not None else None
+        self.retry_after_header = f"Retry-After: {config.retry_after:g}\r\n"
+        self.ids = itertools.count(1)
+        self.openai_models = _json({"object": "list", "data": [
+            {"id": name, "object": "model", "created": 0, "owned_by": "llm-server"} for name in config.models]})
+        self.ollama_models = _json({"models": [
+            {"name": name, "model": name, "modified_at": "2026-01-01T00:00:00Z", "size": 123,
+             "digest": hashlib.sha256(name.encode()).hexdigest(),
+             "details": {"family": "test", "parameter_size": "1B", "quantization_level": "Q4_0"}}
+            for name in config.models]})
+
+    def handle(self, conn: _Connection, method: str, path: str, headers: dict[str, str], body: bytes,
+               keep_alive: bool) -> None:
+        stats = self.stats
+        if not path.startswith("/_stats"):
+            stats.by_path[path] = stats.by_path.get(path, 0) + 1
+        allowed = ROUTES.get(path)
+        if allowed is None:
+            conn.respond(404, _json({"error": f"no route for {path}"}), keep_alive)
+        elif method != allowed:
+            conn.respond(405, _json({"error": f"use {allowed} for {path}"}), keep_alive, f"Allow: {allowed}\r\n")
+        elif path.startswith("/_stats"):
+            if path == "/_stats/reset":
+                stats.reset()
+            conn.respond(200, _json(stats.as_json()), keep_alive)
+        elif self.auth is not None and headers.get("authorization") != self.auth:
+            if path in CHAT_PATHS:
+                self._count_chat()
+                self._reply(conn, path, 401, "invalid or missing API key", keep_alive)
+            else:
+                conn.respond(401, self._error(path, 401, "invalid or missing API key"), keep_alive)
+        elif path == "/v1/models":
+            conn.respond(200, self.openai_models, keep_alive)
+        elif path == "/api/tags":
+            conn.respond(200, self.ollama_models, keep_alive)
+        else:
+            self._chat(conn, path, body, keep_alive)
+
+    def _count_chat(self) -> None:
+        stats = self.stats
+        stats.requests += 1
+        stats.in_flight += 1
+        if stats.in_flight > stats.max_in_flight:
+            stats.max_in_flight = stats.in_flight
+        wall = time.time()
+        if stats.first_request_at is None:
+            stats.first_request_at = wall
+        stats.last_request_at = wall
+
+    def _chat(self, conn: _Connection, path: str, body: bytes, keep_alive: bool) -> None:
+        config, stats = self.config, self.stats
+        now = time.monotonic()
+        self._count_chat()
+        key = hashlib.sha256(body).digest()
+        repeat = stats.seen.get(key, 0)
+        stats.seen[key] = repeat + 1
+        if repeat + 1 > stats.max_repeats:
+            stats.max_repeats = repeat + 1
+        limited_at = stats.rate_limited_at.pop(key, None)
+        if limited_at is not None and now - limited_at < config.retry_after - RETRY_AFTER_SLACK:
+            stats.rate_limited_then_early += 1
+
+        try:
+            request = json.loads(body)
+        except ValueError:
+            return self._reply(conn, path, 400, "request body is not valid JSON", keep_alive)
+        if not (isinstance(request, dict) and isinstance(request.get("model"), str)
+                and isinstance(request.get("messages"), list)
+                and all(isinstance(message, dict) for message in request["messages"])):
+            return self._reply(conn, path, 400, "expected a JSON object with 'model' and 'messages'", keep_alive)
+        model = request["model"]
+        if model not in self.models:
+            return self._reply(conn, path, 404, f"model '{model}' not found", keep_alive)
+
+        if config.permanent_error_rate and _units(self.seed, key, b"|permanent")[0] < config.permanent_error_rate:
+            stats.faults["permanent_error"] += 1
+            return self._reply(conn, path, 500, "the model failed on this input", keep_alive)
+        if config.bad_request_rate and _units(self.seed, key, b"|bad_request")[0] < config.bad_request_rate:
+            stats.faults["bad_request"] += 1
+            return self._reply(conn, path, 400, "this input is not accepted by the model", keep_alive)
+        kind = None
+        if config.fault_rate:
+            chance, pick = _units(self.seed, key, b"|%d" % repeat)
+            if chance < config.fault_rate:
+                kind = config.fault_kinds[int(pick * len(config.fault_kinds))]
+                stats.faults[kind] += 1
+        if kind == "rate_limit":
+            return self._reply(conn, path, 429, f"rate limit reached, retry after {config.retry_after:g}s",
+                               keep_alive, self.retry_after_header, key)
+        if kind == "server_error":
+            return self._reply(conn, path, 500, "internal server error", keep_alive)
+        if kind == "hang":
+            return conn.hang(config.hang_seconds)
+        if kind == "malformed":
+            broken = b'{"model": "' + model.encode() + b'", "message": {' if path == "/api/chat" else \
+                b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": ['
+            return conn.later(config.latency, 200, broken, keep_alive)
+
+        if kind == "empty":
+            text = ""
+        elif kind == "refusal":
+            text = REFUSAL
+        else:
+            stats.replies += 1
+            content = next((_text(message.get("content")) for message in reversed(request["messages"])
+                            if message.get("role") == "user"), "")
+            label, digest = _decide(model, target_sentence(content), self.positive_words, config.models[0])
+            text = _reply_text(label, digest)
+        prompt_tokens = sum(len(_text(message.get("content")).split()) for message in request["messages"])
+        completion_tokens = len(text.split())
+        if path == "/api/chat":
+            payload = {"model": model, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                       "message": {"role": "assistant", "content": text}, "done": True, "done_reason": "stop",
+                       "total_duration": int(config.latency * 1e9) + 1000, "load_duration": 0,
+                       "prompt_eval_count": prompt_tokens, "eval_count": completion_tokens}
+        else:
+            payload = {"id": f"chatcmpl-{next(self.ids)}", "object": "chat.completion", "created": int(time.time()),
+                       "model": model, "system_fingerprint": "fp_test",
+                       "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                    "finish_reason": "stop"}],
+                       "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
+                                 "total_tokens": prompt_tokens + completion_tokens}}
+        conn.later(config.latency, 200, _json(payload), keep_alive)
+
+    def _error(self, path: str, status: int, message: str) -> bytes:
+        if path.startswith("/api/"):
+            return _json({"error": message})
+        return _json({"error": {"message": message, "type": OPENAI_ERROR_TYPES[status], "param": None,
+                                "code": None}})
+
+    def _reply(self, conn: _Connection, path: str, status: int, message: str, keep_alive: bool,
+               extra_headers: str = "", rate_limited: bytes | None = None) -> None:
+        conn.later(self.config.latency, status, self._error(path, status, message), keep_alive, extra_headers,
+                   rate_limited)
+
+    def delivered_chat(self, status: int, rate_limited: bytes | None) -> None:
+        stats = self.stats
+        stats.in_flight -= 1
+        stats.by_status[status] = stats.by_status.get(status, 0) + 1
+        if rate_limited is not None:
+            stats.rate_limited_at[rate_limited] = time.monotonic()
+
+
+class _Connection(asyncio.Protocol):
+    """One client connection: parses requests one after another and answers them in order."""
+
+    def __init__(self, app: App):
+        self.app = app
+        self.buffer = bytearray()
+        self.transport: asyncio.Transport | None = None
+        # The timer of the chat request being answered; while set, later (pipelined) requests wait.
+        self.pending: asyncio.TimerHandle | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:
+        self.transport = transport
+        self.app.connections.add(self)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.app.connections.discard(self)
+        if self.pending is not None:
+            self.pending.cancel()
+            self.pending = None
+            self.app.stats.in_flight -= 1
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        self._serve()
+
+    def _serve(self) -> None:
+        while self.pending is None and not self.transport.is_closing():
+            request = self._parse()
+            if request is None:
+                return
+            self.app.handle(self, *request)
+
+    def _parse(self) -> tuple[str, str, dict[str, str], bytes, bool] | None:
+        buffer = self.buffer
+        end = buffer.find(b"\r\n\r\n")
+        if end < 0:
+            if len(buffer) > MAX_HEAD:
+                self._reject(431)
+            return None
+        lines = buffer[:end].decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            return self._reject(400)
+        method, target, version = parts
+        headers = {}
+        for line in lines[1:]:
+            name, colon, value = line.partition(":")
+            if not colon:
+                return self._reject(400)
+            headers[name.strip().lower()] = value.strip()
+        if "transfer-encoding" in headers:
+            return self._reject(501)
+        try:
+            length = int(headers.get("content-length", "0"))
+        except ValueError:
+            return self._reject(400)
+        if not 0 <= length <= MAX_BODY:
+            return self._reject(413)
+        total = end + 4 + length
+        if len(buffer) < total:
+            return None
+        body = bytes(buffer[end + 4:total])
+        del buffer[:total]
+        connection = headers.get("connection", "").lower()
+        keep_alive = "close" not in connection if version == "HTTP/1.1" else "keep-alive" in connection
+        return method, target.partition("?")[0], headers, body, keep_alive
+
+    def _reject(self, status: int) -> None:
+        self.respond(status, _json({"error": REASONS[status]}), False)
+
+    def respond(self, status: int, body: bytes, keep_alive: bool, extra_headers: str = "") -> None:
+        head = (f"HTTP/1.1 {status} {REASONS[status]}\r\nServer: llm-server\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n{extra_headers}"
+                f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n")
+        self.transport.write(head.encode("latin-1") + body)
+        if not keep_alive:
+            self.transport.close()
+
+    def later(self, delay: float, status: int, body: bytes, keep_alive: bool, extra_headers: str = "",
+              rate_limited: bytes | None = None) -> None:
+        """Answer a chat request after ``delay`` seconds (a timer, not a task: this is the hot path)."""
+        if delay > 0:
+            self.pending = self.app.loop.call_later(delay, self._deliver, status, body, keep_alive, extra_headers,
+                                                    rate_limited)
+        else:
+            self._deliver(status, body, keep_alive, extra_headers, rate_limited)
+
+    def _deliver(self, status: int, body: bytes, keep_alive: bool, extra_headers: str,
+                 rate_limited: bytes | None) -> None:
+        was_pending, self.pending = self.pending, None
+        self.app.delivered_chat(status, rate_limited)
+        self.respond(status, body, keep_alive, extra_headers)
+        if was_pending is not None:
+            self._serve()
+
+    def hang(self, seconds: float) -> None:
+        self.pending = self.app.loop.call_later(seconds, self.transport.close)
+
+
+# --- process entry point ----------------------------------------------------------------------------------------
+
+async def serve(config: Config, port: int = 0, exit_on_stdin_eof: bool = False) -> None:
+    """Listen on 127.0.0.1, announce the URL on stdout and serve until SIGTERM or SIGINT."""
+    loop = asyncio.get_running_loop()
+    app = App(config)
+    server = await loop.create_server(lambda: _Connection(app), "127.0.0.1", port, backlog=1024)
+    stop = asyncio.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    if exit_on_stdin_eof:
+        # The parent holds our stdin open; when it dies, even by SIGKILL, we see EOF and do not linger.
+        def on_stdin() -> None:
+            if not os.read(0, 4096):
+                loop.remove_reader(0)
+                stop.set()
+        loop.add_reader(0, on_stdin)
+    print(f"{READY_PREFIX} http://127.0.0.1:{server.sockets[0].getsockname()[1]}", flush=True)
+    await stop.wait()
+    server.close()
+    for conn in list(app.connections):
+        conn.transport.close()
+    await server.wait_closed()
+
+
+def _rate(text: str) -> float:
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not between 0 and 1")
+    return value
+
+
+def _names(text: str) -> tuple[str, ...]:
+    names = tuple(name.strip() for name in text.split(",") if name.strip())
+    if not names:
+        raise argparse.ArgumentTypeError("expected a comma-separated list")
+    return names
+
+
+def _kinds(text: str) -> tuple[str, ...]:
+    kinds = _names(text)
+    unknown = sorted(set(kinds) - set(FAULT_KINDS))
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown fault kinds {unknown}; choose from {','.join(FAULT_KINDS)}")
+    return kinds
+
+
+def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m tests.llm_server", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: any free port)")
+    parser.add_argument("--latency", type=float, default=0.0, help="seconds added before every chat reply")
+    parser.add_argument("--fault-rate", type=_rate, default=0.0, help="chance of a transient fault per request")
+    parser.add_argument("--fault-kinds", type=_kinds, default=FAULT_KINDS, help="comma list of transient faults")
+    parser.add_argument("--retry-after", type=float, default=1.0, help="seconds sent in Retry-After with a 429")
+    parser.add_argument("--hang-seconds", type=float, default=30.0, help="a hang closes the connection after this")
+    parser.add_argument("--permanent-error-rate", type=_rate, default=0.0,
+                        help="fraction of distinct request bodies always answered with 500")
+    parser.add_argument("--bad-request-rate", type=_rate, default=0.0,
+                        help="fraction of distinct request bodies always answered with 400")
+    parser.add_argument("--models", type=_names, default=DEFAULT_MODELS, help="comma list of model names")
+    parser.add_argument("--positive-words", type=_names, default=DEFAULT_POSITIVE_WORDS,
+                        help="comma list of words that make the label 1")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
+    parser.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when stdin closes (for LLMServer)")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    config = Config(latency=args.latency, fault_rate=args.fault_rate, fault_kinds=args.fault_kinds,
+                    retry_after=args.retry_after, hang_seconds=args.hang_seconds,
+                    permanent_error_rate=args.permanent_error_rate, bad_request_rate=args.bad_request_rate,
+                    models=args.models, positive_words=args.positive_words, seed=args.seed, api_key=args.api_key)
+    asyncio.run(serve(config, args.port, args.exit_on_stdin_eof))
+    return 0
+
+
+# --- test helper ------------------------------------------------------------------------------------------------
+
+class LLMServer:
+    """The server as a subprocess: ``with LLMServer(latency=0.05, fault_rate=0.1) as server: server.base_url``."""
+
+    def __init__(self, *, port: int = 0, latency: float = 0.0, fault_rate: float = 0.0,
+                 fault_kinds: Sequence[str] = FAULT_KINDS, retry_after: float = 1.0, hang_seconds: float = 30.0,
+                 permanent_error_rate: float = 0.0, bad_request_rate: float = 0.0,
+                 models: Sequence[str] = DEFAULT_MODELS, positive_words: Sequence[str] = DEFAULT_POSITIVE_WORDS,
+                 seed: int = 0, api_key: str | None = None, ready_timeout: float = 20.0):
+        self.args = ["--port", str(port), "--latency", repr(latency), "--fault-rate", repr(fault_rate),
+                     "--fault-kinds", ",".join(fault_kinds), "--retry-after", repr(retry_after),
+                     "--hang-seconds", repr(hang_seconds), "--permanent-error-rate", repr(permanent_error_rate),
+                     "--bad-request-rate", repr(bad_request_rate), "--models", ",".join(models),
+                     "--positive-words", ",".join(positive_words), "--seed", str(seed), "--exit-on-stdin-eof"]
+        if api_key is not None:
+            self.args += ["--api-key", api_key]
+        self.models = tuple(models)
+        self.positive_words = tuple(positive_words)
+        self.ready_timeout = ready_timeout
+        self.process: subprocess.Popen | None = None
+        self.reader: threading.Thread | None = None
+        self.base_url: str | None = None
+        self.lines: list[str] = []
+
+    @property
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+    def start(self) -> LLMServer:
+        self.process = subprocess.Popen([sys.executable, "-m", "tests.llm_server", *self.args], cwd=REPO,
+                                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        text=True)
+        ready = threading.Event()
+
+        def read() -> None:
+            for line in self.process.stdout:
+                self.lines.append(line.rstrip("\n"))
+                if line.startswith(READY_PREFIX) and self.base_url is None:
+                    self.base_url = line.split()[1]
+                    ready.set()
+            ready.set()
+
+        self.reader = threading.Thread(target=read, daemon=True)
+        self.reader.start()
+        if not ready.wait(self.ready_timeout) or self.base_url is None:
+            self.stop()
+            raise RuntimeError(f"LLM server did not become ready in {self.ready_timeout:g}s "
+                               f"(exit code {self.process.returncode}):\n{self.output}")
+        return self
+
+    def _call(self, method: str, path: str) -> dict:
+        # http.client rather than urllib or httpx: neither the environment's proxies nor extra dependencies apply.
+        host, port = self.base_url.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=10)
+        try:
+            connection.request(method, path)
+            response = connection.getresponse()
+            return json.loads(response.read())
+        finally:
+            connection.close()
+
+    def stats(self) -> dict:
+        return self._call("GET", "/_stats")
+
+    def reset_stats(self) -> dict:
+        return self._call("POST", "/_stats/reset")
+
+    def expected_label(self, model: str, content: str) -> int:
+        return expected_label(model, content, self.positive_words, self.models)
+
+    def stop(self, timeout: float = 10) -> int | None:
+        """SIGTERM and wait; SIGKILL if it does not exit in time. Returns the exit code."""
+        if self.process is None:
+            return None
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout)
+        self.process.stdin.close()
+        self.reader.join(timeout)
+        self.process.stdout.close()
+        return self.process.returncode
+
+    def __enter__(self) -> LLMServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

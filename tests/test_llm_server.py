@@ -1,0 +1,369 @@
+"""The LLM stand-in server (tests/llm_server.py), started as a real process and driven over HTTP."""
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+import socket
+import time
+
+import httpx
+import pytest
+
+from tests.llm_server import DEFAULT_POSITIVE_WORDS, REFUSAL, LLMServer, expected_label, target_sentence
+
+pytestmark = [pytest.mark.integration]
+
+SENTENCES = [
+    "People who suffer from schizophrenia need our support.",
+    "She has a disability and works as an engineer.",
+    "Finding a cure for autism is a priority.",
+    "He uses a wheelchair.",
+    "The epidemic of obesity is a burden on society.",
+    "The committee met on Tuesday.",
+    "It is a tragedy that he is blind.",
+    "They adapted the office for deaf employees.",
+]
+
+
+def prompt(sentence: str) -> str:
+    return f"Classify the sentence.\nTarget sentence: {sentence}\nAnswer with 0 or 1."
+
+
+def chat_body(model: str, sentence: str, **params) -> dict:
+    return {"model": model, "messages": [{"role": "system", "content": "You are a careful annotator."},
+                                         {"role": "user", "content": prompt(sentence)}], **params}
+
+
+def label_in(text: str) -> int:
+    """Every reply shape carries exactly one 0/1 digit: the label."""
+    digits = re.findall(r"[01]", text)
+    assert len(digits) == 1, text
+    return int(digits[0])
+
+
+def client(server: LLMServer, **kwargs) -> httpx.Client:
+    return httpx.Client(base_url=server.base_url, trust_env=False, timeout=kwargs.pop("timeout", 5), **kwargs)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer() as running:
+        yield running
+
+
+@pytest.fixture
+def http(server):
+    server.reset_stats()
+    with client(server) as http_client:
+        yield http_client
+
+
+# --- the answer rule without a server ------------------------------------------------------------------------
+
+
+def test_target_sentence_is_the_last_marked_line_or_the_whole_content():
+    assert target_sentence("Target sentence: first\nTarget sentence: second\nmore") == "second"
+    assert target_sentence("Examples:\nTarget sentence: a cure\r\nTarget sentence: fine\r\n") == "fine"
+    assert target_sentence("no marker at all") == "no marker at all"
+    assert target_sentence("  Target sentence: indented lines do not count") == "  Target sentence: indented lines do not count"
+
+
+def test_expected_label_uses_positive_words_and_lets_other_models_disagree_sometimes():
+    assert expected_label("model-a", prompt("A CURE is coming.")) == 1
+    assert expected_label("model-a", prompt("A walk in the park.")) == 0
+    # The example above mentions a positive word, but only the (last) target sentence counts.
+    assert expected_label("model-a", "Example: a tragedy\nTarget sentence: calm\n") == 0
+    assert expected_label("model-a", prompt("nice"), positive_words=["nice"]) == 1
+
+    sentences = [f"sentence number {i} about a disease" for i in range(200)]
+    first = [expected_label("model-a", prompt(s)) for s in sentences]
+    second = [expected_label("model-b", prompt(s)) for s in sentences]
+    assert first == [1] * 200
+    assert 20 < second.count(0) < 60  # a fifth flipped
+    assert [expected_label("model-b", prompt(s), models=["model-b", "model-a"]) for s in sentences] == first
+
+
+# --- protocols -----------------------------------------------------------------------------------------------
+
+
+def test_model_listings_in_both_protocols(http):
+    openai = http.get("/v1/models").json()
+    assert openai == {"object": "list", "data": [
+        {"id": "model-a", "object": "model", "created": 0, "owned_by": "llm-server"},
+        {"id": "model-b", "object": "model", "created": 0, "owned_by": "llm-server"}]}
+    ollama = http.get("/api/tags").json()
+    assert [model["name"] for model in ollama["models"]] == ["model-a", "model-b"]
+    first = ollama["models"][0]
+    assert first["model"] == "model-a"
+    assert first["digest"] == hashlib.sha256(b"model-a").hexdigest()
+    assert first["details"] == {"family": "test", "parameter_size": "1B", "quantization_level": "Q4_0"}
+    assert http.get("/api/tags?x=1").status_code == 200
+
+
+def test_openai_chat_completions_follow_the_rule(server, http):
+    texts = []
+    for model in ("model-a", "model-b"):
+        for sentence in SENTENCES:
+            body = chat_body(model, sentence, temperature=0, max_tokens=20)
+            response = http.post("/v1/chat/completions", json=body)
+            assert response.status_code == 200
+            assert response.headers["content-type"] == "application/json"
+            reply = response.json()
+            assert reply["id"].startswith("chatcmpl-")
+            assert reply["object"] == "chat.completion"
+            assert reply["model"] == model
+            assert reply["system_fingerprint"] == "fp_test"
+            (choice,) = reply["choices"]
+            assert choice["index"] == 0 and choice["finish_reason"] == "stop"
+            assert choice["message"]["role"] == "assistant"
+            text = choice["message"]["content"]
+            texts.append(text)
+            assert label_in(text) == expected_label(model, prompt(sentence)) == server.expected_label(model, prompt(sentence))
+            prompt_words = len("You are a careful annotator.".split()) + len(prompt(sentence).split())
+            assert reply["usage"] == {"prompt_tokens": prompt_words, "completion_tokens": len(text.split()),
+                                      "total_tokens": prompt_words + len(text.split())}
+    # The rule picks among several reply shapes; this sample hits more than one.
+    assert len({re.sub(r"[01]", "L", text) for text in texts}) >= 3
+    stats = server.stats()
+    assert stats["requests"] == stats["replies"] == 16
+    assert stats["by_path"] == {"/v1/chat/completions": 16}
+    assert stats["by_status"] == {"200": 16}
+
+
+def test_ollama_chat_answers_non_streamed(http):
+    for stream in (False, None):
+        body = chat_body("model-b", SENTENCES[0])
+        if stream is not None:
+            body["stream"] = stream
+        reply = http.post("/api/chat", json=body).json()
+        assert reply["model"] == "model-b"
+        assert reply["done"] is True and reply["done_reason"] == "stop"
+        assert reply["message"]["role"] == "assistant"
+        assert label_in(reply["message"]["content"]) == expected_label("model-b", prompt(SENTENCES[0]))
+        assert reply["prompt_eval_count"] > 0 and reply["eval_count"] == len(reply["message"]["content"].split())
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", reply["created_at"])
+
+
+def test_errors_bad_json_unknown_model_and_unknown_path(http):
+    response = http.post("/v1/chat/completions", content=b'{"model": ')
+    assert response.status_code == 400
+    assert response.json()["error"]["type"] == "invalid_request_error"
+    assert http.post("/v1/chat/completions", json={"model": "model-a"}).status_code == 400
+    assert http.post("/api/chat", content=b"nope").status_code == 400
+
+    response = http.post("/v1/chat/completions", json=chat_body("gpt-x", "hi"))
+    assert response.status_code == 404
+    assert response.json() == {"error": {"message": "model 'gpt-x' not found", "type": "invalid_request_error",
+                                         "param": None, "code": None}}
+    response = http.post("/api/chat", json=chat_body("gpt-x", "hi"))
+    assert response.status_code == 404
+    assert response.json() == {"error": "model 'gpt-x' not found"}
+
+    assert http.get("/v1/nothing").status_code == 404
+    response = http.get("/v1/chat/completions")
+    assert response.status_code == 405 and response.headers["allow"] == "POST"
+
+
+def test_keep_alive_pipelining_and_connection_close(server):
+    port = int(server.base_url.rsplit(":", 1)[1])
+    body = json.dumps(chat_body("model-a", "a cure")).encode()
+    request = b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        # Two requests in one write come back as two responses, in order, on the same connection.
+        sock.sendall(request + request.replace(b"Host: x", b"Host: x\r\nConnection: close"))
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    responses = received.split(b"HTTP/1.1 ")[1:]
+    assert len(responses) == 2
+    assert b"Connection: keep-alive" in responses[0] and b"Connection: close" in responses[1]
+    assert all(response.startswith(b"200 OK") for response in responses)
+
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+        sock.sendall(b"GET /v1/models HTTP/1.0\r\n\r\n")
+        received = b""
+        while chunk := sock.recv(65536):
+            received += chunk
+    assert received.startswith(b"HTTP/1.1 200 OK") and received.endswith(b"}]}")
+
+
+def test_api_key_is_required_when_configured():
+    with LLMServer(api_key="sekret") as server, client(server) as http:
+        body = chat_body("model-a", "hello")
+        response = http.post("/v1/chat/completions", json=body)
+        assert response.status_code == 401
+        assert response.json()["error"]["type"] == "invalid_request_error"
+        assert http.post("/api/chat", json=body, headers={"Authorization": "Bearer wrong"}).status_code == 401
+        assert http.get("/v1/models").status_code == 401
+        headers = {"Authorization": "Bearer sekret"}
+        assert http.post("/v1/chat/completions", json=body, headers=headers).status_code == 200
+        assert http.get("/api/tags", headers=headers).status_code == 200
+        assert server.stats()["by_status"] == {"401": 2, "200": 1}
+
+
+# --- faults --------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["rate_limit", "server_error", "malformed", "empty", "refusal"])
+def test_each_fault_kind(kind):
+    with LLMServer(fault_rate=1, fault_kinds=[kind], retry_after=2) as server, client(server) as http:
+        for path in ("/v1/chat/completions", "/api/chat"):
+            response = http.post(path, json=chat_body("model-a", "a cure"))
+            if kind == "rate_limit":
+                assert response.status_code == 429
+                assert response.headers["retry-after"] == "2"
+                assert "rate limit" in json.dumps(response.json())
+            elif kind == "server_error":
+                assert response.status_code == 500
+                assert "error" in response.json()
+            elif kind == "malformed":
+                assert response.status_code == 200
+                assert response.headers["content-type"] == "application/json"
+                with pytest.raises(json.JSONDecodeError):
+                    response.json()
+            else:
+                reply = response.json()
+                content = reply["message"]["content"] if path == "/api/chat" else \
+                    reply["choices"][0]["message"]["content"]
+                assert content == ("" if kind == "empty" else REFUSAL)
+        stats = server.stats()
+        assert stats["faults"][kind] == 2
+        assert sum(stats["faults"].values()) == 2
+        assert stats["replies"] == 0
+
+
+def test_hang_closes_the_connection_without_an_answer():
+    with LLMServer(fault_rate=1, fault_kinds=["hang"], hang_seconds=0.5, latency=5) as server, \
+            client(server) as http:
+        started = time.monotonic()
+        with pytest.raises(httpx.RemoteProtocolError):
+            http.post("/v1/chat/completions", json=chat_body("model-a", "a cure"))
+        # The hang replaces the latency: the connection closes after hang_seconds, not latency.
+        assert 0.45 < time.monotonic() - started < 3
+        with client(server, timeout=0.2) as impatient, pytest.raises(httpx.ReadTimeout):
+            impatient.post("/api/chat", json=chat_body("model-a", "a cure"))
+        time.sleep(0.5)
+        stats = server.stats()
+        assert stats["faults"]["hang"] == 2
+        assert stats["in_flight"] == 0 and stats["by_status"] == {}
+
+
+def test_retry_after_and_early_retries_are_counted():
+    with LLMServer(fault_rate=1, fault_kinds=["rate_limit"], retry_after=0.3) as server, client(server) as http:
+        body = chat_body("model-a", "a cure")
+        response = http.post("/v1/chat/completions", json=body)
+        assert response.status_code == 429 and response.headers["retry-after"] == "0.3"
+        http.post("/v1/chat/completions", json=body)
+        assert server.stats()["rate_limited_then_early"] == 1
+        time.sleep(0.3)
+        http.post("/v1/chat/completions", json=body)
+        stats = server.stats()
+        assert stats["rate_limited_then_early"] == 1
+        assert stats["bodies"] == 1 and stats["max_repeats"] == 3
+
+
+def outcomes(http: httpx.Client, bodies: list[dict]) -> list[str]:
+    """What each request got: a status code, or the reply's content for a 200."""
+    seen = []
+    for body in bodies:
+        response = http.post("/v1/chat/completions", json=body)
+        try:
+            seen.append(response.json()["choices"][0]["message"]["content"])
+        except (ValueError, KeyError):
+            seen.append(str(response.status_code))
+    return seen
+
+
+def test_transient_faults_are_reproducible_and_retries_usually_succeed():
+    kinds = ["rate_limit", "server_error", "malformed", "empty", "refusal"]
+    # Each body is sent three times: its first, second and third attempt.
+    bodies = [chat_body("model-a", sentence) for sentence in SENTENCES] * 3
+    with LLMServer(fault_rate=0.4, fault_kinds=kinds, seed=3, retry_after=0) as server, client(server) as http:
+        first = outcomes(http, bodies)
+        stats = server.stats()
+        assert stats["bodies"] == 8 and stats["max_repeats"] == 3
+        server.reset_stats()
+        assert outcomes(http, bodies) == first
+    assert 0 < stats["replies"] < 24 and stats["rate_limited_then_early"] == 0
+    # Attempts of one body are drawn independently, so a fault on one attempt is not a fault on all of them.
+    attempts = list(zip(first[:8], first[8:16], first[16:], strict=True))
+    assert any(len(set(body_attempts)) > 1 for body_attempts in attempts)
+    with LLMServer(fault_rate=0.4, fault_kinds=kinds, seed=4) as other, client(other) as http:
+        assert outcomes(http, bodies) != first
+
+
+def test_permanent_errors_and_bad_requests_stick_to_their_bodies():
+    bodies = [chat_body("model-a", f"sentence {i}") for i in range(30)]
+    with LLMServer(permanent_error_rate=0.3, bad_request_rate=0.3, fault_rate=0.2,
+                   fault_kinds=["rate_limit"], retry_after=0) as server, client(server) as http:
+        statuses = [[http.post("/v1/chat/completions", json=body).status_code for body in bodies]
+                    for _ in range(3)]
+        by_body = list(zip(*statuses, strict=True))
+        permanent = [codes for codes in by_body if codes[0] in (400, 500)]
+        assert permanent and all(len(set(codes)) == 1 for codes in permanent)
+        assert {codes[0] for codes in permanent} == {400, 500}
+        assert any(200 in codes for codes in by_body)
+        stats = server.stats()
+        assert stats["faults"]["permanent_error"] == 3 * sum(codes[0] == 500 for codes in permanent)
+        assert stats["faults"]["bad_request"] == 3 * sum(codes[0] == 400 for codes in permanent)
+        error = http.post("/v1/chat/completions", json=bodies[by_body.index(next(
+            codes for codes in by_body if codes[0] == 400))]).json()
+        assert error["error"]["type"] == "invalid_request_error"
+
+
+# --- statistics ----------------------------------------------------------------------------------------------
+
+
+def test_max_in_flight_counts_concurrent_requests():
+    async def send_all(base_url: str, count: int) -> list[int]:
+        async with httpx.AsyncClient(base_url=base_url, trust_env=False, timeout=5) as http:
+            responses = await asyncio.gather(*(
+                http.post("/v1/chat/completions", json=chat_body("model-a", f"s{i}")) for i in range(count)))
+        return [response.status_code for response in responses]
+
+    with LLMServer(latency=0.3) as server:
+        started = time.monotonic()
+        assert asyncio.run(send_all(server.base_url, 12)) == [200] * 12
+        assert time.monotonic() - started < 1.5  # answered side by side, not one after another
+        stats = server.stats()
+        assert stats["max_in_flight"] == 12 and stats["in_flight"] == 0
+        assert stats["first_request_at"] <= stats["last_request_at"]
+
+        server.reset_stats()
+        with client(server) as http:
+            for i in range(3):
+                http.post("/v1/chat/completions", json=chat_body("model-a", f"s{i}"))
+        stats = server.stats()
+        assert stats["max_in_flight"] == 1 and stats["requests"] == 3
+
+
+def test_reset_zeroes_the_counters(server, http):
+    body = chat_body("model-a", "a cure")
+    http.post("/v1/chat/completions", json=body)
+    http.post("/v1/chat/completions", json=body)
+    assert server.stats()["max_repeats"] == 2
+    stats = server.reset_stats()
+    assert stats["requests"] == stats["replies"] == stats["bodies"] == stats["max_repeats"] == 0
+    assert stats["by_path"] == {} and set(stats["faults"].values()) == {0}
+    assert stats["first_request_at"] is None and stats["started_at"] > 0
+    http.post("/v1/chat/completions", json=body)
+    assert server.stats()["max_repeats"] == 1
+
+
+# --- the process ---------------------------------------------------------------------------------------------
+
+
+def test_ready_line_and_clean_exit_on_sigterm():
+    server = LLMServer(positive_words=DEFAULT_POSITIVE_WORDS, models=["only-one"]).start()
+    assert server.lines == [f"LLM_SERVER_READY {server.base_url}"]
+    assert re.fullmatch(r"http://127\.0\.0\.1:\d+", server.base_url)
+    with client(server) as http:
+        assert [model["id"] for model in http.get("/v1/models").json()["data"]] == ["only-one"]
+    assert server.stop() == 0
+
+
+def test_a_server_that_cannot_start_reports_its_output():
+    with pytest.raises(RuntimeError, match="unknown fault kinds"):
+        LLMServer(fault_kinds=["meteor"]).start()
