@@ -118,12 +118,9 @@ def _binary(label: int | None) -> int | None:
     return label if label in (0, 1) else None
 
 
-@transaction.atomic
-def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditions: list[str],
-                 replicates: int = 1, seed: int = 0, use_cache: bool = True, error_budget: float = 0.2,
-                 unparsed: str = Audit.Unparsed.EXCLUDE, n_resamples: int = 2000, parallel_tasks: int = 2,
-                 created_by=None) -> Audit:
-    """Record an audit of a study's current ground truth and have a worker prepare and run it."""
+def audit_problems(*, study: Study, models: list[ModelChoice], conditions: list[str], replicates: int = 1,
+                   error_budget: float = 0.2, unparsed: str = Audit.Unparsed.EXCLUDE) -> list[str]:
+    """Everything that stops an audit of the study from being launched as asked (empty when it can be)."""
     problems = []
     if not models:
         problems.append("choose at least one model")
@@ -138,16 +135,28 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
         problems.append("the error budget is a share between 0 and 1")
     if unparsed not in Audit.Unparsed.values:
         problems.append(f"unparsed must be one of {Audit.Unparsed.values}")
-    truth = _evaluated_items(study)
-    if not truth:
+    if not _evaluated_items(study):
         problems.append(f"study {study} has no ground truth yet: compute its analysis first (study dashboard)")
     for condition in conditions:
         example_set = EXAMPLE_SETS.get(condition)
         if example_set and not ItemSetMember.objects.filter(study=study, set_name=example_set).exists():
             problems.append(f"condition {condition} needs the study's example set {example_set!r}, which is empty")
+    return problems
+
+
+@transaction.atomic
+def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditions: list[str],
+                 replicates: int = 1, seed: int = 0, use_cache: bool = True, error_budget: float = 0.2,
+                 unparsed: str = Audit.Unparsed.EXCLUDE, n_resamples: int = 2000, parallel_tasks: int = 2,
+                 created_by=None) -> Audit:
+    """Record an audit of a study's current ground truth and have a worker prepare and run it.
+
+    Raises AuditError naming every problem (see :func:`audit_problems`)."""
+    problems = audit_problems(study=study, models=models, conditions=conditions, replicates=replicates,
+                              error_budget=error_budget, unparsed=unparsed)
     if problems:
         raise AuditError("; ".join(problems))
-
+    truth = _evaluated_items(study)
     audit = Audit.objects.create(study=study, name=name, paradigm=PARADIGM, replicates=replicates, seed=seed,
                                  use_cache=use_cache, error_budget=error_budget, unparsed=unparsed,
                                  n_resamples=n_resamples, parallel_tasks=parallel_tasks, created_by=created_by)

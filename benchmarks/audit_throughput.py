@@ -1,0 +1,133 @@
+"""Benchmark: LLM audit throughput of real Celery workers against the test LLM server (issue 5).
+
+Builds an audit of about ``--requests`` requests (2 models × 7 conditions × enough items), starts the test
+LLM server (``tests/llm_server.py``) with ``--latency`` per reply, one endpoint with max concurrency
+``--concurrency``, and a Celery worker (``--worker-concurrency`` processes) on the real broker and database,
+then prints:
+
+- achieved requests/s while sending, as a fraction of the endpoint's capacity (concurrency ÷ latency);
+  target ≥ 90% at 20,000 requests, 50 ms latency, concurrency 64 on a 2-core machine;
+- the worker's CPU time per request (all its processes, user + system), and the server's;
+- the most requests the server saw in flight (must not exceed the concurrency).
+
+Needs PostgreSQL and Redis; with bin/test's throwaway servers, for example::
+
+    . bin/lib/venv.sh; . bin/lib/services.sh; start_test_services
+    .venv/bin/python benchmarks/audit_throughput.py --database-url "$TEST_DATABASE_URL" --redis-url "$TEST_REDIS_URL"
+    stop_test_services
+"""
+from __future__ import annotations
+
+import argparse
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+CONDITIONS = ["zs", "cot", "icl_a", "icl_b", "persona_sic", "persona_ifl", "persona_pfl"]
+MODELS = ["model-a", "model-b"]
+
+
+def cpu_seconds(process) -> float:
+    """User + system CPU of a process and all its descendants (alive ones)."""
+    total = 0.0
+    for p in [process, *process.children(recursive=True)]:
+        try:
+            times = p.cpu_times()
+        except Exception:  # noqa: BLE001 - a child that exited in between has no times left to count
+            continue
+        total += times.user + times.system
+    return total
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--worker-concurrency", type=int, default=2)
+    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
+    parser.add_argument("--redis-url", default=os.environ.get("CELERY_BROKER_URL", ""))
+    args = parser.parse_args()
+    if not args.database_url.startswith("postgres") or not args.redis_url.startswith("redis"):
+        parser.error("give --database-url postgres://... and --redis-url redis://... (see the docstring)")
+
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test", "DATABASE_URL": args.database_url,
+           "CELERY_BROKER_URL": args.redis_url, "LOG_LEVEL": "WARNING"}
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    import psutil
+    import redis
+    from django.core.management import call_command
+
+    from auditapp import audit_services as services
+    from auditapp.models import Audit, AuditRequest, LLMEndpoint
+    from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
+    from tests.llm_server import LLMServer
+
+    call_command("migrate", verbosity=0)
+    redis.Redis.from_url(args.redis_url).flushdb()
+    n_items = math.ceil(args.requests / (len(MODELS) * len(CONDITIONS)))
+    study = make_audit_study(n_items, n_examples=10, slug=f"throughput-{time.time_ns()}")
+
+    with LLMServer(latency=args.latency, positive_words=AUDIT_POSITIVE_WORDS) as server:
+        endpoint = LLMEndpoint.objects.create(name=f"bench-{time.time_ns()}", protocol="openai",
+                                              base_url=server.base_url, max_concurrency=args.concurrency,
+                                              attempt_timeout_s=30, max_attempts=3)
+        worker = subprocess.Popen(
+            [str(REPO / ".venv/bin/celery"), "-A", "auditapp", "worker", "--loglevel=WARNING",
+             f"--concurrency={args.worker_concurrency}", "--without-mingle", "--without-gossip"],
+            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            time.sleep(5)  # the worker's start-up is not part of the measure
+            worker_process = psutil.Process(worker.pid)
+            server_process = psutil.Process(server.process.pid)
+            worker_cpu_before, server_cpu_before = cpu_seconds(worker_process), cpu_seconds(server_process)
+            server.reset_stats()
+            wall_start = time.monotonic()
+            audit = services.audit_create(study=study, name="throughput", conditions=CONDITIONS,
+                                          models=[services.ModelChoice(endpoint=endpoint, model=m) for m in MODELS],
+                                          n_resamples=200, parallel_tasks=args.worker_concurrency)
+            while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running"]).exists():
+                if worker.poll() is not None:
+                    raise SystemExit(f"the worker died:\n{worker.stderr.read()[-3000:]}")
+                time.sleep(0.2)
+            sending_done = time.monotonic()
+            worker_cpu = cpu_seconds(worker_process) - worker_cpu_before
+            server_cpu = cpu_seconds(server_process) - server_cpu_before
+            stats = server.stats()
+        finally:
+            worker.terminate()
+            worker.wait(30)
+
+    audit = Audit.objects.get(pk=audit.pk)
+    requests = AuditRequest.objects.filter(audit=audit)
+    n = requests.count()
+    answered = requests.filter(state="answered").count()
+    first_send = audit.started_at
+    last_finish = requests.order_by("-finished_at").values_list("finished_at", flat=True).first()
+    sending_s = (last_finish - first_send).total_seconds()
+    capacity = args.concurrency / args.latency
+    rate = n / sending_s
+    print(f"requests: {n} ({answered} answered, {n - answered} failed); status after sending: {audit.status}")
+    print(f"endpoint: latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency} "
+          f"→ capacity {capacity:.0f} requests/s")
+    print(f"sending: {sending_s:.2f} s (first send → last reply) → {rate:.0f} requests/s = {rate / capacity:.1%} of capacity"
+          f" (target ≥ 90%)")
+    print(f"wall time from launch to all requests finished (incl. building {n} keys): "
+          f"{sending_done - wall_start:.2f} s")
+    print(f"worker CPU: {worker_cpu:.2f} s = {worker_cpu / n * 1000:.3f} ms per request "
+          f"({args.worker_concurrency} processes)")
+    print(f"server CPU: {server_cpu / n * 1000:.3f} ms per request; max in flight at the server: "
+          f"{stats['max_in_flight']} (limit {args.concurrency})")
+
+
+if __name__ == "__main__":
+    main()
