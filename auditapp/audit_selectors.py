@@ -34,8 +34,8 @@ def audit_progress(audit: Audit) -> dict:
             .annotate(answered=Count("id", filter=Q(state=AuditRequest.State.ANSWERED)),
                       failed=Count("id", filter=Q(state=AuditRequest.State.FAILED)),
                       waiting=Count("id", filter=Q(state=AuditRequest.State.PENDING)),
-                      from_cache=Count("id", filter=Q(from_cache=True)),
                       recent=Count("id", filter=Q(finished_at__gte=since, from_cache=False)),
+                      cached=Count("id", filter=Q(from_cache=True)),
                       retried=Sum(F("attempts") - 1, filter=Q(attempts__gt=1)))
             .order_by())
     live = AuditChunk.objects.filter(audit=audit, released_at__isnull=True, leased_until__gte=now)
@@ -55,7 +55,7 @@ def audit_progress(audit: Audit) -> dict:
             cells.append(_progress_row({"model_id": model_id, "model": name, "condition": condition}, row,
                                        retrying_now.get(f"{model_id}:{condition}", 0)))
     totals = _progress_row({}, {key: sum(row.get(key) or 0 for row in by_cell.values())
-                                for key in ("answered", "failed", "waiting", "from_cache", "recent", "retried")},
+                                for key in ("answered", "failed", "waiting", "cached", "recent", "retried")},
                            sum(retrying_now.values()))
     return {"status": audit.status, "status_reason": audit.status_reason, "n_requests": audit.n_requests,
             "last_retry_reason": last_reason, "live_workers": live.count(), "totals": totals, "cells": cells}
@@ -65,7 +65,7 @@ def _progress_row(head: dict, counts: dict, retrying_now: int) -> dict:
     answered, failed, waiting = counts.get("answered", 0), counts.get("failed", 0), counts.get("waiting", 0)
     rate = (counts.get("recent") or 0) / RATE_WINDOW.total_seconds()
     return {**head, "answered": answered, "failed": failed, "waiting": waiting,
-            "from_cache": counts.get("from_cache", 0), "retries": counts.get("retried") or 0,
+            "from_cache": counts.get("cached", 0), "retries": counts.get("retried") or 0,
             "retrying_now": retrying_now, "rate_per_s": round(rate, 3),
             "eta_s": round(waiting / rate, 1) if rate > 0 and waiting else (0.0 if not waiting else None)}
 

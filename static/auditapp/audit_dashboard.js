@@ -1,0 +1,441 @@
+/* An audit's dashboard (researchers): live progress and its controls through the REST API (session
+   auth, CSRF header), colours of the heatmap tables, Figure 1 and recall vs precision with the vendored
+   plotly, and a drill-down from a cell to its replies. The page passes its data with json_script
+   (#audit-data). Text from the API (replies are model output) is only ever set as textContent. */
+(function () {
+  "use strict";
+  var root = document.getElementById("audit-dashboard");
+  var source = document.getElementById("audit-data");
+  if (!root || !source) { return; }
+  var data = JSON.parse(source.textContent);
+  var POLL_MS = 2000;
+  var POLLED = ["queued", "running", "paused", "analysing"];
+  var BUTTONS = {
+    "pause": function (s) { return s === "queued" || s === "running"; },
+    "resume": function (s) { return ["paused", "stopped", "failed"].indexOf(s) >= 0; },
+    "cancel": function (s) { return ["queued", "running", "paused", "stopped", "failed"].indexOf(s) >= 0; },
+    "retry-failed": function (s, failed) {
+      return failed > 0 && ["paused", "stopped", "completed", "failed"].indexOf(s) >= 0;
+    },
+    "reparse": function (s) { return ["completed", "stopped", "cancelled", "paused"].indexOf(s) >= 0; }
+  };
+  var DONE_MESSAGES = {
+    "pause": "Paused: the workers stop after the requests in flight.",
+    "resume": "Resumed: only the requests still waiting are sent.",
+    "cancel": "Cancelled.",
+    "retry-failed": "The failed requests are sent again.",
+    "reparse": "The stored replies were parsed again; a worker recomputes the metrics. Reload the page when it is done."
+  };
+  var config = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
+  var palette = ["#2f5d7c", "#c0792a", "#5b8c4a", "#7a4f8c", "#a33b3b", "#3b8c8c", "#8c7a3b", "#555555"];
+
+  var status = data.audit.status;
+  var failedCount = 0;
+  var timer = null;
+  var statusLabels = {};
+  Array.prototype.forEach.call(document.querySelectorAll("#status-labels [data-status]"), function (li) {
+    statusLabels[li.getAttribute("data-status")] = li.textContent;
+  });
+  var conditionNames = {};
+  (data.conditions || []).forEach(function (c) { conditionNames[c.code] = c.name; });
+  var modelNames = {};
+  (data.models || []).forEach(function (m) { modelNames[m.id] = m.label; });
+
+  // ------------------------------------------------------------------------------------------ helpers
+
+  function element(tag, text, className) {
+    var node = document.createElement(tag);
+    if (text !== undefined && text !== null) { node.textContent = String(text); }
+    if (className) { node.className = className; }
+    return node;
+  }
+
+  function known(value) { return value !== null && value !== undefined && isFinite(value); }
+
+  function fixed(value, digits) { return known(value) ? Number(value).toFixed(digits) : "—"; }
+
+  function duration(seconds) {
+    if (!known(seconds)) { return "—"; }
+    var s = Math.round(seconds);
+    if (s < 60) { return s + " s"; }
+    var m = Math.floor(s / 60);
+    if (m < 60) { return m + " min " + (s % 60) + " s"; }
+    var h = Math.floor(m / 60);
+    if (h < 24) { return h + " h " + (m % 60) + " min"; }
+    return Math.floor(h / 24) + " d " + (h % 24) + " h";
+  }
+
+  function cookie(name) {
+    var found = null;
+    document.cookie.split(";").forEach(function (part) {
+      var pair = part.trim().split("=");
+      if (pair[0] === name) { found = decodeURIComponent(pair.slice(1).join("=")); }
+    });
+    return found;
+  }
+
+  function csrfToken() {
+    var input = document.querySelector("#controls input[name=csrfmiddlewaretoken]");
+    return cookie("csrftoken") || (input ? input.value : "");
+  }
+
+  function request(url, options) {
+    options = options || {};
+    var headers = { "Accept": "application/json" };
+    if (options.method === "POST") { headers["X-CSRFToken"] = csrfToken(); }
+    return fetch(url, { method: options.method || "GET", credentials: "same-origin", headers: headers })
+      .then(function (response) {
+        return response.text().then(function (text) {
+          var body = null;
+          try { body = text ? JSON.parse(text) : null; } catch (ignored) { body = null; }
+          if (!response.ok) {
+            var error = new Error((body && body.detail) || ("HTTP " + response.status));
+            error.status = response.status;
+            throw error;
+          }
+          return body;
+        });
+      });
+  }
+
+  function message(text, kind) {
+    var node = document.getElementById("control-message");
+    node.textContent = text;
+    node.className = "message" + (kind ? " " + kind : "");
+    node.hidden = !text;
+  }
+
+  // ----------------------------------------------------------------------------------------- progress
+
+  function setStatus(next, reason) {
+    var node = document.getElementById("status");
+    node.textContent = statusLabels[next] || next;
+    node.setAttribute("data-status", next);
+    document.getElementById("status-reason").textContent = reason || "";
+    var finished = next === "completed" && status !== "completed";
+    status = next;
+    updateButtons();
+    if (finished) { window.location.reload(); }  // once: the reloaded page starts completed
+  }
+
+  function updateButtons() {
+    Array.prototype.forEach.call(document.querySelectorAll("#controls button[data-action]"), function (button) {
+      var rule = BUTTONS[button.getAttribute("data-action")];
+      button.hidden = !(rule && rule(status, failedCount));
+    });
+  }
+
+  function conditionCell(code) {
+    var td = element("td", conditionNames[code] || code);
+    if (conditionNames[code]) { td.appendChild(element("div", code, "code")); }
+    return td;
+  }
+
+  function progressCells(tr, row) {
+    [row.answered, row.failed, row.waiting, row.from_cache, row.retries, row.retrying_now].forEach(function (n) {
+      tr.appendChild(element("td", n, "num"));
+    });
+    tr.appendChild(element("td", fixed(row.rate_per_s, 2), "num"));
+    tr.appendChild(element("td", row.waiting === 0 && row.eta_s === 0 ? "done" : duration(row.eta_s), "num"));
+  }
+
+  function renderProgress(progress) {
+    var totals = progress.totals;
+    failedCount = totals.failed;
+    var finished = totals.answered + totals.failed;
+    var bar = document.getElementById("progress-bar");
+    bar.max = Math.max(progress.n_requests, 1);
+    bar.value = Math.min(finished, bar.max);
+    var text = document.getElementById("progress-text");
+    if (!progress.n_requests) {
+      text.textContent = "No requests built yet: a worker prepares the audit first.";
+    } else {
+      var share = Math.floor(1000 * finished / progress.n_requests) / 10;
+      text.textContent = finished + " of " + progress.n_requests + " requests finished (" + share + "%): " +
+        totals.answered + " answered, " + totals.failed + " failed, " + totals.waiting + " waiting.";
+    }
+    var body = document.querySelector("#progress-table tbody");
+    body.textContent = "";
+    progress.cells.forEach(function (row) {
+      var tr = document.createElement("tr");
+      tr.setAttribute("data-model", row.model_id);
+      tr.setAttribute("data-condition", row.condition);
+      tr.className = "clickable";
+      tr.appendChild(element("td", row.model));
+      tr.appendChild(conditionCell(row.condition));
+      progressCells(tr, row);
+      tr.addEventListener("click", function () { openDrilldown(row.model_id, row.condition); });
+      body.appendChild(tr);
+    });
+    if (!progress.cells.length) {
+      var empty = element("td", "No model × condition yet.", "empty");
+      empty.colSpan = 10;
+      body.appendChild(document.createElement("tr")).appendChild(empty);
+    }
+    var foot = document.querySelector("#progress-table tfoot");
+    foot.textContent = "";
+    var total = document.createElement("tr");
+    total.className = "total";
+    var label = element("th", "Total");
+    label.colSpan = 2;
+    total.appendChild(label);
+    progressCells(total, totals);
+    foot.appendChild(total);
+    document.getElementById("live-workers").textContent = progress.live_workers;
+    document.getElementById("last-retry-reason").textContent = progress.last_retry_reason || "none";
+    setStatus(progress.status, progress.status_reason);
+  }
+
+  function poll() {
+    timer = null;
+    request(root.getAttribute("data-progress-url")).then(function (progress) {
+      renderProgress(progress);
+      schedule();
+    }, function (error) {
+      document.getElementById("progress-text").textContent = "Progress not available: " + error.message;
+      schedule();
+    });
+  }
+
+  function schedule() {
+    if (timer === null && POLLED.indexOf(status) >= 0) { timer = window.setTimeout(poll, POLL_MS); }
+  }
+
+  function refreshNow() {
+    if (timer !== null) { window.clearTimeout(timer); timer = null; }
+    poll();
+  }
+
+  Array.prototype.forEach.call(document.querySelectorAll("#controls button[data-action]"), function (button) {
+    button.addEventListener("click", function () {
+      var action = button.getAttribute("data-action");
+      if (action === "cancel" && !window.confirm("Cancel this audit? A cancelled audit cannot be resumed.")) { return; }
+      var buttons = document.querySelectorAll("#controls button");
+      Array.prototype.forEach.call(buttons, function (b) { b.disabled = true; });
+      message("", "");
+      request(button.getAttribute("data-url"), { method: "POST" }).then(function (audit) {
+        message(DONE_MESSAGES[action] || "Done.", "ok");
+        if (audit && audit.status) { setStatus(audit.status, audit.status_reason); }
+      }, function (error) {
+        message(error.message, "error");
+      }).then(function () {
+        Array.prototype.forEach.call(buttons, function (b) { b.disabled = false; });
+        refreshNow();
+      });
+    });
+  });
+
+  updateButtons();
+  poll();
+
+  // ------------------------------------------------------------------------------------------ heatmaps
+
+  function colour(value) {
+    var t = Math.max(0, Math.min(1, value));
+    var light = [247, 251, 255], dark = [8, 69, 148];
+    var rgb = light.map(function (l, i) { return Math.round(l + (dark[i] - l) * t); });
+    return { background: "rgb(" + rgb.join(",") + ")", text: t > 0.55 ? "#fff" : "#1d1d1d" };
+  }
+
+  Array.prototype.forEach.call(document.querySelectorAll("table.heatmap td[data-value]"), function (td) {
+    var value = parseFloat(td.getAttribute("data-value"));
+    if (!isFinite(value)) { return; }
+    var c = colour(value);
+    td.style.backgroundColor = c.background;
+    td.style.color = c.text;
+  });
+
+  Array.prototype.forEach.call(document.querySelectorAll("table.heatmap td.cell[data-condition]"), function (td) {
+    var model = td.parentNode.getAttribute("data-model");
+    var condition = td.getAttribute("data-condition");
+    td.tabIndex = 0;
+    td.classList.add("clickable");
+    td.addEventListener("click", function () { openDrilldown(model, condition); });
+    td.addEventListener("keydown", function (event) {
+      if (event.key === "Enter" || event.key === " ") { event.preventDefault(); openDrilldown(model, condition); }
+    });
+  });
+
+  // ------------------------------------------------------------------------------------------- charts
+
+  function emptyChart(id, text) {
+    var node = document.getElementById(id);
+    node.textContent = "";
+    node.appendChild(element("p", text, "chart-empty"));
+  }
+
+  function figureOne() {
+    if (!document.getElementById("figure-1")) { return; }
+    var means = (data.model_means || []).filter(function (m) { return known(m.delta_kappa); });
+    if (!means.length) { emptyChart("figure-1", "No Δκ: no model has a cell with κ against both references."); return; }
+    var deltas = means.map(function (m) { return m.delta_kappa; });
+    Plotly.newPlot("figure-1", [{
+      type: "bar", x: means.map(function (m) { return m.model; }), y: deltas,
+      marker: { color: deltas.map(function (d) { return d >= 0 ? "#2f5d7c" : "#c0792a"; }) },
+      text: deltas.map(function (d) { return d.toFixed(3); }), textposition: "outside", cliponaxis: false,
+      hovertemplate: "%{x}: mean Δκ = %{y:.3f}<extra></extra>"
+    }], {
+      margin: { l: 70, r: 15, t: 30, b: 60 },
+      xaxis: { type: "category", automargin: true },
+      yaxis: { title: { text: "mean Δκ = κ(majority) − κ(weighted)" }, zeroline: true, zerolinecolor: "#888" }
+    }, config);
+  }
+
+  function scatterTraces(reference) {
+    var points = (data.scatter || []).filter(function (p) {
+      return p.reference === reference && known(p.recall) && known(p.precision);
+    });
+    var byModel = {}, order = [];
+    points.forEach(function (p) {
+      if (!byModel[p.model_id]) { byModel[p.model_id] = []; order.push(p.model_id); }
+      byModel[p.model_id].push(p);
+    });
+    return order.map(function (modelId, index) {
+      var rows = byModel[modelId];
+      return {
+        type: "scatter", mode: "markers+text", name: modelNames[modelId] || rows[0].model,
+        x: rows.map(function (p) { return p.recall; }), y: rows.map(function (p) { return p.precision; }),
+        text: rows.map(function (p) { return p.model + " · " + p.condition; }), textposition: "top center",
+        textfont: { size: 11 },
+        customdata: rows.map(function (p) { return [p.model_id, p.condition, known(p.f1) ? p.f1 : null, p.n]; }),
+        marker: { size: 11, color: palette[index % palette.length] },
+        hovertemplate: "%{text}<br>recall %{x:.3f}, precision %{y:.3f}<br>F1 %{customdata[2]:.3f}, " +
+                       "n = %{customdata[3]}<extra></extra>"
+      };
+    });
+  }
+
+  var scatterDrawn = false;
+
+  function scatter(reference) {
+    var node = document.getElementById("chart-scatter");
+    if (!node) { return; }
+    var traces = scatterTraces(reference);
+    if (!traces.length) {
+      if (scatterDrawn) { Plotly.purge(node); scatterDrawn = false; }
+      emptyChart("chart-scatter", "No cell has both recall and precision against the " + reference + " reference.");
+      return;
+    }
+    if (!scatterDrawn) { node.textContent = ""; }
+    Plotly.react(node, traces, {
+      margin: { l: 60, r: 15, t: 20, b: 50 }, hovermode: "closest",
+      xaxis: { title: { text: "recall (" + reference + ")" }, range: [-0.05, 1.08] },
+      yaxis: { title: { text: "precision (" + reference + ")" }, range: [-0.05, 1.12] },
+      legend: { orientation: "h", y: -0.2 }
+    }, config);
+    if (!scatterDrawn) {
+      node.on("plotly_click", function (event) {
+        var point = event.points && event.points[0];
+        if (point && point.customdata) { openDrilldown(point.customdata[0], point.customdata[1]); }
+      });
+      scatterDrawn = true;
+    }
+  }
+
+  if (typeof Plotly !== "undefined") {
+    figureOne();
+    scatter("weighted");
+    Array.prototype.forEach.call(document.querySelectorAll("input[name=scatter-reference]"), function (input) {
+      input.addEventListener("change", function () { if (input.checked) { scatter(input.value); } });
+    });
+  }
+
+  // --------------------------------------------------------------------------------------- drill-down
+
+  var drill = { model: null, condition: null, outcome: "", serial: 0 };
+
+  function repliesUrl() {
+    var url = root.getAttribute("data-responses-url") + "?model=" + encodeURIComponent(drill.model) +
+              "&condition=" + encodeURIComponent(drill.condition) + "&page_size=100";
+    return drill.outcome ? url + "&outcome=" + encodeURIComponent(drill.outcome) : url;
+  }
+
+  function replyRow(row) {
+    var tr = document.createElement("tr");
+    tr.setAttribute("data-outcome", row.outcome);
+    tr.appendChild(element("td", row.item));
+    tr.appendChild(element("td", row.replicate, "num"));
+    var outcome = element("td");
+    outcome.appendChild(element("span", row.outcome, "outcome outcome-" + row.outcome));
+    tr.appendChild(outcome);
+    tr.appendChild(element("td", row.label === null ? "—" : row.label, "num"));
+    tr.appendChild(element("td", row.explanation, "text"));
+    tr.appendChild(element("td", row.parse_reason, "note"));
+    tr.appendChild(element("td", row.error, "note error-text"));
+    var attempts = element("td", row.attempts, "num");
+    if (row.from_cache) { attempts.appendChild(element("div", "from cache", "sub")); }
+    tr.appendChild(attempts);
+    tr.appendChild(element("td", known(row.latency_ms) ? Math.round(row.latency_ms) + " ms" : "—", "num"));
+    var reply = element("td", null, "reply");
+    if (row.reply === null || row.reply === undefined) {
+      reply.textContent = "—";
+    } else {
+      var details = document.createElement("details");
+      details.appendChild(element("summary", row.reply.length + " characters" +
+                                  (row.finish_reason ? ", " + row.finish_reason : "")));
+      details.appendChild(element("pre", row.reply));
+      reply.appendChild(details);
+    }
+    tr.appendChild(reply);
+    return tr;
+  }
+
+  function loadReplies(url, append) {
+    var serial = ++drill.serial;
+    var body = document.querySelector("#drill-table tbody");
+    var count = document.getElementById("drill-count");
+    var more = document.getElementById("drill-more");
+    more.hidden = true;
+    if (!append) {
+      body.textContent = "";
+      count.textContent = "Loading…";
+    }
+    request(url).then(function (page) {
+      if (serial !== drill.serial) { return; }  // a newer request replaced this one
+      page.results.forEach(function (row) { body.appendChild(replyRow(row)); });
+      var shown = body.querySelectorAll("tr").length;
+      count.textContent = page.count === 0 ? "No replies." :
+        "Showing " + shown + " of " + page.count + " repl" + (page.count === 1 ? "y" : "ies") + ".";
+      more.hidden = !page.next;
+      more.setAttribute("data-next", page.next || "");
+    }, function (error) {
+      if (serial !== drill.serial) { return; }
+      count.textContent = "Replies not available: " + error.message;
+    });
+  }
+
+  function openDrilldown(model, condition) {
+    drill.model = String(model);
+    drill.condition = condition;
+    drill.outcome = "";
+    setFilter("");
+    var section = document.getElementById("drilldown");
+    section.hidden = false;
+    document.getElementById("drill-title").textContent =
+      (modelNames[model] || model) + " · " + (conditionNames[condition] || condition);
+    loadReplies(repliesUrl(), false);
+    section.scrollIntoView({ block: "start" });
+  }
+
+  function setFilter(outcome) {
+    Array.prototype.forEach.call(document.querySelectorAll("#drill-filters button"), function (button) {
+      var active = button.getAttribute("data-outcome") === outcome;
+      button.classList.toggle("active", active);
+      button.setAttribute("aria-pressed", active ? "true" : "false");
+    });
+  }
+
+  Array.prototype.forEach.call(document.querySelectorAll("#drill-filters button"), function (button) {
+    button.addEventListener("click", function () {
+      if (drill.model === null) { return; }
+      drill.outcome = button.getAttribute("data-outcome");
+      setFilter(drill.outcome);
+      loadReplies(repliesUrl(), false);
+    });
+  });
+
+  document.getElementById("drill-more").addEventListener("click", function () {
+    var next = this.getAttribute("data-next");
+    if (next) { loadReplies(next, true); }
+  });
+}());

@@ -1,0 +1,205 @@
+"""A researcher opens an audit's dashboard in Debian Chromium: Tables 1–2 with their bold cells, Figure 1 and
+the scatter drawn with the vendored plotly, the drill-down from a cell to its replies through the API, and the
+live progress of a running audit with Pause sent to the real API.
+
+Set AUDIT_DASHBOARD_SCREENSHOT=/tmp/audit.png to keep a full-page screenshot of the completed audit's page.
+"""
+from __future__ import annotations
+
+import os
+import re
+from urllib.parse import urlsplit
+
+import pytest
+from django.conf import settings
+from django.test import Client
+from playwright.sync_api import expect
+
+from auditapp.models import Audit, AuditRequest
+from tests.auditapp.test_audit_dashboard_view import (
+    COMPLETED_PLAN,
+    HOSTILE,
+    RUNNING_PLAN,
+    best_conditions,
+    build_audit,
+    expected_metrics,
+)
+from tests.factories import make_researcher
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def logged_in_page(browser_context, live_server):
+    """A page of a logged-in staff researcher, with the console errors, page errors and requests it sees."""
+    user, _ = make_researcher("audit-dashboard-researcher")
+    client = Client()
+    client.force_login(user)
+    browser_context.add_cookies([{"name": settings.SESSION_COOKIE_NAME,
+                                  "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
+                                  "url": live_server.url}])
+    page = browser_context.new_page()
+    problems: list[str] = []
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    return page, problems, requests
+
+
+def bold_cells(page, table: str) -> set[tuple[int, str]]:
+    return {(int(model), condition) for model, condition in page.eval_on_selector_all(
+        f"#{table} td.best", "cells => cells.map(c => [c.parentNode.dataset.model, c.dataset.condition])")}
+
+
+def test_completed_audit_tables_figures_and_drill_down(live_server, browser_context):
+    audit = build_audit(COMPLETED_PLAN)
+    expected = expected_metrics(audit)
+    models = {m.model: m for m in audit.models.all()}
+    page, problems, requests = logged_in_page(browser_context, live_server)
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+
+    expect(page.locator("#figure-1 .main-svg").first).to_be_attached()
+    expect(page.locator("#chart-scatter .main-svg").first).to_be_attached()
+    assert page.locator("#figure-1 .barlayer .point").count() == 2  # one bar per model
+    assert page.locator("#chart-scatter .scatterlayer .point").count() == 4  # model × condition, weighted
+    expect(page.locator("#gap-test")).to_contain_text("Paired item-bootstrap 95% CI of the mean Δκ")
+
+    for metric in ("kappa", "f1"):
+        table = f"{metric}-table"
+        assert bold_cells(page, table) == best_conditions(expected, metric)
+        for (model_id, condition), values in expected.items():
+            cell = page.locator(f'#{table} tr[data-model="{model_id}"] td[data-condition="{condition}"]')
+            expect(cell.locator(".value")).to_have_text(f"{values[metric]:.3f}")
+            assert cell.evaluate("td => td.style.backgroundColor").startswith("rgb(")
+        assert page.locator(f"#{table} tfoot td.mean").count() == 2  # column means
+    assert page.locator("#kappa-table td.best .value").first.evaluate(
+        "node => getComputedStyle(node).fontWeight") == "700"
+
+    # Progress of a finished audit: every request answered or failed; the buttons that make sense.
+    expect(page.locator("#progress-table tbody tr")).to_have_count(4)
+    totals = page.locator("#progress-table tfoot tr.total td")
+    expect(totals.nth(0)).to_have_text("63")  # answered
+    expect(totals.nth(1)).to_have_text("1")   # failed
+    expect(totals.nth(2)).to_have_text("0")   # waiting
+    expect(page.locator("#progress-text")).to_contain_text("64 of 64 requests finished")
+    visible = page.eval_on_selector_all("#controls button[data-action]",
+                                        "buttons => buttons.filter(b => !b.hidden).map(b => b.dataset.action)")
+    assert visible == ["retry-failed", "reparse"]
+
+    # Drill-down: a heatmap cell shows its replies, as many as the database holds for the cell.
+    model_a = models["model-a"]
+    page.locator(f'#kappa-table tr[data-model="{model_a.id}"] td[data-condition="zs"]').click()
+    expect(page.locator("#drilldown")).to_be_visible()
+    expect(page.locator("#drill-title")).to_have_text("Model A · Zero-Shot Definition-Based (ZS)")
+    cell_requests = AuditRequest.objects.filter(audit=audit, audit_model=model_a, condition="zs")
+    rows = page.locator("#drill-table tbody tr")
+    expect(rows).to_have_count(cell_requests.count())
+    expect(page.locator("#drill-count")).to_have_text(f"Showing {cell_requests.count()} of {cell_requests.count()} replies.")
+    # Model output is shown as text, never as HTML.
+    expect(page.locator("#drill-table tbody td.text", has_text=HOSTILE)).to_have_count(1)
+    assert page.locator("#drill-table img").count() == 0
+    assert page.evaluate("() => window.__xss") is None
+    first_reply = page.locator("#drill-table tbody tr").first.locator("details")
+    expect(first_reply.locator("pre")).to_be_hidden()
+    first_reply.locator("summary").click()
+    expect(first_reply.locator("pre")).to_be_visible()
+
+    for outcome in ("refusal", "unparseable", "label", "error"):
+        page.locator(f'#drill-filters button[data-outcome="{outcome}"]').click()
+        n = cell_requests.filter(outcome=outcome).count()
+        expect(rows).to_have_count(n)
+        if n:
+            assert set(rows.evaluate_all("rows => rows.map(r => r.dataset.outcome)")) == {outcome}
+        expect(page.locator(f'#drill-filters button[data-outcome="{outcome}"]')).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#drill-count")).to_have_text("No replies.")
+    page.locator('#drill-filters button[data-outcome=""]').click()
+    expect(rows).to_have_count(cell_requests.count())
+
+    # Another cell, from Table 2: its failed request, with its error.
+    page.locator(f'#f1-table tr[data-model="{model_a.id}"] td[data-condition="cot"]').click()
+    page.locator('#drill-filters button[data-outcome="error"]').click()
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_contain_text("HTTP 503 after 5 attempts")
+
+    # The scatter's reference toggle redraws it against the majority vote.
+    page.locator('input[name="scatter-reference"][value="majority"]').check()
+    expect(page.locator("#chart-scatter .xtitle")).to_have_text("recall (majority)")
+    assert page.locator("#chart-scatter .scatterlayer .point").count() == 4
+
+    assert f"{live_server.url}/static/vendor/plotly/plotly.min.js" in requests
+    live_host = urlsplit(live_server.url).netloc
+    assert [url for url in requests if not url.startswith("data:") and urlsplit(url).netloc != live_host] == []
+    if os.environ.get("AUDIT_DASHBOARD_SCREENSHOT"):
+        page.wait_for_timeout(300)
+        page.screenshot(path=os.environ["AUDIT_DASHBOARD_SCREENSHOT"], full_page=True)
+    assert problems == []
+
+
+def test_running_audit_shows_live_progress_and_pauses(live_server, browser_context):
+    audit = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING, name="Running audit")
+    models = {m.model: m for m in audit.models.all()}
+    page, problems, requests = logged_in_page(browser_context, live_server)
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+
+    expect(page.locator("#no-metrics")).to_contain_text("No metrics yet")
+    expect(page.locator("#status")).to_have_text("Running")
+    expect(page.locator("#progress-table tbody tr")).to_have_count(4)
+    row = page.locator(f'#progress-table tbody tr[data-model="{models["model-a"].id}"][data-condition="zs"]')
+    cells = row.locator("td")
+    expect(cells.nth(2)).to_have_text("7")  # answered
+    expect(cells.nth(3)).to_have_text("1")  # failed
+    expect(cells.nth(4)).to_have_text("8")  # waiting
+    expect(cells.nth(8)).to_have_text("0.13")  # 8 finished in the last minute: 8/60 per second
+    expect(cells.nth(9)).to_have_text("1 min 0 s")  # 8 waiting at that rate
+    idle = page.locator(f'#progress-table tbody tr[data-model="{models["model-b"].id}"][data-condition="zs"] td')
+    expect(idle.nth(8)).to_have_text("0.00")
+    expect(idle.nth(9)).to_have_text("—")  # no rate, so no ETA
+    totals = page.locator("#progress-table tfoot tr.total td")
+    expect(totals.nth(0)).to_have_text("11")
+    expect(totals.nth(2)).to_have_text("52")
+    expect(page.locator("#progress-text")).to_contain_text("12 of 64 requests finished")
+    assert page.locator("#progress-bar").evaluate("bar => [bar.value, bar.max]") == [12, 64]
+    expect(page.locator("#live-workers")).to_have_text("0")
+    expect(page.locator('#controls button[data-action="pause"]')).to_be_visible()
+    expect(page.locator('#controls button[data-action="resume"]')).to_be_hidden()
+
+    # It polls: a request answered meanwhile shows within a few seconds.
+    waiting = AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.PENDING).order_by("id").first()
+    AuditRequest.objects.filter(pk=waiting.pk).update(state=AuditRequest.State.ANSWERED, outcome="label", label=1)
+    expect(totals.nth(0)).to_have_text("12", timeout=6000)
+
+    page.locator('#controls button[data-action="pause"]').click()
+    expect(page.locator("#status")).to_have_text("Paused")
+    expect(page.locator("#status-reason")).to_have_text("paused by a researcher")
+    expect(page.locator("#control-message")).to_contain_text("Paused")
+    assert Audit.objects.get(pk=audit.id).status == Audit.Status.PAUSED
+    expect(page.locator('#controls button[data-action="pause"]')).to_be_hidden()
+    expect(page.locator('#controls button[data-action="resume"]')).to_be_visible()
+    assert any(url.endswith(f"/api/audits/{audit.id}/pause/") for url in requests)
+
+    # A refused action (409) shows the API's reason.
+    page.route(f"**/api/audits/{audit.id}/resume/",
+               lambda route: route.fulfill(status=409, json={"detail": "a cancelled audit cannot be resumed"}))
+    page.locator('#controls button[data-action="resume"]').click()
+    expect(page.locator("#control-message")).to_have_text("a cancelled audit cannot be resumed")
+    expect(page.locator("#control-message")).to_have_class(re.compile(r"\berror\b"))
+    # Chromium reports the refused request itself; nothing else may have gone wrong.
+    assert [p for p in problems if "status of 409" not in p] == []
+
+
+def test_page_reloads_once_when_the_audit_completes(live_server, browser_context):
+    audit = build_audit(COMPLETED_PLAN, name="Analysing audit")
+    Audit.objects.filter(pk=audit.id).update(status=Audit.Status.ANALYSING)
+    page, problems, _ = logged_in_page(browser_context, live_server)
+    loads: list[str] = []
+    page.on("load", lambda: loads.append(page.url))
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+    expect(page.locator("#status")).to_have_text("Computing metrics")
+    assert page.locator('#controls button[data-action]:not([hidden])').count() == 0
+    Audit.objects.filter(pk=audit.id).update(status=Audit.Status.COMPLETED)
+    expect(page.locator("#status")).to_have_text("Completed", timeout=6000)
+    page.wait_for_load_state("load")
+    page.wait_for_timeout(4500)  # two more polling periods: a completed page does not poll, nor reload again
+    assert len(loads) == 2
+    expect(page.locator("#kappa-table")).to_be_visible()
+    assert problems == []
