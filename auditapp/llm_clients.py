@@ -1,0 +1,445 @@
+"""Talking to LLM endpoints: chat requests with retries and limits, reply parsing, model listing.
+
+Pure layer: no Django; the caller passes an :class:`EndpointConfig`, an ``httpx.AsyncClient`` and a
+limiter from :mod:`auditapp.llm_limits` (where, as ARCHITECTURE puts it, "the limits that must hold
+across workers live in Redis").
+
+Protocols
+---------
+``"openai"``: OpenAI-compatible servers (OpenAI, vLLM, llama.cpp's server, routers), ``POST
+/v1/chat/completions`` and ``GET /v1/models``. ``base_url`` is the server root (``http://127.0.0.1:8000``,
+``https://openrouter.ai/api``) and ``/v1/...`` is appended; when it already ends with ``/v1``
+(``https://api.openai.com/v1``) only the rest (``/chat/completions``, ``/models``) is.
+``"ollama"``: Ollama's native API, ``POST /api/chat`` and ``GET /api/tags`` under ``base_url``.
+``api_key`` is sent as ``Authorization: Bearer <key>`` to either.
+
+Generation parameters
+---------------------
+Empty ``params`` send nothing beyond model and messages, so the endpoint's own defaults apply (the
+study used the defaults). openai: every parameter goes at the top level of the body, under its own name
+(``temperature``, ``top_p``, ``max_tokens``, ``seed``, ...); ``model``, ``messages`` and ``stream`` are
+refused (replies are never streamed). ollama: ``"stream": false`` always, and the parameters go under
+``"options"``, under Ollama's names: ``max_tokens`` becomes ``num_predict``; every other name
+(``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop``, ``num_ctx``, ...) is passed as is.
+
+Retry and failure policy of :func:`send_chat`
+---------------------------------------------
+- Retried: HTTP 429 and 5xx; transport errors (``httpx.TransportError``: refused or reset connections,
+  broken responses); an attempt that exceeds ``attempt_timeout``; a 2xx whose body is not a usable chat
+  reply (garbage from a server is treated as transient).
+- Failed at once: any other status (4xx, and 1xx/3xx, which a chat request never expects), with the
+  reason ``"HTTP 400: <the server's error message, at most 300 characters>"``; an invalid URL.
+- At most ``max_attempts`` attempts. Between them, exponential backoff with full jitter: a sleep drawn
+  uniformly from ``[0, min(backoff_cap, backoff_base * 2 ** (attempt - 1))]`` with the caller's
+  ``random.Random``, so a seeded run waits the same. On 429 and 503 a ``Retry-After`` header
+  (delta-seconds or an HTTP-date) is used instead when it asks for longer.
+- ``deadline`` seconds bound everything for one request: waiting for a limiter slot, the attempts and
+  the sleeps. Each attempt gets ``min(attempt_timeout, remaining deadline)``, both as httpx's per-operation
+  timeout and as a hard wall-clock limit on the whole attempt (httpx's read timeout restarts with every
+  chunk, so a server trickling bytes would otherwise hold a limiter slot past its TTL). A backoff that
+  would end past the deadline is not slept: the request fails at once.
+- Failure reasons: the 4xx reason above; ``"failed after N attempts: <last reason>"`` when attempts run
+  out; ``"deadline exceeded after N attempts: <last reason>"`` (``timeout`` when an attempt was in flight,
+  ``waiting for a limiter slot`` when none could start). Retried attempts' reasons are kept in
+  order: ``"HTTP 429"`` (plus the server's message when it sent one), ``"timeout"``, ``"ConnectError:
+  <detail>"``, ``"malformed reply: <reason>"``.
+- The limiter slot is held around the HTTP attempt only, never during a backoff, so a request waiting to
+  retry lets others go. A 429 is reported with ``limiter.throttled()``, a usable reply with
+  ``limiter.succeeded()``; other failures say nothing about the endpoint's capacity.
+"""
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal
+
+import httpx
+
+if TYPE_CHECKING:
+    from auditapp.llm_limits import Limiter
+
+Protocol = Literal["openai", "ollama"]
+
+CHAT_PATHS = {"openai": "/v1/chat/completions", "ollama": "/api/chat"}
+MODEL_LIST_PATHS = {"openai": "/v1/models", "ollama": "/api/tags"}
+OLLAMA_OPTION_NAMES = {"max_tokens": "num_predict"}
+MESSAGE_CHARS = 300
+RETRY_AFTER_STATUSES = {429, 503}
+
+
+class MalformedReply(Exception):
+    """A response body that is not a usable chat reply."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+class EndpointError(Exception):
+    """An endpoint that could not be asked or answered with an error (model listing)."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """Where an endpoint is and how to treat it; see the module docstring for ``base_url`` and the policy."""
+
+    protocol: Protocol
+    base_url: str
+    api_key: str | None = None
+    max_concurrency: int = 8
+    requests_per_minute: int | None = None
+    attempt_timeout: float = 120.0
+    deadline: float = 600.0
+    max_attempts: int = 5
+    backoff_base: float = 0.5
+    backoff_cap: float = 30.0
+
+    def url(self, path: str) -> str:
+        """The URL of an API path such as ``/v1/chat/completions`` (``/v1`` not doubled)."""
+        base = self.base_url.rstrip("/")
+        if self.protocol == "openai" and base.endswith("/v1") and path.startswith("/v1/"):
+            path = path[len("/v1"):]
+        return base + path
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
+
+
+@dataclass(frozen=True)
+class Completion:
+    """A chat reply: its text (unstripped; may be empty) and what the server said about it."""
+
+    text: str
+    finish_reason: str | None
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    model_reported: str | None
+    fingerprint: str | None = None
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    """A model an endpoint serves; ``digest`` is Ollama's content hash (None for openai)."""
+
+    name: str
+    digest: str | None
+    details: dict
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """How a chat request ended: a completion, or ``error`` (never both); see the module docstring."""
+
+    completion: Completion | None
+    error: str
+    attempts: int
+    latency_ms: float
+    status_code: int | None
+    retries: tuple[str, ...]
+
+
+def chat_payload(protocol: Protocol, model: str, messages: list[dict], params: dict) -> tuple[str, dict]:
+    """The API path and JSON body of a chat request (parameters placed as the module docstring says)."""
+    if protocol == "openai":
+        reserved = {"model", "messages", "stream"} & params.keys()
+        if reserved:
+            raise ValueError(f"generation parameters may not set {sorted(reserved)}")
+        return CHAT_PATHS["openai"], {"model": model, "messages": messages, **params}
+    if protocol == "ollama":
+        body: dict[str, Any] = {"model": model, "messages": messages, "stream": False}
+        if params:
+            options = {OLLAMA_OPTION_NAMES.get(name, name): value for name, value in params.items()}
+            if len(options) < len(params):
+                raise ValueError(f"generation parameters name the same Ollama option twice: {sorted(params)}")
+            body["options"] = options
+        return CHAT_PATHS["ollama"], body
+    raise ValueError(f"unknown protocol {protocol!r}")
+
+
+def _json_object(body: bytes) -> dict:
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise MalformedReply(f"not JSON ({_excerpt(body, 80)!r})") from error
+    if not isinstance(data, dict):
+        raise MalformedReply(f"not a JSON object but {type(data).__name__}")
+    return data
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _text(message: object, *, where: str) -> str:
+    if not isinstance(message, dict):
+        raise MalformedReply(f"no {where}")
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    if content is None:
+        raise MalformedReply("no text content" + (" (tool calls)" if message.get("tool_calls") else ""))
+    raise MalformedReply(f"content is {type(content).__name__}, not text")
+
+
+def parse_chat_reply(protocol: Protocol, body: bytes) -> Completion:
+    """The :class:`Completion` in a chat response body; :class:`MalformedReply` if there is none."""
+    data = _json_object(body)
+    if protocol == "openai":
+        choices = data.get("choices")
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            raise MalformedReply("no choices" + (f" (error: {_server_message(data)})" if "error" in data else ""))
+        choice = choices[0]
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return Completion(
+            text=_text(choice.get("message"), where="message in choices[0]"),
+            finish_reason=_str_or_none(choice.get("finish_reason")),
+            prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+            completion_tokens=_int_or_none(usage.get("completion_tokens")),
+            model_reported=_str_or_none(data.get("model")),
+            fingerprint=_str_or_none(data.get("system_fingerprint")),
+        )
+    if protocol == "ollama":
+        if "message" not in data and "error" in data:
+            raise MalformedReply(f"error: {_server_message(data)}")
+        return Completion(
+            text=_text(data.get("message"), where="message"),
+            finish_reason=_str_or_none(data.get("done_reason")),
+            prompt_tokens=_int_or_none(data.get("prompt_eval_count")),
+            completion_tokens=_int_or_none(data.get("eval_count")),
+            model_reported=_str_or_none(data.get("model")),
+        )
+    raise ValueError(f"unknown protocol {protocol!r}")
+
+
+def _excerpt(body: bytes, limit: int) -> str:
+    return body[:limit * 4].decode("utf-8", errors="replace")[:limit]
+
+
+def _server_message(data: object) -> str:
+    """The error message in a parsed error body, in the shapes OpenAI, vLLM, Ollama and proxies use."""
+    if isinstance(data, dict):
+        for key in ("error", "detail", "message"):
+            if key in data:
+                return _server_message(data[key])
+        return json.dumps(data)
+    return data if isinstance(data, str) else json.dumps(data)
+
+
+def _http_reason(response: httpx.Response) -> str:
+    try:
+        message = _server_message(json.loads(response.content))
+    except (ValueError, UnicodeDecodeError):
+        message = _excerpt(response.content, MESSAGE_CHARS)
+    message = " ".join(message.split())[:MESSAGE_CHARS]
+    return f"HTTP {response.status_code}: {message}" if message else f"HTTP {response.status_code}"
+
+
+def _transport_reason(error: Exception) -> str:
+    if isinstance(error, httpx.TimeoutException):
+        return "timeout"
+    detail = str(error)
+    return f"{type(error).__name__}: {detail}" if detail else type(error).__name__
+
+
+def retry_after_seconds(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds a ``Retry-After`` header asks to wait (delta-seconds or an HTTP-date); None if absent or invalid."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when.tzinfo is None:  # "-0000" means UTC with no zone information
+        when = when.replace(tzinfo=UTC)
+    return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One attempt's outcome: ``completion`` on success, else ``reason`` and whether it may be retried."""
+
+    reason: str
+    completion: Completion | None = None
+    retry: bool = False
+    status_code: int | None = None
+    latency_ms: float = 0.0
+    retry_after: float | None = None
+
+
+async def _attempt(client: httpx.AsyncClient, config: EndpointConfig, limiter: Limiter, url: str, body: dict,
+                   deadline_at: float, on_start: Callable[[], None]) -> _Attempt:
+    """One HTTP attempt inside a limiter slot; ``on_start`` is called once the slot is held."""
+    async with limiter.slot():
+        budget = min(config.attempt_timeout, deadline_at - time.perf_counter())
+        on_start()
+        started = time.perf_counter()
+
+        def elapsed_ms() -> float:
+            return (time.perf_counter() - started) * 1000
+
+        try:
+            async with asyncio.timeout(budget):
+                response = await client.post(url, json=body, headers=config.headers(),
+                                             timeout=httpx.Timeout(max(budget, 0.001)))
+        except TimeoutError:
+            return _Attempt(reason="timeout", retry=True, latency_ms=elapsed_ms())
+        except (httpx.UnsupportedProtocol, httpx.InvalidURL) as error:
+            return _Attempt(reason=_transport_reason(error), latency_ms=elapsed_ms())
+        except (httpx.TransportError, httpx.DecodingError) as error:
+            return _Attempt(reason=_transport_reason(error), retry=True, latency_ms=elapsed_ms())
+        latency_ms = elapsed_ms()
+        status = response.status_code
+        if response.is_success:
+            try:
+                completion = parse_chat_reply(config.protocol, response.content)
+            except MalformedReply as error:
+                return _Attempt(reason=f"malformed reply: {error.reason}", retry=True, status_code=status,
+                                latency_ms=latency_ms)
+            await limiter.succeeded()
+            return _Attempt(reason="", completion=completion, status_code=status, latency_ms=latency_ms)
+        if status == 429:
+            await limiter.throttled()
+        retry_after = None
+        if status in RETRY_AFTER_STATUSES:
+            retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+        return _Attempt(reason=_http_reason(response), retry=status == 429 or status >= 500, status_code=status,
+                        latency_ms=latency_ms, retry_after=retry_after)
+
+
+async def send_chat(client: httpx.AsyncClient, config: EndpointConfig, limiter: Limiter, model: str,
+                    messages: list[dict], params: dict, *, rng: random.Random,
+                    on_retry: Callable[[str, float], None] | None = None) -> SendResult:
+    """Send one chat request under the retry and failure policy of the module docstring.
+
+    Never raises for endpoint problems (they end in ``SendResult.error``); cancellation and the limiter's
+    own errors (Redis unreachable) propagate.
+    ``on_retry(reason, delay_seconds)`` is called before each backoff sleep.
+    """
+    path, body = chat_payload(config.protocol, model, messages, params)
+    url = config.url(path)
+    deadline_at = time.perf_counter() + config.deadline
+    retries: list[str] = []
+    attempts = 0
+    in_flight_since: float | None = None
+    last: _Attempt | None = None
+
+    def started() -> None:
+        nonlocal attempts, in_flight_since
+        attempts += 1
+        in_flight_since = time.perf_counter()
+
+    def result(error: str) -> SendResult:
+        return SendResult(completion=last.completion if last else None, error=error, attempts=attempts,
+                          latency_ms=last.latency_ms if last else 0.0,
+                          status_code=last.status_code if last else None, retries=tuple(retries))
+
+    def deadline_exceeded() -> SendResult:
+        return result(f"deadline exceeded after {attempts} attempts: {last.reason if last else 'no attempt'}")
+
+    while True:
+        remaining = deadline_at - time.perf_counter()
+        if remaining <= 0:
+            return deadline_exceeded()
+        in_flight_since = None
+        try:
+            async with asyncio.timeout(remaining) as deadline:
+                last = await _attempt(client, config, limiter, url, body, deadline_at, started)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            if in_flight_since is None:
+                waited = "waiting for a limiter slot"
+                last = _Attempt(reason=f"{waited} (last error: {last.reason})" if last else waited)
+            else:
+                last = _Attempt(reason="timeout", latency_ms=(time.perf_counter() - in_flight_since) * 1000)
+            return deadline_exceeded()
+        if last.completion is not None:
+            return result("")
+        if not last.retry:
+            return result(last.reason)
+        if attempts >= config.max_attempts:
+            return result(f"failed after {attempts} attempts: {last.reason}")
+        delay = rng.uniform(0, min(config.backoff_cap, config.backoff_base * 2 ** (attempts - 1)))
+        if last.retry_after is not None:
+            delay = max(delay, last.retry_after)
+        if time.perf_counter() + delay >= deadline_at:
+            return deadline_exceeded()
+        retries.append(last.reason)
+        if on_retry is not None:
+            on_retry(last.reason, delay)
+        await asyncio.sleep(delay)
+
+
+def _parse_model_list(protocol: Protocol, response: httpx.Response) -> list[ModelInfo]:
+    if not response.is_success:
+        raise EndpointError(_http_reason(response))
+    try:
+        data = _json_object(response.content)
+    except MalformedReply as error:
+        raise EndpointError(f"malformed model list: {error.reason}") from None
+    entries = data.get("data" if protocol == "openai" else "models")
+    if not isinstance(entries, list) or not all(isinstance(entry, dict) for entry in entries):
+        raise EndpointError("malformed model list: no list of models")
+    models = []
+    for entry in entries:
+        if protocol == "openai":
+            name, digest = entry.get("id"), None
+            details = {key: value for key, value in entry.items() if key != "id"}
+        else:
+            name, digest = entry.get("name"), _str_or_none(entry.get("digest"))
+            details = dict(entry.get("details") or {})
+            details.update({key: entry[key] for key in ("size", "modified_at") if key in entry})
+        if not isinstance(name, str):
+            raise EndpointError(f"malformed model list: an entry without a name: {json.dumps(entry)[:100]}")
+        models.append(ModelInfo(name=name, digest=digest, details=details))
+    return models
+
+
+def _model_list_request(config: EndpointConfig) -> tuple[str, dict[str, str]]:
+    if config.protocol not in MODEL_LIST_PATHS:
+        raise ValueError(f"unknown protocol {config.protocol!r}")
+    return config.url(MODEL_LIST_PATHS[config.protocol]), config.headers()
+
+
+async def list_models(client: httpx.AsyncClient, config: EndpointConfig) -> list[ModelInfo]:
+    """The models an endpoint serves (openai: ``GET /v1/models``; ollama: ``GET /api/tags``).
+
+    Raises :class:`EndpointError` with a readable reason (status and the server's message, or the
+    connection error). Uses the client's timeout.
+    """
+    url, headers = _model_list_request(config)
+    try:
+        response = await client.get(url, headers=headers)
+    except (httpx.TransportError, httpx.DecodingError, httpx.InvalidURL) as error:
+        raise EndpointError(_transport_reason(error)) from error
+    return _parse_model_list(config.protocol, response)
+
+
+def list_models_sync(config: EndpointConfig, *, timeout: float = 10) -> list[ModelInfo]:
+    """:func:`list_models` for synchronous callers (admin views, management commands)."""
+    url, headers = _model_list_request(config)
+    try:
+        with httpx.Client(timeout=timeout) as client:
+            response = client.get(url, headers=headers)
+    except (httpx.TransportError, httpx.DecodingError, httpx.InvalidURL) as error:
+        raise EndpointError(_transport_reason(error)) from error
+    return _parse_model_list(config.protocol, response)

@@ -1,0 +1,309 @@
+"""LocalLimiter and RedisLimiter: the concurrency bound, the AIMD limit, the rate limit, reclaiming dead holders."""
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+
+import pytest
+import redis
+import redis.asyncio
+
+from auditapp.llm_limits import LocalLimiter, RedisLimiter, limiter_for
+from tests.integration.support import redis_broker_url
+
+
+class Gauge:
+    """Counts holders inside slots and remembers the most at once."""
+
+    def __init__(self):
+        self.now = self.peak = self.total = 0
+
+    async def hold(self, limiter, seconds: float) -> None:
+        async with limiter.slot():
+            self.now += 1
+            self.total += 1
+            self.peak = max(self.peak, self.now)
+            await asyncio.sleep(seconds)
+            self.now -= 1
+
+
+async def start_times(limiters, n_per_limiter: int) -> list[float]:
+    """Start times of slots taken back to back through each limiter."""
+    times: list[float] = []
+
+    async def take(limiter):
+        async with limiter.slot():
+            times.append(time.perf_counter())
+
+    await asyncio.gather(*(take(limiter) for limiter in limiters for _ in range(n_per_limiter)))
+    return sorted(times)
+
+
+def assert_paced(times: list[float], *, interval: float) -> None:
+    """Starts that keep ``interval`` apart; a late wake-up may shorten the gap after it a little."""
+    gaps = [round(b - a, 4) for a, b in zip(times, times[1:], strict=False)]
+    assert min(gaps) >= interval * 0.8, gaps
+    assert interval * (len(times) - 1) - 0.02 <= times[-1] - times[0] <= interval * (len(times) + 3), gaps
+
+
+def test_local_limiter_never_exceeds_max_concurrency():
+    async def main():
+        limiter, gauge = LocalLimiter(8), Gauge()
+        await asyncio.gather(*(gauge.hold(limiter, 0.001 * (i % 3)) for i in range(200)))
+        return gauge
+
+    gauge = asyncio.run(main())
+    assert gauge.total == 200
+    assert gauge.peak == 8
+
+
+def test_local_limiter_halves_once_per_round_of_429s_and_recovers_one_step_per_window():
+    async def main():
+        limiter = LocalLimiter(8)
+        assert await limiter.current_limit() == 8
+        entered = asyncio.Event()
+        release = asyncio.Event()
+        count = 0
+
+        async def throttled_in_flight():
+            nonlocal count
+            async with limiter.slot():
+                count += 1
+                if count == 8:
+                    entered.set()
+                await release.wait()
+                await limiter.throttled()
+
+        tasks = [asyncio.create_task(throttled_in_flight()) for _ in range(8)]
+        await entered.wait()
+        release.set()
+        await asyncio.gather(*tasks)
+        # Eight 429s from requests that were all in flight together: one halving.
+        assert await limiter.current_limit() == 4
+
+        async with limiter.slot():  # granted after the decrease: its 429 halves again
+            await limiter.throttled()
+        assert await limiter.current_limit() == 2
+        await limiter.throttled()  # outside a slot: always halves
+        await limiter.throttled()
+        await limiter.throttled()
+        assert await limiter.current_limit() == 1
+
+        seen = []
+        for _ in range(1 + 2 + 3 + 4 + 5 + 6 + 7 + 10):
+            async with limiter.slot():
+                await limiter.succeeded()
+            seen.append(await limiter.current_limit())
+        return seen
+
+    seen = asyncio.run(main())
+    # +1 after `limit` successes at that limit, capped at the maximum.
+    assert seen[0] == 2 and seen[2] == 3 and seen[5] == 4 and seen[27] == 8
+    assert seen[1] == 2 and seen[4] == 3 and seen[26] == 7
+    assert max(seen) == 8
+
+
+def test_local_limiter_holds_the_lowered_limit():
+    async def main():
+        limiter, gauge = LocalLimiter(8), Gauge()
+        await limiter.throttled()
+        await limiter.throttled()
+        await asyncio.gather(*(gauge.hold(limiter, 0.002) for _ in range(40)))
+        return gauge
+
+    assert asyncio.run(main()).peak == 2
+
+
+def test_local_limiter_paces_starts_to_the_rate_limit():
+    async def main():
+        return await start_times([LocalLimiter(4, requests_per_minute=600)], 12)
+
+    times = asyncio.run(main())
+    assert_paced(times, interval=0.1)  # 600/min
+
+
+def test_local_limiter_gives_back_the_slot_of_a_cancelled_waiter():
+    async def main():
+        limiter = LocalLimiter(1)
+        async with limiter.slot():
+            waiter = asyncio.create_task(Gauge().hold(limiter, 0))
+            await asyncio.sleep(0.01)
+            waiter.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+        async with asyncio.timeout(1):
+            async with limiter.slot():
+                pass
+
+    asyncio.run(main())
+
+
+def test_limiter_for_without_redis_is_local():
+    assert isinstance(limiter_for(None, "x", 4, None, slot_ttl=10), LocalLimiter)
+    assert isinstance(limiter_for("filesystem://", "x", 4, None, slot_ttl=10), LocalLimiter)
+
+
+# --- RedisLimiter against a real Redis -------------------------------------------------------------------
+
+
+@pytest.fixture
+def redis_url():
+    if not os.environ.get("CELERY_BROKER_URL") and not os.environ.get("DATABASE_URL"):
+        pytest.skip("runs in bin/test's PostgreSQL + Redis pass (or set CELERY_BROKER_URL=redis://...)")
+    return redis_broker_url()
+
+
+@pytest.fixture
+def endpoint_key(redis_url):
+    """A key of its own for each test; its Redis keys are deleted afterwards."""
+    key = f"test-{uuid.uuid4().hex}"
+    yield key
+    client = redis.Redis.from_url(redis_url)
+    stale = list(client.scan_iter(match=f"llm-limit:{key}:*"))
+    if stale:
+        client.delete(*stale)
+    client.close()
+
+
+def two_workers(url: str, key: str, max_concurrency: int, rpm: int | None = None, slot_ttl: float = 30):
+    """Two limiters with a Redis client each, as two worker processes would have."""
+    limiters = [limiter_for(url, key, max_concurrency, rpm, slot_ttl=slot_ttl) for _ in range(2)]
+    assert all(isinstance(limiter, RedisLimiter) for limiter in limiters)
+    return limiters
+
+
+async def close_all(limiters) -> None:
+    for limiter in limiters:
+        await limiter.aclose()
+
+
+@pytest.mark.integration
+def test_redis_limiters_together_never_exceed_the_limit(redis_url, endpoint_key):
+    async def main():
+        limiters, gauge = two_workers(redis_url, endpoint_key, 5), Gauge()
+        try:
+            # More tasks than each client's connection pool: the pool makes them queue, not fail.
+            await asyncio.gather(*(gauge.hold(limiters[i % 2], 0.002 * (i % 4)) for i in range(300)))
+        finally:
+            await close_all(limiters)
+        return gauge
+
+    gauge = asyncio.run(main())
+    assert gauge.total == 300
+    assert gauge.peak == 5
+
+
+@pytest.mark.integration
+def test_redis_limiter_waiters_cancelled_in_the_queue_leave_nothing_behind(redis_url, endpoint_key):
+    async def main():
+        (limiter, _) = limiters = two_workers(redis_url, endpoint_key, 1)
+        gauge = Gauge()
+        try:
+            async with limiter.slot():
+                waiters = [asyncio.create_task(gauge.hold(limiter, 0)) for _ in range(6)]
+                await asyncio.sleep(0.05)
+                waiters[0].cancel()  # the one polling for the process
+                waiters[3].cancel()  # one queued behind it
+                await asyncio.sleep(0.01)
+            async with asyncio.timeout(2):
+                results = await asyncio.gather(*waiters, return_exceptions=True)
+            holders = await limiter.redis.zcard(limiter.prefix + "holders")
+        finally:
+            await close_all(limiters)
+        return results, holders, gauge
+
+    results, holders, gauge = asyncio.run(main())
+    assert [isinstance(result, asyncio.CancelledError) for result in results] == [True, False, False, True, False, False]
+    assert gauge.total == 4 and gauge.peak == 1
+    assert holders == 0
+
+
+@pytest.mark.integration
+def test_redis_limiter_reclaims_the_slot_of_a_killed_worker(redis_url, endpoint_key):
+    async def main():
+        killed, alive = two_workers(redis_url, endpoint_key, 1, slot_ttl=0.3)
+        try:
+            await killed.slot().__aenter__()  # never released, like a SIGKILLed worker's slot
+            held_at = time.perf_counter()
+            async with alive.slot():
+                waited = time.perf_counter() - held_at
+        finally:
+            await close_all([killed, alive])
+        return waited
+
+    waited = asyncio.run(main())
+    assert 0.25 <= waited < 1.5
+
+
+@pytest.mark.integration
+def test_redis_limiter_shares_the_aimd_limit(redis_url, endpoint_key):
+    async def main():
+        first, second = two_workers(redis_url, endpoint_key, 8)
+        try:
+            async with first.slot():
+                await first.throttled()
+            async with first.slot():  # granted before the next 429: that one does not halve again
+                async with second.slot():
+                    await second.throttled()
+                await first.throttled()
+            after_429s = await second.current_limit()
+            for _ in range(4):
+                async with second.slot():
+                    await second.succeeded()
+            after_successes = await first.current_limit()
+            gauge = Gauge()
+            await second.throttled()
+            await second.throttled()
+            lowered = await first.current_limit()
+            await asyncio.gather(*(gauge.hold((first, second)[i % 2], 0.002) for i in range(30)))
+        finally:
+            await close_all([first, second])
+        return after_429s, after_successes, lowered, gauge.peak
+
+    after_429s, after_successes, lowered, peak = asyncio.run(main())
+    assert after_429s == 2  # 8 → 4 → 2; the stale 429 from `first` was ignored
+    assert after_successes == 3  # 2 successes at limit 2 → 3
+    assert lowered == 1  # 3 → 1 → 1 (floor)
+    assert peak == 1
+
+
+@pytest.mark.integration
+def test_redis_limiters_together_keep_the_rate_limit(redis_url, endpoint_key):
+    async def main():
+        limiters = two_workers(redis_url, endpoint_key, 8, rpm=600)
+        try:
+            return await start_times(limiters, 6)
+        finally:
+            await close_all(limiters)
+
+    times = asyncio.run(main())
+    assert_paced(times, interval=0.1)  # paced by Redis's clock, slept by ours
+
+
+@pytest.mark.integration
+def test_redis_limiter_costs_one_round_trip_to_acquire_and_one_to_release(redis_url, endpoint_key):
+    async def main():
+        limiter = RedisLimiter(redis.asyncio.Redis.from_url(redis_url), endpoint_key, 64, None, slot_ttl=30,
+                               owns_client=True)
+        commands = []
+        execute = limiter.redis.execute_command
+
+        async def counting(*args, **kwargs):
+            commands.append(args[0])
+            return await execute(*args, **kwargs)
+
+        limiter.redis.execute_command = counting
+        try:
+            async with limiter.slot():  # loads the scripts on first use
+                await limiter.succeeded()
+            commands.clear()
+            for _ in range(10):
+                async with limiter.slot():
+                    await limiter.succeeded()
+        finally:
+            await limiter.aclose()
+        return commands
+
+    assert asyncio.run(main()) == ["EVALSHA"] * 20
