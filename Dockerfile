@@ -9,6 +9,9 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     STATIC_ROOT=/app/staticfiles
 
 WORKDIR /app
+# Recorded in every audit's manifest (the image has no .git): docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD)
+ARG GIT_COMMIT=unknown
+ENV GIT_COMMIT=$GIT_COMMIT
 COPY requirements.txt .
 RUN pip install -r requirements.txt
 
