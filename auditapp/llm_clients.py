@@ -55,7 +55,7 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -95,7 +95,7 @@ class EndpointConfig:
 
     protocol: Protocol
     base_url: str
-    api_key: str | None = None
+    api_key: str | None = field(default=None, repr=False)  # kept out of logs and tracebacks
     max_concurrency: int = 8
     requests_per_minute: int | None = None
     attempt_timeout: float = 120.0
@@ -103,6 +103,12 @@ class EndpointConfig:
     max_attempts: int = 5
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
+
+    def __post_init__(self):
+        if self.protocol not in CHAT_PATHS:
+            raise ValueError(f"unknown protocol {self.protocol!r}; expected one of {sorted(CHAT_PATHS)}")
+        if self.max_attempts < 1 or self.attempt_timeout <= 0 or self.deadline <= 0:
+            raise ValueError("max_attempts must be at least 1, attempt_timeout and deadline positive")
 
     def url(self, path: str) -> str:
         """The URL of an API path such as ``/v1/chat/completions`` (``/v1`` not doubled)."""

@@ -158,6 +158,14 @@ def test_chat_url_appends_v1_unless_the_base_ends_with_it(protocol, base_url, ur
     assert endpoint.url(chat_payload(protocol, "m", MESSAGES, {})[0]) == url
 
 
+def test_endpoint_config_keeps_the_api_key_out_of_its_repr_and_checks_itself():
+    assert "sk-secret" not in repr(EndpointConfig("openai", "http://llm.test", "sk-secret"))
+    with pytest.raises(ValueError, match="unknown protocol"):
+        EndpointConfig("anthropic", "http://llm.test", None)
+    with pytest.raises(ValueError):
+        EndpointConfig("openai", "http://llm.test", None, max_attempts=0)
+
+
 # --- parsing replies --------------------------------------------------------------------------------------------
 
 

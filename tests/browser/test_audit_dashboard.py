@@ -11,8 +11,6 @@ import re
 from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
-from django.test import Client
 from playwright.sync_api import expect
 
 from auditapp.models import Audit, AuditRequest
@@ -24,26 +22,9 @@ from tests.auditapp.test_audit_dashboard_view import (
     build_audit,
     expected_metrics,
 )
-from tests.factories import make_researcher
+from tests.browser.staff import logged_in_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
-
-
-def logged_in_page(browser_context, live_server):
-    """A page of a logged-in staff researcher, with the console errors, page errors and requests it sees."""
-    user, _ = make_researcher("audit-dashboard-researcher")
-    client = Client()
-    client.force_login(user)
-    browser_context.add_cookies([{"name": settings.SESSION_COOKIE_NAME,
-                                  "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-                                  "url": live_server.url}])
-    page = browser_context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    requests: list[str] = []
-    page.on("request", lambda request: requests.append(request.url))
-    return page, problems, requests
 
 
 def bold_cells(page, table: str) -> set[tuple[int, str]]:
@@ -55,7 +36,7 @@ def test_completed_audit_tables_figures_and_drill_down(live_server, browser_cont
     audit = build_audit(COMPLETED_PLAN)
     expected = expected_metrics(audit)
     models = {m.model: m for m in audit.models.all()}
-    page, problems, requests = logged_in_page(browser_context, live_server)
+    page, problems, requests = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
     page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
 
     expect(page.locator("#figure-1 .main-svg").first).to_be_attached()
@@ -138,7 +119,7 @@ def test_completed_audit_tables_figures_and_drill_down(live_server, browser_cont
 def test_running_audit_shows_live_progress_and_pauses(live_server, browser_context):
     audit = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING, name="Running audit")
     models = {m.model: m for m in audit.models.all()}
-    page, problems, requests = logged_in_page(browser_context, live_server)
+    page, problems, requests = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
     page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
 
     expect(page.locator("#no-metrics")).to_contain_text("No metrics yet")
@@ -190,7 +171,7 @@ def test_running_audit_shows_live_progress_and_pauses(live_server, browser_conte
 def test_page_reloads_once_when_the_audit_completes(live_server, browser_context):
     audit = build_audit(COMPLETED_PLAN, name="Analysing audit")
     Audit.objects.filter(pk=audit.id).update(status=Audit.Status.ANALYSING)
-    page, problems, _ = logged_in_page(browser_context, live_server)
+    page, problems, _ = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
     loads: list[str] = []
     page.on("load", lambda: loads.append(page.url))
     page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")

@@ -8,32 +8,15 @@ import os
 from urllib.parse import urlsplit
 
 import pytest
-from django.conf import settings
-from django.test import Client
 from playwright.sync_api import expect
 
 from annotation.study_analysis import study_analysis_compute
-from tests.factories import make_researcher, make_study, make_worked_example_study
+from tests.browser.staff import logged_in_page
+from tests.factories import make_study, make_worked_example_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 CHARTS = ("#chart-aq", "#chart-sata", "#chart-iat", "#chart-weight", "#chart-r", "#chart-kappa")
-
-
-def logged_in_page(browser_context, live_server):
-    user, _ = make_researcher("dashboard-researcher")
-    client = Client()
-    client.force_login(user)
-    browser_context.add_cookies([{"name": settings.SESSION_COOKIE_NAME,
-                                  "value": client.cookies[settings.SESSION_COOKIE_NAME].value,
-                                  "url": live_server.url}])
-    page = browser_context.new_page()
-    problems: list[str] = []
-    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    requests: list[str] = []
-    page.on("request", lambda request: requests.append(request.url))
-    return page, problems, requests
 
 
 def test_dashboard_draws_its_charts_with_the_vendored_plotly(live_server, browser_context):

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+import redis
 
 REPO = Path(__file__).resolve().parents[2]
 VENV_BIN = Path(sys.executable).parent
@@ -105,6 +106,19 @@ def redis_broker_url() -> str:
     url = os.environ.get("CELERY_BROKER_URL", "")
     require_service("Redis (CELERY_BROKER_URL=redis://...)", url.startswith("redis://"))
     return url
+
+
+def worker_environment(**extra: str) -> dict[str, str]:
+    """The environment of a worker on this test's PostgreSQL database and on Redis (flushed first); skips the
+    test on SQLite, where bin/test's second pass runs it."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
+    redis_url = redis_broker_url()
+    redis.Redis.from_url(redis_url).flushdb()
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test",
+            "DATABASE_URL": database_url(connection.settings_dict), "CELERY_BROKER_URL": redis_url, **extra}
 
 
 def free_port() -> int:

@@ -8,18 +8,15 @@
 from __future__ import annotations
 
 import io
-import os
 import signal
 
 import pandas as pd
 import pytest
-import redis
-from django.db import connection
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precision_score, recall_score
 
 from auditapp.models import Audit, AuditRequest, LLMEndpoint, LLMReply
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
-from tests.integration.support import celery_worker, database_url, redis_broker_url, wait_for
+from tests.integration.support import celery_worker, wait_for, worker_environment
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -29,13 +26,7 @@ ALL_CONDITIONS = ["zs", "cot", "icl_a", "icl_b", "persona_sic", "persona_ifl", "
 
 @pytest.fixture
 def worker_env():
-    if connection.vendor != "postgresql":
-        pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
-    redis_url = redis_broker_url()
-    redis.Redis.from_url(redis_url).flushdb()
-    return {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test",
-            "DATABASE_URL": database_url(connection.settings_dict), "CELERY_BROKER_URL": redis_url,
-            "AUDIT_LEASE_SECONDS": "4"}
+    return worker_environment(AUDIT_LEASE_SECONDS="4")
 
 
 def start_worker(env, concurrency=2):

@@ -1,30 +1,21 @@
 """A real Celery worker process takes import tasks from Redis and writes to PostgreSQL."""
 from __future__ import annotations
 
-import os
-
 import pytest
-import redis
-from django.db import connection, transaction
+from django.db import transaction
 
 from annotation.models import Item, ItemImport, Label
 from annotation.services import item_import_create, item_import_enqueue
 from tasks.imports import item_import_run_task
 from tests.factories import autalic_like_csv, make_study
-from tests.integration.support import celery_worker, database_url, redis_broker_url, wait_for
+from tests.integration.support import celery_worker, wait_for, worker_environment
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
 def worker():
-    if connection.vendor != "postgresql":
-        pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
-    redis_url = redis_broker_url()
-    redis.Redis.from_url(redis_url).flushdb()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test",
-           "DATABASE_URL": database_url(connection.settings_dict), "CELERY_BROKER_URL": redis_url}
-    process = celery_worker(env=env)
+    process = celery_worker(env=worker_environment())
     process.wait_for_output(r"celery@\S+ ready", timeout=60)
     assert "transport:   redis://" in process.output
     yield process
