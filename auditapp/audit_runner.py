@@ -182,6 +182,16 @@ def _builder(*, audit_id: int) -> services.RequestBuilder:
     return services.RequestBuilder(Audit.objects.get(pk=audit_id))
 
 
+def _run_in_own_loop(make_coroutine):
+    """``asyncio.run``; in a helper thread when this thread already runs an event loop (an async caller)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make_coroutine())
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="audit-loop") as pool:
+        return pool.submit(lambda: asyncio.run(make_coroutine())).result()
+
+
 def audit_work(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> str:
     """Work on a running audit until nothing is pending or the slice is used; see the module docstring.
 
@@ -191,7 +201,7 @@ def audit_work(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> str:
     deadline = time.monotonic() + slice_seconds
     while True:
         close_old_connections()
-        outcome = asyncio.run(run_slice(audit_id, slice_seconds=max(1.0, deadline - time.monotonic())))
+        outcome = _run_in_own_loop(partial(run_slice, audit_id, slice_seconds=max(1.0, deadline - time.monotonic())))
         if outcome == "stopped":
             return "stopped"
         if outcome == "slice":

@@ -11,8 +11,10 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
+    """One browser per test module: Playwright's sync API keeps an event loop running in this thread while it
+    lives, which would break every later test that runs asyncio itself."""
     if not os.path.exists(CHROMIUM):
         if os.environ.get("CI") == "true":
             pytest.fail(f"CI=true: {CHROMIUM} is missing (apt-get install chromium)")
