@@ -127,8 +127,8 @@ async def _send_claimed(audit_id: int, chunk_id: int, db, slice_seconds: float) 
         audit_model = builder.models[request.audit_model_id]
         messages = builder.messages(request.condition, request.item_id)
         if builder.key(audit_model, messages, request.replicate) != request.key:
-            return services.RequestResult(request.id, request.key, None, "the prompt no longer matches the request's "
-                                          "key (an item or template changed after the audit was prepared)", 0, 0.0)
+            return services.RequestResult(request.id, request.key, None, "the request no longer matches its key (its "
+                                          "item, template or endpoint changed after the audit was prepared)", 0, 0.0)
         cell = f"{audit_model.id}:{request.condition}"
         sent = await send_chat(client, configs[audit_model.endpoint_id], limiters[audit_model.endpoint_id],
                                audit_model.model, messages, audit_model.params, rng=rng,

@@ -515,7 +515,8 @@ def audit_pause(*, audit: Audit) -> None:
 
 @transaction.atomic
 def audit_resume(*, audit: Audit) -> None:
-    """Continue a paused, stopped or failed audit: only the requests still pending are sent."""
+    """Continue a paused, stopped or failed audit: only the requests still pending are sent (after an error-budget
+    stop, the failed ones too)."""
     audit = Audit.objects.select_for_update().get(pk=audit.pk)
     if audit.status not in (Audit.Status.PAUSED, Audit.Status.STOPPED, Audit.Status.FAILED):
         raise AuditError(f"a {audit.get_status_display().lower()} audit cannot be resumed")
@@ -524,9 +525,17 @@ def audit_resume(*, audit: Audit) -> None:
         audit.save(update_fields=["status", "status_reason", "finished_at"])
         _enqueue_prepare(audit.id)
         return
+    if audit.status == Audit.Status.STOPPED:
+        # The failures that spent the error budget are sent again; otherwise the audit would stop at once.
+        _requeue_failed(audit)
     audit.status, audit.status_reason, audit.finished_at = Audit.Status.RUNNING, "", None
     audit.save(update_fields=["status", "status_reason", "finished_at"])
     _enqueue_work(audit.id, audit.parallel_tasks)
+
+
+def _requeue_failed(audit: Audit) -> int:
+    return AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.FAILED).update(
+        state=AuditRequest.State.PENDING, error="", outcome="", attempts=0, finished_at=None, chunk=None)
 
 
 def audit_cancel(*, audit: Audit) -> None:
@@ -543,8 +552,7 @@ def audit_retry_failed(*, audit: Audit) -> int:
     audit = Audit.objects.select_for_update().get(pk=audit.pk)
     if audit.status in (Audit.Status.QUEUED, Audit.Status.RUNNING, Audit.Status.ANALYSING, Audit.Status.CANCELLED):
         raise AuditError(f"the failed requests of a {audit.get_status_display().lower()} audit cannot be retried")
-    n = AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.FAILED).update(
-        state=AuditRequest.State.PENDING, error="", outcome="", attempts=0, finished_at=None, chunk=None)
+    n = _requeue_failed(audit)
     if n:
         audit.status, audit.status_reason, audit.finished_at = Audit.Status.RUNNING, "", None
         audit.save(update_fields=["status", "status_reason", "finished_at"])

@@ -4,6 +4,8 @@ The worker path (Celery on Redis, PostgreSQL, SIGKILL) has integration tests in 
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -13,6 +15,7 @@ from auditapp import audit_runner
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditMetric, AuditRequest, LLMEndpoint, LLMReply
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
+from tests.integration.support import wait_for
 from tests.llm_server import LLMServer, expected_label
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -116,3 +119,55 @@ def test_rerun_sends_nothing_and_a_second_audit_takes_cached_replies(server, no_
     third = run_audit(third)
     assert not AuditRequest.objects.filter(audit=third, from_cache=True).exists()
     assert server.stats()["bodies"] == 20
+
+
+def test_error_budget_stops_the_audit_and_retry_failed_finishes_it(no_tasks):
+    study = make_audit_study(30, n_examples=2)
+    with LLMServer(permanent_error_rate=1.0, positive_words=AUDIT_POSITIVE_WORDS) as broken:
+        endpoint = make_endpoint(broken, max_attempts=1, max_concurrency=2)
+        audit = services.audit_create(study=study, name="budget", conditions=["zs"], error_budget=0.2,
+                                      models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
+        services.audit_prepare(audit_id=audit.id)
+        assert audit_runner.audit_work(audit.id) == "stopped"
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.STOPPED and "error budget exceeded" in audit.status_reason
+    failed = AuditRequest.objects.filter(audit=audit, state="failed")
+    assert failed.count() > 6 and all(r.error.startswith("failed after 1 attempts: HTTP 500") for r in failed)
+    assert AuditRequest.objects.filter(audit=audit, state="pending", chunk__isnull=True).count() == 30 - failed.count()
+
+    port = int(endpoint.base_url.rsplit(":", 1)[1])
+    with LLMServer(port=port, positive_words=AUDIT_POSITIVE_WORDS):  # the endpoint is fixed, at the same URL
+        services.audit_resume(audit=audit)  # after an error-budget stop, resuming sends the failed ones again
+        assert audit_runner.audit_work(audit.id) == "finished"
+        assert AuditRequest.objects.filter(audit=audit, state="answered").count() == 30
+        AuditRequest.objects.filter(audit=audit, item__external_id="a00001").update(state="failed", error="x")
+        Audit.objects.filter(pk=audit.pk).update(status=Audit.Status.COMPLETED)
+        assert services.audit_retry_failed(audit=audit) == 1
+        assert audit_runner.audit_work(audit.id) == "finished"
+    assert AuditRequest.objects.filter(audit=audit, state="answered").count() == 30
+
+
+def test_pause_keeps_unsent_requests_and_resume_sends_only_those(no_tasks):
+    study = make_audit_study(40, n_examples=2)
+    with LLMServer(latency=0.1, positive_words=AUDIT_POSITIVE_WORDS) as slow:
+        endpoint = make_endpoint(slow, max_concurrency=2)
+        audit = services.audit_create(study=study, name="pause", conditions=["zs"],
+                                      models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
+        services.audit_prepare(audit_id=audit.id)
+        with ThreadPoolExecutor(1) as pool:
+            work = pool.submit(audit_runner.audit_work, audit.id)
+            answered = AuditRequest.objects.filter(audit=audit, state="answered")
+            wait_for(lambda: answered.count() >= 5, timeout=30, what="5 answers")
+            services.audit_pause(audit=audit)
+            assert work.result(timeout=30) == "stopped"
+        after_pause = answered.count()
+        assert after_pause < 40
+        assert not AuditRequest.objects.filter(audit=audit, state="pending", chunk__isnull=False,
+                                               chunk__released_at__isnull=True).exists()
+        services.audit_resume(audit=audit)
+        assert audit_runner.audit_work(audit.id) == "finished"
+        stats = slow.stats()
+    assert answered.count() == 40
+    # Nothing answered is sent again; at most the 2 requests in flight at the pause are (concurrency 2).
+    assert stats["bodies"] == 40 and stats["requests"] <= 40 + 2
+    assert LLMReply.objects.filter(key__in=AuditRequest.objects.filter(audit=audit).values("key")).count() == 40
