@@ -51,6 +51,7 @@ logger = logging.getLogger(__name__)
 PARADIGM = "classification"
 EXAMPLE_SETS = {"icl_a": "icl_a", "icl_b": "icl_b"}
 BULK_BATCH_SIZE = 1000
+RECENT_MESSAGES = 2048
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -220,10 +221,20 @@ class RequestBuilder:
                     _sentence({f: m[f"item__{f}"] for f in fields}, m["label"]) for m in members]
         items = Item.objects.filter(pk__in=AuditItem.objects.filter(audit=audit).values("item_id")).values(*fields)
         self.items = {item["id"]: _sentence(item) for item in items}
+        self._recent: dict[tuple[str, int], list[dict]] = {}
 
     def messages(self, condition: str, item_id: int) -> list[dict]:
-        return classification.build_messages(self.templates[condition], self.items[item_id],
-                                             examples=self.examples.get(condition, ()), seed=self.audit.seed)
+        """The messages of an item under a condition (the same for every model and replicate, so the last
+        few are kept: a worker sends an item's requests one after another)."""
+        cache_key = (condition, item_id)
+        messages = self._recent.get(cache_key)
+        if messages is None:
+            messages = classification.build_messages(self.templates[condition], self.items[item_id],
+                                                     examples=self.examples.get(condition, ()), seed=self.audit.seed)
+            if len(self._recent) >= RECENT_MESSAGES:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[cache_key] = messages
+        return messages
 
     def key(self, audit_model: AuditModel, messages: list[dict], replicate: int) -> str:
         return request_key(protocol=audit_model.endpoint.protocol, base_url=audit_model.endpoint.base_url,
