@@ -121,6 +121,10 @@ def main() -> None:
           f"→ capacity {capacity:.0f} requests/s")
     print(f"sending: {sending_s:.2f} s (first send → last reply) → {rate:.0f} requests/s = {rate / capacity:.1%} of capacity"
           f" (target ≥ 90%)")
+    finished = sorted(requests.values_list("finished_at", flat=True))
+    p10, p90 = finished[len(finished) // 10], finished[9 * len(finished) // 10]
+    steady = 0.8 * n / max((p90 - p10).total_seconds(), 1e-9)
+    print(f"steady state (10th to 90th percentile of replies): {steady:.0f} requests/s = {steady / capacity:.1%}")
     print(f"wall time from launch to all requests finished (incl. building {n} keys): "
           f"{sending_done - wall_start:.2f} s")
     print(f"worker CPU: {worker_cpu:.2f} s = {worker_cpu / n * 1000:.3f} ms per request "
