@@ -310,6 +310,7 @@ class RedisLimiter:
         self._settle_script = redis_client.register_script(_SETTLE_LUA)
         self._turn = asyncio.Lock()
         self._released = asyncio.Event()
+        self._releasing: set[asyncio.Task] = set()
 
     def slot(self) -> SlotContext:
         return _Slot(self._acquire, self._release)
@@ -348,6 +349,13 @@ class RedisLimiter:
         return hold
 
     async def _release(self, hold: _Hold) -> None:
+        # Released in the background: the request is done, and its sender need not wait a Redis round trip
+        # before taking the next one (the slot stays counted until Redis has it back, so the limit holds).
+        task = asyncio.get_running_loop().create_task(self._settle_and_wake(hold))
+        self._releasing.add(task)
+        task.add_done_callback(self._releasing.discard)
+
+    async def _settle_and_wake(self, hold: _Hold) -> None:
         await self._settle(hold.token, hold.outcome, hold.epoch)
         self._released.set()
 
@@ -371,7 +379,14 @@ class RedisLimiter:
     async def current_limit(self) -> int:
         return await self._settle("", "", -1)
 
+    async def settled(self) -> None:
+        """Wait until every slot released so far is back in Redis."""
+        if self._releasing:
+            await asyncio.gather(*self._releasing, return_exceptions=True)
+
     async def aclose(self) -> None:
+        """Wait for the slots being given back, then close the client if this limiter owns it."""
+        await self.settled()
         if self._owns_client:
             await self.redis.aclose()
 

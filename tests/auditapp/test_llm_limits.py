@@ -244,14 +244,18 @@ def test_redis_limiter_shares_the_aimd_limit(redis_url, endpoint_key):
         try:
             async with first.slot():
                 await first.throttled()
+            await first.settled()  # slots are given back in the background
             async with first.slot():  # granted before the next 429: that one does not halve again
                 async with second.slot():
                     await second.throttled()
+                await second.settled()
                 await first.throttled()
+            await first.settled()
             after_429s = await second.current_limit()
             for _ in range(4):
                 async with second.slot():
                     await second.succeeded()
+                await second.settled()
             after_successes = await first.current_limit()
             gauge = Gauge()
             await second.throttled()
@@ -298,10 +302,12 @@ def test_redis_limiter_costs_one_round_trip_to_acquire_and_one_to_release(redis_
         try:
             async with limiter.slot():  # loads the scripts on first use
                 await limiter.succeeded()
+            await limiter.settled()
             commands.clear()
             for _ in range(10):
                 async with limiter.slot():
                     await limiter.succeeded()
+            await limiter.settled()
         finally:
             await limiter.aclose()
         return commands
