@@ -80,6 +80,10 @@ class AuditLaunchForm(forms.ModelForm):
 
     models = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, choices=(),
                                        help_text="Models from the endpoints' last listing.")
+    params = forms.JSONField(
+        required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text='Generation parameters for every chosen model, e.g. {"temperature": 0}; leave {} for each '
+                  "endpoint's own defaults (as in seed 000 §3.4).")
     conditions = forms.MultipleChoiceField(
         widget=forms.CheckboxSelectMultiple, initial=list(CONDITIONS),
         choices=[(code, DEFAULT_TEMPLATES[code].name) for code in CONDITIONS])
@@ -95,6 +99,12 @@ class AuditLaunchForm(forms.ModelForm):
             (f"{endpoint.id}:{model['name']}", f"{endpoint.name} — {model['name']}")
             for endpoint in LLMEndpoint.objects.all() for model in endpoint.listed_models]
 
+    def clean_params(self):
+        params = self.cleaned_data.get("params") or {}
+        if not isinstance(params, dict):
+            raise forms.ValidationError('Give the parameters as a JSON object, e.g. {"temperature": 0}.')
+        return params
+
     def clean(self):
         data = super().clean()
         if not self.errors:
@@ -109,7 +119,8 @@ class AuditLaunchForm(forms.ModelForm):
         choices = []
         for value in self.cleaned_data["models"]:
             endpoint_id, _, model = value.partition(":")
-            choices.append(services.ModelChoice(endpoint=endpoints[int(endpoint_id)], model=model))
+            choices.append(services.ModelChoice(endpoint=endpoints[int(endpoint_id)], model=model,
+                                                params=self.cleaned_data.get("params") or {}))
         return choices
 
 
@@ -132,7 +143,7 @@ class AuditAdmin(admin.ModelAdmin):
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return ("name", "study", "models", "conditions", "replicates", "seed", "use_cache", "error_budget",
+            return ("name", "study", "models", "params", "conditions", "replicates", "seed", "use_cache", "error_budget",
                     "unparsed", "n_resamples", "parallel_tasks")
         return self.readonly_fields
 

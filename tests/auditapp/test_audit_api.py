@@ -142,11 +142,12 @@ def test_admin_launches_an_audit_from_listed_models(client, researcher, server, 
     with django_capture_on_commit_callbacks(execute=True):
         response = client.post("/admin/auditapp/audit/add/", {
         "name": "from the admin", "study": study.id, "models": [f"{endpoint.id}:llama3:8b"],
-        "conditions": ["zs", "cot"], "replicates": 1, "seed": 7, "use_cache": "on", "error_budget": 0.2,
+        "params": '{"temperature": 0}', "conditions": ["zs", "cot"], "replicates": 1, "seed": 7, "use_cache": "on", "error_budget": 0.2,
         "unparsed": "exclude", "n_resamples": 500, "parallel_tasks": 1})
     assert response.status_code == 302, response.content.decode()[-3000:]
     audit = Audit.objects.get(name="from the admin")
     assert audit.models.get().model == "llama3:8b" and audit.seed == 7
+    assert audit.models.get().params == {"temperature": 0}
     assert prepare_sent == [audit.id]
     bare = make_study()
     response = client.post("/admin/auditapp/audit/add/", {
