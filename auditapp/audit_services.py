@@ -148,7 +148,7 @@ def audit_problems(*, study: Study, models: list[ModelChoice], conditions: list[
 @transaction.atomic
 def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditions: list[str],
                  replicates: int = 1, seed: int = 0, use_cache: bool = True, error_budget: float = 0.2,
-                 unparsed: str = Audit.Unparsed.EXCLUDE, n_resamples: int = 2000, parallel_tasks: int = 2,
+                 unparsed: str = Audit.Unparsed.EXCLUDE, n_resamples: int = 2000, parallel_tasks: int = 1,
                  created_by=None) -> Audit:
     """Record an audit of a study's current ground truth and have a worker prepare and run it.
 

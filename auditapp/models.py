@@ -122,7 +122,9 @@ class Audit(models.Model):
                                 help_text="How refusals, unparseable replies and failures enter the metrics.")
     n_resamples = models.PositiveIntegerField(default=2000, help_text="Bootstrap resamples for the CIs.")
     parallel_tasks = models.PositiveSmallIntegerField(
-        default=2, help_text="Worker tasks that send this audit's requests at the same time.")
+        default=1, help_text="Worker tasks that send this audit's requests at the same time, each with its share "
+                             "of the endpoint's concurrency. One is enough for LLMs that take a second or more; "
+                             "raise it (up to the worker processes free) for fast endpoints.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     status_reason = models.TextField(blank=True)
     manifest = models.JSONField(default=dict, blank=True, editable=False)

@@ -89,7 +89,7 @@ class AuditCreateSerializer(serializers.Serializer):
     error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
     unparsed = serializers.ChoiceField(choices=Audit.Unparsed.choices, default=Audit.Unparsed.EXCLUDE)
     n_resamples = serializers.IntegerField(default=2000, min_value=100, max_value=100000)
-    parallel_tasks = serializers.IntegerField(default=2, min_value=1, max_value=32)
+    parallel_tasks = serializers.IntegerField(default=1, min_value=1, max_value=32)
 
 
 class AuditModelSerializer(serializers.Serializer):

@@ -40,9 +40,10 @@ def audit_status(audit_id: int) -> str | None:
     return status if status in ("completed", "failed", "stopped", "cancelled") else None
 
 
-def launch(api_client, study, endpoint, *, models, conditions, n_resamples=500) -> int:
+def launch(api_client, study, endpoint, *, models, conditions, n_resamples=500, parallel_tasks=1) -> int:
     response = api_client.post("/api/audits/", {
         "study": study.id, "name": "integration", "conditions": conditions, "n_resamples": n_resamples,
+        "parallel_tasks": parallel_tasks,
         "models": [{"endpoint": endpoint.id, "model": model} for model in models]}, format="json")
     assert response.status_code == 201, response.content
     return response.json()["id"]
@@ -63,7 +64,9 @@ def test_audit_with_injected_faults_completes_and_metrics_equal_scikit_learn(wor
                                               max_attempts=4)
         worker = start_worker(worker_env)
         try:
-            audit_id = launch(api_client, study, endpoint, models=["model-a", "model-b"], conditions=ALL_CONDITIONS)
+            # Two tasks in two worker processes share the endpoint's limit through Redis.
+            audit_id = launch(api_client, study, endpoint, models=["model-a", "model-b"], conditions=ALL_CONDITIONS,
+                              parallel_tasks=2)
             assert wait_for(lambda: audit_status(audit_id), timeout=600, what="the audit") == "completed", \
                 Audit.objects.get(pk=audit_id).status_reason
         finally:
