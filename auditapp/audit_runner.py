@@ -115,6 +115,8 @@ async def _send_claimed(audit_id: int, chunk_id: int, db, slice_seconds: float) 
     rng = random.Random(f"{audit_id}:{chunk_id}")
     busy = 0
 
+    crashes: list[BaseException] = []
+
     async def sender(client: httpx.AsyncClient) -> None:
         nonlocal busy
         while True:
@@ -122,6 +124,9 @@ async def _send_claimed(audit_id: int, chunk_id: int, db, slice_seconds: float) 
             busy += 1
             try:
                 results.append(await _send_one(client, request))
+            except Exception as error:  # noqa: BLE001 - not an endpoint problem (those are results): stop the slice
+                crashes.append(error)
+                return
             finally:
                 busy -= 1
 
@@ -169,6 +174,13 @@ async def _send_claimed(audit_id: int, chunk_id: int, db, slice_seconds: float) 
                     claiming = bool(claimed)
                 await asyncio.sleep(FLUSH_SECONDS)
                 status = await flush()
+                if crashes:
+                    logger.error("audit %s: a sender failed", audit_id, exc_info=crashes[0])
+                    await db(services.audit_fail, audit_id=audit_id,
+                             reason=f"the worker could not send requests: {type(crashes[0]).__name__}: {crashes[0]}; "
+                                    "fix the cause (e.g. the Redis that holds the endpoint limits), then resume")
+                    outcome = "stopped"
+                    break
                 if status != Audit.Status.RUNNING:
                     outcome = "stopped"
                     break

@@ -248,6 +248,12 @@ def _fail(audit_id: int, reason: str) -> None:
                                              finished_at=timezone.now())
 
 
+def audit_fail(*, audit_id: int, reason: str) -> None:
+    """A running audit that its workers cannot go on with: failed, with the reason (resume continues it)."""
+    Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).update(
+        status=Audit.Status.FAILED, status_reason=reason, finished_at=timezone.now())
+
+
 def audit_prepare(*, audit_id: int) -> None:
     """Resolve each model's digest, create every request with its key, take cached replies, start the work.
 

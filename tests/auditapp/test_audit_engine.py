@@ -15,7 +15,7 @@ from auditapp import audit_runner
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditMetric, AuditRequest, LLMEndpoint, LLMReply
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
-from tests.integration.support import wait_for
+from tests.integration.support import free_port, wait_for
 from tests.llm_server import LLMServer, expected_label
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -171,3 +171,19 @@ def test_pause_keeps_unsent_requests_and_resume_sends_only_those(no_tasks):
     # Nothing answered is sent again; at most the 2 requests in flight at the pause are (concurrency 2).
     assert stats["bodies"] == 40 and stats["requests"] <= 40 + 2
     assert LLMReply.objects.filter(key__in=AuditRequest.objects.filter(audit=audit).values("key")).count() == 40
+
+
+def test_a_worker_that_cannot_reach_the_limits_redis_fails_the_audit_with_the_reason(server, no_tasks, settings):
+    settings.LLM_LIMITS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+    study = make_audit_study(5, n_examples=2)
+    audit = services.audit_create(study=study, name="no redis", conditions=["zs"],
+                                  models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
+    services.audit_prepare(audit_id=audit.id)
+    assert audit_runner.audit_work(audit.id) == "stopped"
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.FAILED
+    assert "could not send requests: ConnectionError" in audit.status_reason
+    assert AuditRequest.objects.filter(audit=audit, state="pending", chunk__isnull=True).count() == 5
+    settings.LLM_LIMITS_REDIS_URL = ""
+    services.audit_resume(audit=audit)
+    assert audit_runner.audit_work(audit.id) == "finished"
