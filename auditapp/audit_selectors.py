@@ -81,12 +81,15 @@ RESPONSE_EXPORT = {
 }
 
 
+_STATE_AT, _OUTCOME_AT = list(RESPONSE_EXPORT).index("state"), list(RESPONSE_EXPORT).index("outcome")
+
+
 def _response_row(row: tuple) -> tuple:
-    """A waiting request's outcome reads "pending"; a cached reply names the attempts of its first answer."""
+    """A waiting request has no outcome yet: it reads "pending"."""
+    if row[_STATE_AT] != AuditRequest.State.PENDING:
+        return row
     values = list(row)
-    state_at, outcome_at = 6, 7
-    if not values[outcome_at]:
-        values[outcome_at] = "pending" if values[state_at] == AuditRequest.State.PENDING else values[outcome_at]
+    values[_OUTCOME_AT] = "pending"
     return tuple(values)
 
 

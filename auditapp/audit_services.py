@@ -243,14 +243,9 @@ class RequestBuilder:
                            scope="" if self.audit.use_cache else f"audit:{self.audit.id}")
 
 
-def _fail(audit_id: int, reason: str) -> None:
-    Audit.objects.filter(pk=audit_id).update(status=Audit.Status.FAILED, status_reason=reason,
-                                             finished_at=timezone.now())
-
-
-def audit_fail(*, audit_id: int, reason: str) -> None:
-    """A running audit that its workers cannot go on with: failed, with the reason (resume continues it)."""
-    Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).update(
+def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING) -> None:
+    """An audit in ``status`` that cannot go on: failed, with the reason (resume continues it)."""
+    Audit.objects.filter(pk=audit_id, status=status).update(
         status=Audit.Status.FAILED, status_reason=reason, finished_at=timezone.now())
 
 
@@ -267,13 +262,15 @@ def audit_prepare(*, audit_id: int) -> None:
         try:
             offered = {info.name: info for info in endpoint_list_models(endpoint)}
         except llm_clients.EndpointError as error:
-            _fail(audit_id, f"could not list the models of endpoint {endpoint}: {error}")
+            audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED,
+                       reason=f"could not list the models of endpoint {endpoint}: {error}")
             return
         for audit_model in (m for m in models if m.endpoint_id == endpoint.id):
             info = offered.get(audit_model.model)
             if info is None:
-                _fail(audit_id, f"endpoint {endpoint} does not offer model {audit_model.model!r} "
-                                f"(it offers: {', '.join(sorted(offered)) or 'nothing'})")
+                audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED,
+                           reason=f"endpoint {endpoint} does not offer model {audit_model.model!r} "
+                                  f"(it offers: {', '.join(sorted(offered)) or 'nothing'})")
                 return
             audit_model.digest = info.digest or ""
     AuditModel.objects.bulk_update(models, ["digest"])
