@@ -187,3 +187,21 @@ def test_a_worker_that_cannot_reach_the_limits_redis_fails_the_audit_with_the_re
     settings.LLM_LIMITS_REDIS_URL = ""
     services.audit_resume(audit=audit)
     assert audit_runner.audit_work(audit.id) == "finished"
+
+
+def test_a_model_the_endpoint_does_not_offer_fails_the_audit_before_any_request(server, no_tasks):
+    study = make_audit_study(4, n_examples=2)
+    audit = services.audit_create(study=study, name="typo", conditions=["zs"],
+                                  models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-z")])
+    services.audit_prepare(audit_id=audit.id)
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.FAILED
+    assert "does not offer model 'model-z'" in audit.status_reason and "model-a" in audit.status_reason
+    assert not AuditRequest.objects.filter(audit=audit).exists()
+
+    down = LLMEndpoint.objects.create(name="down", base_url=f"http://127.0.0.1:{free_port()}")
+    audit = services.audit_create(study=study, name="down", conditions=["zs"],
+                                  models=[services.ModelChoice(endpoint=down, model="model-a")])
+    services.audit_prepare(audit_id=audit.id)
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.FAILED and "could not list the models of endpoint down" in audit.status_reason
