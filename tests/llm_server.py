@@ -10,6 +10,13 @@ succeeds and a run is reproducible; permanent 500s and 400s stick to a fraction 
 ``GET /_stats`` and ``POST /_stats/reset`` expose counters tests assert on (concurrency, retries,
 requests sent again too early after a 429).
 
+Self-report personas (issue 6): a model named ``persona-agree``, ``persona-refuse``, ``persona-key`` or
+``persona-dummy`` (:data:`PERSONAS`; list it in ``models`` like any model) answers the Likert prompts of
+``auditapp.paradigms.self_report`` (one item per request or a numbered batch) by the pure rule
+:func:`persona_choice`; see ``tests/self_report_personas.py`` for the rules, how prompts are read and the reply
+shapes. A persona still gets the configured latency and faults, and answers any other prompt with the
+classification rule. Other model names never look at self-report prompts.
+
 The server is plain ``asyncio.Protocol`` with a minimal HTTP/1.1 parser and timer callbacks instead of
 tasks, because a benchmark drives it at over a thousand requests per second on a machine whose CPU the
 client needs too. ``LLMServer`` starts it as a subprocess for tests and benchmarks.
@@ -33,6 +40,15 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+# Re-exported so tests compute a persona's answers from the server module: persona_choice(persona, statement, options).
+from tests.self_report_personas import (  # noqa: F401
+    PERSONAS,
+    SelfReportPrompt,
+    parse_self_report_prompt,
+    persona_choice,
+    persona_reply,
+)
 
 DEFAULT_MODELS = ("model-a", "model-b")
 DEFAULT_POSITIVE_WORDS = ("retard", "cure", "disease", "tragedy", "epidemic", "suffer", "burden")
@@ -176,6 +192,7 @@ class App:
         self.loop = asyncio.get_running_loop()
         self.seed = f"{config.seed}|".encode()
         self.models = frozenset(config.models)
+        self.personas = self.models & frozenset(PERSONAS)
         self.positive_words = tuple(word.lower() for word in config.positive_words)
         self.auth = f"Bearer {config.api_key}" if config.api_key is not None else None
         self.retry_after_header = f"Retry-After: {config.retry_after:g}\r\n"
@@ -283,8 +300,10 @@ class App:
             stats.replies += 1
             content = next((_text(message.get("content")) for message in reversed(request["messages"])
                             if message.get("role") == "user"), "")
-            label, digest = _decide(model, target_sentence(content), self.positive_words, config.models[0])
-            text = _reply_text(label, digest)
+            text = persona_reply(model, content) if model in self.personas else None
+            if text is None:
+                label, digest = _decide(model, target_sentence(content), self.positive_words, config.models[0])
+                text = _reply_text(label, digest)
         prompt_tokens = sum(len(_text(message.get("content")).split()) for message in request["messages"])
         completion_tokens = len(text.split())
         if path == "/api/chat":

@@ -11,7 +11,33 @@ import time
 import httpx
 import pytest
 
-from tests.llm_server import DEFAULT_POSITIVE_WORDS, REFUSAL, LLMServer, expected_label, target_sentence
+from auditapp.paradigms.self_report import (
+    OriginalForm,
+    ParsedLikert,
+    RequestSpec,
+    agree_side,
+    build_masked_questionnaire,
+    build_masked_requests,
+    build_original_requests,
+    parse_batch_reply,
+    parse_likert_reply,
+    score_masked,
+    shipped_dummies,
+    shipped_fillers,
+)
+from psychometrics.instruments import shipped_instrument
+from tests.llm_server import (
+    DEFAULT_POSITIVE_WORDS,
+    PERSONAS,
+    REFUSAL,
+    LLMServer,
+    expected_label,
+    parse_self_report_prompt,
+    persona_choice,
+    persona_reply,
+    target_sentence,
+)
+from tests.self_report_personas import REFUSALS as SELF_REPORT_REFUSALS
 
 pytestmark = [pytest.mark.integration]
 
@@ -367,3 +393,292 @@ def test_ready_line_and_clean_exit_on_sigterm():
 def test_a_server_that_cannot_start_reports_its_output():
     with pytest.raises(RuntimeError, match="unknown fault kinds"):
         LLMServer(fault_kinds=["meteor"]).start()
+
+
+# --- self-report personas (issue 6) ----------------------------------------------------------------------------
+
+LABELS = ("numbers", "letters", "text")
+PATHS = ("/v1/chat/completions", "/api/chat")
+
+
+@pytest.fixture(scope="module")
+def aq50():
+    return shipped_instrument("aq50")
+
+
+@pytest.fixture(scope="module")
+def masked(aq50):
+    return build_masked_questionnaire([aq50], seed=11, fillers=shipped_fillers(), dummies=shipped_dummies())
+
+
+@pytest.fixture(scope="module")
+def masked_mixed(aq50):
+    """AQ-50 and the partial SATA: options differ between items, so a batch gives each item its own options."""
+    return build_masked_questionnaire([aq50, shipped_instrument("sata_partial")], seed=5, fillers=shipped_fillers(),
+                                      dummies=shipped_dummies())
+
+
+def item_specs(items_by_labels: dict[str, list[RequestSpec]]) -> list[RequestSpec]:
+    """One request per item, the labels cycling through numbers, letters and text."""
+    count = len(items_by_labels["numbers"])
+    return [items_by_labels[LABELS[i % 3]][i] for i in range(count)]
+
+
+def original_item_specs(instrument) -> list[RequestSpec]:
+    return item_specs({labels: build_original_requests(instrument, "item", labels=labels) for labels in LABELS})
+
+
+def masked_item_specs(questionnaire) -> list[RequestSpec]:
+    return item_specs({labels: build_masked_requests(questionnaire, "item", labels=labels) for labels in LABELS})
+
+
+def content_of(spec: RequestSpec) -> str:
+    (message,) = spec.messages
+    return message["content"]
+
+
+def expected_answers(persona: str, items) -> dict[int, int | None]:
+    """Position → the option persona_choice gives the item as shown (None: a refusal)."""
+    return {item.position: persona_choice(persona, item.text, item.options) for item in items}
+
+
+def parsed_answers(spec: RequestSpec, text: str) -> dict[int, ParsedLikert]:
+    """Position → the app's reading of ``text`` as the reply to ``spec``."""
+    if len(spec.positions) == 1 and spec.unit_id.startswith("item:"):
+        return {spec.positions[0]: parse_likert_reply(text, spec.options[0], labels=spec.labels)}
+    by_number = parse_batch_reply(text, len(spec.positions), spec.options, labels=spec.labels)
+    return {position: by_number[n] for n, position in enumerate(spec.positions, start=1)}
+
+
+def assert_answers(persona: str, items, answers: dict[int, ParsedLikert]) -> None:
+    expected = expected_answers(persona, items)
+    assert set(answers) == set(expected)
+    for position, parsed in answers.items():
+        if expected[position] is None:
+            assert parsed.outcome == "refusal", (position, parsed)
+        else:
+            assert parsed == ParsedLikert("answer", expected[position]), (position, parsed)
+
+
+def test_persona_choice_rules(aq50):
+    aq_options = aq50.response_options
+    sata_options = shipped_instrument("sata_partial").response_options
+    assert aq_options[0] == "Definitely agree" and sata_options[3] == "Strongly agree"
+    statement = aq50.items[0].text
+    # persona-agree: the outermost option on the agree side, at whichever end it is.
+    assert persona_choice("persona-agree", statement, aq_options) == 0
+    assert persona_choice("persona-agree", statement, sata_options) == 3
+    assert persona_choice("persona-agree", statement, ["Very inaccurate", "Neither", "Very accurate"]) == 2
+    assert persona_choice("persona-agree", statement, ["Never", "Always"]) == 0  # no agree side: the first
+    assert persona_choice("persona-refuse", statement, aq_options) is None
+    # persona-key: SHA-256 of the normalised text, first 8 bytes big-endian, modulo the number of options.
+    for item in aq50.items:
+        digest = hashlib.sha256(" ".join(item.text.casefold().split()).encode()).digest()
+        assert persona_choice("persona-key", item.text, aq_options) == int.from_bytes(digest[:8], "big") % 4
+    assert persona_choice("persona-key", "  I OWN a\tbicycle. ", aq_options) == \
+        persona_choice("persona-key", "I own a bicycle.", aq_options)
+    keys = [persona_choice("persona-key", item.text, aq_options) for item in aq50.items]
+    assert set(keys) == {0, 1, 2, 3}
+    # persona-dummy: agrees with every dummy item, answers everything else like persona-key.
+    for item in shipped_dummies().items:
+        assert persona_choice("persona-dummy", item.text, aq_options) == 0
+        assert persona_choice("persona-dummy", item.text, sata_options) == 3
+    for item in [*aq50.items, *shipped_fillers().items]:
+        assert persona_choice("persona-dummy", item.text, aq_options) == \
+            persona_choice("persona-key", item.text, aq_options)
+    with pytest.raises(ValueError, match="unknown persona"):
+        persona_choice("model-a", statement, aq_options)
+    assert set(PERSONAS) == {"persona-agree", "persona-refuse", "persona-key", "persona-dummy"}
+
+
+def test_persona_prompts_are_read_back_from_every_form(aq50, masked, masked_mixed):
+    forms = [(OriginalForm.of(aq50).items, [*original_item_specs(aq50),
+                                            *build_original_requests(aq50, "item", labels="numbers", title="AQ"),
+                                            *build_original_requests(aq50, "batch"),
+                                            *build_original_requests(aq50, "batch", title="The AQ-50")]),
+             (masked.items, [*masked_item_specs(masked), *build_masked_requests(masked, "batch")]),
+             (masked_mixed.items, [*masked_item_specs(masked_mixed), *build_masked_requests(masked_mixed, "batch")])]
+    for items, specs in forms:
+        by_position = {item.position: item for item in items}
+        for spec in specs:
+            read = parse_self_report_prompt(content_of(spec))
+            assert read is not None, content_of(spec)
+            assert read.mode == ("batch" if spec.unit_id == "batch" else "item")
+            assert read.labels == spec.labels
+            assert [(item.statement, item.options) for item in read.items] == \
+                [(by_position[p].text, by_position[p].options) for p in spec.positions]
+            if read.mode == "batch":
+                assert [item.number for item in read.items] == list(spec.positions)
+    # Windows line ends are read too; other prompts are not self-report prompts.
+    spec = build_original_requests(aq50, "item", labels="letters")[3]
+    assert parse_self_report_prompt(content_of(spec).replace("\n", "\r\n")) == \
+        parse_self_report_prompt(content_of(spec))
+    for other in (prompt("a cure"), "", "Statement: alone", "Response options: a; b\n\nno numbered lines",
+                  "Statement: x\n\nResponse options:\n1. only one option",
+                  "Statement: x\n\nResponse options:\n1. a\n3. b"):
+        assert parse_self_report_prompt(other) is None, other
+        assert persona_reply("persona-agree", other) is None
+
+
+def form_specs(aq50, masked, masked_mixed) -> list[tuple[str, tuple, list[RequestSpec]]]:
+    """(name, items, requests) of every form and mode the personas are tested on."""
+    original = OriginalForm.of(aq50).items
+    return [("original item", original, original_item_specs(aq50)),
+            ("original batch", original, build_original_requests(aq50, "batch")),
+            ("masked item", masked.items, masked_item_specs(masked)),
+            ("masked batch", masked.items, build_masked_requests(masked, "batch")),
+            ("mixed masked item", masked_mixed.items, masked_item_specs(masked_mixed)),
+            ("mixed masked batch", masked_mixed.items, build_masked_requests(masked_mixed, "batch"))]
+
+
+def assert_validity(persona: str, questionnaire, answers: dict[int, ParsedLikert]) -> None:
+    """Validity of a masked form answered by ``persona``, against counts made by hand from persona_choice."""
+    validity = score_masked(questionnaire, answers).validity
+    dummies = [item for item in questionnaire.items if item.kind == "dummy"]
+    assert validity.dummy_items == len(dummies) == 52
+    assert validity.unparseable == validity.missing == 0
+    if persona == "persona-refuse":
+        assert validity.refusals == len(questionnaire.items) and validity.dummy_answered == 0
+        return
+    assert validity.refusals == 0 and validity.dummy_answered == 52
+    endorsed = sum(persona_choice(persona, item.text, item.options) in agree_side(item.options) for item in dummies)
+    assert validity.dummy_endorsed == endorsed
+    if persona in ("persona-agree", "persona-dummy"):
+        assert endorsed == 52
+    else:
+        assert 10 < endorsed < 42  # persona-key endorses about half, by its key
+
+
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_every_persona_reply_parses_back_to_the_persona_choice(persona, aq50, masked, masked_mixed):
+    responses = {}
+    for name, items, specs in form_specs(aq50, masked, masked_mixed):
+        answers = {}
+        for spec in specs:
+            answers.update(parsed_answers(spec, persona_reply(persona, content_of(spec))))
+        assert_answers(persona, items, answers)
+        if name.startswith("masked"):
+            assert_validity(persona, masked, answers)
+        if not name.startswith("mixed"):
+            form = masked if name.startswith("masked") else OriginalForm.of(aq50)
+            responses[name] = dict(score_masked(form, answers).responses["aq50"])
+    # A persona answers an AQ item the same way in either form and mode: its masked-minus-original change is 0.
+    assert len({tuple(sorted(by_number.items())) for by_number in responses.values()}) == 1
+    assert len(responses["original item"]) == 50
+
+
+def reply_template(spec: RequestSpec, text: str) -> str:
+    """A reply to one item with its option's text and label replaced, to tell reply shapes apart."""
+    parsed = parse_likert_reply(text, spec.options[0], labels=spec.labels)
+    template = text.replace(spec.options[0][parsed.index], "{option}")
+    label = str(parsed.index + 1) if spec.labels == "numbers" else chr(ord("A") + parsed.index)
+    return re.sub(rf"(?<![A-Za-z0-9]){label}(?![A-Za-z0-9])", "{label}", template)
+
+
+def test_persona_replies_vary_their_shape_deterministically(aq50, masked):
+    templates: dict[str, set[str]] = {labels: set() for labels in LABELS}
+    for persona in ("persona-agree", "persona-key", "persona-dummy"):
+        for labels in LABELS:
+            for spec in build_original_requests(aq50, "item", labels=labels):
+                text = persona_reply(persona, content_of(spec))
+                assert persona_reply(persona, content_of(spec)) == text
+                templates[labels].add(reply_template(spec, text))
+    assert templates == {
+        "numbers": {"{label}. {option}", "Answer: {label}", "**{label}** \u2013 {option}",
+                    "I would choose {label} ({option}).", "{option}"},
+        "letters": {"{label}. {option}", "Answer: {label}", "({label}) {option}", "My answer is {label}.", "{option}"},
+        "text": {"{option}", "Answer: {option}", "I would say: {option}.", "**{option}**"},
+    }
+    batch_shapes = set()
+    for persona in ("persona-agree", "persona-key", "persona-dummy"):
+        for specs in (build_original_requests(aq50, "batch"), build_masked_requests(masked, "batch")):
+            opening = re.match(r"Here are my answers:\n|\*\*\d+:\*\* |\d+: ", persona_reply(persona, content_of(specs[0])))
+            batch_shapes.add(re.sub(r"\d+", "n", opening.group(0)))
+    assert batch_shapes == {"n: ", "Here are my answers:\n", "**n:** "}
+    refusals = {persona_reply("persona-refuse", content_of(spec)) for spec in original_item_specs(aq50)}
+    assert refusals == set(SELF_REPORT_REFUSALS)
+    # Each refusal is read as one whatever the labels and options, alone or as the reply to a batch.
+    for options in (aq50.response_options, shipped_instrument("sata_partial").response_options):
+        for refusal in SELF_REPORT_REFUSALS:
+            for labels in LABELS:
+                assert parse_likert_reply(refusal, options, labels=labels).outcome == "refusal", (refusal, labels)
+            assert {parsed.outcome for parsed in parse_batch_reply(refusal, 3, options).values()} == {"refusal"}
+
+
+def reply_text(response: httpx.Response, path: str) -> str:
+    assert response.status_code == 200, response.text
+    reply = response.json()
+    return reply["message"]["content"] if path == "/api/chat" else reply["choices"][0]["message"]["content"]
+
+
+def chat(model: str, spec: RequestSpec) -> dict:
+    return {"model": model, "messages": spec.messages, "temperature": 0}
+
+
+@pytest.fixture(scope="module")
+def persona_server():
+    with LLMServer(models=[*PERSONAS, "model-a"]) as running:
+        yield running
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("persona", PERSONAS)
+def test_personas_answer_over_http_in_item_and_batch_mode(persona, path, persona_server, aq50, masked, masked_mixed):
+    with client(persona_server) as http:
+        for name, items, specs in form_specs(aq50, masked, masked_mixed):
+            answers = {}
+            for spec in specs:
+                text = reply_text(http.post(path, json=chat(persona, spec)), path)
+                assert text == persona_reply(persona, content_of(spec))
+                answers.update(parsed_answers(spec, text))
+            assert_answers(persona, items, answers)
+            if name.startswith("masked"):
+                assert_validity(persona, masked, answers)
+        assert {model["id"] for model in http.get("/v1/models").json()["data"]} == {*PERSONAS, "model-a"}
+
+
+def test_persona_dummy_endorses_all_52_dummies_of_a_masked_form(persona_server, aq50):
+    questionnaire = build_masked_questionnaire([aq50], seed=2026, fillers=shipped_fillers(),
+                                               dummies=shipped_dummies())
+    with client(persona_server) as http:
+        for path in PATHS:
+            for specs in (masked_item_specs(questionnaire), build_masked_requests(questionnaire, "batch")):
+                answers = {}
+                for spec in specs:
+                    answers.update(parsed_answers(spec, reply_text(http.post(path, json=chat("persona-dummy", spec)),
+                                                                   path)))
+                validity = score_masked(questionnaire, answers).validity
+                assert (validity.dummy_items, validity.dummy_answered, validity.dummy_endorsed) == (52, 52, 52)
+                assert validity.refusals == validity.unparseable == validity.missing == 0
+
+
+def test_other_prompts_and_other_models_keep_the_classification_rule(persona_server, aq50):
+    spec = build_original_requests(aq50, "item")[0]
+    with client(persona_server) as http:
+        for path in PATHS:
+            # A model that is no persona answers a self-report prompt with the classification rule, as before.
+            text = reply_text(http.post(path, json=chat("model-a", spec)), path)
+            assert label_in(text) == expected_label("model-a", content_of(spec), models=[*PERSONAS, "model-a"])
+            # A persona answers any other prompt with the classification rule.
+            for persona in PERSONAS:
+                body = chat_body(persona, "Finding a cure for autism is a priority.")
+                text = reply_text(http.post(path, json=body), path)
+                assert label_in(text) == expected_label(persona, prompt("Finding a cure for autism is a priority."),
+                                                        models=[*PERSONAS, "model-a"])
+
+
+def test_personas_keep_latency_and_faults(aq50):
+    spec = build_original_requests(aq50, "item")[0]
+    with LLMServer(models=PERSONAS, latency=0.3) as server, client(server) as http:
+        started = time.monotonic()
+        text = reply_text(http.post("/api/chat", json=chat("persona-agree", spec)), "/api/chat")
+        assert time.monotonic() - started >= 0.29
+        assert parse_likert_reply(text, spec.options[0]) == ParsedLikert("answer", 0)
+        assert server.stats()["replies"] == 1
+    with LLMServer(models=PERSONAS, fault_rate=1, fault_kinds=["refusal"]) as server, client(server) as http:
+        text = reply_text(http.post("/v1/chat/completions", json=chat("persona-agree", spec)), "/v1/chat/completions")
+        assert text == REFUSAL and parse_likert_reply(text, spec.options[0]).outcome == "refusal"
+    with LLMServer(models=PERSONAS, fault_rate=1, fault_kinds=["rate_limit"], retry_after=0) as server, \
+            client(server) as http:
+        assert http.post("/v1/chat/completions", json=chat("persona-key", spec)).status_code == 429
+        assert server.stats()["faults"]["rate_limit"] == 1
