@@ -46,16 +46,18 @@ atomic and use Redis's ``TIME``, so machines with skewed clocks agree. A holder'
 ``slot_ttl`` seconds after its start, so the slots of a SIGKILLed worker come back after ``slot_ttl``
 (the caller passes the attempt timeout plus a margin); every acquire first drops expired holders.
 
-Uncontended, a slot costs one round trip to acquire and one to release: an outcome reported inside a
-slot (``throttled()``/``succeeded()``) is applied by the release script rather than by a round trip of
-its own. Waiting for a concurrency slot is polling, by one task per process at a time: the other local
-waiters queue behind it in arrival order (FIFO within a process). The poller sleeps 2 ms doubling to
-50 ms, with jitter, between tries, and is woken at once when a slot of its own process is released.
-Polling needs no connection per waiter and no lost-wake-up handling, as a blocking pop on a release
-list would; one poller per process keeps the cost at about 2–3 script calls per acquisition even with
-hundreds of waiters. Across processes there is no order: a process that holds slots retakes them first
-(its releases wake its poller), others get one when a poll finds it free. Every request's deadline
-counts its wait, so a worker should not queue more requests than the limit serves within the deadline.
+Each process talks to Redis through one task per limiter, which sends everything that is waiting as one
+script call: the slots given back since its last call (with the outcomes reported in them) and the slots
+asked for, granted in arrival order (FIFO within a process) while the limit allows. A sender that gives
+back its slot and asks for the next one therefore costs one round trip, and 64 senders finishing at once
+cost a handful rather than 128: at a thousand requests per second, one call per request was as much of a
+worker's CPU as the HTTP itself (``benchmarks/audit_throughput.py``). When the endpoint is full the task
+polls, sleeping 2 ms doubling to 50 ms with jitter, and is woken at once when a slot of its own process
+is given back; polling needs no connection per waiter and no lost-wake-up handling, as a blocking pop on
+a release list would. Across processes there is no order: a process that holds slots retakes them first
+(its releases go out with its requests), others get one when a poll finds it free. Every request's
+deadline counts its wait, so a worker should not queue more requests than the limit serves within the
+deadline. A slot is counted in Redis until the call that gives it back has run, so the limit holds.
 
 A :class:`RedisLimiter` belongs to the event loop it is first used in, as its Redis connections do; a
 :class:`LocalLimiter` may serve successive event loops (one ``asyncio.run`` after another), one at a time.
@@ -65,6 +67,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import itertools
+import logging
 import math
 import random
 import time
@@ -74,6 +78,8 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import redis.asyncio
+
+logger = logging.getLogger(__name__)
 
 KEY_TTL_MS = 24 * 3600 * 1000
 # Each script call holds a connection for well under a millisecond, so a few serve hundreds of waiting
@@ -226,70 +232,94 @@ class LocalLimiter:
         return None
 
 
-# KEYS: holders, state. ARGV: token, max_concurrency, rate interval µs (0: no rate limit), slot ttl µs,
-# key ttl ms. Returns {granted 0/1, epoch, µs to wait before starting}.
-_ACQUIRE_LUA = """
+# KEYS: holders, state. ARGV: max_concurrency, rate interval µs (0: no rate limit), slot ttl µs, key ttl ms,
+# the number of slots given back, the number of slots to keep, then (token ('' for none), outcome ('', 'ok',
+# 'throttled'), epoch the slot was granted in (-1: none, always halve)) for each slot given back, then the
+# tokens of the slots to keep (handed over in the process: their expiry restarts), then the tokens asking
+# for a slot, in order. Returns {limit, epoch, then the µs to wait before starting for each granted token}.
+_STEP_LUA = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local max = tonumber(ARGV[2])
-local state = redis.call('HMGET', KEYS[2], 'limit', 'epoch', 'tat')
+local max = tonumber(ARGV[1])
+local interval = tonumber(ARGV[2])
+local ttl = tonumber(ARGV[3])
+local n_back = tonumber(ARGV[5])
+local n_keep = tonumber(ARGV[6])
+local state = redis.call('HMGET', KEYS[2], 'limit', 'successes', 'epoch', 'tat')
 local limit = math.min(tonumber(state[1]) or max, max)
-local epoch = tonumber(state[2]) or 0
-if redis.call('ZCARD', KEYS[1]) >= limit then
-  return {0, epoch, 0}
-end
-local start = now
-local interval = tonumber(ARGV[3])
-if interval > 0 then
-  start = math.max(now, tonumber(state[3]) or now)
-  redis.call('HSET', KEYS[2], 'tat', start + interval)
-  redis.call('PEXPIRE', KEYS[2], ARGV[5])
-end
-redis.call('ZADD', KEYS[1], start + tonumber(ARGV[4]), ARGV[1])
-redis.call('PEXPIRE', KEYS[1], ARGV[5])
-return {1, epoch, start - now}
-"""
-
-# KEYS: holders, state. ARGV: token ('' to release nothing), outcome ('', 'ok', 'throttled'), epoch the
-# slot was granted in (-1: none, always halve), max_concurrency, key ttl ms. Returns the limit.
-_SETTLE_LUA = """
-if ARGV[1] ~= '' then
-  redis.call('ZREM', KEYS[1], ARGV[1])
-end
-local max = tonumber(ARGV[4])
-local state = redis.call('HMGET', KEYS[2], 'limit', 'successes', 'epoch')
-local limit = math.min(tonumber(state[1]) or max, max)
-if ARGV[2] == '' then
-  return limit
-end
 local successes = tonumber(state[2]) or 0
 local epoch = tonumber(state[3]) or 0
-if ARGV[2] == 'throttled' then
-  local seen = tonumber(ARGV[3])
-  if seen < 0 or seen == epoch then
-    limit = math.max(1, math.floor(limit / 2))
-    successes = 0
-    epoch = epoch + 1
+local tat = tonumber(state[4]) or now
+local changed = false
+for i = 0, n_back - 1 do
+  local token = ARGV[7 + 3 * i]
+  local outcome = ARGV[8 + 3 * i]
+  if token ~= '' then
+    redis.call('ZREM', KEYS[1], token)
   end
-else
-  successes = successes + 1
-  if successes >= limit then
-    limit = math.min(limit + 1, max)
-    successes = 0
+  if outcome == 'throttled' then
+    local seen = tonumber(ARGV[9 + 3 * i])
+    if seen < 0 or seen == epoch then
+      limit = math.max(1, math.floor(limit / 2))
+      successes = 0
+      epoch = epoch + 1
+    end
+    changed = true
+  elseif outcome == 'ok' then
+    successes = successes + 1
+    if successes >= limit then
+      limit = math.min(limit + 1, max)
+      successes = 0
+    end
+    changed = true
   end
 end
-redis.call('HSET', KEYS[2], 'limit', limit, 'successes', successes, 'epoch', epoch)
-redis.call('PEXPIRE', KEYS[2], ARGV[5])
-return limit
+local result = {limit, epoch}
+local first_keep = 7 + 3 * n_back
+for i = first_keep, first_keep + n_keep - 1 do
+  redis.call('ZADD', KEYS[1], 'XX', now + ttl, ARGV[i])
+end
+local first = first_keep + n_keep
+if first <= #ARGV then
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+  local holders = redis.call('ZCARD', KEYS[1])
+  for i = first, #ARGV do
+    if holders >= limit then
+      break
+    end
+    local start = now
+    if interval > 0 then
+      start = math.max(now, tat)
+      tat = start + interval
+      changed = true
+    end
+    redis.call('ZADD', KEYS[1], start + ttl, ARGV[i])
+    holders = holders + 1
+    result[#result + 1] = start - now
+  end
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+end
+if changed then
+  redis.call('HSET', KEYS[2], 'limit', limit, 'successes', successes, 'epoch', epoch, 'tat', tat)
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+end
+return result
 """
+
+
+@dataclass
+class _Request:
+    """A slot asked for: its token and the future resolved with (token of the slot, epoch, µs to wait)."""
+
+    token: str
+    future: asyncio.Future
 
 
 class RedisLimiter:
     """The limits of one endpoint, held in Redis and shared by every process that uses the same key.
 
-    Every task waiting in ``slot()`` uses a connection of ``redis_client``'s pool now and then: give it a
-    pool that blocks when exhausted (as :func:`limiter_for` does) or one as large as the number of tasks.
+    All of this limiter's Redis traffic but :meth:`current_limit` and outcomes reported outside a slot goes
+    through one task (see the module docstring), so one connection serves it.
     """
 
     def __init__(self, redis_client: redis.asyncio.Redis, endpoint_key: str, max_concurrency: int,
@@ -306,69 +336,136 @@ class RedisLimiter:
         self._interval_us = math.ceil(60_000_000 / requests_per_minute) if requests_per_minute else 0
         self._slot_ttl_us = math.ceil(slot_ttl * 1_000_000)
         self._owns_client = owns_client
-        self._acquire_script = redis_client.register_script(_ACQUIRE_LUA)
-        self._settle_script = redis_client.register_script(_SETTLE_LUA)
-        self._turn = asyncio.Lock()
-        self._released = asyncio.Event()
-        self._releasing: set[asyncio.Task] = set()
+        self._step_script = redis_client.register_script(_STEP_LUA)
+        # Slot tokens: unique across processes by the random prefix, cheap to make by the counter.
+        self._token_prefix = f"{uuid.uuid4().hex}:"
+        self._token_numbers = itertools.count()
+        self._asking: deque[_Request] = deque()
+        self._giving_back: list[tuple[str, str, int]] = []
+        self._keeping: list[str] = []
+        # What the last call to Redis said; a slot is handed over locally only while the limit is the maximum.
+        self._limit_seen = 0
+        self._epoch_seen = 0
+        self._unsettled = 0  # slots given back and not yet applied in Redis
+        self._all_settled = asyncio.Event()
+        self._all_settled.set()
+        self._work = asyncio.Event()
+        self._stepper: asyncio.Task | None = None
 
     def slot(self) -> SlotContext:
         return _Slot(self._acquire, self._release)
 
-    async def _try_acquire(self, token: str) -> list[int]:
-        return await self._acquire_script(
-            keys=self._keys, args=[token, self.max_concurrency, self._interval_us, self._slot_ttl_us, KEY_TTL_MS])
+    def _wake_stepper(self) -> None:
+        self._work.set()
+        if self._stepper is None or self._stepper.done():
+            self._stepper = asyncio.get_running_loop().create_task(self._step_forever())
 
     async def _acquire(self) -> _Hold:
-        token = uuid.uuid4().hex
-        granted = 0
-        if not self._turn.locked():
-            granted, epoch, wait_us = await self._try_acquire(token)
-        if not granted:
-            # One poller per process: the other local waiters queue in order behind it, which spares
-            # Redis and this process's CPU a poll per waiter, and a slot freed here wakes it at once.
-            async with self._turn:
-                pause = POLL_FIRST
-                while True:
-                    self._released.clear()  # before trying, so a release during the try is not missed
-                    granted, epoch, wait_us = await self._try_acquire(token)
-                    if granted:
-                        break
-                    # Jitter keeps the pollers of many workers from hitting Redis in lockstep.
-                    with contextlib.suppress(TimeoutError):
-                        async with asyncio.timeout(random.uniform(pause / 2, pause)):
-                            await self._released.wait()
-                    pause = min(pause * 2, POLL_MAX)
-        hold = _Hold(owner=self, epoch=int(epoch), token=token)
+        request = _Request(f"{self._token_prefix}{next(self._token_numbers)}", asyncio.get_running_loop().create_future())
+        self._asking.append(request)
+        self._wake_stepper()
+        token, epoch, wait_us = await request.future
+        hold = _Hold(owner=self, epoch=epoch, token=token)
         if wait_us > 0:
             try:
-                await asyncio.sleep(int(wait_us) / 1_000_000)
+                await asyncio.sleep(wait_us / 1_000_000)
             except asyncio.CancelledError:
                 await self._release(hold)
                 raise
         return hold
 
     async def _release(self, hold: _Hold) -> None:
-        # Released in the background: the request is done, and its sender need not wait a Redis round trip
-        # before taking the next one (the slot stays counted until Redis has it back, so the limit holds).
-        task = asyncio.get_running_loop().create_task(self._settle_and_wake(hold))
-        self._releasing.add(task)
-        task.add_done_callback(self._releasing.discard)
+        # Given back in the background with the next call: the request is done, and its sender need not wait
+        # a round trip before taking the next one (the slot stays counted until Redis has it back).
+        if self._hand_over(hold):
+            return
+        self._give_back(hold.token, hold.outcome, hold.epoch)
 
-    async def _settle_and_wake(self, hold: _Hold) -> None:
-        await self._settle(hold.token, hold.outcome, hold.epoch)
-        self._released.set()
+    def _hand_over(self, hold: _Hold) -> bool:
+        """Give the slot straight to the first task of this process waiting for one, if that cannot break a
+        limit: no rate limit to pace, the last call saw the limit at its maximum, and this attempt was not
+        throttled. The holders in Redis stay as many as before, so the limit holds as if the slot had gone
+        through Redis; the next call applies the attempt's outcome and restarts the slot's expiry."""
+        if self._interval_us or self._limit_seen < self.max_concurrency or hold.outcome == THROTTLED:
+            return False
+        while self._asking:
+            request = self._asking.popleft()
+            if not request.future.done():
+                request.future.set_result((hold.token, self._epoch_seen, 0))
+                self._give_back("", hold.outcome, hold.epoch)
+                self._keeping.append(hold.token)
+                return True
+        return False
 
-    async def _settle(self, token: str, outcome: str, epoch: int) -> int:
-        return int(await self._settle_script(keys=self._keys,
-                                             args=[token, outcome, epoch, self.max_concurrency, KEY_TTL_MS]))
+    def _give_back(self, token: str, outcome: str, epoch: int) -> None:
+        self._giving_back.append((token, outcome, epoch))
+        self._unsettled += 1
+        self._all_settled.clear()
+        self._wake_stepper()
+
+    async def _step_forever(self) -> None:
+        pause = POLL_FIRST
+        while True:
+            await self._work.wait()
+            await asyncio.sleep(0)  # let the senders that are ready now ask and give back first
+            self._work.clear()
+            giving_back, self._giving_back = self._giving_back, []
+            keeping, self._keeping = self._keeping, []
+            asking = [request for request in self._asking if not request.future.done()]  # not cancelled or handed
+            if not giving_back and not asking and not keeping:
+                continue
+            try:
+                _, granted_epoch, waits = await self._step(giving_back, [request.token for request in asking],
+                                                           keeping)
+            except Exception as error:  # noqa: BLE001 - handed to every waiter, whose request then fails
+                for request in asking:
+                    if not request.future.done():
+                        request.future.set_exception(error)
+                self._asking = deque(request for request in self._asking if not request.future.done())
+                self._settle_count(len(giving_back))  # lost: those slots expire after slot_ttl
+                if not asking:
+                    logger.warning("could not give back %d slots of %s: %s", len(giving_back), self.prefix, error)
+                continue
+            for request, wait_us in zip(asking, waits, strict=False):
+                if request.future.done():  # cancelled during the call: give the slot straight back
+                    self._give_back(request.token, "", granted_epoch)
+                else:
+                    request.future.set_result((request.token, granted_epoch, wait_us))
+            self._asking = deque(request for request in self._asking if not request.future.done())
+            self._settle_count(len(giving_back))
+            if len(waits) < len(asking):  # the endpoint is full: poll, or go again when a slot comes back here
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(random.uniform(pause / 2, pause)):
+                        await self._work.wait()
+                self._work.set()
+                pause = min(pause * 2, POLL_MAX)
+            else:
+                pause = POLL_FIRST
+
+    def _settle_count(self, n: int) -> None:
+        self._unsettled -= n
+        if self._unsettled == 0:
+            self._all_settled.set()
+
+    async def _step(self, giving_back: list[tuple[str, str, int]], asking: list[str],
+                    keeping: list[str] = ()) -> tuple[int, int, list[int]]:
+        """One script call; returns the limit, the epoch and the µs to wait for each granted token."""
+        args = [self.max_concurrency, self._interval_us, self._slot_ttl_us, KEY_TTL_MS, len(giving_back),
+                len(keeping)]
+        for given in giving_back:
+            args.extend(given)
+        args.extend(keeping)
+        args.extend(asking)
+        limit, epoch, *waits = await self._step_script(keys=self._keys, args=args)
+        self._limit_seen, self._epoch_seen = int(limit), int(epoch)
+        return self._limit_seen, self._epoch_seen, [int(wait) for wait in waits]
 
     async def _report(self, outcome: str) -> None:
         hold = _current_hold.get()
         if hold is not None and hold.owner is self:
-            hold.outcome = outcome  # applied by the release script: no extra round trip
+            hold.outcome = outcome  # applied when the slot is given back: no extra round trip
         else:
-            await self._settle("", outcome, -1)
+            await self._step([("", outcome, -1)], [])
 
     async def throttled(self) -> None:
         await self._report(THROTTLED)
@@ -377,16 +474,20 @@ class RedisLimiter:
         await self._report(SUCCEEDED)
 
     async def current_limit(self) -> int:
-        return await self._settle("", "", -1)
+        limit, _, _ = await self._step([], [])
+        return limit
 
     async def settled(self) -> None:
-        """Wait until every slot released so far is back in Redis."""
-        if self._releasing:
-            await asyncio.gather(*self._releasing, return_exceptions=True)
+        """Wait until every slot given back so far is back in Redis."""
+        await self._all_settled.wait()
 
     async def aclose(self) -> None:
-        """Wait for the slots being given back, then close the client if this limiter owns it."""
+        """Wait for the slots being given back, stop the task that talks to Redis, close an owned client."""
         await self.settled()
+        if self._stepper is not None:
+            self._stepper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._stepper
         if self._owns_client:
             await self.redis.aclose()
 

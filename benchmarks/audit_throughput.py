@@ -5,10 +5,17 @@ LLM server (``tests/llm_server.py``) with ``--latency`` per reply, one endpoint 
 ``--concurrency``, and a Celery worker (``--worker-concurrency`` processes) on the real broker and database,
 then prints:
 
-- achieved requests/s while sending, as a fraction of the endpoint's capacity (concurrency ÷ latency);
-  target ≥ 90% at 20,000 requests, 50 ms latency, concurrency 64 on a 2-core machine;
+- achieved requests/s while sending, as a fraction of the endpoint's capacity (concurrency ÷ latency), as the
+  endpoint saw it (its first request to its last reply); target ≥ 90% at 20,000 requests, 50 ms latency,
+  concurrency 64 on a 2-core machine. Beside it the audit's view, which adds the worker's start (picking up
+  the task, loading the audit) and the last write, and the steady state (10th to 90th percentile of writes);
+- where each sender's time goes: the reply latency the worker measured (median, percentiles) and the
+  turnaround between a reply and the next request;
 - the worker's CPU time per request (all its processes, user + system), and the server's;
 - the most requests the server saw in flight (must not exceed the concurrency).
+
+The machine is shared by the worker, the server, PostgreSQL and Redis, and its figures vary by a few
+percent from run to run: run it several times.
 
 Needs PostgreSQL and Redis; with bin/test's throwaway servers, for example::
 
@@ -61,6 +68,7 @@ def main() -> None:
            "CELERY_BROKER_URL": args.redis_url, "LOG_LEVEL": "WARNING"}
     os.environ.update(env)
     import django
+    import numpy as np
 
     django.setup()
     import psutil
@@ -111,20 +119,35 @@ def main() -> None:
     requests = AuditRequest.objects.filter(audit=audit)
     n = requests.count()
     answered = requests.filter(state="answered").count()
-    first_send = audit.started_at
-    last_finish = requests.order_by("-finished_at").values_list("finished_at", flat=True).first()
-    sending_s = (last_finish - first_send).total_seconds()
     capacity = args.concurrency / args.latency
+    # The endpoint's view: from the first request it received to the last reply it sent.
+    sending_s = stats["last_reply_at"] - stats["first_request_at"]
     rate = n / sending_s
+    # The audit's view adds the worker's start (task pick-up, loading the audit) and the last write (replies are
+    # written every 0.25 s, and a request's finished_at is the time of its write).
+    last_finish = requests.order_by("-finished_at").values_list("finished_at", flat=True).first()
+    audit_s = (last_finish - audit.started_at).total_seconds()
+    start_s = stats["first_request_at"] - audit.started_at.timestamp()
     print(f"requests: {n} ({answered} answered, {n - answered} failed); status after sending: {audit.status}")
     print(f"endpoint: latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency} "
           f"→ capacity {capacity:.0f} requests/s")
-    print(f"sending: {sending_s:.2f} s (first send → last reply) → {rate:.0f} requests/s = {rate / capacity:.1%} of capacity"
-          f" (target ≥ 90%)")
+    print(f"sending: {sending_s:.2f} s (the endpoint's first request → its last reply) → {rate:.0f} requests/s "
+          f"= {rate / capacity:.1%} of capacity (target ≥ 90%)")
+    print(f"audit running → last reply written: {audit_s:.2f} s → {n / audit_s:.0f} requests/s = "
+          f"{n / audit_s / capacity:.1%} of capacity (first request {start_s * 1000:.0f} ms after the audit started)")
     finished = sorted(requests.values_list("finished_at", flat=True))
     p10, p90 = finished[len(finished) // 10], finished[9 * len(finished) // 10]
     steady = 0.8 * n / max((p90 - p10).total_seconds(), 1e-9)
     print(f"steady state (10th to 90th percentile of replies): {steady:.0f} requests/s = {steady / capacity:.1%}")
+    # Each sender's cycle is the reply's latency plus its own turnaround (claiming, building, asking for a slot).
+    latencies = np.array(requests.values_list("reply__latency_ms", flat=True), dtype=float)
+    cycle_ms = args.concurrency / steady * 1000
+    print(f"per sender: {cycle_ms:.1f} ms per request in steady state = reply latency measured by the worker "
+          f"{latencies.mean():.1f} ms (the server's: {args.latency * 1000:.0f} ms) + turnaround "
+          f"{cycle_ms - latencies.mean():.1f} ms")
+    p50, p90, p99 = np.percentile(latencies, [50, 90, 99])
+    print(f"reply latency measured by the worker: median {p50:.1f} ms, 90th percentile {p90:.1f} ms, "
+          f"99th {p99:.1f} ms, max {latencies.max():.1f} ms")
     print(f"wall time from launch to all requests finished (incl. building {n} keys): "
           f"{sending_done - wall_start:.2f} s")
     print(f"worker CPU: {worker_cpu:.2f} s = {worker_cpu / n * 1000:.3f} ms per request "

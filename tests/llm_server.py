@@ -41,6 +41,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import uvloop
+
 # Re-exported so tests compute a persona's answers from the server module: persona_choice(persona, statement, options).
 from tests.self_report_personas import (  # noqa: F401
     PERSONAS,
@@ -163,13 +165,15 @@ class Stats:
         self.started_at = time.time()
         self.first_request_at: float | None = None
         self.last_request_at: float | None = None
+        self.last_reply_at: float | None = None
 
     def as_json(self) -> dict:
         return {"requests": self.requests, "by_path": self.by_path, "by_status": self.by_status,
                 "faults": self.faults, "replies": self.replies, "in_flight": self.in_flight,
                 "max_in_flight": self.max_in_flight, "bodies": len(self.seen), "max_repeats": self.max_repeats,
                 "rate_limited_then_early": self.rate_limited_then_early, "started_at": self.started_at,
-                "first_request_at": self.first_request_at, "last_request_at": self.last_request_at}
+                "first_request_at": self.first_request_at, "last_request_at": self.last_request_at,
+                "last_reply_at": self.last_reply_at}
 
 
 def _units(seed: bytes, key: bytes, salt: bytes) -> tuple[float, float]:
@@ -335,6 +339,7 @@ class App:
         stats = self.stats
         stats.in_flight -= 1
         stats.by_status[status] = stats.by_status.get(status, 0) + 1
+        stats.last_reply_at = time.time()
         if rate_limited is not None:
             stats.rate_limited_at[rate_limited] = time.monotonic()
 
@@ -512,7 +517,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     retry_after=args.retry_after, hang_seconds=args.hang_seconds,
                     permanent_error_rate=args.permanent_error_rate, bad_request_rate=args.bad_request_rate,
                     models=args.models, positive_words=args.positive_words, seed=args.seed, api_key=args.api_key)
-    asyncio.run(serve(config, args.port, args.exit_on_stdin_eof))
+    uvloop.run(serve(config, args.port, args.exit_on_stdin_eof))
     return 0
 
 

@@ -1,4 +1,9 @@
-"""llm_clients: payloads, reply parsing, the retry and failure policy, model listing; last, against a real HTTP server."""
+"""llm_clients: payloads, reply parsing, the retry and failure policy, model listing.
+
+The policy is tested against an aiohttp server in the test's own event loop on 127.0.0.1, answering with
+scripted replies (written as ``httpx.Response`` objects, a convenient way to spell status, headers and
+body); the last tests use a threaded HTTP/1.1 server of the standard library.
+"""
 from __future__ import annotations
 
 import asyncio
@@ -6,13 +11,15 @@ import json
 import random
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from email.utils import format_datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import httpx
 import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
 
 from auditapp.llm_clients import (
     Completion,
@@ -21,7 +28,7 @@ from auditapp.llm_clients import (
     MalformedReply,
     ModelInfo,
     chat_payload,
-    list_models,
+    chat_session,
     list_models_sync,
     parse_chat_reply,
     retry_after_seconds,
@@ -84,20 +91,65 @@ def config(protocol="openai", **overrides) -> EndpointConfig:
     return EndpointConfig(protocol=protocol, **{**values, **overrides})
 
 
+DROP = "drop the connection"
+
+
+@dataclass(frozen=True)
+class SeenRequest:
+    method: str
+    path: str
+    headers: dict
+    content: bytes
+
+
+def _as_web_response(response: httpx.Response) -> web.Response:
+    headers = {name: value for name, value in response.headers.items()
+               if name.lower() not in ("content-length", "transfer-encoding")}
+    return web.Response(status=response.status_code, body=response.content, headers=headers)
+
+
+async def serve(handler):
+    """An aiohttp server on 127.0.0.1 in this event loop; ``handler(SeenRequest)`` returns an httpx.Response,
+    DROP (the connection is closed without a reply) or, as a coroutine, never returns (a hang)."""
+    seen: list[SeenRequest] = []
+
+    async def answer(request: web.Request) -> web.StreamResponse:
+        seen.append(SeenRequest(request.method, request.path, dict(request.headers), await request.read()))
+        reply = handler(seen[-1])
+        if asyncio.iscoroutine(reply):
+            reply = await reply
+        if reply is DROP:
+            request.transport.close()
+            raise ConnectionResetError
+        return _as_web_response(reply)
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", answer)
+    server = TestServer(app, host="127.0.0.1", handler_cancellation=True)
+    await server.start_server()
+    return server, seen
+
+
+def on_server(endpoint: EndpointConfig, server: TestServer) -> EndpointConfig:
+    """The endpoint with its scheme and host replaced by the test server's (its path kept)."""
+    path = httpx.URL(endpoint.base_url).raw_path.decode().rstrip("/")
+    return replace(endpoint, base_url=str(server.make_url("")).rstrip("/") + path)
+
+
 def send(handler, endpoint: EndpointConfig, *, limiter=None, params=None, seed=0, on_retry=None):
-    """send_chat through an httpx.MockTransport; returns the result and the requests the handler saw."""
-    seen: list[httpx.Request] = []
-
-    def record(request):
-        seen.append(request)
-        return handler(request)
-
+    """send_chat to a server answering with ``handler``; returns the result and the requests the server saw."""
     async def main():
-        async with httpx.AsyncClient(transport=httpx.MockTransport(record)) as client:
-            return await send_chat(client, endpoint, limiter or FakeLimiter(), "some-model", MESSAGES,
-                                   params or {}, rng=random.Random(seed), on_retry=on_retry)
+        server, seen = await serve(handler)
+        try:
+            async with chat_session(4) as session:
+                result = await send_chat(session, on_server(endpoint, server), limiter or FakeLimiter(),
+                                         "some-model", MESSAGES, params or {}, rng=random.Random(seed),
+                                         on_retry=on_retry)
+        finally:
+            await server.close()
+        return result, seen
 
-    return asyncio.run(main()), seen
+    return asyncio.run(main())
 
 
 def replies(*responses):
@@ -105,10 +157,7 @@ def replies(*responses):
     queue = list(responses)
 
     def handler(request):
-        response = queue.pop(0) if len(queue) > 1 else queue[0]
-        if isinstance(response, Exception):
-            raise response
-        return response
+        return queue.pop(0) if len(queue) > 1 else queue[0]
 
     return handler
 
@@ -281,7 +330,8 @@ def test_success_sends_the_request_and_reports_it():
     assert result.completion.text == "1" and result.completion.fingerprint == "fp_abc"
     assert result.latency_ms > 0
     (request,) = seen
-    assert str(request.url) == "https://api.example/v1/chat/completions"
+    assert request.method == "POST" and request.path == "/v1/chat/completions"  # "/v1" not doubled
+    assert request.headers["Content-Type"] == "application/json"
     assert request.headers["Authorization"] == "Bearer sk-test"
     assert json.loads(request.content) == {"model": "some-model", "messages": MESSAGES, "temperature": 0}
     assert limiter.events == ["succeeded"] and limiter.slots == 1
@@ -290,7 +340,7 @@ def test_success_sends_the_request_and_reports_it():
 def test_no_api_key_sends_no_authorization():
     _, seen = send(replies(httpx.Response(200, json=ollama_reply())), config("ollama"))
     assert "Authorization" not in seen[0].headers
-    assert seen[0].url.path == "/api/chat"
+    assert seen[0].path == "/api/chat"
 
 
 def test_a_4xx_fails_at_once_with_the_servers_message():
@@ -320,6 +370,27 @@ def test_5xx_and_malformed_replies_are_retried_and_counted():
     assert result.completion.text == "0" and result.error == ""
 
 
+def test_a_redirect_is_not_followed_and_fails_at_once():
+    result, seen = send(replies(httpx.Response(307, headers={"Location": "/elsewhere"}, text="moved")), config())
+    assert [request.path for request in seen] == ["/v1/chat/completions"]
+    assert result.error == "HTTP 307: moved" and result.attempts == 1
+
+
+def test_the_proxy_comes_from_the_environment_unless_no_proxy_names_the_host(monkeypatch):
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "all_proxy",
+                 "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    assert EndpointConfig("openai", "https://api.openai.com/v1").proxy is None
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.test:3128")
+    monkeypatch.setenv("NO_PROXY", "localhost,127.0.0.1,.internal.test")
+    assert EndpointConfig("openai", "https://api.openai.com/v1").proxy == "http://proxy.test:3128"
+    assert EndpointConfig("openai", "http://api.openai.com/v1").proxy is None  # no HTTP_PROXY
+    assert EndpointConfig("ollama", "https://gpu.internal.test:11434").proxy is None
+    assert EndpointConfig("openai", "https://127.0.0.1:8000").proxy is None
+    monkeypatch.setenv("ALL_PROXY", "http://all.test:8080")
+    assert EndpointConfig("openai", "http://api.openai.com/v1").proxy == "http://all.test:8080"
+
+
 def test_attempts_run_out():
     result, seen = send(replies(httpx.Response(500, json={"detail": "boom"})), config(max_attempts=3))
     assert len(seen) == 3
@@ -328,19 +399,20 @@ def test_attempts_run_out():
 
 
 def test_transport_errors_are_retried():
-    result, _ = send(replies(httpx.ConnectError("Connection refused")), config(max_attempts=2))
-    assert result.error == "failed after 2 attempts: ConnectError: Connection refused"
-    assert result.status_code is None and result.retries == ("ConnectError: Connection refused",)
+    result, seen = send(replies(DROP), config(max_attempts=2))
+    assert len(seen) == 2
+    assert result.error == "failed after 2 attempts: ServerDisconnectedError: Server disconnected"
+    assert result.status_code is None and result.retries == ("ServerDisconnectedError: Server disconnected",)
 
 
 def test_an_invalid_url_fails_at_once():
     async def main():
-        async with httpx.AsyncClient() as client:
-            return await send_chat(client, config(base_url="ftp://llm.test"), FakeLimiter(), "m", MESSAGES, {},
+        async with chat_session(1) as session:
+            return await send_chat(session, config(base_url="ftp://llm.test"), FakeLimiter(), "m", MESSAGES, {},
                                    rng=random.Random(0))
 
     result = asyncio.run(main())
-    assert result.attempts == 1 and result.error.startswith("UnsupportedProtocol")
+    assert result.attempts == 1 and result.error.startswith("NonHttpUrlClientError: ftp://llm.test")
 
 
 def test_429_is_reported_and_no_slot_is_held_during_the_backoff():
@@ -383,8 +455,8 @@ def test_the_deadline_bounds_hanging_attempts():
 def test_the_deadline_bounds_waiting_for_a_limiter_slot():
     async def main():
         limiter = LocalLimiter(1)
-        async with limiter.slot(), httpx.AsyncClient(transport=httpx.MockTransport(replies())) as client:
-            return await send_chat(client, config(deadline=0.2), limiter, "m", MESSAGES, {}, rng=random.Random(0))
+        async with limiter.slot(), chat_session(1) as session:
+            return await send_chat(session, config(deadline=0.2), limiter, "m", MESSAGES, {}, rng=random.Random(0))
 
     started = time.perf_counter()
     result = asyncio.run(main())
@@ -399,12 +471,18 @@ def test_cancellation_propagates_and_frees_the_slot():
 
     async def main():
         limiter = LocalLimiter(1)
-        async with httpx.AsyncClient(transport=httpx.MockTransport(hang)) as client:
-            task = asyncio.create_task(send_chat(client, config(), limiter, "m", MESSAGES, {}, rng=random.Random(0)))
-            await asyncio.sleep(0.05)
-            task.cancel()
-            with pytest.raises(asyncio.CancelledError):
-                await task
+        server, seen = await serve(hang)
+        try:
+            async with chat_session(1) as session:
+                task = asyncio.create_task(send_chat(session, on_server(config(), server), limiter, "m", MESSAGES,
+                                                     {}, rng=random.Random(0)))
+                await asyncio.sleep(0.05)
+                assert len(seen) == 1  # the request is at the server, hanging
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+        finally:
+            await server.close()
         async with asyncio.timeout(1), limiter.slot():
             return True
 
@@ -429,35 +507,17 @@ def expected_models(protocol):
                                                       "modified_at": "2025-01-01T00:00:00Z"})]
 
 
-def list_with_mock(handler, endpoint):
-    async def main():
-        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
-            return await list_models(client, endpoint)
-
-    return asyncio.run(main())
-
-
-@pytest.mark.parametrize(("protocol", "path", "body"), [("openai", "/v1/models", OPENAI_MODELS),
-                                                         ("ollama", "/api/tags", OLLAMA_TAGS)])
-def test_list_models(protocol, path, body):
-    seen = []
-
-    def handler(request):
-        seen.append(request)
-        return httpx.Response(200, json=body)
-
-    assert list_with_mock(handler, config(protocol, api_key="k")) == expected_models(protocol)
-    assert seen[0].url.path == path and seen[0].headers["Authorization"] == "Bearer k"
-
-
-@pytest.mark.parametrize(("response", "reason"), [
-    (httpx.Response(401, json={"error": {"message": "Incorrect API key provided"}}), "HTTP 401: Incorrect API key provided"),
-    (httpx.Response(200, text="<html>"), "malformed model list: not JSON ('<html>')"),
-    (httpx.Response(200, json={"data": "none"}), "malformed model list: no list of models"),
+@pytest.mark.parametrize(("reply", "reason"), [
+    ({"status": 401, "body": {"error": {"message": "Incorrect API key provided"}}},
+     "HTTP 401: Incorrect API key provided"),
+    ({"raw": b"<html>"}, "malformed model list: not JSON ('<html>')"),
+    ({"body": {"data": "none"}}, "malformed model list: no list of models"),
+    ({"body": {"data": [{"object": "model"}]}}, 'malformed model list: an entry without a name: {"object": "model"}'),
 ])
-def test_list_models_errors(response, reason):
+def test_list_models_errors(server, reply, reason):
+    server.script["/v1/models"] = [Reply(**reply)]
     with pytest.raises(EndpointError) as raised:
-        list_with_mock(replies(response), config())
+        list_models_sync(config(base_url=server.base_url), timeout=5)
     assert raised.value.reason == reason
 
 
@@ -470,6 +530,7 @@ class Reply:
     body: object = field(default_factory=openai_reply)
     headers: dict = field(default_factory=dict)
     hang: float = 0.0
+    raw: bytes | None = None  # sent instead of the JSON of ``body``
 
 
 @dataclass
@@ -515,7 +576,7 @@ class ScriptedServer:
             reply = queue.pop(0) if len(queue) > 1 else queue[0]
         if reply.hang:
             self.released.wait(reply.hang)
-        data = json.dumps(reply.body).encode()
+        data = reply.raw if reply.raw is not None else json.dumps(reply.body).encode()
         try:
             handler.send_response(reply.status)
             for name, value in {"Content-Type": "application/json", **reply.headers}.items():
@@ -541,8 +602,8 @@ def server():
 
 def send_real(endpoint: EndpointConfig, *, params=None):
     async def main():
-        async with httpx.AsyncClient() as client:
-            return await send_chat(client, endpoint, LocalLimiter(4), "some-model", MESSAGES, params or {},
+        async with chat_session(4) as session:
+            return await send_chat(session, endpoint, LocalLimiter(4), "some-model", MESSAGES, params or {},
                                    rng=random.Random(0))
 
     started = time.perf_counter()
@@ -576,8 +637,8 @@ def test_real_hang_trips_the_attempt_timeout_then_succeeds(server):
 def test_connection_refused_fails_after_max_attempts():
     result, elapsed = send_real(config(base_url=f"http://127.0.0.1:{free_port()}", max_attempts=3))
     assert result.completion is None and result.attempts == 3 and result.status_code is None
-    assert result.error.startswith("failed after 3 attempts: ConnectError: ")
-    assert len(result.retries) == 2 and all(reason.startswith("ConnectError") for reason in result.retries)
+    assert result.error.startswith("failed after 3 attempts: ClientConnectorError: Cannot connect to host 127.0.0.1:")
+    assert len(result.retries) == 2 and all(reason.startswith("ClientConnectorError") for reason in result.retries)
     assert elapsed < 2
 
 
@@ -585,14 +646,10 @@ def test_connection_refused_fails_after_max_attempts():
                                                          ("ollama", "/api/tags", OLLAMA_TAGS)])
 def test_real_model_listing(server, protocol, path, body):
     server.script[path] = [Reply(body=body)]
-    endpoint = config(protocol, base_url=server.base_url)
-
-    async def main():
-        async with httpx.AsyncClient(timeout=5) as client:
-            return await list_models(client, endpoint)
-
-    assert asyncio.run(main()) == expected_models(protocol)
+    endpoint = config(protocol, base_url=server.base_url, api_key="k")
     assert list_models_sync(endpoint, timeout=5) == expected_models(protocol)
+    (request,) = server.seen
+    assert (request.method, request.path, request.headers["Authorization"]) == ("GET", path, "Bearer k")
 
 
 def test_real_model_listing_errors(server):

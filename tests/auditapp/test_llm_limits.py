@@ -238,6 +238,41 @@ def test_redis_limiter_reclaims_the_slot_of_a_killed_worker(redis_url, endpoint_
 
 
 @pytest.mark.integration
+def test_redis_limiter_hands_slots_over_in_the_process_without_letting_them_expire(redis_url, endpoint_key):
+    async def main():
+        keeper, other = two_workers(redis_url, endpoint_key, 1, slot_ttl=0.3)
+        gauge = Gauge()
+        try:
+            await keeper.current_limit()  # a first call: the limit is seen at its maximum
+            await gauge.hold(keeper, 0)
+            await keeper.settled()
+            handed_over = [asyncio.create_task(gauge.hold(keeper, 0.05)) for _ in range(16)]  # 0.8 s in a row
+            await asyncio.sleep(0.01)
+            holders_seen = set()
+
+            async def watch():
+                while not all(task.done() for task in handed_over):
+                    holders_seen.update(await keeper.redis.zrange(keeper.prefix + "holders", 0, -1))
+                    await asyncio.sleep(0.02)
+
+            watcher = asyncio.create_task(watch())
+            started = time.perf_counter()
+            await gauge.hold(other, 0)
+            other_waited = time.perf_counter() - started
+            await asyncio.gather(*handed_over, watcher)
+        finally:
+            await close_all([keeper, other])
+        return gauge, other_waited, holders_seen
+
+    gauge, other_waited, holders_seen = asyncio.run(main())
+    # One slot in Redis went from task to task in the keeping process, well past its 0.3 s expiry, which each
+    # hand-over restarted: the other process never got a second slot, and got the slot once the keeper was done.
+    assert len(holders_seen) == 1
+    assert gauge.total == 18 and gauge.peak == 1
+    assert other_waited >= 0.7
+
+
+@pytest.mark.integration
 def test_redis_limiter_shares_the_aimd_limit(redis_url, endpoint_key):
     async def main():
         first, second = two_workers(redis_url, endpoint_key, 8)
@@ -287,7 +322,8 @@ def test_redis_limiters_together_keep_the_rate_limit(redis_url, endpoint_key):
 
 
 @pytest.mark.integration
-def test_redis_limiter_costs_one_round_trip_to_acquire_and_one_to_release(redis_url, endpoint_key):
+def test_redis_limiter_sends_a_given_back_slot_with_the_next_request_and_batches_concurrent_ones(redis_url,
+                                                                                                endpoint_key):
     async def main():
         limiter = RedisLimiter(redis.asyncio.Redis.from_url(redis_url), endpoint_key, 64, None, slot_ttl=30,
                                owns_client=True)
@@ -308,8 +344,20 @@ def test_redis_limiter_costs_one_round_trip_to_acquire_and_one_to_release(redis_
                 async with limiter.slot():
                     await limiter.succeeded()
             await limiter.settled()
+            sequential = commands[:]
+            commands.clear()
+            gauge = Gauge()
+            await asyncio.gather(*(gauge.hold(limiter, 0) for _ in range(64)))
+            await limiter.settled()
+            limit = await limiter.current_limit()
         finally:
             await limiter.aclose()
-        return commands
+        return sequential, commands, gauge, limit
 
-    assert asyncio.run(main()) == ["EVALSHA"] * 20
+    sequential, concurrent, gauge, limit = asyncio.run(main())
+    # The first slot asked for, nine given back each with the next one asked for, the last given back.
+    assert sequential == ["EVALSHA"] * 11
+    # 64 slots asked for at once in one call and given back in one or a few, instead of 128 calls.
+    assert gauge.total == 64 and gauge.peak == 64
+    assert set(concurrent) == {"EVALSHA"} and 2 <= len(concurrent) <= 4
+    assert limit == 64
