@@ -2,8 +2,8 @@
 
 Builds an audit of about ``--requests`` requests (2 models × 7 conditions × enough items), starts the test
 LLM server (``tests/llm_server.py``) with ``--latency`` per reply, one endpoint with max concurrency
-``--concurrency``, and a Celery worker (``--worker-concurrency`` processes) on the real broker and database,
-then prints:
+``--concurrency``, and a Celery worker (``--worker-concurrency`` processes, default 3, each running one of
+the audit's parallel tasks) on the real broker and database, then prints:
 
 - achieved requests/s while sending, as a fraction of the endpoint's capacity (concurrency ÷ latency), as the
   endpoint saw it (its first request to its last reply); target ≥ 90% at 20,000 requests, 50 ms latency,
@@ -57,7 +57,11 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=20_000)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=64)
-    parser.add_argument("--worker-concurrency", type=int, default=2)
+    # Three processes on two cores: the worker waits on the network, and each process's event loop then holds a
+    # third of the requests in flight, so a stall of one loop delays fewer replies. Measured with 20,006
+    # requests: 2 processes 85-89% of capacity, 3 processes 93%, 4 processes 91-92%.
+    parser.add_argument("--worker-concurrency", type=int, default=3,
+                        help="worker processes, and the audit's parallel tasks (default: 3)")
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
     parser.add_argument("--redis-url", default=os.environ.get("CELERY_BROKER_URL", ""))
     args = parser.parse_args()
