@@ -131,7 +131,7 @@ async def _send_claimed(audit_id: int, chunk_id: int, db, slice_seconds: float) 
 
 
 async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
-                      builder: services.RequestBuilder) -> str:
+                      builder) -> str:
     endpoints = {m.endpoint_id: m.endpoint for m in builder.models.values()}
     configs = {endpoint_id: services.endpoint_config(endpoint) for endpoint_id, endpoint in endpoints.items()}
     limiters = {endpoint_id: limiter_for(settings.LLM_LIMITS_REDIS_URL or None, f"endpoint-{endpoint_id}",
@@ -162,21 +162,20 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
 
     async def _send_one(session: aiohttp.ClientSession, request: services.ClaimedRequest) -> services.RequestResult:
         audit_model = builder.models[request.audit_model_id]
-        messages = builder.messages(request.condition, request.item_id)
+        messages = builder.messages(request)
         if builder.key(audit_model, messages, request.replicate) != request.key:
-            return services.RequestResult(request.id, request.key, None, "the request no longer matches its key (its "
-                                          "item, template or endpoint changed after the audit was prepared)", 0, 0.0)
+            return services.RequestResult(request, None, "the request no longer matches its key (its item, template, "
+                                          "instrument or endpoint changed after the audit was prepared)", 0, 0.0)
         cell = f"{audit_model.id}:{request.condition}"
         sent = await send_chat(session, configs[audit_model.endpoint_id], limiters[audit_model.endpoint_id],
                                audit_model.model, messages, audit_model.params, rng=rng,
                                on_retry=partial(tracker.note, cell))
-        return services.RequestResult(request.id, request.key, sent.completion, sent.error, sent.attempts,
-                                      sent.latency_ms)
+        return services.RequestResult(request, sent.completion, sent.error, sent.attempts, sent.latency_ms)
 
     async def flush() -> str:
         batch = results[:]
         results.clear()
-        await db(services.chunk_record, chunk_id=chunk_id, results=batch)
+        await db(services.chunk_record, chunk_id=chunk_id, results=batch, parse=builder.parse)
         return await db(services.chunk_renew, chunk_id=chunk_id, audit_id=audit_id, retry_state=tracker.state())
 
     async with chat_session(n_senders) as session:
@@ -213,7 +212,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
             for task in senders:
                 task.cancel()
             await asyncio.gather(*senders, return_exceptions=True)
-            await db(services.chunk_record, chunk_id=chunk_id, results=results[:])
+            await db(services.chunk_record, chunk_id=chunk_id, results=results[:], parse=builder.parse)
             for limiter in limiters.values():
                 await limiter.aclose()
     return outcome
@@ -227,8 +226,8 @@ def _senders_per_task(endpoints, parallel_tasks: int) -> int:
     return sum(math.ceil(endpoint.max_concurrency / max(1, parallel_tasks)) for endpoint in endpoints)
 
 
-def _builder(*, audit_id: int) -> services.RequestBuilder:
-    return services.RequestBuilder(Audit.objects.get(pk=audit_id))
+def _builder(*, audit_id: int):
+    return services.request_builder(Audit.objects.get(pk=audit_id))
 
 
 def _run_in_own_loop(make_coroutine):

@@ -171,11 +171,11 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
     AuditItem.objects.bulk_create([AuditItem(audit=audit, item_id=item, majority_label=majority,
                                              weighted_label=weighted) for item, majority, weighted in truth],
                                   batch_size=BULK_BATCH_SIZE)
-    _enqueue_prepare(audit.id)
+    enqueue_prepare(audit.id)
     return audit
 
 
-def _enqueue_prepare(audit_id: int) -> None:
+def enqueue_prepare(audit_id: int) -> None:
     from tasks.audits import audit_prepare_task
 
     transaction.on_commit(lambda: audit_prepare_task.delay(audit_id))
@@ -203,8 +203,42 @@ def _sentence(item: Item | dict, label: int | None = None) -> classification.Sen
                                    following=item["following"], label=label)
 
 
-class RequestBuilder:
-    """Rebuilds any request of an audit: its messages and its key (the messages are never stored)."""
+@dataclass(frozen=True)
+class PlannedRequest:
+    """A request an audit will send (before it has an id)."""
+
+    audit_model: AuditModel
+    condition: str
+    item_id: int | None
+    unit: str
+    replicate: int
+    order: int
+    key: str
+
+
+# A parsed reply as the request stores it: outcome, label, explanation, reason.
+Parsed = tuple[str, int | None, str, str]
+
+
+def request_builder(audit: Audit):
+    """The request builder of the audit's paradigm: ClassificationRequests or SelfReportRequests. Both give
+    ``models`` (id → AuditModel), ``requests()`` (every PlannedRequest), ``messages(request)`` and ``key(...)``
+    (a request is rebuilt, never stored), ``parse(request, text, finish_reason)`` and ``manifest()``."""
+    if audit.paradigm == Audit.Paradigm.SELF_REPORT:
+        from auditapp.self_report_services import SelfReportRequests
+
+        return SelfReportRequests(audit)
+    return ClassificationRequests(audit)
+
+
+def audit_request_key(audit: Audit, audit_model: AuditModel, messages: list[dict], replicate: int) -> str:
+    return request_key(protocol=audit_model.endpoint.protocol, base_url=audit_model.endpoint.base_url,
+                       model=audit_model.model, digest=audit_model.digest, params=audit_model.params,
+                       messages=messages, replicate=replicate, scope="" if audit.use_cache else f"audit:{audit.id}")
+
+
+class ClassificationRequests:
+    """Rebuilds any request of a classification audit: its messages and its key (the messages are never stored)."""
 
     def __init__(self, audit: Audit):
         self.audit = audit
@@ -223,7 +257,24 @@ class RequestBuilder:
         self.items = {item["id"]: _sentence(item) for item in items}
         self._recent: dict[tuple[str, int], list[dict]] = {}
 
-    def messages(self, condition: str, item_id: int) -> list[dict]:
+    def requests(self):
+        for item_id in sorted(self.items):
+            order = classification.dispatch_order(self.audit.seed, item_id)
+            for condition in self.conditions:
+                messages = self.item_messages(condition.condition, item_id)
+                for audit_model in self.models.values():
+                    for replicate in range(self.audit.replicates):
+                        yield PlannedRequest(audit_model, condition.condition, item_id, "", replicate, order,
+                                             self.key(audit_model, messages, replicate))
+
+    def messages(self, request) -> list[dict]:
+        return self.item_messages(request.condition, request.item_id)
+
+    def parse(self, request, text: str, finish_reason: str) -> Parsed:
+        parsed = classification.parse(text, finish_reason or None)
+        return parsed.outcome, parsed.label, parsed.explanation, parsed.reason
+
+    def item_messages(self, condition: str, item_id: int) -> list[dict]:
         """The messages of an item under a condition (the same for every model and replicate, so the last
         few are kept: a worker sends an item's requests one after another)."""
         cache_key = (condition, item_id)
@@ -237,10 +288,10 @@ class RequestBuilder:
         return messages
 
     def key(self, audit_model: AuditModel, messages: list[dict], replicate: int) -> str:
-        return request_key(protocol=audit_model.endpoint.protocol, base_url=audit_model.endpoint.base_url,
-                           model=audit_model.model, digest=audit_model.digest, params=audit_model.params,
-                           messages=messages, replicate=replicate,
-                           scope="" if self.audit.use_cache else f"audit:{self.audit.id}")
+        return audit_request_key(self.audit, audit_model, messages, replicate)
+
+    def manifest(self) -> dict:
+        return _classification_manifest(self.audit, self)
 
 
 def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING) -> None:
@@ -275,22 +326,15 @@ def audit_prepare(*, audit_id: int) -> None:
             audit_model.digest = info.digest or ""
     AuditModel.objects.bulk_update(models, ["digest"])
 
-    builder = RequestBuilder(audit)
-    rows = []
-    for item_id in sorted(builder.items):
-        order = classification.dispatch_order(audit.seed, item_id)
-        for condition in builder.conditions:
-            messages = builder.messages(condition.condition, item_id)
-            for audit_model in models:
-                for replicate in range(audit.replicates):
-                    rows.append(AuditRequest(audit=audit, audit_model=audit_model, condition=condition.condition,
-                                             item_id=item_id, replicate=replicate, order=order,
-                                             key=builder.key(audit_model, messages, replicate)))
+    builder = request_builder(audit)
+    rows = [AuditRequest(audit=audit, audit_model=planned.audit_model, condition=planned.condition,
+                         item_id=planned.item_id, unit=planned.unit, replicate=planned.replicate, order=planned.order,
+                         key=planned.key) for planned in builder.requests()]
     with transaction.atomic():
         AuditRequest.objects.bulk_create(rows, batch_size=BULK_BATCH_SIZE, ignore_conflicts=True)
         if audit.use_cache:
-            _take_cached_replies(audit.id)
-        manifest = audit_manifest(audit, builder)
+            _take_cached_replies(audit.id, builder)
+        manifest = {**builder.manifest(), **app_version()}
         started = Audit.objects.filter(pk=audit.id, status=Audit.Status.QUEUED).update(
             status=Audit.Status.RUNNING, n_requests=len(rows), manifest=manifest, started_at=timezone.now(),
             status_reason="")
@@ -298,7 +342,7 @@ def audit_prepare(*, audit_id: int) -> None:
             _enqueue_work(audit.id, audit.parallel_tasks)
 
 
-def _take_cached_replies(audit_id: int) -> None:
+def _take_cached_replies(audit_id: int, builder) -> None:
     """Pending requests whose key already has a stored reply take it (errors are never stored, so never reused)."""
     pending = AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.PENDING)
     keys = set(pending.values_list("key", flat=True))
@@ -310,20 +354,15 @@ def _take_cached_replies(audit_id: int) -> None:
     if not replies:
         return
     now = timezone.now()
-    rows = [row for row in pending.only("id", "key") if row.key in replies]
+    rows = [row for row in pending.only("id", "key", "condition", "item_id", "unit", "replicate") if row.key in replies]
     for row in rows:
         reply = replies[row.key]
         row.state, row.reply_id, row.from_cache, row.finished_at = AuditRequest.State.ANSWERED, reply.id, True, now
         row.attempts = 0
-        _set_parsed(row, reply.text, reply.finish_reason)
+        row.outcome, row.label, row.explanation, row.parse_reason = builder.parse(row, reply.text,
+                                                                                  reply.finish_reason)
     AuditRequest.objects.bulk_update(rows, ["state", "reply", "from_cache", "finished_at", "attempts", "outcome",
                                             "label", "explanation", "parse_reason"], batch_size=BULK_BATCH_SIZE)
-
-
-def _set_parsed(row: AuditRequest, text: str, finish_reason: str) -> None:
-    parsed = classification.parse(text, finish_reason or None)
-    row.outcome, row.label, row.explanation, row.parse_reason = (parsed.outcome, parsed.label, parsed.explanation,
-                                                                 parsed.reason)
 
 
 def app_version() -> dict:
@@ -338,8 +377,9 @@ def app_version() -> dict:
     return {"app_version": settings.APP_VERSION, "git_commit": commit}
 
 
-def audit_manifest(audit: Audit, builder: RequestBuilder) -> dict:
-    """Everything needed to know what was asked of which model (ARCHITECTURE.md: the manifest)."""
+def _classification_manifest(audit: Audit, builder: ClassificationRequests) -> dict:
+    """Everything needed to know what was asked of which model (ARCHITECTURE.md: the manifest), but the app's
+    version (the caller adds it)."""
     study = audit.study
     run = getattr(study, "analysis_run", None)
     evaluated = list(AuditItem.objects.filter(audit=audit).order_by("item_id")
@@ -359,16 +399,18 @@ def audit_manifest(audit: Audit, builder: RequestBuilder) -> dict:
                        "example_set": c.example_set,
                        "example_items": sorted(str(e.item_id) for e in builder.examples.get(c.condition, ()))}
                       for c in builder.conditions],
-        "models": [{"label": m.display_name, "model": m.model, "endpoint": m.endpoint.name,
-                    "protocol": m.endpoint.protocol, "base_url": m.endpoint.base_url,
-                    "params": m.params or "endpoint defaults", "digest": m.digest or None}
-                   for m in builder.models.values()],
+        "models": manifest_models(builder.models.values()),
         "data": {"study": study.slug, "study_id": study.id, "n_items": len(evaluated),
                  "ground_truth_computed_at": run.computed_at.isoformat() if run else None,
                  "ground_truth_settings": run.settings if run else None,
                  "ground_truth_sha256": data_hash},
-        **app_version(),
     }
+
+
+def manifest_models(models) -> list[dict]:
+    return [{"label": m.display_name, "model": m.model, "endpoint": m.endpoint.name, "protocol": m.endpoint.protocol,
+             "base_url": m.endpoint.base_url, "params": m.params or "endpoint defaults", "digest": m.digest or None}
+            for m in models]
 
 
 # ------------------------------------------------------------------------------------- workers' leases
@@ -378,15 +420,15 @@ class ClaimedRequest:
     id: int
     audit_model_id: int
     condition: str
-    item_id: int
+    item_id: int | None
+    unit: str
     replicate: int
     key: str
 
 
 @dataclass(frozen=True)
 class RequestResult:
-    request_id: int
-    key: str
+    request: ClaimedRequest
     completion: llm_clients.Completion | None
     error: str
     attempts: int
@@ -423,7 +465,7 @@ def chunk_claim(*, chunk_id: int, audit_id: int, limit: int) -> list[ClaimedRequ
         _free_requests(audit_id, now).filter(id__in=ids).update(chunk_id=chunk_id)
     return [ClaimedRequest(*row) for row in AuditRequest.objects.filter(
         id__in=ids, chunk_id=chunk_id, state=AuditRequest.State.PENDING).order_by("order", "id").values_list(
-        "id", "audit_model_id", "condition", "item_id", "replicate", "key")]
+        "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "key")]
 
 
 _RECORDED_FIELDS = ("state", "reply", "error", "attempts", "finished_at", "outcome", "label", "explanation",
@@ -440,33 +482,34 @@ def _record_statement() -> str:
             f"WHERE {connection.ops.quote_name('id')} = %s AND {connection.ops.quote_name('state')} = %s")
 
 
-def chunk_record(*, chunk_id: int, results: list[RequestResult]) -> None:
-    """Store a batch of finished requests in bulk: each reply once per key, each request once."""
+def chunk_record(*, chunk_id: int, results: list[RequestResult], parse) -> None:
+    """Store a batch of finished requests in bulk: each reply once per key, each request once. ``parse`` is the
+    request builder's (the reply stored for a key is parsed, which is this one unless the key was answered
+    before)."""
     if not results:
         return
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     answered = [r for r in results if r.completion is not None]
     with transaction.atomic():
         LLMReply.objects.bulk_create([
-            LLMReply(key=r.key, text=r.completion.text, finish_reason=r.completion.finish_reason or "",
+            LLMReply(key=r.request.key, text=r.completion.text, finish_reason=r.completion.finish_reason or "",
                      prompt_tokens=r.completion.prompt_tokens, completion_tokens=r.completion.completion_tokens,
                      model_reported=r.completion.model_reported or "", fingerprint=r.completion.fingerprint or "",
                      latency_ms=r.latency_ms, attempts=r.attempts)
             for r in answered], batch_size=BULK_BATCH_SIZE, ignore_conflicts=True)
         # The stored reply, which is this one unless the key was answered before: parse what is stored.
         stored = {key: (pk, text, finish) for key, pk, text, finish in LLMReply.objects.filter(
-            key__in={r.key for r in answered}).values_list("key", "id", "text", "finish_reason")}
+            key__in={r.request.key for r in answered}).values_list("key", "id", "text", "finish_reason")}
         parameters = []
         for result in results:
             if result.completion is None:
                 values = (AuditRequest.State.FAILED, None, result.error, result.attempts, now,
                           AuditRequest.Outcome.ERROR, None, "", "")
             else:
-                reply_id, text, finish_reason = stored[result.key]
-                parsed = classification.parse(text, finish_reason or None)
-                values = (AuditRequest.State.ANSWERED, reply_id, "", result.attempts, now, parsed.outcome,
-                          parsed.label, parsed.explanation, parsed.reason)
-            parameters.append((*values, result.request_id, AuditRequest.State.PENDING))
+                reply_id, text, finish_reason = stored[result.request.key]
+                values = (AuditRequest.State.ANSWERED, reply_id, "", result.attempts, now,
+                          *parse(result.request, text, finish_reason))
+            parameters.append((*values, result.request.id, AuditRequest.State.PENDING))
         with connection.cursor() as cursor:
             cursor.executemany(_record_statement(), parameters)
 
@@ -537,7 +580,7 @@ def audit_resume(*, audit: Audit) -> None:
     if audit.n_requests == 0:
         audit.status, audit.status_reason, audit.finished_at = Audit.Status.QUEUED, "", None
         audit.save(update_fields=["status", "status_reason", "finished_at"])
-        _enqueue_prepare(audit.id)
+        enqueue_prepare(audit.id)
         return
     if audit.status == Audit.Status.STOPPED:
         # The failures that spent the error budget are sent again; otherwise the audit would stop at once.
@@ -578,10 +621,13 @@ def audit_retry_failed(*, audit: Audit) -> int:
 
 def audit_reparse(*, audit_id: int) -> int:
     """Parse every stored reply of the audit again (no model is asked); returns how many were parsed."""
+    builder = request_builder(Audit.objects.get(pk=audit_id))
     rows = list(AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.ANSWERED)
-                .select_related("reply").only("id", "reply__text", "reply__finish_reason"))
+                .select_related("reply").only("id", "condition", "item_id", "unit", "replicate", "reply__text",
+                                              "reply__finish_reason"))
     for row in rows:
-        _set_parsed(row, row.reply.text, row.reply.finish_reason)
+        row.outcome, row.label, row.explanation, row.parse_reason = builder.parse(row, row.reply.text,
+                                                                                  row.reply.finish_reason)
     AuditRequest.objects.bulk_update(rows, ["outcome", "label", "explanation", "parse_reason"],
                                      batch_size=BULK_BATCH_SIZE)
     return len(rows)
@@ -600,8 +646,14 @@ OUTCOME_COUNTS = ("label", "refusal", "unparseable", "error", "pending")
 
 
 def audit_analyse(*, audit_id: int) -> None:
-    """Metrics per model × condition × reference, Δκ and the means (seed 000 Tables 1–2, Figure 1, §4.1)."""
+    """Metrics per model × condition × reference, Δκ and the means (seed 000 Tables 1–2, Figure 1, §4.1); a
+    self-report audit's scores and comparison (:func:`auditapp.self_report_services.self_report_analyse`)."""
     audit = Audit.objects.get(pk=audit_id)
+    if audit.paradigm == Audit.Paradigm.SELF_REPORT:
+        from auditapp.self_report_services import self_report_analyse
+
+        self_report_analyse(audit)
+        return
     models = list(audit.models.all())
     conditions = list(audit.conditions.values_list("condition", flat=True))
     requests = pd.DataFrame.from_records(

@@ -24,6 +24,7 @@ import os
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 
 from annotation.models import Item, Study
 
@@ -110,9 +111,17 @@ class Audit(models.Model):
         EXCLUDE = "exclude", "Excluded from the metrics"
         WRONG = "wrong", "Counted as wrong"
 
+    class Paradigm(models.TextChoices):
+        CLASSIFICATION = "classification", "Classification (seed 000 §3.4)"
+        SELF_REPORT = "self_report", "Self-report on instruments (seed 000 §3.3)"
+
     name = models.CharField(max_length=200)
-    paradigm = models.CharField(max_length=40, default="classification")
-    study = models.ForeignKey(Study, on_delete=models.PROTECT, related_name="audits")
+    paradigm = models.CharField(max_length=40, choices=Paradigm.choices, default=Paradigm.CLASSIFICATION)
+    study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.PROTECT, related_name="audits",
+                              help_text="The study whose ground truth a classification audit is measured against.")
+    design = models.JSONField(default=dict, blank=True, editable=False,
+                              help_text="The paradigm's own settings (self-report: instruments, forms, mode, "
+                                        "validity rules and each administration's questionnaire).")
     replicates = models.PositiveSmallIntegerField(default=1)
     seed = models.BigIntegerField(default=0, help_text="Seeds example and item order (with each item's id).")
     use_cache = models.BooleanField(default=True, help_text="Reuse stored replies to identical requests.")
@@ -238,8 +247,11 @@ class AuditRequest(models.Model):
 
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="requests")
     audit_model = models.ForeignKey(AuditModel, on_delete=models.CASCADE, related_name="requests")
-    condition = models.CharField(max_length=40)
-    item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
+    condition = models.CharField(max_length=40, help_text="Classification: the prompting condition. Self-report: "
+                                                          "the form (original:<instrument> or masked).")
+    item = models.ForeignKey(Item, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
+                             help_text="The sentence a classification request asks about.")
+    unit = models.CharField(max_length=40, blank=True, help_text="Self-report: item:<position> or batch.")
     replicate = models.PositiveSmallIntegerField(default=0)
     order = models.BigIntegerField(help_text="Dispatch order, seeded from the audit seed and the item id.")
     key = models.CharField(max_length=64, db_index=True)
@@ -256,8 +268,12 @@ class AuditRequest(models.Model):
     parse_reason = models.CharField(max_length=200, blank=True)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["audit", "audit_model", "condition", "item", "replicate"],
-                                               name="audit_request_once")]
+        constraints = [
+            models.UniqueConstraint(fields=["audit", "audit_model", "condition", "item", "replicate"],
+                                    condition=Q(item__isnull=False), name="audit_request_once"),
+            models.UniqueConstraint(fields=["audit", "audit_model", "condition", "unit", "replicate"],
+                                    condition=Q(item__isnull=True), name="audit_request_unit_once"),
+        ]
         indexes = [models.Index(fields=["audit", "state", "order"]),
                    models.Index(fields=["audit", "finished_at"])]
 

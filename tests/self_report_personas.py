@@ -16,6 +16,12 @@ Personas (model names)
 - ``persona-dummy``: the most-agreeing option for every dummy validity item (a statement of
   ``auditapp/paradigms/self_report_items/dummy_items.json``, compared normalised), ``persona-key``'s answer
   for every other statement; so it endorses 52 of 52 dummies on a masked form.
+- ``persona-recognise``: a model that recognises a published instrument and answers it differently. In a
+  batch holding no dummy statement (an instrument on its own: the original form) it chooses the
+  most-agreeing option for every statement; in any other prompt (a masked batch, or one item, where the form
+  cannot be told) ``persona-key``'s answer. Its scores therefore differ between the forms, which the paired
+  comparison needs (every other persona answers both forms alike). This is the one persona whose answer
+  depends on more than the statement: :func:`persona_choice` takes ``recognised``.
 
 *Normalised* text is case-folded with runs of whitespace made one space and the ends stripped. A dummy item
 shown with a rewritten wording (a ``variants`` entry) is not recognised as a dummy.
@@ -82,7 +88,8 @@ PERSONA_AGREE = "persona-agree"
 PERSONA_REFUSE = "persona-refuse"
 PERSONA_KEY = "persona-key"
 PERSONA_DUMMY = "persona-dummy"
-PERSONAS = (PERSONA_AGREE, PERSONA_REFUSE, PERSONA_KEY, PERSONA_DUMMY)
+PERSONA_RECOGNISE = "persona-recognise"
+PERSONAS = (PERSONA_AGREE, PERSONA_REFUSE, PERSONA_KEY, PERSONA_DUMMY, PERSONA_RECOGNISE)
 
 DUMMIES_PATH = Path(__file__).resolve().parents[1] / "auditapp" / "paradigms" / "self_report_items" / "dummy_items.json"
 
@@ -156,8 +163,9 @@ def is_dummy(statement: str) -> bool:
     return normalise(statement) in dummy_statements()
 
 
-def persona_choice(persona: str, statement: str, options: Sequence[str]) -> int | None:
+def persona_choice(persona: str, statement: str, options: Sequence[str], *, recognised: bool = False) -> int | None:
     """The 0-based option ``persona`` chooses for ``statement`` with these options; None for a refusal.
+    ``recognised``: the statement is in a batch with no dummy statement (only ``persona-recognise`` cares).
     ``ValueError`` for an unknown persona or fewer than two options."""
     if len(options) < 2:
         raise ValueError("at least two response options are needed")
@@ -169,6 +177,8 @@ def persona_choice(persona: str, statement: str, options: Sequence[str]) -> int 
         return statement_key(statement, len(options))
     if persona == PERSONA_DUMMY:
         return most_agreeing(options) if is_dummy(statement) else statement_key(statement, len(options))
+    if persona == PERSONA_RECOGNISE:
+        return most_agreeing(options) if recognised else statement_key(statement, len(options))
     raise ValueError(f"unknown persona {persona!r}; personas are {', '.join(PERSONAS)}")
 
 
@@ -304,7 +314,8 @@ def item_reply(persona: str, statement: str, options: Sequence[str], labels: str
 def batch_reply(persona: str, items: Sequence[PromptItem]) -> str:
     """The reply to a batch: one ``n: option`` line per item, in order (module docstring: shapes)."""
     digest = _digest(persona, *(normalise(item.statement) for item in items))
-    choices = [persona_choice(persona, item.statement, item.options) for item in items]
+    recognised = not any(is_dummy(item.statement) for item in items)
+    choices = [persona_choice(persona, item.statement, item.options, recognised=recognised) for item in items]
     if any(choice is None for choice in choices):
         return REFUSALS[digest % len(REFUSALS)]
     answers = [(item.number, item.options[choice]) for item, choice in zip(items, choices, strict=True)]

@@ -437,9 +437,14 @@ def content_of(spec: RequestSpec) -> str:
     return message["content"]
 
 
-def expected_answers(persona: str, items) -> dict[int, int | None]:
+def expected_answers(persona: str, items, recognised: bool = False) -> dict[int, int | None]:
     """Position → the option persona_choice gives the item as shown (None: a refusal)."""
-    return {item.position: persona_choice(persona, item.text, item.options) for item in items}
+    return {item.position: persona_choice(persona, item.text, item.options, recognised=recognised) for item in items}
+
+
+def recognisable(name: str, items) -> bool:
+    """A batch with no dummy item: persona-recognise takes it for a published instrument."""
+    return name.endswith("batch") and not any(item.kind == "dummy" for item in items)
 
 
 def parsed_answers(spec: RequestSpec, text: str) -> dict[int, ParsedLikert]:
@@ -450,8 +455,8 @@ def parsed_answers(spec: RequestSpec, text: str) -> dict[int, ParsedLikert]:
     return {position: by_number[n] for n, position in enumerate(spec.positions, start=1)}
 
 
-def assert_answers(persona: str, items, answers: dict[int, ParsedLikert]) -> None:
-    expected = expected_answers(persona, items)
+def assert_answers(persona: str, items, answers: dict[int, ParsedLikert], recognised: bool = False) -> None:
+    expected = expected_answers(persona, items, recognised)
     assert set(answers) == set(expected)
     for position, parsed in answers.items():
         if expected[position] is None:
@@ -488,7 +493,12 @@ def test_persona_choice_rules(aq50):
             persona_choice("persona-key", item.text, aq_options)
     with pytest.raises(ValueError, match="unknown persona"):
         persona_choice("model-a", statement, aq_options)
-    assert set(PERSONAS) == {"persona-agree", "persona-refuse", "persona-key", "persona-dummy"}
+    # persona-recognise: the most-agreeing option when it recognises the instrument, else persona-key's answer.
+    for item in aq50.items:
+        assert persona_choice("persona-recognise", item.text, aq_options, recognised=True) == 0
+        assert persona_choice("persona-recognise", item.text, aq_options) == \
+            persona_choice("persona-key", item.text, aq_options)
+    assert set(PERSONAS) == {"persona-agree", "persona-refuse", "persona-key", "persona-dummy", "persona-recognise"}
 
 
 def test_persona_prompts_are_read_back_from_every_form(aq50, masked, masked_mixed):
@@ -556,15 +566,19 @@ def test_every_persona_reply_parses_back_to_the_persona_choice(persona, aq50, ma
         answers = {}
         for spec in specs:
             answers.update(parsed_answers(spec, persona_reply(persona, content_of(spec))))
-        assert_answers(persona, items, answers)
+        assert_answers(persona, items, answers, recognisable(name, items))
         if name.startswith("masked"):
             assert_validity(persona, masked, answers)
         if not name.startswith("mixed"):
             form = masked if name.startswith("masked") else OriginalForm.of(aq50)
             responses[name] = dict(score_masked(form, answers).responses["aq50"])
-    # A persona answers an AQ item the same way in either form and mode: its masked-minus-original change is 0.
-    assert len({tuple(sorted(by_number.items())) for by_number in responses.values()}) == 1
     assert len(responses["original item"]) == 50
+    if persona == "persona-recognise":
+        # It agrees with every item of the original batch and answers everything else by its key.
+        assert set(responses.pop("original batch").values()) == {0}
+        assert responses["original item"] != {n: 0 for n in responses["original item"]}
+    # Otherwise a persona answers an AQ item alike in either form and mode: its masked-minus-original change is 0.
+    assert len({tuple(sorted(by_number.items())) for by_number in responses.values()}) == 1
 
 
 def reply_template(spec: RequestSpec, text: str) -> str:
@@ -631,7 +645,7 @@ def test_personas_answer_over_http_in_item_and_batch_mode(persona, path, persona
                 text = reply_text(http.post(path, json=chat(persona, spec)), path)
                 assert text == persona_reply(persona, content_of(spec))
                 answers.update(parsed_answers(spec, text))
-            assert_answers(persona, items, answers)
+            assert_answers(persona, items, answers, recognisable(name, items))
             if name.startswith("masked"):
                 assert_validity(persona, masked, answers)
         assert {model["id"] for model in http.get("/v1/models").json()["data"]} == {*PERSONAS, "model-a"}

@@ -78,7 +78,7 @@ def test_audit_runs_end_to_end_and_metrics_equal_scikit_learn(server, no_tasks):
 
     # Parsed labels follow the server's rule.
     for row in requests.filter(outcome="label").select_related("audit_model")[:50]:
-        messages = services.RequestBuilder(audit).messages(row.condition, row.item_id)
+        messages = services.request_builder(audit).messages(row)
         assert row.label == expected_label(row.audit_model.model, messages[0]["content"],
                                            positive_words=AUDIT_POSITIVE_WORDS)
 
