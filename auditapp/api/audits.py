@@ -1,5 +1,6 @@
 """REST API of LLM audits (researchers only): endpoints and their models, launching and controlling audits,
-live progress, and the exports (responses, metrics, manifest).
+live progress, and the exports (responses, metrics, manifest). Self-report audits' own launch body and
+exports are in :mod:`auditapp.api.self_report`.
 
 Every list also answers ``?format=csv`` (streamed, never paginated).
 """
@@ -9,7 +10,7 @@ from functools import cached_property
 
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,6 +29,9 @@ from auditapp.audit_selectors import (
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
 from auditapp.paradigms.classification_prompts import CONDITIONS
+from auditapp.paradigms.self_report_audit import FORMS, ValidityRule
+from auditapp.self_report_services import self_report_audit_create
+from psychometrics.models import Instrument
 
 
 class EndpointSerializer(serializers.ModelSerializer):
@@ -79,6 +83,10 @@ class ModelChoiceSerializer(serializers.Serializer):
 
 
 class AuditCreateSerializer(serializers.Serializer):
+    """The body of ``POST /api/audits/`` for a classification audit."""
+
+    # The whole set (one enum in the schema); the view picks this serializer for "classification" only.
+    paradigm = serializers.ChoiceField(choices=Audit.Paradigm.choices, default=Audit.Paradigm.CLASSIFICATION)
     study = serializers.PrimaryKeyRelatedField(queryset=Study.objects.all())
     name = serializers.CharField(max_length=200)
     models = ModelChoiceSerializer(many=True)
@@ -89,6 +97,37 @@ class AuditCreateSerializer(serializers.Serializer):
     error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
     unparsed = serializers.ChoiceField(choices=Audit.Unparsed.choices, default=Audit.Unparsed.EXCLUDE)
     n_resamples = serializers.IntegerField(default=2000, min_value=100, max_value=100000)
+    parallel_tasks = serializers.IntegerField(default=1, min_value=1, max_value=32)
+
+
+class ValidityRuleSerializer(serializers.Serializer):
+    max_refusal_share = serializers.FloatField(default=ValidityRule.max_refusal_share, min_value=0, max_value=1)
+    max_dummy_endorsed = serializers.IntegerField(default=ValidityRule.max_dummy_endorsed, min_value=0)
+    action = serializers.ChoiceField(choices=["flag", "exclude"], default=ValidityRule.action,
+                                     help_text="flag: marked in the results; exclude: also left out of the "
+                                               "paired comparison.")
+
+
+class SelfReportCreateSerializer(serializers.Serializer):
+    """The body of ``POST /api/audits/`` for a self-report audit (``models`` as for a classification audit)."""
+
+    paradigm = serializers.ChoiceField(choices=Audit.Paradigm.choices)
+    name = serializers.CharField(max_length=200)
+    models = ModelChoiceSerializer(many=True)
+    instruments = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all(), many=True,
+                                                     help_text="Instrument ids (GET /api/instruments/).")
+    forms = serializers.ListField(child=serializers.ChoiceField(choices=FORMS), default=list(FORMS))
+    mode = serializers.ChoiceField(choices=["batch", "item"], default="batch",
+                                   help_text="batch: the whole form in one request (as the paper's combined "
+                                             "questionnaire); item: one item per request.")
+    labels = serializers.ChoiceField(choices=["numbers", "letters", "text"], allow_null=True, default=None,
+                                     help_text="How an item's options are labelled in item mode (default numbers).")
+    title = serializers.BooleanField(default=False, help_text="The original form opens with the instrument's name.")
+    validity = ValidityRuleSerializer(default=dict)
+    replicates = serializers.IntegerField(default=1, min_value=1, max_value=100)
+    seed = serializers.IntegerField(default=0, min_value=0)
+    use_cache = serializers.BooleanField(default=True)
+    error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
     parallel_tasks = serializers.IntegerField(default=1, min_value=1, max_value=32)
 
 
@@ -108,11 +147,14 @@ class AuditSerializer(serializers.ModelSerializer):
     n_answered = serializers.IntegerField(read_only=True)
     n_failed = serializers.IntegerField(read_only=True)
     dashboard = serializers.SerializerMethodField()
+    design = serializers.SerializerMethodField(help_text="Self-report: instruments, forms, mode, labels, title and "
+                                                         "the validity rule (the questionnaires are in the "
+                                                         "manifest); {} for a classification audit.")
 
     class Meta:
         model = Audit
         fields = ("id", "name", "paradigm", "study", "study_slug", "status", "status_reason", "models",
-                  "conditions", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
+                  "conditions", "design", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
                   "parallel_tasks", "n_requests", "n_answered", "n_failed", "created_at", "started_at",
                   "finished_at", "analysed_at", "dashboard")
 
@@ -121,6 +163,9 @@ class AuditSerializer(serializers.ModelSerializer):
 
     def get_dashboard(self, audit: Audit) -> str:
         return reverse("audit-dashboard", args=[audit.id])
+
+    def get_design(self, audit: Audit) -> dict:
+        return {key: value for key, value in audit.design.items() if key != "questionnaires"}
 
 
 class AuditDetailSerializer(AuditSerializer):
@@ -152,18 +197,27 @@ class AuditListView(ExportListAPIView):
     def export_filename(self) -> str:
         return "audits.csv"
 
-    @extend_schema(request=AuditCreateSerializer, responses={201: AuditDetailSerializer},
-                   summary="Launch an audit",
-                   description="Records the audit against the study's current ground truth and has a worker "
-                               "prepare it (list the models, build every request and its key) and run it. "
-                               "400 names every problem.")
+    @extend_schema(request=PolymorphicProxySerializer(
+        component_name="AuditLaunch", resource_type_field_name="paradigm",
+        serializers={"classification": AuditCreateSerializer, "self_report": SelfReportCreateSerializer}),
+        responses={201: AuditDetailSerializer}, summary="Launch an audit",
+        description="A classification audit (the default paradigm) is recorded against the study's current "
+                    "ground truth; a self-report audit (\"paradigm\": \"self_report\") asks the instruments in "
+                    "the chosen forms. A worker prepares it (lists the models, builds every request and its key) "
+                    "and runs it. 400 names every problem.")
     def post(self, request):
-        data = AuditCreateSerializer(data=request.data)
+        self_report = request.data.get("paradigm") == Audit.Paradigm.SELF_REPORT
+        data = (SelfReportCreateSerializer if self_report else AuditCreateSerializer)(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
+        values.pop("paradigm")
         models = [services.ModelChoice(**choice) for choice in values.pop("models")]
         try:
-            audit = services.audit_create(models=models, created_by=request.user, **values)
+            if self_report:
+                values["validity"] = ValidityRule(**values["validity"])
+                audit = self_report_audit_create(models=models, created_by=request.user, **values)
+            else:
+                audit = services.audit_create(models=models, created_by=request.user, **values)
         except services.AuditError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(AuditDetailSerializer(audit_list().get(pk=audit.pk)).data, status=status.HTTP_201_CREATED)

@@ -97,8 +97,8 @@ class ValidityRule:
 
     def describe(self) -> str:
         what = "flagged" if self.action == "flag" else "flagged and left out of the paired comparison"
-        return (f"A model is {what} on a form when it refuses more than {self.max_refusal_share:.0%} of the form's "
-                f"items, or (masked form) endorses more than {self.max_dummy_endorsed} of the dummy items.")
+        return (f"On a form, a model is {what} when it refuses more than {self.max_refusal_share:.0%} of the "
+                f"form's items, or (masked form) endorses more than {self.max_dummy_endorsed} of the dummy items.")
 
 
 @dataclass(frozen=True)

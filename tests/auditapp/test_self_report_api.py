@@ -1,0 +1,123 @@
+"""The REST API of self-report audits: launching one, and its answers, scores and validity exports."""
+from __future__ import annotations
+
+import csv
+import io
+
+import pytest
+from rest_framework.test import APIClient
+
+from auditapp import audit_runner
+from auditapp import audit_services as services
+from auditapp.models import Audit, LLMEndpoint
+from psychometrics.services import instruments_sync_shipped
+from tests.factories import make_participant_user
+from tests.llm_server import LLMServer
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@pytest.fixture
+def no_tasks(monkeypatch):
+    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+
+
+@pytest.fixture
+def instruments():
+    return {instrument.slug: instrument for instrument in instruments_sync_shipped()}
+
+
+def rows_of(response) -> list[dict]:
+    assert response.status_code == 200, response.content
+    return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
+
+
+def test_the_instruments_are_listed_for_researchers_only(api_client, instruments):
+    listed = {row["slug"]: row for row in api_client.get("/api/instruments/").json()}
+    assert listed["aq50"]["n_items"] == 50 and listed["aq50"]["id"] == instruments["aq50"].id
+    assert listed["sata_partial"]["partial"] is True
+    other = APIClient()
+    other.force_authenticate(make_participant_user())
+    assert other.get("/api/instruments/").status_code == 403
+    assert APIClient().get("/api/audits/1/answers/").status_code == 401
+
+
+def test_launch_validation_names_every_problem(api_client, no_tasks, instruments):
+    endpoint = LLMEndpoint.objects.create(name="e", protocol="openai", base_url="http://127.0.0.1:9")
+    response = api_client.post("/api/audits/", {
+        "paradigm": "self_report", "name": "x", "models": [{"endpoint": endpoint.id, "model": "m"}],
+        "instruments": [999999], "forms": ["sideways"], "mode": "stream", "validity": {"action": "ignore"}},
+        format="json")
+    assert response.status_code == 400
+    errors = response.json()
+    assert set(errors) == {"instruments", "forms", "mode", "validity"}
+    assert "action" in errors["validity"]
+    response = api_client.post("/api/audits/", {
+        "paradigm": "self_report", "name": "x", "models": [], "instruments": [instruments["aq50"].id],
+        "mode": "batch", "labels": "letters"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["detail"] == ("choose at least one model; a batch writes its options out: labels must "
+                                         "be 'text'")
+    assert not Audit.objects.exists()
+
+
+@pytest.mark.integration
+def test_a_launched_audit_exports_its_answers_scores_and_validity(api_client, no_tasks, instruments):
+    with LLMServer(models=["persona-key", "persona-refuse"]) as server:
+        endpoint = LLMEndpoint.objects.create(name="personas", protocol="ollama", base_url=server.base_url,
+                                              max_concurrency=4, attempt_timeout_s=5, max_attempts=2)
+        response = api_client.post("/api/audits/", {
+            "paradigm": "self_report", "name": "SATA self-report", "instruments": [instruments["sata_partial"].id],
+            "models": [{"endpoint": endpoint.id, "model": "persona-key"},
+                       {"endpoint": endpoint.id, "model": "persona-refuse", "label": "refuser"}],
+            "forms": ["original", "masked"], "mode": "item", "seed": 5,
+            "validity": {"max_refusal_share": 0.25, "action": "exclude"}}, format="json")
+        assert response.status_code == 201, response.content
+        created = response.json()
+        assert created["paradigm"] == "self_report" and created["study"] is None
+        assert created["design"]["mode"] == "item" and created["design"]["forms"] == ["original", "masked"]
+        assert created["design"]["validity"] == {"max_refusal_share": 0.25, "max_dummy_endorsed": 26,
+                                                 "action": "exclude"}
+        assert "questionnaires" not in created["design"]
+        audit_id = created["id"]
+        services.audit_prepare(audit_id=audit_id)
+        assert audit_runner.audit_work(audit_id) == "finished"
+        services.audit_analyse(audit_id=audit_id)
+
+    assert api_client.get(f"/api/audits/{audit_id}/").json()["status"] == "completed"
+    answers = rows_of(api_client.get(f"/api/audits/{audit_id}/answers/?format=csv"))
+    # 2 models × (5 original items + 5 + 50 fillers + 52 dummies masked), one row per presented item.
+    assert len(answers) == 2 * (5 + 107)
+    assert {row["outcome"] for row in answers if row["model"] == "refuser"} == {"refusal"}
+    assert {row["outcome"] for row in answers if row["model"] == "persona-key"} == {"answer"}
+    sata_rows = [row for row in answers if row["kind"] == "instrument"]
+    assert {row["source"] for row in sata_rows} == {"sata_partial"}
+    assert {row["keying"] for row in sata_rows} == {"forward", "reverse"}
+    page = api_client.get(f"/api/audits/{audit_id}/answers/").json()
+    assert page["count"] == len(answers) and set(page["results"][0]) == set(answers[0])
+
+    scores = rows_of(api_client.get(f"/api/audits/{audit_id}/scores/?format=csv"))
+    assert [(row["model"], row["form"]) for row in scores] == [("persona-key", "original"), ("persona-key", "masked"),
+                                                                ("refuser", "original"), ("refuser", "masked")]
+    assert scores[0]["total"] == scores[1]["total"] == "12"  # the fixed key's SATA score (worked by hand there)
+    assert scores[2]["total"] == scores[3]["total"] == ""  # no total without every answer
+
+    validity = rows_of(api_client.get(f"/api/audits/{audit_id}/validity/?format=csv"))
+    by = {(row["model"], row["form"]): row for row in validity}
+    assert by[("refuser", "masked")]["flagged"] == "True"
+    assert by[("refuser", "masked")]["flag_reasons"] == "refused 100% of the items"
+    assert by[("refuser", "masked")]["refusals"] == "107" and by[("refuser", "masked")]["dummy_items"] == "52"
+    assert {row["rule"] for row in validity} == {
+        "On a form, a model is flagged and left out of the paired comparison when it refuses more than 25% of the "
+        "form's items, or (masked form) endorses more than 26 of the dummy items."}
+    manifest = api_client.get(f"/api/audits/{audit_id}/manifest/").json()
+    assert manifest["paradigm"] == "self_report" and manifest["forms"] == ["original:sata_partial", "masked"]
+    assert [entry["slug"] for entry in manifest["instruments"]] == ["sata_partial"]
+    assert len(manifest["masked"]["0"]["order"]) == 107
+
+    # The classification exports of a self-report audit's requests still answer (the unit is the request).
+    responses = api_client.get(f"/api/audits/{audit_id}/responses/").json()
+    assert responses["count"] == 2 * (5 + 107)
+    # And a classification audit has no self-report exports.
+    assert api_client.get("/api/audits/999999/scores/").status_code == 404
