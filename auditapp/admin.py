@@ -1,5 +1,6 @@
 """Admin of the audit domain: register LLM endpoints and list their models, edit prompt templates (each edit
-is a new version), launch an audit, follow it and pause, resume or cancel it."""
+is a new version), launch an audit (classification under Audits, self-report under Self-report audits),
+follow it and pause, resume or cancel it."""
 from __future__ import annotations
 
 import hashlib
@@ -10,10 +11,13 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from auditapp import audit_services as services
+from auditapp import self_report_services
 from auditapp.audit_selectors import audit_progress
 from auditapp.llm_clients import EndpointError
-from auditapp.models import Audit, LLMEndpoint, PromptTemplate
+from auditapp.models import Audit, LLMEndpoint, PromptTemplate, SelfReportAudit
 from auditapp.paradigms.classification_prompts import CONDITIONS, DEFAULT_TEMPLATES
+from auditapp.paradigms.self_report_audit import FORMS, ValidityRule
+from psychometrics.models import Instrument
 
 
 @admin.register(LLMEndpoint)
@@ -75,8 +79,8 @@ class PromptTemplateAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
 
-class AuditLaunchForm(forms.ModelForm):
-    """Launch an audit: the models are those the endpoints listed (use the endpoint action first)."""
+class ModelsFieldsMixin(forms.Form):
+    """The listed models to audit and their generation parameters (use the endpoint action to list them)."""
 
     models = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, choices=(),
                                        help_text="Models from the endpoints' last listing.")
@@ -84,14 +88,6 @@ class AuditLaunchForm(forms.ModelForm):
         required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 2}),
         help_text='Generation parameters for every chosen model, e.g. {"temperature": 0}; leave {} for each '
                   "endpoint's own defaults (as in seed 000 §3.4).")
-    conditions = forms.MultipleChoiceField(
-        widget=forms.CheckboxSelectMultiple, initial=list(CONDITIONS),
-        choices=[(code, DEFAULT_TEMPLATES[code].name) for code in CONDITIONS])
-
-    class Meta:
-        model = Audit
-        fields = ("name", "study", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
-                  "parallel_tasks")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -105,15 +101,6 @@ class AuditLaunchForm(forms.ModelForm):
             raise forms.ValidationError('Give the parameters as a JSON object, e.g. {"temperature": 0}.')
         return params
 
-    def clean(self):
-        data = super().clean()
-        if not self.errors:
-            for problem in services.audit_problems(
-                    study=data["study"], models=self.model_choices(), conditions=data["conditions"],
-                    replicates=data["replicates"], error_budget=data["error_budget"], unparsed=data["unparsed"]):
-                self.add_error(None, problem)
-        return data
-
     def model_choices(self) -> list[services.ModelChoice]:
         endpoints = LLMEndpoint.objects.in_bulk()
         choices = []
@@ -124,10 +111,81 @@ class AuditLaunchForm(forms.ModelForm):
         return choices
 
 
+class AuditLaunchForm(ModelsFieldsMixin, forms.ModelForm):
+    """Launch a classification audit."""
+
+    conditions = forms.MultipleChoiceField(
+        widget=forms.CheckboxSelectMultiple, initial=list(CONDITIONS),
+        choices=[(code, DEFAULT_TEMPLATES[code].name) for code in CONDITIONS])
+
+    class Meta:
+        model = Audit
+        fields = ("name", "study", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
+                  "parallel_tasks")
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            for problem in services.audit_problems(
+                    study=data["study"], models=self.model_choices(), conditions=data["conditions"],
+                    replicates=data["replicates"], error_budget=data["error_budget"], unparsed=data["unparsed"]):
+                self.add_error(None, problem)
+        return data
+
+
+class SelfReportLaunchForm(ModelsFieldsMixin, forms.ModelForm):
+    """Launch a self-report audit (seed 000 §3.3): models × instruments × forms × replicates."""
+
+    instruments = forms.ModelMultipleChoiceField(
+        queryset=Instrument.objects.all(), widget=forms.CheckboxSelectMultiple,
+        help_text="Shipped or uploaded Likert instruments. A partial instrument is not the published scale.")
+    administered_forms = forms.MultipleChoiceField(
+        label="Forms", choices=[("original", "Original (the published items, order and options)"),
+                 ("masked", "Masked (one questionnaire of the instruments' items, IPIP fillers and 52 dummy items, "
+                            "in a seeded order: seed 000 Appendix A)")],
+        initial=list(FORMS), widget=forms.CheckboxSelectMultiple)
+    mode = forms.ChoiceField(choices=[("batch", "Batch: the whole form in one request, numbered"),
+                                      ("item", "Item: one item per request")], initial="batch")
+    labels = forms.ChoiceField(choices=[("", "default (numbers; text in batch mode)"), ("numbers", "numbers"),
+                                        ("letters", "letters"), ("text", "text")], required=False,
+                               help_text="How each option is labelled in item mode.")
+    title = forms.BooleanField(required=False, help_text="The original form opens with the instrument's name.")
+    max_refusal_share = forms.FloatField(initial=ValidityRule.max_refusal_share, min_value=0, max_value=1,
+                                         help_text="Flag a model on a form when it refuses more than this share.")
+    max_dummy_endorsed = forms.IntegerField(initial=ValidityRule.max_dummy_endorsed, min_value=0,
+                                            help_text="Flag a model when it endorses more of the 52 dummy items.")
+    validity_action = forms.ChoiceField(choices=[("flag", "flag only"),
+                                                 ("exclude", "flag and leave out of the paired comparison")],
+                                        initial=ValidityRule.action)
+
+    class Meta:
+        model = SelfReportAudit
+        fields = ("name", "replicates", "seed", "use_cache", "error_budget", "parallel_tasks")
+
+    def launch_arguments(self) -> dict:
+        data = self.cleaned_data
+        return {"models": self.model_choices(), "instruments": list(data["instruments"]),
+                "forms": tuple(data["administered_forms"]),
+                "mode": data["mode"], "labels": data["labels"] or None, "title": data["title"],
+                "validity": ValidityRule(max_refusal_share=data["max_refusal_share"],
+                                         max_dummy_endorsed=data["max_dummy_endorsed"],
+                                         action=data["validity_action"]),
+                "replicates": data["replicates"], "error_budget": data["error_budget"]}
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            for problem in self_report_services.self_report_problems(**self.launch_arguments()):
+                self.add_error(None, problem)
+        return data
+
+
 @admin.register(Audit)
 class AuditAdmin(admin.ModelAdmin):
-    list_display = ("name", "study", "status", "n_requests", "created_at", "dashboard_link")
-    list_filter = ("status",)
+    """Every audit; "Add" launches a classification audit (self-report audits: SelfReportAuditAdmin)."""
+
+    list_display = ("name", "paradigm", "study", "status", "n_requests", "created_at", "dashboard_link")
+    list_filter = ("paradigm", "status")
     actions = ["pause", "resume", "cancel", "retry_failed"]
     readonly_fields = ("name", "study", "paradigm", "status", "status_reason", "progress", "dashboard_link",
                        "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples", "parallel_tasks",
@@ -200,3 +258,35 @@ class AuditAdmin(admin.ModelAdmin):
     @admin.action(description="Send the failed requests of the selected audits again")
     def retry_failed(self, request, queryset):
         self._control(request, queryset, services.audit_retry_failed, "failed requests queued again")
+
+
+@admin.register(SelfReportAudit)
+class SelfReportAuditAdmin(AuditAdmin):
+    """Self-report audits; "Add" launches one."""
+
+    list_display = ("name", "status", "n_requests", "created_at", "dashboard_link")
+    list_filter = ("status",)
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(paradigm=Audit.Paradigm.SELF_REPORT)
+
+    def get_form(self, request, obj=None, **kwargs):
+        if obj is None:
+            kwargs["form"] = SelfReportLaunchForm
+        return super(AuditAdmin, self).get_form(request, obj, **kwargs)
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ("name", "models", "params", "instruments", "administered_forms", "mode", "labels", "title", "replicates",
+                    "seed", "max_refusal_share", "max_dummy_endorsed", "validity_action", "use_cache", "error_budget",
+                    "parallel_tasks")
+        return self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return
+        data = form.cleaned_data
+        audit = self_report_services.self_report_audit_create(
+            name=data["name"], seed=data["seed"], use_cache=data["use_cache"], parallel_tasks=data["parallel_tasks"],
+            created_by=request.user, **form.launch_arguments())
+        obj.pk = audit.pk

@@ -295,3 +295,11 @@ class AuditMetric(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["audit", "audit_model", "condition", "reference"],
                                                name="audit_metric_once")]
+
+
+class SelfReportAudit(Audit):
+    """Self-report audits in the admin, with their own list and launch form (the same rows as Audit)."""
+
+    class Meta:
+        proxy = True
+        verbose_name = "self-report audit"

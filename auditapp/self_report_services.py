@@ -122,10 +122,18 @@ class SelfReportRequests:
         }
 
 
-def self_report_problems(*, models: list[ModelChoice], design: plan.Design, replicates: int,
-                         error_budget: float) -> list[str]:
+def _design(instruments: list[StoredInstrument], forms, mode, labels, title, validity) -> plan.Design:
+    return plan.Design(instruments=tuple(instrument.parsed for instrument in instruments), forms=tuple(forms),
+                       mode=mode, labels=labels, title=title, validity=validity or plan.ValidityRule())
+
+
+def self_report_problems(*, models: list[ModelChoice], instruments: list[StoredInstrument],
+                         forms: tuple[str, ...] = plan.FORMS, mode: str = "batch", labels: str | None = None,
+                         title: bool = False, validity: plan.ValidityRule | None = None, replicates: int = 1,
+                         error_budget: float = 0.2) -> list[str]:
+    """Everything that stops a self-report audit from being launched as asked (empty when it can be)."""
     problems = [] if models else ["choose at least one model"]
-    problems += design.problems()
+    problems += _design(instruments, forms, mode, labels, title, validity).problems()
     if not 1 <= replicates <= MAX_REPLICATES:
         problems.append(f"replicates must be between 1 and {MAX_REPLICATES}")
     if not 0 <= error_budget <= 1:
@@ -141,12 +149,9 @@ def self_report_audit_create(*, name: str, models: list[ModelChoice], instrument
                              parallel_tasks: int = 1, created_by=None) -> Audit:
     """Record a self-report audit (every model × form × replicate; the masked questionnaires are built now, one
     per replicate) and have a worker prepare and run it. Raises AuditError naming every problem."""
-    try:
-        design = plan.Design(instruments=tuple(instrument.parsed for instrument in instruments), forms=tuple(forms),
-                             mode=mode, labels=labels, title=title, validity=validity or plan.ValidityRule())
-    except ValueError as error:
-        raise AuditError(str(error)) from error
-    problems = self_report_problems(models=models, design=design, replicates=replicates, error_budget=error_budget)
+    problems = self_report_problems(models=models, instruments=instruments, forms=forms, mode=mode, labels=labels,
+                                    title=title, validity=validity, replicates=replicates, error_budget=error_budget)
+    design = _design(instruments, forms, mode, labels, title, validity)
     questionnaires = {}
     if not problems:
         try:
