@@ -14,7 +14,7 @@ from auditapp import audit_services as services
 from auditapp import self_report_services
 from auditapp.audit_selectors import audit_progress
 from auditapp.llm_clients import EndpointError
-from auditapp.models import Audit, LLMEndpoint, PromptTemplate, SelfReportAudit
+from auditapp.models import Audit, ItemVariant, LLMEndpoint, PromptTemplate, SelfReportAudit
 from auditapp.paradigms.classification_prompts import CONDITIONS, DEFAULT_TEMPLATES
 from auditapp.paradigms.self_report_audit import FORMS, ValidityRule
 from psychometrics.models import Instrument
@@ -76,6 +76,46 @@ class PromptTemplateAdmin(admin.ModelAdmin):
             self.message_user(request, "This exact text is already a version of the template: nothing saved.",
                               messages.WARNING)
             return
+        super().save_model(request, obj, form, change)
+
+
+class ItemVariantForm(forms.ModelForm):
+    class Meta:
+        model = ItemVariant
+        fields = ("source", "number", "text", "note", "active")
+
+    def clean(self):
+        data = super().clean()
+        source, number = data.get("source"), data.get("number")
+        if source and number is not None:
+            sources = self_report_services.variant_sources()
+            if source not in sources:
+                self.add_error("source", f"no instrument or item pool {source!r}; one of {', '.join(sorted(sources))}")
+            elif number not in sources[source][0]:
+                self.add_error("number", f"{source} has no item {number}")
+        return data
+
+
+@admin.register(ItemVariant)
+class ItemVariantAdmin(admin.ModelAdmin):
+    """The phrasing variants of the masked self-report form, with the wording and licence note they change."""
+
+    form = ItemVariantForm
+    list_display = ("source", "number", "text", "active", "created_at")
+    list_filter = ("source", "active")
+    readonly_fields = ("published_wording", "licence_note", "created_by", "created_at")
+
+    @admin.display(description="published wording")
+    def published_wording(self, variant: ItemVariant) -> str:
+        return self_report_services.variant_sources().get(variant.source, ({}, ""))[0].get(variant.number, "")
+
+    @admin.display(description="licence note of the source")
+    def licence_note(self, variant: ItemVariant) -> str:
+        return self_report_services.variant_sources().get(variant.source, ({}, ""))[1]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.created_by = request.user
         super().save_model(request, obj, form, change)
 
 

@@ -96,6 +96,33 @@ class PromptTemplate(models.Model):
         super().save(*args, **kwargs)
 
 
+class ItemVariant(models.Model):
+    """A rewording of an item for the masked self-report form (seed 000 Appendix A, "phrasing variation").
+
+    ``source`` is an instrument's slug, the filler pool's (``ipip_big_five_50``) or the dummy set's
+    (``dummy_items``); ``number`` the item's number there. A masked administration shows, for an item with
+    active variants, one of them (drawn with the administration's seed) and records which. Rewording a
+    published instrument's items may need its authors' permission: the instrument's licence note is shown
+    with every rewritten item.
+    """
+
+    source = models.SlugField(max_length=100)
+    number = models.PositiveIntegerField()
+    text = models.TextField()
+    note = models.TextField(blank=True, help_text="Why and how the wording was changed.")
+    active = models.BooleanField(default=True, help_text="Used by audits launched from now on.")
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["source", "number", "id"]
+        constraints = [models.UniqueConstraint(fields=["source", "number", "text"], name="item_variant_once")]
+
+    def __str__(self) -> str:
+        return f"{self.source} {self.number}: {self.text[:60]}"
+
+
 class Audit(models.Model):
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"

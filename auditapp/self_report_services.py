@@ -9,7 +9,7 @@ parsed as Likert answers, and the analysis scores instruments.
 
 ``Audit.design`` holds the design: the instruments (database ids, slugs and content hashes), forms, mode,
 labels, title, the validity rule and, per replicate, the masked questionnaire as built at launch (its seed,
-order and every item's mapping back).
+order, the wording shown with any phrasing variant used, and every item's mapping back).
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from auditapp.audit_services import (
     enqueue_prepare,
     manifest_models,
 )
-from auditapp.models import Audit, AuditModel, AuditRequest
+from auditapp.models import Audit, AuditModel, AuditRequest, ItemVariant
 from auditapp.paradigms import self_report_audit as plan
 from auditapp.paradigms.self_report import BATCH_INSTRUCTION, ITEM_INSTRUCTION, shipped_dummies, shipped_fillers
 from psychometrics.models import Instrument as StoredInstrument
@@ -115,11 +115,37 @@ class SelfReportRequests:
                              "partial": i.partial, "source": i.source, "licence_note": i.licence_note}
                             for i in design.instruments],
             "masked": {str(replicate): {"seed": q.seed, "filler_pool": q.filler_pool, "dummy_set": q.dummy_set,
-                                        "order": [[item.kind, item.slug, item.number] for item in q.items]}
+                                        "order": [[item.kind, item.slug, item.number] for item in q.items],
+                                        "rewritten": [{"source": item.slug, "number": item.number, "text": item.text,
+                                                       "published_text": item.published_text,
+                                                       "licence_note": item.licence_note}
+                                                      for item in q.items if item.rewritten]}
                        for replicate, q in sorted(self.questionnaires.items())},
             "validity": {**asdict(design.validity), "text": design.validity.describe()},
             "models": manifest_models(self.models.values()),
         }
+
+
+def variant_sources() -> dict[str, tuple[dict[int, str], str]]:
+    """What an ItemVariant may reword: source slug → (item number → published wording, licence note), for every
+    stored instrument (its newest version), the filler pool and the dummy set."""
+    sources: dict[str, tuple[dict[int, str], str]] = {}
+    for stored in StoredInstrument.objects.order_by("created_at", "id"):
+        definition = stored.definition
+        sources[stored.slug] = ({item["number"]: item["text"] for item in definition["items"]},
+                                definition.get("licence_note", ""))
+    for pool in (shipped_fillers(), shipped_dummies()):
+        sources[pool.slug] = ({item.number: item.text for item in pool.items}, pool.licence_note)
+    return sources
+
+
+def active_variants(sources: list[str]) -> dict[tuple[str, int], list[str]]:
+    """(source, item number) → the active rewordings of the sources' items (ItemVariant), oldest first."""
+    variants: dict[tuple[str, int], list[str]] = defaultdict(list)
+    for source, number, text in (ItemVariant.objects.filter(source__in=sources, active=True)
+                                 .order_by("id").values_list("source", "number", "text")):
+        variants[(source, number)].append(text)
+    return dict(variants)
 
 
 def _design(instruments: list[StoredInstrument], forms, mode, labels, title, validity) -> plan.Design:
@@ -155,8 +181,10 @@ def self_report_audit_create(*, name: str, models: list[ModelChoice], instrument
     questionnaires = {}
     if not problems:
         try:
-            questionnaires = plan.build_questionnaires(design, audit_seed=seed, replicates=replicates,
-                                                       fillers=shipped_fillers(), dummies=shipped_dummies())
+            fillers, dummies = shipped_fillers(), shipped_dummies()
+            questionnaires = plan.build_questionnaires(
+                design, audit_seed=seed, replicates=replicates, fillers=fillers, dummies=dummies,
+                variants=active_variants([*(i.slug for i in design.instruments), fillers.slug, dummies.slug]))
         except ValueError as error:
             problems.append(str(error))
     if problems:

@@ -11,8 +11,11 @@ items in published order, own options) when the original form is chosen, and ``m
 all chosen instruments' items, IPIP fillers and the 52 dummy items, Appendix A) when the masked form is. Each
 replicate of the masked form is one *administration* with its own item order, drawn from
 :func:`masked_seed` (audit seed, replicate); every model answers the same administration, so models are
-compared on the same order. The questionnaires are stored with the audit (:func:`questionnaire_to_dict`)
-and read back from there, so an audit stays readable when the shipped pools change.
+compared on the same order. An item with phrasing variants (a researcher-edited table) shows one of them,
+drawn per administration (:func:`choose_variants`); the item keeps its published wording and its source's
+licence note beside the one shown. The questionnaires are stored with the audit
+(:func:`questionnaire_to_dict`) and read back from there, so an audit stays readable when the shipped pools or
+the variants change.
 
 Requests are :class:`~auditapp.paradigms.self_report.RequestSpec` units: ``item:<position>`` (one item per
 request) or ``batch`` (the whole form, numbered); the manifest records the mode.
@@ -47,6 +50,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Literal
+
+import numpy as np
 
 from auditapp.paradigms.self_report import (
     FormItem,
@@ -146,14 +151,28 @@ def masked_seed(audit_seed: int, replicate: int) -> int:
     return int.from_bytes(digest[:8], "big") >> 1
 
 
-def build_questionnaires(design: Design, *, audit_seed: int, replicates: int, fillers: ItemPool,
-                         dummies: ItemPool) -> dict[int, MaskedQuestionnaire]:
-    """One masked questionnaire per replicate (none when the masked form is not chosen)."""
+def choose_variants(variants: Mapping[tuple[str, int], Sequence[str]], seed: int) -> dict[tuple[str, int], str]:
+    """One wording per item that has variants, drawn with a generator of its own seeded by ``seed`` (so the
+    draw does not change the item order, which comes from ``seed`` alone)."""
+    rng = np.random.default_rng([seed, 1])
+    return {target: texts[int(rng.integers(len(texts)))] for target, texts in sorted(variants.items()) if texts}
+
+
+def build_questionnaires(design: Design, *, audit_seed: int, replicates: int, fillers: ItemPool, dummies: ItemPool,
+                         variants: Mapping[tuple[str, int], Sequence[str]] | None = None
+                         ) -> dict[int, MaskedQuestionnaire]:
+    """One masked questionnaire per replicate (none when the masked form is not chosen). ``variants``: (source
+    slug, item number) → rewordings; each administration shows one of an item's rewordings
+    (:func:`choose_variants`). ValueError names a variant of an item the form does not hold."""
     if MASKED not in design.forms:
         return {}
-    return {replicate: build_masked_questionnaire(design.instruments, seed=masked_seed(audit_seed, replicate),
-                                                  fillers=fillers, dummies=dummies)
-            for replicate in range(replicates)}
+    questionnaires = {}
+    for replicate in range(replicates):
+        seed = masked_seed(audit_seed, replicate)
+        questionnaires[replicate] = build_masked_questionnaire(
+            design.instruments, seed=seed, fillers=fillers, dummies=dummies,
+            variants=choose_variants(variants or {}, seed))
+    return questionnaires
 
 
 def questionnaire_to_dict(questionnaire: MaskedQuestionnaire) -> dict:

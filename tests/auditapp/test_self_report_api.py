@@ -153,3 +153,25 @@ def test_the_admin_launches_a_self_report_audit_from_listed_models(client, resea
     response = client.post("/admin/auditapp/selfreportaudit/add/", {**form, "name": "bad", "mode": "batch"})
     assert response.status_code == 200 and "labels must be &#x27;text&#x27;" in response.content.decode()
     assert not Audit.objects.filter(name="bad").exists()
+
+
+def test_the_admin_edits_phrasing_variants_of_known_items_and_shows_the_licence_note(client, researcher, instruments):
+    from auditapp.models import ItemVariant
+
+    client.force_login(researcher[0])
+    response = client.post("/admin/auditapp/itemvariant/add/", {"source": "aq50", "number": 51, "text": "x",
+                                                                 "active": "on"})
+    assert response.status_code == 200 and "aq50 has no item 51" in response.content.decode()
+    response = client.post("/admin/auditapp/itemvariant/add/", {"source": "aq5O", "number": 1, "text": "x",
+                                                                 "active": "on"})
+    assert "no instrument or item pool &#x27;aq5O&#x27;" in response.content.decode()
+    response = client.post("/admin/auditapp/itemvariant/add/", {
+        "source": "aq50", "number": 1, "text": "I would rather do things with others.", "note": "masking",
+        "active": "on"})
+    assert response.status_code == 302
+    variant = ItemVariant.objects.get()
+    assert variant.created_by == researcher[0]
+    page = client.get(f"/admin/auditapp/itemvariant/{variant.id}/change/").content.decode()
+    aq = instruments["aq50"].parsed
+    assert aq.item(1).text in page
+    assert aq.licence_note.split(".")[0] in page

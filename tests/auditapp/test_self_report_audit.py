@@ -201,3 +201,51 @@ def test_launch_problems_are_named(no_tasks, instruments, server):
         self_report.self_report_audit_create(name="bad", models=[services.ModelChoice(endpoint, "persona-key")],
                                              instruments=[instruments["aq50"]], mode="batch", labels="numbers")
     assert not Audit.objects.exists()
+
+
+def test_phrasing_variants_are_drawn_per_administration_recorded_and_shown_with_the_licence_note(server, no_tasks,
+                                                                                                instruments):
+    from auditapp.models import ItemVariant
+
+    aq = instruments["aq50"].parsed
+    ItemVariant.objects.create(source="aq50", number=1, text="Doing things together suits me better than alone.")
+    ItemVariant.objects.create(source="aq50", number=1, text="I would rather do things with others than alone.")
+    ItemVariant.objects.create(source="dummy_items", number=3, text="My body is made of metal parts.")
+    ItemVariant.objects.create(source="aq50", number=2, text="An inactive rewording.", active=False)
+    endpoint = endpoint_for(server)
+    audit = self_report.self_report_audit_create(
+        name="variants", models=[services.ModelChoice(endpoint=endpoint, model="persona-key")],
+        instruments=[instruments["aq50"]], forms=("masked",), mode="item", replicates=6, seed=11)
+    questionnaires = self_report.questionnaires_of(audit)
+    shown = set()
+    for questionnaire in questionnaires.values():
+        rewritten = {(item.slug, item.number): item for item in questionnaire.items if item.rewritten}
+        assert set(rewritten) == {("aq50", 1), ("dummy_items", 3)}
+        item = rewritten[("aq50", 1)]
+        assert item.published_text == aq.item(1).text and item.text != item.published_text
+        assert item.licence_note == aq.licence_note and "permission" in aq.licence_note
+        assert rewritten[("dummy_items", 3)].text == "My body is made of metal parts."
+        shown.add(item.text)
+        assert next(i for i in questionnaire.items if (i.slug, i.number) == ("aq50", 2)).text == aq.item(2).text
+    assert len(shown) == 2, "six administrations draw both rewordings of item 1"
+    # Later edits of the table do not change a launched audit.
+    ItemVariant.objects.all().delete()
+    audit = run(audit)
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    rewritten_rows = [row for row in self_report.item_answers(audit) if row["rewritten"]]
+    assert len(rewritten_rows) == 2 * 6 and {row["text"] for row in rewritten_rows if row["number"] == 1} == shown
+    assert all(row["outcome"] == "answer" for row in rewritten_rows)
+    manifest_rewritten = audit.manifest["masked"]["0"]["rewritten"]
+    assert {(entry["source"], entry["number"]) for entry in manifest_rewritten} == {("aq50", 1), ("dummy_items", 3)}
+    assert next(e for e in manifest_rewritten if e["source"] == "aq50")["licence_note"] == aq.licence_note
+
+
+def test_a_variant_of_an_item_no_form_holds_stops_the_launch(server, no_tasks, instruments):
+    from auditapp.models import ItemVariant
+
+    ItemVariant.objects.create(source="aq50", number=51, text="There is no item 51.")
+    with pytest.raises(services.AuditError, match=r"variant for \('aq50', 51\): no such item"):
+        self_report.self_report_audit_create(
+            name="bad variant", models=[services.ModelChoice(endpoint=endpoint_for(server), model="persona-key")],
+            instruments=[instruments["aq50"]])
+    assert not Audit.objects.exists()
