@@ -4,6 +4,9 @@
   with its reason, and the exported metrics equal scikit-learn on the exported replies (issue 5).
 - A worker killed with SIGKILL mid-audit: after a restart the audit completes with exactly one reply per
   key and none missing.
+- A self-report audit (issue 6) of the scripted personas on AQ-50 + partial SATA in item mode, through
+  transient faults: the scores equal those worked by hand from the personas' rule and the instruments' keys,
+  and the scores export equals the answers export scored by those keys.
 """
 from __future__ import annotations
 
@@ -15,9 +18,10 @@ import pytest
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precision_score, recall_score
 
 from auditapp.models import Audit, AuditRequest, LLMEndpoint, LLMReply
+from psychometrics.services import instruments_sync_shipped
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
 from tests.integration.support import celery_worker, wait_for, worker_environment
-from tests.llm_server import LLMServer
+from tests.llm_server import PERSONAS, LLMServer, persona_choice
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -135,3 +139,60 @@ def test_worker_killed_mid_audit_loses_and_duplicates_nothing(worker_env, api_cl
     assert set(requests.values_list("reply__key", flat=True)) == set(keys)
     assert stats["bodies"] == 600
     assert stats["requests"] >= 600
+
+
+def test_self_report_audit_through_transient_faults_scores_as_worked_by_hand(worker_env, api_client):
+    instruments = {instrument.slug: instrument for instrument in instruments_sync_shipped()}
+    aq, sata = instruments["aq50"].parsed, instruments["sata_partial"].parsed
+    with LLMServer(models=PERSONAS, latency=0.002, fault_rate=0.1, fault_kinds=("rate_limit", "server_error", "hang"),
+                   retry_after=0.2, hang_seconds=2) as server:
+        endpoint = LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
+                                              max_concurrency=16, attempt_timeout_s=1.0, deadline_s=60,
+                                              max_attempts=8)
+        worker = start_worker(worker_env)
+        try:
+            response = api_client.post("/api/audits/", {
+                "paradigm": "self_report", "name": "personas", "mode": "item", "parallel_tasks": 2, "seed": 9,
+                "instruments": [instruments["aq50"].id, instruments["sata_partial"].id],
+                "models": [{"endpoint": endpoint.id, "model": persona} for persona in PERSONAS]}, format="json")
+            assert response.status_code == 201, response.content
+            audit_id = response.json()["id"]
+            assert wait_for(lambda: audit_status(audit_id), timeout=600, what="the audit") == "completed", \
+                Audit.objects.get(pk=audit_id).status_reason
+        finally:
+            worker.stop()
+        stats = server.stats()
+    assert stats["faults"]["rate_limit"] > 0 and stats["faults"]["hang"] > 0
+    # 5 personas × (50 + 5 original items + 157 masked ones), every one answered despite the faults.
+    requests = AuditRequest.objects.filter(audit_id=audit_id)
+    assert requests.count() == 5 * (55 + 157) and not requests.exclude(state="answered").exists()
+
+    def hand(instrument, choose):
+        return sum(instrument.keys[item.key][choose(item)] for item in instrument.items)
+
+    def key(instrument):
+        return lambda item: persona_choice("persona-key", item.text, instrument.response_options)
+
+    expected = {"persona-agree": {"aq50": 24, "sata_partial": 8},
+                "persona-key": {"aq50": hand(aq, key(aq)), "sata_partial": hand(sata, key(sata))},
+                "persona-dummy": {"aq50": hand(aq, key(aq)), "sata_partial": hand(sata, key(sata))},
+                # One item per request: the form cannot be told, so it answers by its key on both forms.
+                "persona-recognise": {"aq50": hand(aq, key(aq)), "sata_partial": hand(sata, key(sata))}}
+    scores = csv_export(api_client, f"/api/audits/{audit_id}/scores/")
+    assert len(scores) == 5 * 2 * 2
+    for row in scores.itertuples():
+        if row.model == "persona-refuse":
+            assert row.total == ""
+        else:
+            assert int(row.total) == expected[row.model][row.instrument], row
+
+    # The scores export equals the answers export scored by the instruments' keys.
+    answers = csv_export(api_client, f"/api/audits/{audit_id}/answers/")
+    scored = answers[(answers["kind"] == "instrument") & (answers["outcome"] == "answer")]
+    by_instrument = {"aq50": aq, "sata_partial": sata}
+    scored = scored.assign(score=[by_instrument[row.source].keys[row.keying][int(row.option_index)]
+                                  for row in scored.itertuples()],
+                           form_kind=scored["form"].map(lambda form: "masked" if form == "masked" else "original"))
+    totals = scored.groupby(["model", "form_kind", "source"])["score"].sum()
+    for row in scores[scores["total"] != ""].itertuples():
+        assert totals[(row.model, row.form, row.instrument)] == int(row.total)
