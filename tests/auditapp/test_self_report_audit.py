@@ -14,7 +14,7 @@ from auditapp import audit_runner
 from auditapp import audit_services as services
 from auditapp import self_report_services as self_report
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
-from auditapp.paradigms.self_report import agree_side
+from auditapp.paradigms.self_report import agree_side, shipped_dummies, shipped_fillers
 from auditapp.paradigms.self_report_audit import MASKED, ValidityRule
 from psychometrics.services import instruments_sync_shipped
 from tests.llm_server import PERSONAS, LLMServer, persona_choice
@@ -172,6 +172,15 @@ def test_item_mode_maps_masked_answers_back_and_the_key_persona_scores_alike_on_
             assert row["keying"] == "" and row["source"] in ("ipip_big_five_50", "dummy_items")
     # Every instrument item was asked in both forms in both replicates and answered alike.
     assert len(by_source) == 55 and all(len({masked for masked, _ in v}) == 2 for v in by_source.values())
+    # Each administration holds every filler and every dummy item once, in its pool's wording.
+    fillers, dummies = shipped_fillers(), shipped_dummies()
+    for replicate in (0, 1):
+        for pool, kind in ((fillers, "filler"), (dummies, "dummy")):
+            shown = {row["number"]: row["text"] for row in answers
+                     if row["replicate"] == replicate and row["kind"] == kind}
+            assert shown == {item.number: item.text for item in pool.items}
+            assert len([row for row in answers if row["replicate"] == replicate and row["kind"] == kind]) == \
+                len(pool.items)
 
     def key_choice(instrument):
         return lambda item: persona_choice("persona-key", item.text, instrument.response_options)
