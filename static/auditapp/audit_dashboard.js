@@ -168,7 +168,8 @@
       body.appendChild(tr);
     });
     if (!progress.cells.length) {
-      var empty = element("td", "No model × condition yet.", "empty");
+      var empty = element("td", document.getElementById("progress-table").getAttribute("data-empty") ||
+                                "No model × condition yet.", "empty");
       empty.colSpan = 10;
       body.appendChild(document.createElement("tr")).appendChild(empty);
     }
