@@ -16,7 +16,7 @@ from auditapp.audit_metrics import METRICS
 from auditapp.models import Audit, AuditChunk, AuditMetric, AuditRequest
 from auditapp.paradigms.classification_prompts import DEFAULT_TEMPLATES
 from auditapp.paradigms.self_report_audit import Design
-from auditapp.self_report_services import _model_names, design_of
+from auditapp.self_report_services import design_of, model_names
 from psychometrics.instruments import Instrument
 
 RATE_WINDOW = timedelta(seconds=60)
@@ -50,7 +50,9 @@ def audit_progress(audit: Audit) -> dict:
             retrying_now[cell] = retrying_now.get(cell, 0) + n
         last_reason = (state or {}).get("last_reason") or last_reason
     models = {m.id: m.display_name for m in audit.models.all()}
-    conditions = list(audit.conditions.values_list("condition", flat=True))
+    # A self-report audit's "conditions" are its forms (original:<instrument> and masked).
+    conditions = (design_of(audit).form_ids() if audit.paradigm == Audit.Paradigm.SELF_REPORT
+                  else list(audit.conditions.values_list("condition", flat=True)))
     by_cell = {(row["audit_model_id"], row["condition"]): row for row in rows}
     cells = []
     for model_id, name in models.items():
@@ -76,7 +78,7 @@ def _progress_row(head: dict, counts: dict, retrying_now: int) -> dict:
 
 RESPONSE_EXPORT = {
     "key": "key", "model": "audit_model__model", "model_label": "audit_model__label", "condition": "condition",
-    "item": "item__external_id", "replicate": "replicate", "state": "state", "outcome": "outcome",
+    "item": "item__external_id", "unit": "unit", "replicate": "replicate", "state": "state", "outcome": "outcome",
     "label": "label", "explanation": "explanation", "parse_reason": "parse_reason", "reply": "reply__text",
     "finish_reason": "reply__finish_reason", "latency_ms": "reply__latency_ms",
     "prompt_tokens": "reply__prompt_tokens", "completion_tokens": "reply__completion_tokens",
@@ -219,7 +221,7 @@ def self_report_dashboard_data(audit: Audit) -> dict:
     """
     design = design_of(audit)
     analysis = audit.analysis or {}
-    model_ids = {name: model_id for model_id, name in _model_names(audit).items()}
+    model_ids = {name: model_id for model_id, name in model_names(audit).items()}
     form_names = _form_names(design)
     validity = {(row["model"], row["form"]): row for row in analysis.get("validity", [])}
     rewritten: dict[str, set[int]] = {}

@@ -205,7 +205,7 @@ def self_report_audit_create(*, name: str, models: list[ModelChoice], instrument
 
 # ---------------------------------------------------------------------------------------------- answers
 
-def _model_names(audit: Audit) -> dict[int, str]:
+def model_names(audit: Audit) -> dict[int, str]:
     """Each model's name in the analysis: its label or model name, with its id when two would be the same."""
     models = list(audit.models.order_by("position", "id"))
     names = [m.display_name for m in models]
@@ -217,7 +217,7 @@ def item_answers(audit: Audit, builder: SelfReportRequests | None = None) -> lis
     """One row per model × replicate × form × presented item: what was shown, how it maps back, the parsed
     answer (from the stored reply; a failed or unsent request's items are "error" / "pending")."""
     builder = builder or SelfReportRequests(audit)
-    names = _model_names(audit)
+    names = model_names(audit)
     rows = []
     requests = (AuditRequest.objects.filter(audit=audit).select_related("reply")
                 .order_by("audit_model__position", "replicate", "condition", "order"))
@@ -246,7 +246,7 @@ def item_answers(audit: Audit, builder: SelfReportRequests | None = None) -> lis
 def self_report_analyse(audit: Audit) -> None:
     """Score every administration and compare the forms (seed 000 §4.4, Figure 2); store it on the audit."""
     builder = SelfReportRequests(audit)
-    names = _model_names(audit)
+    names = model_names(audit)
     answers: dict[tuple[int, int, str], dict] = defaultdict(dict)
     for request in (AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.ANSWERED)
                     .select_related("reply").only("audit_model_id", "condition", "unit", "replicate", "reply__text")):

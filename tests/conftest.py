@@ -1,10 +1,12 @@
-"""Fixtures shared by the whole suite: researchers and authenticated API clients."""
+"""Fixtures shared by the whole suite: researchers and authenticated API clients, and what the self-report
+audit tests share (the persona server, the shipped instruments, audit tasks held back)."""
 from __future__ import annotations
 
 import pytest
 from rest_framework.test import APIClient
 
 from tests.factories import make_researcher
+from tests.llm_server import PERSONAS, LLMServer
 
 
 @pytest.fixture
@@ -21,10 +23,31 @@ def api_client(researcher) -> APIClient:
     return client
 
 
-
 @pytest.fixture
 def queued(monkeypatch) -> list[int]:
     """The import ids handed to the Celery task, which is not run (the worker path has integration tests)."""
     sent: list[int] = []
     monkeypatch.setattr("tasks.imports.item_import_run_task.delay", sent.append)
     return sent
+
+
+@pytest.fixture
+def audit_tasks_off(monkeypatch):
+    """The audit tasks are not queued: a test runs prepare, work and analysis itself."""
+    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+
+
+@pytest.fixture(scope="module")
+def persona_server():
+    """The test LLM server serving the scripted self-report personas (tests.self_report_personas)."""
+    with LLMServer(models=PERSONAS) as running:
+        yield running
+
+
+@pytest.fixture
+def shipped_instruments(db):
+    """Slug → the stored shipped instrument (AQ-50, partial SATA)."""
+    from psychometrics.services import instruments_sync_shipped
+
+    return {instrument.slug: instrument for instrument in instruments_sync_shipped()}

@@ -255,7 +255,9 @@ class ResponseRowSerializer(serializers.Serializer):
     model = serializers.CharField()
     model_label = serializers.CharField(allow_blank=True)
     condition = serializers.CharField()
-    item = serializers.CharField(help_text="The item's external id.")
+    item = serializers.CharField(allow_null=True, help_text="The item's external id (classification).")
+    unit = serializers.CharField(allow_blank=True, help_text="Self-report: item:<position> or batch (the condition "
+                                                             "is the form).")
     replicate = serializers.IntegerField()
     state = serializers.ChoiceField(choices=AuditRequest.State.choices)
     outcome = serializers.CharField(help_text="label, refusal, unparseable, error or pending.")

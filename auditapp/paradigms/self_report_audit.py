@@ -39,9 +39,10 @@ Comparison across models (§4.4, Figure 2)
 
 Per instrument: each model's score on each form (the mean over replicates with a total), its tier (of the
 mean rounded to the nearest whole score, since tiers are whole-score ranges), the change masked − original
-as % of the scale maximum; across the models with both scores (and not excluded), the paired t-test
-(``scipy.stats.ttest_rel``) and Cohen's d for paired samples (d_z); per threshold (the instrument's
-cut-offs, else the lower bounds of its tiers above the first) the models crossing it in each direction.
+as % of the scale maximum; then, over the models with both scores that the rule does not exclude, the paired
+t-test (``scipy.stats.ttest_rel``) and Cohen's d for paired samples (d_z), and per threshold (the
+instrument's cut-offs, else the lower bounds of its tiers above the first) the models crossing it in each
+direction.
 """
 from __future__ import annotations
 

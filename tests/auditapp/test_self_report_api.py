@@ -10,22 +10,10 @@ from rest_framework.test import APIClient
 from auditapp import audit_runner
 from auditapp import audit_services as services
 from auditapp.models import Audit, LLMEndpoint
-from psychometrics.services import instruments_sync_shipped
 from tests.factories import make_participant_user
 from tests.llm_server import LLMServer
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-@pytest.fixture
-def no_tasks(monkeypatch):
-    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
-        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
-
-
-@pytest.fixture
-def instruments():
-    return {instrument.slug: instrument for instrument in instruments_sync_shipped()}
 
 
 def rows_of(response) -> list[dict]:
@@ -33,9 +21,9 @@ def rows_of(response) -> list[dict]:
     return list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode())))
 
 
-def test_the_instruments_are_listed_for_researchers_only(api_client, instruments):
+def test_the_instruments_are_listed_for_researchers_only(api_client, shipped_instruments):
     listed = {row["slug"]: row for row in api_client.get("/api/instruments/").json()}
-    assert listed["aq50"]["n_items"] == 50 and listed["aq50"]["id"] == instruments["aq50"].id
+    assert listed["aq50"]["n_items"] == 50 and listed["aq50"]["id"] == shipped_instruments["aq50"].id
     assert listed["sata_partial"]["partial"] is True
     other = APIClient()
     other.force_authenticate(make_participant_user())
@@ -43,7 +31,7 @@ def test_the_instruments_are_listed_for_researchers_only(api_client, instruments
     assert APIClient().get("/api/audits/1/answers/").status_code == 401
 
 
-def test_launch_validation_names_every_problem(api_client, no_tasks, instruments):
+def test_launch_validation_names_every_problem(api_client, audit_tasks_off, shipped_instruments):
     endpoint = LLMEndpoint.objects.create(name="e", protocol="openai", base_url="http://127.0.0.1:9")
     response = api_client.post("/api/audits/", {
         "paradigm": "self_report", "name": "x", "models": [{"endpoint": endpoint.id, "model": "m"}],
@@ -54,7 +42,7 @@ def test_launch_validation_names_every_problem(api_client, no_tasks, instruments
     assert set(errors) == {"instruments", "forms", "mode", "validity"}
     assert "action" in errors["validity"]
     response = api_client.post("/api/audits/", {
-        "paradigm": "self_report", "name": "x", "models": [], "instruments": [instruments["aq50"].id],
+        "paradigm": "self_report", "name": "x", "models": [], "instruments": [shipped_instruments["aq50"].id],
         "mode": "batch", "labels": "letters"}, format="json")
     assert response.status_code == 400
     assert response.json()["detail"] == ("choose at least one model; a batch writes its options out: labels must "
@@ -63,12 +51,12 @@ def test_launch_validation_names_every_problem(api_client, no_tasks, instruments
 
 
 @pytest.mark.integration
-def test_a_launched_audit_exports_its_answers_scores_and_validity(api_client, no_tasks, instruments):
+def test_a_launched_audit_exports_its_answers_scores_and_validity(api_client, audit_tasks_off, shipped_instruments):
     with LLMServer(models=["persona-key", "persona-refuse"]) as server:
         endpoint = LLMEndpoint.objects.create(name="personas", protocol="ollama", base_url=server.base_url,
                                               max_concurrency=4, attempt_timeout_s=5, max_attempts=2)
         response = api_client.post("/api/audits/", {
-            "paradigm": "self_report", "name": "SATA self-report", "instruments": [instruments["sata_partial"].id],
+            "paradigm": "self_report", "name": "SATA self-report", "instruments": [shipped_instruments["sata_partial"].id],
             "models": [{"endpoint": endpoint.id, "model": "persona-key"},
                        {"endpoint": endpoint.id, "model": "persona-refuse", "label": "refuser"}],
             "forms": ["original", "masked"], "mode": "item", "seed": 5,
@@ -116,15 +104,23 @@ def test_a_launched_audit_exports_its_answers_scores_and_validity(api_client, no
     assert [entry["slug"] for entry in manifest["instruments"]] == ["sata_partial"]
     assert len(manifest["masked"]["0"]["order"]) == 107
 
-    # The classification exports of a self-report audit's requests still answer (the unit is the request).
+    # Every request is in the responses export, named by its form and unit.
     responses = api_client.get(f"/api/audits/{audit_id}/responses/").json()
     assert responses["count"] == 2 * (5 + 107)
+    first = responses["results"][0]
+    assert first["item"] is None and first["condition"] in ("original:sata_partial", "masked")
+    assert first["unit"].startswith("item:")
+    # Progress is counted per model × form.
+    progress = api_client.get(f"/api/audits/{audit_id}/progress/").json()
+    assert {(cell["model"], cell["condition"]): cell["answered"] for cell in progress["cells"]} == {
+        ("persona-key", "original:sata_partial"): 5, ("persona-key", "masked"): 107,
+        ("refuser", "original:sata_partial"): 5, ("refuser", "masked"): 107}
     # And a classification audit has no self-report exports.
     assert api_client.get("/api/audits/999999/scores/").status_code == 404
 
 
 @pytest.mark.integration
-def test_the_admin_launches_a_self_report_audit_from_listed_models(client, researcher, instruments,
+def test_the_admin_launches_a_self_report_audit_from_listed_models(client, researcher, shipped_instruments,
                                                                    django_capture_on_commit_callbacks, monkeypatch):
     prepared = []
     monkeypatch.setattr("tasks.audits.audit_prepare_task.delay", prepared.append)
@@ -135,7 +131,7 @@ def test_the_admin_launches_a_self_report_audit_from_listed_models(client, resea
     page = client.get("/admin/auditapp/selfreportaudit/add/").content.decode()
     assert f"{endpoint.id}:persona-key" in page and "Masked (one questionnaire" in page
     form = {"name": "admin self-report", "models": [f"{endpoint.id}:persona-key"], "params": "{}",
-            "instruments": [instruments["aq50"].id], "administered_forms": ["original", "masked"], "mode": "item",
+            "instruments": [shipped_instruments["aq50"].id], "administered_forms": ["original", "masked"], "mode": "item",
             "labels": "letters", "replicates": 2, "seed": 4, "max_refusal_share": 0.3, "max_dummy_endorsed": 40,
             "validity_action": "exclude", "use_cache": "on", "error_budget": 0.2, "parallel_tasks": 1}
     with django_capture_on_commit_callbacks(execute=True):
@@ -155,7 +151,7 @@ def test_the_admin_launches_a_self_report_audit_from_listed_models(client, resea
     assert not Audit.objects.filter(name="bad").exists()
 
 
-def test_the_admin_edits_phrasing_variants_of_known_items_and_shows_the_licence_note(client, researcher, instruments):
+def test_the_admin_edits_phrasing_variants_of_known_items_and_shows_the_licence_note(client, researcher, shipped_instruments):
     from auditapp.models import ItemVariant
 
     client.force_login(researcher[0])
@@ -172,6 +168,6 @@ def test_the_admin_edits_phrasing_variants_of_known_items_and_shows_the_licence_
     variant = ItemVariant.objects.get()
     assert variant.created_by == researcher[0]
     page = client.get(f"/admin/auditapp/itemvariant/{variant.id}/change/").content.decode()
-    aq = instruments["aq50"].parsed
+    aq = shipped_instruments["aq50"].parsed
     assert aq.item(1).text in page
     assert aq.licence_note.split(".")[0] in page

@@ -16,31 +16,13 @@ from auditapp import self_report_services as self_report
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
 from auditapp.paradigms.self_report import agree_side, shipped_dummies, shipped_fillers
 from auditapp.paradigms.self_report_audit import MASKED, ValidityRule
-from psychometrics.services import instruments_sync_shipped
-from tests.llm_server import PERSONAS, LLMServer, persona_choice
+from tests.llm_server import PERSONAS, persona_choice
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
-@pytest.fixture
-def no_tasks(monkeypatch):
-    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
-        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
-
-
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer(models=PERSONAS) as running:
-        yield running
-
-
-@pytest.fixture
-def instruments():
-    return {instrument.slug: instrument for instrument in instruments_sync_shipped()}
-
-
-def endpoint_for(server) -> LLMEndpoint:
-    return LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
+def endpoint_for(persona_server) -> LLMEndpoint:
+    return LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=persona_server.base_url,
                                       max_concurrency=8, attempt_timeout_s=5, deadline_s=30, max_attempts=2)
 
 
@@ -56,12 +38,12 @@ def hand_score(instrument, choose) -> int:
     return sum(instrument.keys[item.key][choose(item)] for item in instrument.items)
 
 
-def test_personas_scores_validity_and_paired_statistics_equal_hand_computed_values(server, no_tasks, instruments):
-    aq, sata = instruments["aq50"].parsed, instruments["sata_partial"].parsed
-    endpoint = endpoint_for(server)
+def test_personas_scores_validity_and_paired_statistics_equal_hand_computed_values(persona_server, audit_tasks_off, shipped_instruments):
+    aq, sata = shipped_instruments["aq50"].parsed, shipped_instruments["sata_partial"].parsed
+    endpoint = endpoint_for(persona_server)
     audit = self_report.self_report_audit_create(
         name="personas", models=[services.ModelChoice(endpoint=endpoint, model=p) for p in PERSONAS],
-        instruments=[instruments["aq50"], instruments["sata_partial"]], mode="batch", seed=7)
+        instruments=[shipped_instruments["aq50"], shipped_instruments["sata_partial"]], mode="batch", seed=7)
     audit = run(audit)
     assert audit.status == Audit.Status.COMPLETED, audit.status_reason
     # 5 models × (two original forms + one masked), one batch request each.
@@ -139,13 +121,13 @@ def test_personas_scores_validity_and_paired_statistics_equal_hand_computed_valu
     assert analysis["mode"] == "batch"
 
 
-def test_item_mode_maps_masked_answers_back_and_the_key_persona_scores_alike_on_both_forms(server, no_tasks,
-                                                                                          instruments):
-    aq, sata = instruments["aq50"].parsed, instruments["sata_partial"].parsed
-    endpoint = endpoint_for(server)
+def test_item_mode_maps_masked_answers_back_and_the_key_persona_scores_alike_on_both_forms(persona_server, audit_tasks_off,
+                                                                                          shipped_instruments):
+    aq, sata = shipped_instruments["aq50"].parsed, shipped_instruments["sata_partial"].parsed
+    endpoint = endpoint_for(persona_server)
     audit = self_report.self_report_audit_create(
         name="item mode", models=[services.ModelChoice(endpoint=endpoint, model="persona-key")],
-        instruments=[instruments["sata_partial"], instruments["aq50"]], mode="item", labels="letters", replicates=2,
+        instruments=[shipped_instruments["sata_partial"], shipped_instruments["aq50"]], mode="item", labels="letters", replicates=2,
         seed=3, validity=ValidityRule(action="exclude"))
     audit = run(audit)
     assert audit.status == Audit.Status.COMPLETED, audit.status_reason
@@ -197,8 +179,8 @@ def test_item_mode_maps_masked_answers_back_and_the_key_persona_scores_alike_on_
     assert audit.manifest["masked"]["1"]["seed"] == questionnaires[1].seed
 
 
-def test_launch_problems_are_named(no_tasks, instruments, server):
-    endpoint = endpoint_for(server)
+def test_launch_problems_are_named(audit_tasks_off, shipped_instruments, persona_server):
+    endpoint = endpoint_for(persona_server)
     with pytest.raises(services.AuditError) as raised:
         self_report.self_report_audit_create(name="bad", models=[], instruments=[], forms=("original", "other"),
                                              mode="stream", replicates=0)
@@ -208,23 +190,23 @@ def test_launch_problems_are_named(no_tasks, instruments, server):
         assert problem in message
     with pytest.raises(services.AuditError, match="labels must be 'text'"):
         self_report.self_report_audit_create(name="bad", models=[services.ModelChoice(endpoint, "persona-key")],
-                                             instruments=[instruments["aq50"]], mode="batch", labels="numbers")
+                                             instruments=[shipped_instruments["aq50"]], mode="batch", labels="numbers")
     assert not Audit.objects.exists()
 
 
-def test_phrasing_variants_are_drawn_per_administration_recorded_and_shown_with_the_licence_note(server, no_tasks,
-                                                                                                instruments):
+def test_phrasing_variants_are_drawn_per_administration_recorded_and_shown_with_the_licence_note(persona_server, audit_tasks_off,
+                                                                                                shipped_instruments):
     from auditapp.models import ItemVariant
 
-    aq = instruments["aq50"].parsed
+    aq = shipped_instruments["aq50"].parsed
     ItemVariant.objects.create(source="aq50", number=1, text="Doing things together suits me better than alone.")
     ItemVariant.objects.create(source="aq50", number=1, text="I would rather do things with others than alone.")
     ItemVariant.objects.create(source="dummy_items", number=3, text="My body is made of metal parts.")
     ItemVariant.objects.create(source="aq50", number=2, text="An inactive rewording.", active=False)
-    endpoint = endpoint_for(server)
+    endpoint = endpoint_for(persona_server)
     audit = self_report.self_report_audit_create(
         name="variants", models=[services.ModelChoice(endpoint=endpoint, model="persona-key")],
-        instruments=[instruments["aq50"]], forms=("masked",), mode="item", replicates=6, seed=11)
+        instruments=[shipped_instruments["aq50"]], forms=("masked",), mode="item", replicates=6, seed=11)
     questionnaires = self_report.questionnaires_of(audit)
     shown = set()
     for questionnaire in questionnaires.values():
@@ -249,12 +231,12 @@ def test_phrasing_variants_are_drawn_per_administration_recorded_and_shown_with_
     assert next(e for e in manifest_rewritten if e["source"] == "aq50")["licence_note"] == aq.licence_note
 
 
-def test_a_variant_of_an_item_no_form_holds_stops_the_launch(server, no_tasks, instruments):
+def test_a_variant_of_an_item_no_form_holds_stops_the_launch(persona_server, audit_tasks_off, shipped_instruments):
     from auditapp.models import ItemVariant
 
     ItemVariant.objects.create(source="aq50", number=51, text="There is no item 51.")
     with pytest.raises(services.AuditError, match=r"variant for \('aq50', 51\): no such item"):
         self_report.self_report_audit_create(
-            name="bad variant", models=[services.ModelChoice(endpoint=endpoint_for(server), model="persona-key")],
-            instruments=[instruments["aq50"]])
+            name="bad variant", models=[services.ModelChoice(endpoint=endpoint_for(persona_server), model="persona-key")],
+            instruments=[shipped_instruments["aq50"]])
     assert not Audit.objects.exists()

@@ -32,21 +32,9 @@ from auditapp.paradigms.self_report_audit import ValidityRule
 from psychometrics.services import instruments_sync_shipped
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
 from tests.factories import make_researcher
-from tests.llm_server import PERSONAS, LLMServer
+from tests.llm_server import PERSONAS
 
 HOSTILE_LABEL = "<b>x</b>"  # persona-dummy's label: a researcher-entered name that must show as text
-
-
-@pytest.fixture
-def no_tasks(monkeypatch):
-    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
-        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
-
-
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer(models=PERSONAS) as running:
-        yield running
 
 
 @pytest.fixture
@@ -157,8 +145,8 @@ def model_ids(audit: Audit) -> dict[str, str]:
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.integration
-def test_completed_self_report_audit_shows_figure_2_the_comparison_and_validity(server, no_tasks, staff_client):
-    audit = build_personas_audit(server.base_url)
+def test_completed_self_report_audit_shows_figure_2_the_comparison_and_validity(persona_server, audit_tasks_off, staff_client):
+    audit = build_personas_audit(persona_server.base_url)
     ids = model_ids(audit)
     response = staff_client.get(reverse("audit-dashboard", args=[audit.id]))
     assert response.status_code == 200
@@ -266,16 +254,16 @@ def test_completed_self_report_audit_shows_figure_2_the_comparison_and_validity(
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.integration
-def test_paired_comparison_that_cannot_be_computed_says_why(server, no_tasks, staff_client):
+def test_paired_comparison_that_cannot_be_computed_says_why(persona_server, audit_tasks_off, staff_client):
     # Two models whose differences do not vary (0 and 0): n = 2 but no t and no d_z.
-    alike = build_personas_audit(server.base_url, personas=("persona-agree", "persona-key"), name="Alike")
+    alike = build_personas_audit(persona_server.base_url, personas=("persona-agree", "persona-key"), name="Alike")
     page = page_text(staff_client.get(reverse("audit-dashboard", args=[alike.id])).content.decode())
     paired = page.text("paired-0")
     assert "Over n = 2 models (persona-agree, persona-key): mean difference (masked − original) = 0.00." in paired
     assert "No t-test and no Cohen's d_z: the differences do not vary" in paired
     assert "t(" not in paired
     # One model: no comparison at all.
-    alone = build_personas_audit(server.base_url, personas=("persona-recognise",), name="Alone")
+    alone = build_personas_audit(persona_server.base_url, personas=("persona-recognise",), name="Alone")
     page = page_text(staff_client.get(reverse("audit-dashboard", args=[alone.id])).content.decode())
     assert page.text("paired-0") == ("No paired comparison: it needs at least two models with a score on both "
                                      "forms; one model has both scores.")
@@ -284,8 +272,8 @@ def test_paired_comparison_that_cannot_be_computed_says_why(server, no_tasks, st
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.integration
-def test_models_the_rule_excludes_are_marked_and_left_out(server, no_tasks, staff_client):
-    audit = build_personas_audit(server.base_url, personas=("persona-agree", "persona-key", "persona-recognise"),
+def test_models_the_rule_excludes_are_marked_and_left_out(persona_server, audit_tasks_off, staff_client):
+    audit = build_personas_audit(persona_server.base_url, personas=("persona-agree", "persona-key", "persona-recognise"),
                                  name="Exclude", validity=ValidityRule(action="exclude"))
     ids = model_ids(audit)
     page = page_text(staff_client.get(reverse("audit-dashboard", args=[audit.id])).content.decode())
@@ -306,8 +294,8 @@ def test_models_the_rule_excludes_are_marked_and_left_out(server, no_tasks, staf
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.integration
-def test_replicates_are_stated_and_validity_counts_every_administration(server, no_tasks, staff_client):
-    audit = build_personas_audit(server.base_url, personas=("persona-refuse", "persona-key"), name="Twice",
+def test_replicates_are_stated_and_validity_counts_every_administration(persona_server, audit_tasks_off, staff_client):
+    audit = build_personas_audit(persona_server.base_url, personas=("persona-refuse", "persona-key"), name="Twice",
                                  replicates=2)
     ids = model_ids(audit)
     page = page_text(staff_client.get(reverse("audit-dashboard", args=[audit.id])).content.decode())
@@ -324,7 +312,7 @@ def test_replicates_are_stated_and_validity_counts_every_administration(server, 
 # ------------------------------------------------------------------------------- before the analysis
 
 
-def test_self_report_audit_before_its_analysis_shows_the_header_and_says_so(staff_client, no_tasks):
+def test_self_report_audit_before_its_analysis_shows_the_header_and_says_so(staff_client, audit_tasks_off):
     audit = build_personas_audit("http://127.0.0.1:9", name="<i>Waiting</i>", run=False, mode="item",
                                  replicates=2)
     assert audit.status == Audit.Status.QUEUED
@@ -341,7 +329,7 @@ def test_self_report_audit_before_its_analysis_shows_the_header_and_says_so(staf
     assert 'data-empty="No counts per model × form."' in html
 
 
-def test_anonymous_is_sent_to_the_admin_login(db, no_tasks):
+def test_anonymous_is_sent_to_the_admin_login(db, audit_tasks_off):
     audit = build_personas_audit("http://127.0.0.1:9", run=False)
     response = Client().get(reverse("audit-dashboard", args=[audit.id]))
     assert response.status_code == 302 and response["Location"].startswith(reverse("admin:login"))

@@ -17,7 +17,6 @@ from playwright.sync_api import expect
 
 from tests.auditapp.test_self_report_dashboard_view import HOSTILE_LABEL, build_personas_audit
 from tests.browser.staff import logged_in_page
-from tests.llm_server import PERSONAS, LLMServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -25,20 +24,8 @@ TIER_CHANGED = "rgb(8, 48, 107)"  # self_report_dashboard.js: the darkest bar, t
 NO_CROSSING = "rgb(158, 202, 225)"
 
 
-@pytest.fixture
-def no_tasks(monkeypatch):
-    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
-        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
-
-
-@pytest.fixture(scope="module")
-def server():
-    with LLMServer(models=PERSONAS) as running:
-        yield running
-
-
-def test_completed_self_report_audit_draws_figure_2_and_its_tables(live_server, browser_context, server, no_tasks):
-    audit = build_personas_audit(server.base_url)
+def test_completed_self_report_audit_draws_figure_2_and_its_tables(live_server, browser_context, persona_server, audit_tasks_off):
+    audit = build_personas_audit(persona_server.base_url)
     ids = {m.model: str(m.id) for m in audit.models.all()}
     page, problems, requests = logged_in_page(browser_context, live_server, "self-report-dashboard-researcher")
     page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
@@ -99,11 +86,11 @@ def test_completed_self_report_audit_draws_figure_2_and_its_tables(live_server, 
     assert problems == []
 
 
-def test_progress_rows_name_forms_and_open_their_replies(live_server, browser_context, server, no_tasks):
+def test_progress_rows_name_forms_and_open_their_replies(live_server, browser_context, persona_server, audit_tasks_off):
     """The shared progress script with forms for conditions: rows named after the form, and a row's replies
     through the real responses API. The progress payload is the API's own with two model × form cells put in
     (shaped as audit_progress writes them), so the rows do not depend on how the API counts forms."""
-    audit = build_personas_audit(server.base_url, personas=("persona-agree", "persona-refuse"), name="Forms")
+    audit = build_personas_audit(persona_server.base_url, personas=("persona-agree", "persona-refuse"), name="Forms")
     ids = {m.model: m.id for m in audit.models.all()}
     page, problems, _ = logged_in_page(browser_context, live_server, "self-report-dashboard-researcher")
 
