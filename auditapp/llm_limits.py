@@ -364,7 +364,14 @@ class RedisLimiter:
         request = _Request(f"{self._token_prefix}{next(self._token_numbers)}", asyncio.get_running_loop().create_future())
         self._asking.append(request)
         self._wake_stepper()
-        token, epoch, wait_us = await request.future
+        try:
+            token, epoch, wait_us = await request.future
+        except asyncio.CancelledError:
+            if request.future.done() and not request.future.cancelled():
+                # Granted (or handed over) just before the cancellation reached this task: give it back.
+                token, epoch, _ = request.future.result()
+                self._give_back(token, "", epoch)
+            raise
         hold = _Hold(owner=self, epoch=epoch, token=token)
         if wait_us > 0:
             try:

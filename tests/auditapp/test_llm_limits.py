@@ -209,6 +209,7 @@ def test_redis_limiter_waiters_cancelled_in_the_queue_leave_nothing_behind(redis
                 await asyncio.sleep(0.01)
             async with asyncio.timeout(2):
                 results = await asyncio.gather(*waiters, return_exceptions=True)
+            await limiter.settled()  # the last slot is given back in the background
             holders = await limiter.redis.zcard(limiter.prefix + "holders")
         finally:
             await close_all(limiters)
@@ -270,6 +271,31 @@ def test_redis_limiter_hands_slots_over_in_the_process_without_letting_them_expi
     assert len(holders_seen) == 1
     assert gauge.total == 18 and gauge.peak == 1
     assert other_waited >= 0.7
+
+
+@pytest.mark.integration
+def test_redis_limiter_gives_back_a_slot_handed_to_a_task_cancelled_before_it_ran(redis_url, endpoint_key):
+    async def main():
+        limiter, other = two_workers(redis_url, endpoint_key, 1)
+        try:
+            await limiter.current_limit()  # the limit is seen at its maximum: slots may be handed over
+            slot = limiter.slot()
+            await slot.__aenter__()
+            waiter = asyncio.create_task(Gauge().hold(limiter, 0))
+            await asyncio.sleep(0.05)  # the waiter is queued for the slot
+            await slot.__aexit__(None, None, None)  # hands the slot to the waiter...
+            waiter.cancel()  # ...which is cancelled before it could run
+            with pytest.raises(asyncio.CancelledError):
+                await waiter
+            await limiter.settled()
+            holders = await limiter.redis.zcard(limiter.prefix + "holders")
+            async with asyncio.timeout(1), other.slot():  # another process gets the slot at once
+                pass
+        finally:
+            await close_all([limiter, other])
+        return holders
+
+    assert asyncio.run(main()) == 0
 
 
 @pytest.mark.integration
