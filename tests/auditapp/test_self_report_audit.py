@@ -120,6 +120,14 @@ def test_personas_scores_validity_and_paired_statistics_equal_hand_computed_valu
     assert analysis["rule"]["text"] == ValidityRule().describe()
     assert analysis["mode"] == "batch"
 
+    # Re-parsing reads the stored replies again (no model is asked) and gives the same outcomes and analysis.
+    before = list(AuditRequest.objects.filter(audit=audit).order_by("id").values_list("outcome", "parse_reason"))
+    assert services.audit_reparse(audit_id=audit.id) == 15
+    assert list(AuditRequest.objects.filter(audit=audit).order_by("id").values_list("outcome", "parse_reason")) == before
+    assert {outcome for outcome, _ in before} == {"label", "refusal"}
+    services.audit_analyse(audit_id=audit.id)
+    assert Audit.objects.get(pk=audit.id).analysis == analysis
+
 
 def test_item_mode_maps_masked_answers_back_and_the_key_persona_scores_alike_on_both_forms(persona_server, audit_tasks_off,
                                                                                           shipped_instruments):
