@@ -1,6 +1,10 @@
 """Writes of the audit domain: templates, creating and preparing an audit, the workers' leases and bulk
 writes of replies, control (pause, resume, cancel, retry failed), re-parsing and the metrics.
 
+The engine is the same for every paradigm; what a paradigm's requests are, how their replies are parsed and
+what the manifest says come from its request builder (:func:`request_builder`): the classification audits'
+:class:`ClassificationRequests` here, the self-report audits' in :mod:`auditapp.self_report_services`.
+
 The life of an audit (statuses of :class:`~auditapp.models.Audit`)::
 
     queued ──prepare──▶ running ──all requests answered or failed──▶ analysing ──▶ completed
