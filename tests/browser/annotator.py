@@ -38,6 +38,15 @@ def run_iat_blocks(page: Page, *, until_block: int = 7, stop_after_trials: int |
     ``wrong_first_on``; stop after ``until_block`` (or mid-block after ``stop_after_trials`` trials of it).
     Returns the (block, trial) pairs that had an error."""
     config = iat_config(page)
+    # Count the stimuli the page shows, so each trial waits for its own showing. Waiting instead for the blank
+    # between trials (250 ms) missed it whenever the machine was slow, and then waited on the next word.
+    page.evaluate("""() => {
+        window.iatShown = 0;
+        new MutationObserver((records) => {
+            for (const record of records) for (const node of record.addedNodes) if (node.textContent) window.iatShown++;
+        }).observe(document.getElementById("iat-stimulus"), {childList: true});
+    }""")
+    shown = 0
     errors = []
     for block in config["blocks"]:
         if block["number"] < config["start_block"] or block["number"] > until_block:
@@ -48,13 +57,14 @@ def run_iat_blocks(page: Page, *, until_block: int = 7, stop_after_trials: int |
             if (stop_after_trials is not None and block["number"] == until_block
                     and trial["index"] >= stop_after_trials):
                 return errors
+            shown += 1
+            page.wait_for_function("n => window.iatShown >= n", arg=shown)
             expect(page.locator("#iat-stimulus")).to_have_text(trial["stimulus"])
             if trial["index"] in wrong_first_on:
                 page.keyboard.press("i" if trial["correct_key"] == "e" else "e")
                 expect(page.locator("#iat-error")).to_be_visible()
                 errors.append((block["number"], trial["index"]))
             page.keyboard.press(trial["correct_key"])
-            expect(page.locator("#iat-stimulus")).to_have_text("")
     return errors
 
 
