@@ -231,9 +231,11 @@ class AuditAdmin(admin.ModelAdmin):
                        "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples", "parallel_tasks",
                        "n_requests", "created_by", "created_at", "started_at", "finished_at", "analysed_at")
 
+    launch_form = AuditLaunchForm
+
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:
-            kwargs["form"] = AuditLaunchForm
+            kwargs["form"] = self.launch_form
         return super().get_form(request, obj, **kwargs)
 
     def get_readonly_fields(self, request, obj=None):
@@ -306,14 +308,10 @@ class SelfReportAuditAdmin(AuditAdmin):
 
     list_display = ("name", "status", "n_requests", "created_at", "dashboard_link")
     list_filter = ("status",)
+    launch_form = SelfReportLaunchForm
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(paradigm=Audit.Paradigm.SELF_REPORT)
-
-    def get_form(self, request, obj=None, **kwargs):
-        if obj is None:
-            kwargs["form"] = SelfReportLaunchForm
-        return super(AuditAdmin, self).get_form(request, obj, **kwargs)
 
     def get_fields(self, request, obj=None):
         if obj is None:

@@ -15,9 +15,8 @@ from annotation.selectors import Export
 from auditapp.audit_metrics import METRICS
 from auditapp.models import Audit, AuditChunk, AuditMetric, AuditRequest
 from auditapp.paradigms.classification_prompts import DEFAULT_TEMPLATES
-from auditapp.paradigms.self_report_audit import Design
-from auditapp.self_report_services import design_of, model_names
-from psychometrics.instruments import Instrument
+from auditapp.paradigms.self_report_audit import Design, threshold_descriptions
+from auditapp.self_report_services import design_of, model_names, questionnaires_of
 
 RATE_WINDOW = timedelta(seconds=60)
 
@@ -201,13 +200,6 @@ def _form_names(design: Design) -> dict[str, str]:
     return names
 
 
-def _threshold_descriptions(instrument: Instrument) -> dict[float, str]:
-    """Threshold → what reaching it means: the instrument's cut-off description, else its tier's label."""
-    if instrument.cutoffs:
-        return {float(value): description for value, description in instrument.cutoffs.items()}
-    return {float(tier.min): tier.label for tier in instrument.tiers}
-
-
 def self_report_dashboard_data(audit: Audit) -> dict:
     """Everything a self-report audit's dashboard draws (seed 000 §4.4, Figure 2), as JSON-ready data.
 
@@ -225,18 +217,15 @@ def self_report_dashboard_data(audit: Audit) -> dict:
     form_names = _form_names(design)
     validity = {(row["model"], row["form"]): row for row in analysis.get("validity", [])}
     rewritten: dict[str, set[int]] = {}
-    for questionnaire in (audit.design or {}).get("questionnaires", {}).values():
-        for item in questionnaire["items"]:
-            if item["kind"] == "instrument" and item.get("rewritten"):
-                rewritten.setdefault(item["slug"], set()).add(item["number"])
+    for questionnaire in questionnaires_of(audit).values():
+        for item in questionnaire.items:
+            if item.kind == "instrument" and item.rewritten:
+                rewritten.setdefault(item.slug, set()).add(item.number)
 
     instruments = []
     for comparison in analysis.get("instruments", []):
         slug = comparison["instrument"]
-        try:
-            descriptions = _threshold_descriptions(design.instrument(slug))
-        except KeyError:
-            descriptions = {}
+        descriptions = threshold_descriptions(design.instrument(slug))
         form_ids = {"original": f"original:{slug}", "masked": "masked"}
         crossed: dict[str, list[dict]] = {}
         thresholds = []

@@ -65,9 +65,16 @@ class SelfReportRequests:
         self.design = design_of(audit)
         self.questionnaires = questionnaires_of(audit)
         self._specs: dict[tuple[str, int], dict[str, plan.RequestSpec]] = {}
+        self._items: dict[tuple[str, int], dict[int, plan.FormItem]] = {}
 
     def form(self, form_id: str, replicate: int) -> plan.Form:
         return plan.form_of(self.design, form_id, self.questionnaires, replicate)
+
+    def items_by_position(self, form_id: str, replicate: int) -> dict[int, plan.FormItem]:
+        cache_key = (form_id, replicate if form_id == plan.MASKED else 0)
+        if cache_key not in self._items:
+            self._items[cache_key] = {item.position: item for item in self.form(form_id, replicate).items}
+        return self._items[cache_key]
 
     def specs(self, form_id: str, replicate: int) -> dict[str, plan.RequestSpec]:
         """Unit id → request of a form in a replicate (the original form is the same in every replicate)."""
@@ -223,7 +230,7 @@ def item_answers(audit: Audit, builder: SelfReportRequests | None = None) -> lis
                 .order_by("audit_model__position", "replicate", "condition", "order"))
     for request in requests:
         spec = builder.specs(request.condition, request.replicate)[request.unit]
-        items = {item.position: item for item in builder.form(request.condition, request.replicate).items}
+        items = builder.items_by_position(request.condition, request.replicate)
         parsed = plan.parse_reply(spec, request.reply.text) if request.reply_id else {}
         for position in spec.positions:
             item = items[position]

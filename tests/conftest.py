@@ -3,6 +3,7 @@ audit tests share (the persona server, the shipped instruments, audit tasks held
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 from rest_framework.test import APIClient
 
 from tests.factories import make_researcher
@@ -12,6 +13,14 @@ from tests.llm_server import PERSONAS, LLMServer
 @pytest.fixture
 def researcher(db):
     return make_researcher()
+
+
+@pytest.fixture
+def staff_client(researcher) -> Client:
+    """A Django test client logged in as the researcher (staff): for pages."""
+    client = Client()
+    client.force_login(researcher[0])
+    return client
 
 
 @pytest.fixture

@@ -224,9 +224,14 @@ class AuditListView(ExportListAPIView):
 
 
 class AuditScoped:
+    """A view of one audit (``pk`` in the URL); with ``paradigm`` set, an audit of another paradigm is a 404."""
+
+    paradigm: str | None = None
+
     @cached_property
     def audit(self) -> Audit:
-        return get_object_or_404(Audit, pk=self.kwargs["pk"])
+        audits = Audit.objects.all() if self.paradigm is None else Audit.objects.filter(paradigm=self.paradigm)
+        return get_object_or_404(audits, pk=self.kwargs["pk"])
 
 
 class AuditDetailView(generics.RetrieveAPIView):

@@ -11,6 +11,7 @@ import json
 from rest_framework import generics, serializers
 
 from annotation.selectors import Export
+from auditapp.api.audits import AuditScoped
 from auditapp.api.exports import ExportListAPIView
 from auditapp.models import Audit
 from auditapp.self_report_services import item_answers
@@ -60,13 +61,8 @@ class AnswerRowSerializer(serializers.Serializer):
     request_key = serializers.CharField()
 
 
-class SelfReportScoped:
-    def get_queryset(self):
-        return Audit.objects.filter(paradigm=Audit.Paradigm.SELF_REPORT)
-
-    @property
-    def audit(self) -> Audit:
-        return generics.get_object_or_404(self.get_queryset(), pk=self.kwargs["pk"])
+class SelfReportScoped(AuditScoped):
+    paradigm = Audit.Paradigm.SELF_REPORT
 
 
 class AuditAnswersView(SelfReportScoped, ExportListAPIView):

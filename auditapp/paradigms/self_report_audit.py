@@ -240,11 +240,12 @@ class Administration:
     answers: Mapping[int, ParsedLikert]
 
 
-def thresholds_of(instrument: Instrument) -> list[float]:
-    """The instrument's cut-offs, else the lower bounds of its tiers above the first (module docstring)."""
+def threshold_descriptions(instrument: Instrument) -> dict[float, str]:
+    """Threshold → what reaching it means, in increasing order: the instrument's cut-offs with their
+    descriptions, else the lower bounds of its tiers above the first with the tier's label (module docstring)."""
     if instrument.cutoffs:
-        return sorted(float(value) for value in instrument.cutoffs)
-    return sorted(float(tier.min) for tier in instrument.tiers)[1:]
+        return {float(value): instrument.cutoffs[value] for value in sorted(instrument.cutoffs, key=float)}
+    return {float(tier.min): tier.label for tier in sorted(instrument.tiers, key=lambda tier: tier.min)[1:]}
 
 
 def _whole_round(value: float) -> int:
@@ -333,7 +334,7 @@ def _compare(design: Design, instrument: Instrument, scores: list[dict], models:
                       "df": result.df, "p": _finite(result.p), "d_z": _finite(result.d_z),
                       "models": [row["model"] for row in paired]}
     crossings = threshold_crossings({row["model"]: row["original"] for row in paired},
-                                    {row["model"]: row["masked"] for row in paired}, thresholds_of(instrument))
+                                    {row["model"]: row["masked"] for row in paired}, threshold_descriptions(instrument))
     return {"instrument": instrument.slug, "name": instrument.name, "partial": instrument.partial,
             "licence_note": instrument.licence_note, "scale": [low, high], "models": per_model,
             "paired": comparison,

@@ -27,7 +27,7 @@ from auditapp.models import (
     LLMEndpoint,
     LLMReply,
 )
-from tests.factories import make_researcher, make_study
+from tests.factories import make_study
 
 # Weighted and majority references of 16 items: the two disagree on items 3 and 12; item 15 has no weighted label.
 WEIGHTED = [1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, None]
@@ -182,14 +182,6 @@ def heatmap_cells(html: str) -> dict:
     parser = HeatmapCells()
     parser.feed(html)
     return parser.cells
-
-
-@pytest.fixture
-def staff_client(db) -> Client:
-    user, _ = make_researcher("audit-dashboard-viewer")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 @pytest.mark.django_db

@@ -31,18 +31,9 @@ from auditapp.models import Audit, LLMEndpoint
 from auditapp.paradigms.self_report_audit import ValidityRule
 from psychometrics.services import instruments_sync_shipped
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
-from tests.factories import make_researcher
 from tests.llm_server import PERSONAS
 
 HOSTILE_LABEL = "<b>x</b>"  # persona-dummy's label: a researcher-entered name that must show as text
-
-
-@pytest.fixture
-def staff_client(db) -> Client:
-    user, _ = make_researcher("self-report-dashboard-viewer")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def build_personas_audit(base_url: str, *, personas=PERSONAS, name: str = "Personas", run: bool = True,

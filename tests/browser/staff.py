@@ -1,5 +1,8 @@
-"""A logged-in staff researcher's page in the browser, shared by the dashboards' browser tests."""
+"""A logged-in staff researcher's page in the browser, and the checks the dashboards' browser tests share."""
 from __future__ import annotations
+
+import os
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.test import Client
@@ -22,3 +25,16 @@ def logged_in_page(browser_context, live_server, username: str = "dashboard-rese
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url))
     return page, problems, requests
+
+
+def outside_requests(requests: list[str], live_server) -> list[str]:
+    """The requests a page sent anywhere but the live server (data: URLs aside): a page must send none."""
+    live_host = urlsplit(live_server.url).netloc
+    return [url for url in requests if not url.startswith("data:") and urlsplit(url).netloc != live_host]
+
+
+def screenshot_if_asked(page, variable: str) -> None:
+    """Save a full-page screenshot to the path in environment variable ``variable``, if it is set (to look at)."""
+    if os.environ.get(variable):
+        page.wait_for_timeout(300)
+        page.screenshot(path=os.environ[variable], full_page=True)

@@ -6,9 +6,7 @@ Set AUDIT_DASHBOARD_SCREENSHOT=/tmp/audit.png to keep a full-page screenshot of 
 """
 from __future__ import annotations
 
-import os
 import re
-from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import expect
@@ -22,7 +20,7 @@ from tests.auditapp.test_audit_dashboard_view import (
     build_audit,
     expected_metrics,
 )
-from tests.browser.staff import logged_in_page
+from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -108,11 +106,8 @@ def test_completed_audit_tables_figures_and_drill_down(live_server, browser_cont
     assert page.locator("#chart-scatter .scatterlayer .point").count() == 4
 
     assert f"{live_server.url}/static/vendor/plotly/plotly.min.js" in requests
-    live_host = urlsplit(live_server.url).netloc
-    assert [url for url in requests if not url.startswith("data:") and urlsplit(url).netloc != live_host] == []
-    if os.environ.get("AUDIT_DASHBOARD_SCREENSHOT"):
-        page.wait_for_timeout(300)
-        page.screenshot(path=os.environ["AUDIT_DASHBOARD_SCREENSHOT"], full_page=True)
+    assert outside_requests(requests, live_server) == []
+    screenshot_if_asked(page, "AUDIT_DASHBOARD_SCREENSHOT")
     assert problems == []
 
 

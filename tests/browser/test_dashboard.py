@@ -4,14 +4,11 @@ Set DASHBOARD_SCREENSHOT=/tmp/dashboard.png to keep a full-page screenshot of th
 """
 from __future__ import annotations
 
-import os
-from urllib.parse import urlsplit
-
 import pytest
 from playwright.sync_api import expect
 
 from annotation.study_analysis import study_analysis_compute
-from tests.browser.staff import logged_in_page
+from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
 from tests.factories import make_study, make_worked_example_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -39,12 +36,9 @@ def test_dashboard_draws_its_charts_with_the_vendored_plotly(live_server, browse
     assert plotly_src == "/static/vendor/plotly/plotly.min.js"
     assert f"{live_server.url}/static/vendor/plotly/plotly.min.js" in requests
     assert page.evaluate("() => typeof Plotly.newPlot") == "function"
-    live_host = urlsplit(live_server.url).netloc
-    assert [url for url in requests if not url.startswith("data:") and urlsplit(url).netloc != live_host] == []
+    assert outside_requests(requests, live_server) == []
 
-    if os.environ.get("DASHBOARD_SCREENSHOT"):
-        page.wait_for_timeout(300)
-        page.screenshot(path=os.environ["DASHBOARD_SCREENSHOT"], full_page=True)
+    screenshot_if_asked(page, "DASHBOARD_SCREENSHOT")
     assert problems == []
 
 

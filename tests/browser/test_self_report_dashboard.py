@@ -9,14 +9,12 @@ Set SELF_REPORT_DASHBOARD_SCREENSHOT=/tmp/self-report.png to keep a full-page sc
 from __future__ import annotations
 
 import json
-import os
-from urllib.parse import urlsplit
 
 import pytest
 from playwright.sync_api import expect
 
 from tests.auditapp.test_self_report_dashboard_view import HOSTILE_LABEL, build_personas_audit
-from tests.browser.staff import logged_in_page
+from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -78,11 +76,8 @@ def test_completed_self_report_audit_draws_figure_2_and_its_tables(live_server, 
     expect(page.locator("#export-answers")).to_have_attribute("href", f"/api/audits/{audit.id}/answers/?format=csv")
 
     assert f"{live_server.url}/static/vendor/plotly/plotly.min.js" in requests
-    live_host = urlsplit(live_server.url).netloc
-    assert [url for url in requests if not url.startswith("data:") and urlsplit(url).netloc != live_host] == []
-    if os.environ.get("SELF_REPORT_DASHBOARD_SCREENSHOT"):
-        page.wait_for_timeout(300)
-        page.screenshot(path=os.environ["SELF_REPORT_DASHBOARD_SCREENSHOT"], full_page=True)
+    assert outside_requests(requests, live_server) == []
+    screenshot_if_asked(page, "SELF_REPORT_DASHBOARD_SCREENSHOT")
     assert problems == []
 
 
