@@ -55,6 +55,7 @@ logger = logging.getLogger(__name__)
 PARADIGM = "classification"
 EXAMPLE_SETS = {"icl_a": "icl_a", "icl_b": "icl_b"}
 BULK_BATCH_SIZE = 1000
+MAX_REPLICATES = 100
 RECENT_MESSAGES = 2048
 REPO = Path(__file__).resolve().parent.parent
 
@@ -123,21 +124,25 @@ def _binary(label: int | None) -> int | None:
     return label if label in (0, 1) else None
 
 
+def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget: float) -> list[str]:
+    """What every paradigm's launch checks: at least one model, the replicates, the error budget."""
+    problems = [] if models else ["choose at least one model"]
+    if not 1 <= replicates <= MAX_REPLICATES:
+        problems.append(f"replicates must be between 1 and {MAX_REPLICATES}")
+    if not 0 <= error_budget <= 1:
+        problems.append("the error budget is a share between 0 and 1")
+    return problems
+
+
 def audit_problems(*, study: Study, models: list[ModelChoice], conditions: list[str], replicates: int = 1,
                    error_budget: float = 0.2, unparsed: str = Audit.Unparsed.EXCLUDE) -> list[str]:
     """Everything that stops an audit of the study from being launched as asked (empty when it can be)."""
-    problems = []
-    if not models:
-        problems.append("choose at least one model")
+    problems = launch_problems(models=models, replicates=replicates, error_budget=error_budget)
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
         problems.append(f"unknown conditions {unknown}; choose from {list(CONDITIONS)}")
     if not conditions or len(set(conditions)) != len(conditions):
         problems.append("choose each condition at most once, and at least one")
-    if not 1 <= replicates <= 100:
-        problems.append("replicates must be between 1 and 100")
-    if not 0 <= error_budget <= 1:
-        problems.append("the error budget is a share between 0 and 1")
     if unparsed not in Audit.Unparsed.values:
         problems.append(f"unparsed must be one of {Audit.Unparsed.values}")
     if not _evaluated_items(study):

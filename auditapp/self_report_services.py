@@ -27,14 +27,13 @@ from auditapp.audit_services import (
     PlannedRequest,
     audit_request_key,
     enqueue_prepare,
+    launch_problems,
     manifest_models,
 )
 from auditapp.models import Audit, AuditModel, AuditRequest, ItemVariant
 from auditapp.paradigms import self_report_audit as plan
 from auditapp.paradigms.self_report import BATCH_INSTRUCTION, ITEM_INSTRUCTION, shipped_dummies, shipped_fillers
 from psychometrics.models import Instrument as StoredInstrument
-
-MAX_REPLICATES = 100
 
 
 def design_of(audit: Audit) -> plan.Design:
@@ -165,13 +164,8 @@ def self_report_problems(*, models: list[ModelChoice], instruments: list[StoredI
                          title: bool = False, validity: plan.ValidityRule | None = None, replicates: int = 1,
                          error_budget: float = 0.2) -> list[str]:
     """Everything that stops a self-report audit from being launched as asked (empty when it can be)."""
-    problems = [] if models else ["choose at least one model"]
-    problems += _design(instruments, forms, mode, labels, title, validity).problems()
-    if not 1 <= replicates <= MAX_REPLICATES:
-        problems.append(f"replicates must be between 1 and {MAX_REPLICATES}")
-    if not 0 <= error_budget <= 1:
-        problems.append("the error budget is a share between 0 and 1")
-    return problems
+    return (launch_problems(models=models, replicates=replicates, error_budget=error_budget)
+            + _design(instruments, forms, mode, labels, title, validity).problems())
 
 
 @transaction.atomic
