@@ -109,10 +109,11 @@ def _short_pauses():
 
     - the database thread gives the GIL back after 0.5 ms instead of Python's 5 ms;
     - the objects alive now (Django, the request builder's caches) are moved out of the garbage collector's
-      view, so its full collections stop scanning them: they had paused the loop for up to 150 ms.
+      view, so its full collections stop scanning them.
 
-    Measured by benchmarks/audit_throughput.py: the worker's median reply latency at 50 ms of server latency
-    fell by about a millisecond and the slowest by 150 ms. Both settings are the process's, and are restored.
+    Measured by benchmarks/audit_throughput.py at 50 ms of server latency: the worker's median reply latency
+    fell by about a millisecond, and the slowest reply from 212–235 ms to 66–80 ms. Both settings are the
+    process's, and are restored.
     """
     switch_interval = sys.getswitchinterval()
     sys.setswitchinterval(GIL_SWITCH_SECONDS)
