@@ -39,7 +39,7 @@ api_patterns = [
     path("audits/<int:pk>/scores/", self_report_api.AuditScoresView.as_view(), name="audit-scores"),
     path("audits/<int:pk>/validity/", self_report_api.AuditValidityView.as_view(), name="audit-validity"),
     path("instruments/", self_report_api.InstrumentListView.as_view(), name="instrument-list"),
-    path("audits/<int:pk>/<slug:action>/", audit_api.AuditActionView.as_view(), name="audit-action"),
+    path("audits/<int:pk>/<str:action>/", audit_api.AuditActionView.as_view(), name="audit-action"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

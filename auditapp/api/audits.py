@@ -34,6 +34,10 @@ from auditapp.self_report_services import self_report_audit_create
 from psychometrics.models import Instrument
 
 
+class ErrorSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="What went wrong.")
+
+
 class EndpointSerializer(serializers.ModelSerializer):
     api_key_set = serializers.SerializerMethodField(help_text="Whether the named environment variable is set.")
 
@@ -62,7 +66,7 @@ class ModelInfoSerializer(serializers.Serializer):
     details = serializers.JSONField()
 
 
-@extend_schema(summary="The models an endpoint offers", responses={200: ModelInfoSerializer(many=True)},
+@extend_schema(summary="The models an endpoint offers", responses={200: ModelInfoSerializer(many=True), 502: ErrorSerializer},
                description="Asks the endpoint now (GET /v1/models or /api/tags); 502 with the reason if it fails.")
 class EndpointModelsView(APIView):
     def get(self, request, pk: int):
@@ -141,7 +145,8 @@ class AuditModelSerializer(serializers.Serializer):
 
 
 class AuditSerializer(serializers.ModelSerializer):
-    study_slug = serializers.CharField(source="study.slug", read_only=True)
+    study_slug = serializers.CharField(source="study.slug", read_only=True, allow_null=True,
+                                       help_text="null for a self-report audit, which has no study.")
     models = AuditModelSerializer(many=True, read_only=True)
     conditions = serializers.SerializerMethodField()
     n_answered = serializers.IntegerField(read_only=True)
@@ -281,19 +286,25 @@ class ResponseRowSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
 
 
-@extend_schema(summary="An audit's requests and replies", parameters=[
-    OpenApiParameter("model", int, description="Only this audit model (id)."),
-    OpenApiParameter("condition", str, description="Only this condition."),
-    OpenApiParameter("outcome", str, description="label, refusal, unparseable, error or pending.")])
+class ResponseFilterSerializer(serializers.Serializer):
+    """The query parameters that narrow an audit's responses; any other value is a 400 naming it."""
+
+    model = serializers.IntegerField(required=False, min_value=1, help_text="Only this audit model (id).")
+    condition = serializers.RegexField(r"^[A-Za-z0-9_:-]{1,40}$", required=False,
+                                       help_text="Only this condition (self-report: this form, e.g. masked).")
+    outcome = serializers.ChoiceField(required=False, choices=[*AuditRequest.Outcome.values, "pending"],
+                                      help_text="Only this outcome.")
+
+
+@extend_schema(summary="An audit's requests and replies", parameters=[ResponseFilterSerializer])
 class AuditResponsesView(AuditScoped, ExportListAPIView):
     serializer_class = ResponseRowSerializer
 
     def export_rows(self):
-        params = self.request.query_params
-        model = params.get("model")
-        return audit_responses_export(audit=self.audit, model=int(model) if model and model.isdigit() else None,
-                                      condition=params.get("condition") or None,
-                                      outcome=params.get("outcome") or None)
+        # A plain dict, so an empty value is a 400 too (a form's QueryDict would read it as "not given").
+        filters = ResponseFilterSerializer(data=self.request.query_params.dict())
+        filters.is_valid(raise_exception=True)
+        return audit_responses_export(audit=self.audit, **filters.validated_data)
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-responses.csv"
@@ -335,10 +346,14 @@ class AuditActionView(AuditScoped, APIView):
         "reparse": lambda audit: services.audit_reparse_and_analyse(audit=audit),
     }
 
-    @extend_schema(request=None, responses={200: AuditDetailSerializer})
+    @extend_schema(request=None, responses={200: AuditDetailSerializer, 409: ErrorSerializer},
+                   operation_id="audits_action", summary="Pause, resume, cancel, retry failed requests, re-parse",
+                   parameters=[OpenApiParameter("action", str, OpenApiParameter.PATH, enum=list(actions))],
+                   description="409 with the reason if the audit's state does not allow the action.")
     def post(self, request, pk: int, action: str):
         if action not in self.actions:
-            return Response({"detail": f"unknown action {action!r}"}, status=status.HTTP_404_NOT_FOUND)
+            return Response({"detail": f"unknown action {action!r}; use one of: {', '.join(self.actions)}."},
+                            status=status.HTTP_404_NOT_FOUND)
         try:
             self.actions[action](self.audit)
         except services.AuditError as error:

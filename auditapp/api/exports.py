@@ -25,6 +25,8 @@ class ExportListAPIView(generics.ListAPIView):
         raise NotImplementedError
 
     def list(self, request, *args, **kwargs):
+        if self.paginator is not None:
+            self.paginator.check_query(request)
         export = self.export_rows()
         if request.accepted_renderer.format == "csv":
             return streaming_csv_response(export.columns, export.iterate(EXPORT_CHUNK_SIZE),

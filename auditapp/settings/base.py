@@ -168,6 +168,7 @@ REST_FRAMEWORK = {
         "auditapp.api.csv_export.CSVRenderer",
     ],
     "DEFAULT_PAGINATION_CLASS": "auditapp.api.pagination.ExportPagination",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "auditapp.api.negotiation.FormatNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }
 
@@ -186,6 +187,17 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
     "COMPONENT_SPLIT_REQUEST": True,
+    # Four models have a "status" with different choices: each enum is named after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "StudyStatusEnum": "annotation.models.Study.Status",
+        "ParticipantStatusEnum": "annotation.models.Participant.Status",
+        "ItemImportStatusEnum": "annotation.models.ItemImport.Status",
+        "AuditStatusEnum": "auditapp.models.Audit.Status",
+    },
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "auditapp.api.schema.document_error_responses",
+    ],
 }
 
 # Celery: JSON messages, a time limit on every task, late acknowledgement so a task whose worker

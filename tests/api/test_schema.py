@@ -1,0 +1,134 @@
+"""Property-based tests of the whole REST API against its own OpenAPI schema (schemathesis).
+
+Every operation of ``/api/schema/`` is called with generated requests (valid and invalid ones), as a staff user
+with a token, on a database seeded with a small study (items, imported participants and their labels, a ground
+truth, an item import), an LLM endpoint served by the test LLM server on 127.0.0.1, a completed classification
+audit and a self-report audit. Path ids are those of the seeded objects, so ``{id}`` paths reach real rows.
+Each response must not be a 5xx and must match the schema (status code, content type, body, headers).
+Nothing is excluded: the one operation that makes the server fetch a URL (an endpoint's models) only ever
+reaches the seeded endpoint, i.e. the test LLM server on 127.0.0.1, because path ids are fixed.
+"""
+from __future__ import annotations
+
+import pytest
+import schemathesis
+from django.core.management import call_command
+from django.core.signals import request_finished, request_started
+from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
+from hypothesis import HealthCheck, assume, settings
+from schemathesis.config import SchemathesisConfig
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+
+from annotation.models import ItemImport
+from annotation.services import items_import_file
+from auditapp.models import LLMEndpoint
+from auditapp.self_report_services import self_report_audit_create
+from tests.factories import autalic_like_csv, make_audit_study, make_researcher
+from tests.llm_server import LLMServer
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db]
+
+# Bounded so the whole run stays well under a few minutes on a 2-core machine; CI runs it with the suite.
+EXAMPLES_PER_OPERATION = 25
+
+# Unknown query parameters are ignored, as HTTP APIs usually do: not generated as "invalid" requests.
+schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application(), config=SchemathesisConfig.from_dict(
+    {"generation": {"allow-extra-parameters": False}}))
+
+# "A request valid by the schema is accepted" cannot hold where a valid body needs more than a schema can say:
+# an audit's study must exist and have a ground truth, its endpoints must exist; an upload must be a readable
+# item file; a study's slug and an endpoint's name must not be taken (an earlier example may have taken it).
+# Those operations are still checked for everything else (no 5xx, every answer as documented).
+POSITIVE_ACCEPTANCE_UNKNOWABLE = {("POST", "/api/audits/"), ("POST", "/api/studies/{id}/imports/"),
+                                  ("POST", "/api/studies/"), ("POST", "/api/endpoints/")}
+NON_OBJECT_LAUNCH = ("issue 11, item 'POST /api/audits/ with a non-object JSON body' (fixed on another branch): "
+                     "a JSON array or scalar body is a 500 instead of a 400")
+
+
+@pytest.fixture(scope="module")
+def seeded(django_db_setup, django_db_blocker):
+    """The seeded objects' ids by kind, committed once for the module and flushed after it."""
+    from auditapp import audit_services as services
+    from psychometrics.services import instruments_sync_shipped
+    from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
+
+    with (django_db_blocker.unblock(), pytest.MonkeyPatch.context() as patch,
+          LLMServer(models=("model-a", "persona-key")) as server):
+        # Committed here, so a launch would queue its tasks at once: the seeded audits are never run.
+        for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+            patch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+        _, token = make_researcher("schema-researcher")
+        study = make_audit_study(12, n_examples=3, slug="schema-study")
+        labelled = items_import_file(study=study, filename="labels.csv", content=autalic_like_csv(6))
+        assert labelled.status == ItemImport.Status.SUCCEEDED, labelled.errors
+        endpoint = LLMEndpoint.objects.create(name="schema endpoint", base_url=server.base_url, max_attempts=1,
+                                              attempt_timeout_s=2, deadline_s=5)
+        classification = build_audit(COMPLETED_PLAN, name="schema audit")
+        instrument = instruments_sync_shipped()[0]
+        self_report = self_report_audit_create(
+            name="schema self-report", instruments=[instrument],
+            models=[services.ModelChoice(endpoint=endpoint, model="persona-key")])
+        yield {"token": token, "study": study.id, "import": labelled.id, "endpoint": endpoint.id,
+               "audit": classification.id, "self_report_audit": self_report.id}
+        call_command("flush", interactive=False, verbosity=0)
+
+
+@pytest.fixture
+def keep_test_connection():
+    """Schemathesis calls the WSGI application itself, whose request signals would close the test's database
+    connection (and its transaction); Django's own test client disconnects them the same way."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
+
+
+def seeded_id(path: str, ids: dict) -> int:
+    """The id of the seeded object a templated path names."""
+    if path.startswith("/api/studies/"):
+        return ids["study"]
+    if path.startswith("/api/imports/"):
+        return ids["import"]
+    if path.startswith("/api/endpoints/"):
+        return ids["endpoint"]
+    if path.rstrip("/").rsplit("/", 1)[-1] in ("answers", "scores", "validity"):
+        return ids["self_report_audit"]
+    return ids["audit"]
+
+
+@schema.parametrize()
+@settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True,
+          suppress_health_check=list(HealthCheck))
+def test_api_conforms_to_its_schema(case, seeded, keep_test_connection, audit_tasks_off, queued):
+    # Left to test_launching_with_a_non_object_body_is_a_400 below (xfail until NON_OBJECT_LAUNCH is merged).
+    assume(not (case.method == "POST" and case.path == "/api/audits/" and not isinstance(case.body, dict)))
+    if case.path_parameters and "id" in case.path_parameters:
+        case.path_parameters["id"] = seeded_id(case.path, seeded)
+    excluded = [positive_data_acceptance] if (case.method, case.path) in POSITIVE_ACCEPTANCE_UNKNOWABLE else []
+    case.call_and_validate(headers={"Authorization": f"Token {seeded['token']}"}, excluded_checks=excluded)
+
+
+@pytest.mark.xfail(strict=True, reason=NON_OBJECT_LAUNCH)
+@pytest.mark.parametrize("body", ["[null, null]", "[]", "3", '"audit"', "null"])
+def test_launching_with_a_non_object_body_is_a_400(api_client, body):
+    response = api_client.post("/api/audits/", body, content_type="application/json")
+    assert response.status_code == 400, response.content
+
+
+def test_the_schema_generates_without_warnings(tmp_path):
+    call_command("spectacular", "--validate", "--fail-on-warn", "--file", str(tmp_path / "schema.yaml"))
+
+
+def test_the_schema_documents_the_error_answers(client):
+    paths = client.get("/api/schema/?format=json").json()["paths"]
+    study = paths["/api/studies/{id}/labels/"]["get"]["responses"]
+    assert {"200", "400", "401", "403", "404", "406"} <= set(study)
+    assert set(study["404"]["content"]) == {"application/json", "text/csv"}
+    assert {"201", "400", "401", "403", "406"} <= set(paths["/api/audits/"]["post"]["responses"])
+    assert "404" not in paths["/api/instruments/"]["get"]["responses"]
+    action = paths["/api/audits/{id}/{action}/"]["post"]
+    assert action["operationId"] == "audits_action" and "409" in action["responses"]
+    assert [sorted(p["schema"].get("enum", [])) for p in action["parameters"] if p["name"] == "action"] == [
+        ["cancel", "pause", "reparse", "resume", "retry-failed"]]

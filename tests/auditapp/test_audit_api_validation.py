@@ -1,0 +1,50 @@
+"""The audit API's answers to unusual but legitimate objects and to bad query values (found by tests/api/test_schema.py)."""
+from __future__ import annotations
+
+import pytest
+
+from auditapp import audit_services as services
+from auditapp.models import LLMEndpoint
+from auditapp.self_report_services import self_report_audit_create
+from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_self_report_audit_has_a_null_study_slug_in_the_list_and_detail(api_client, audit_tasks_off,
+                                                                          shipped_instruments):
+    endpoint = LLMEndpoint.objects.create(name="e", base_url="http://127.0.0.1:9")
+    audit = self_report_audit_create(name="no study", instruments=[shipped_instruments["aq50"]],
+                                     models=[services.ModelChoice(endpoint=endpoint, model="m")])
+    listed = api_client.get("/api/audits/").json()["results"][0]
+    assert listed["study"] is None and listed["study_slug"] is None
+    assert api_client.get(f"/api/audits/{audit.id}/").json()["study_slug"] is None
+
+
+@pytest.mark.parametrize("query, name", [("model=abc", "model"), ("model=", "model"), ("model=0", "model"),
+                                         ("outcome=maybe", "outcome"), ("outcome=", "outcome"),
+                                         ("condition=", "condition"), ("condition=z%00s", "condition")])
+def test_a_bad_responses_filter_is_a_400_naming_it_instead_of_every_row(api_client, query, name):
+    audit = build_audit(COMPLETED_PLAN)
+    response = api_client.get(f"/api/audits/{audit.id}/responses/?{query}")
+    assert response.status_code == 400, response.content
+    assert list(response.json()) == [name]
+
+
+def test_the_responses_filters_still_narrow_the_rows(api_client):
+    audit = build_audit(COMPLETED_PLAN)
+    model = audit.models.get(model="model-a")
+    rows = api_client.get(f"/api/audits/{audit.id}/responses/?model={model.id}&condition=zs&outcome=refusal"
+                          ).json()["results"]
+    assert [(row["model"], row["condition"], row["outcome"]) for row in rows] == [("model-a", "zs", "refusal")]
+    assert api_client.get(f"/api/audits/{audit.id}/responses/?outcome=pending").json()["count"] == 0
+
+
+@pytest.mark.parametrize("action", ["AAA", "null,null", "pause.me"])
+def test_an_unknown_action_is_a_json_404_naming_the_actions(api_client, action):
+    audit = build_audit(COMPLETED_PLAN)
+    response = api_client.post(f"/api/audits/{audit.id}/{action}/")
+    assert response.status_code == 404
+    assert response["Content-Type"] == "application/json"
+    assert response.json()["detail"] == (f"unknown action {action!r}; use one of: pause, resume, cancel, "
+                                         "retry-failed, reparse.")
