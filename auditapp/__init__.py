@@ -1,8 +1,7 @@
-"""The Django project (settings, urls, Celery app, wsgi/asgi) and, later, the audit domain.
+"""The Django project (settings, urls, Celery app, wsgi/asgi) and the audit domain.
 
-Importing the Celery app here makes ``@shared_task`` bind to it whenever Django starts.
+Deliberately empty of imports: the pure modules below (paradigms, scorers, metrics) must load without
+Django or Celery. The Celery app is bound when Django starts (``AuditappConfig.ready``) and found by
+``celery -A auditapp`` in ``auditapp.celery``.
 """
-from auditapp.celery import app as celery_app
-
-__all__ = ("celery_app",)
 __version__ = "0.1.0"

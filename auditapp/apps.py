@@ -8,6 +8,9 @@ class AuditappConfig(AppConfig):
     verbose_name = "LLM audits"
 
     def ready(self) -> None:
+        # Binds ``@shared_task`` to our Celery app in every Django process (web, worker, commands).
+        import auditapp.celery  # noqa: F401
+
         post_migrate.connect(_sync_default_templates, sender=self)
 
 
