@@ -17,7 +17,6 @@ whose reason says what was wrong (not JSON, the path found nothing, not a number
 """
 from __future__ import annotations
 
-import copy
 import json
 import math
 from typing import Any
@@ -60,7 +59,7 @@ def render_request(template: Any, text: str) -> Any:
             return [fill(item) for item in value]
         return text if value == PLACEHOLDER else value
 
-    return fill(copy.deepcopy(template))
+    return fill(template)
 
 
 def compile_score_path(expression: str) -> jmespath.parser.ParsedResult:
