@@ -103,13 +103,16 @@ def score_dev(pairs: pd.DataFrame, *, ddof: int = 0) -> pd.DataFrame:
 
     ``ddof=0`` (default) is the population standard deviation: the terms are the whole set the researcher
     chose, not a sample of a larger one; ``ddof=1`` gives the sample one. Missing scores are left out of a
-    base sentence's deviation; a base sentence with fewer than ``ddof + 1`` scores has none and is left out.
+    base sentence's deviation; a base sentence with fewer than ``ddof + 1`` scores has none and is left out,
+    and so is a sentence without a control (an uploaded one the control rule could not match).
     """
-    scored = pairs[pairs["score"].notna()]
-    base = ["template", "word"]
-    per_group = (scored.groupby(["scorer", "group", *base], dropna=False)["score"].std(ddof=ddof)
+    # A base sentence is identified by its control; an uploaded sentence without a control has no known
+    # base and is left out.
+    scored = pairs[pairs["score"].notna() & pairs["control_key"].notna()]
+    base = ["control_key"]
+    per_group = (scored.groupby(["scorer", "group", *base])["score"].std(ddof=ddof)
                  .groupby(["scorer", "group"]).agg(n_bases="count", score_dev="mean"))
-    overall = (scored.groupby(["scorer", *base], dropna=False)["score"].std(ddof=ddof)
+    overall = (scored.groupby(["scorer", *base])["score"].std(ddof=ddof)
                .groupby("scorer").agg(n_bases="count", score_dev="mean"))
     overall = overall.assign(group=ALL_GROUPS).set_index("group", append=True)
     result = pd.concat([per_group, overall]).reset_index()
