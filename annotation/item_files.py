@@ -9,6 +9,11 @@ context". Each label column becomes one imported annotator, named by the column 
 Validation is all or nothing: :func:`parse_item_file` either returns every item and label, or raises
 :class:`ItemFileError` listing every problem found, each naming the row and the column.
 
+Text is kept exactly as in the file (no whitespace is stripped from sentences or metadata; ids, labels
+and column names are trimmed). In CSV, TSV and XLSX a cell that starts with a single quote followed by
+``= + - @``, tab, carriage return or another quote loses that quote, the one our CSV exports add against
+formula injection (``annotation.spreadsheet_cells``), so an export imports back to the original text.
+
 Row numbers are those a spreadsheet shows: the header is row 1 and the first item is row 2 (CSV, TSV,
 XLSX). In JSON Lines there is no header, and the row is the line number.
 
@@ -27,6 +32,8 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from annotation.spreadsheet_cells import formula_escape_removed
 
 FORMATS = ("csv", "tsv", "jsonl", "xlsx")
 MAX_REPORTED_PROBLEMS = 200
@@ -209,14 +216,23 @@ def _xlsx_rows(content: bytes) -> Iterator[tuple[int, list]]:
 
 
 def _cell_text(value) -> str:
-    """A cell as text: None is empty, integral floats lose their '.0' (spreadsheet ids and labels)."""
+    """A cell as text, exactly: None is empty, integral floats lose their '.0' (spreadsheet ids and labels)."""
     if value is None:
         return ""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, bool):
         return str(int(value))
-    return str(value).strip()
+    return str(value)
+
+
+def _spreadsheet_cell_text(value) -> str:
+    """A CSV, TSV or XLSX cell as text, without the quote our exports put before a formula-like cell."""
+    return formula_escape_removed(_cell_text(value))
+
+
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def _find_column(header: list[str], wanted: str | None, aliases: tuple[str, ...], role: str,
@@ -322,7 +338,7 @@ def _records(content: bytes, file_format: str, encoding: str | None
         first = next(rows, None)
         if first is None:
             raise ItemFileError([ImportProblem(None, None, "the workbook's first sheet is empty")])
-        return [_cell_text(v) for v in first[1]], rows, "xlsx", []
+        return [_spreadsheet_cell_text(v).strip() for v in first[1]], rows, "xlsx", []
     text, used_encoding, warnings = decode_text(content, encoding=encoding)
     if file_format == "jsonl":
         return None, ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()), \
@@ -331,7 +347,7 @@ def _records(content: bytes, file_format: str, encoding: str | None
     first = next(rows, None)
     if first is None:
         raise ItemFileError([ImportProblem(None, None, "the file is empty")])
-    return [h.strip() for h in first[1]], rows, used_encoding, warnings
+    return [_spreadsheet_cell_text(h).strip() for h in first[1]], rows, used_encoding, warnings
 
 
 def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping | None = None,
@@ -386,7 +402,7 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
                 report(row_number, None, f"{len(record)} fields where the header has {len(header)} "
                        "(a missing or extra delimiter, or an unquoted comma?)")
                 continue
-            row = {name: _cell_text(value) for name, value in zip(header, record, strict=True)}
+            row = {name: _spreadsheet_cell_text(value) for name, value in zip(header, record, strict=True)}
 
         if mapping.use_row_numbers_as_ids:
             external_id = str(row_number)
@@ -405,12 +421,12 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
                 continue
         first_row_of_id[external_id] = row_number
 
-        target = str(row.get(columns["target"], "")).strip()
-        if not target:
+        target = str(row.get(columns["target"], ""))
+        if not target.strip():
             report(row_number, columns["target"], "empty target sentence")
             continue
-        preceding = str(row.get(columns["preceding"], "")).strip() if columns["preceding"] else ""
-        following = str(row.get(columns["following"], "")).strip() if columns["following"] else ""
+        preceding = str(row.get(columns["preceding"], "")) if columns["preceding"] else ""
+        following = str(row.get(columns["following"], "")) if columns["following"] else ""
         if _MOJIBAKE.search(target) or _MOJIBAKE.search(preceding) or _MOJIBAKE.search(following):
             mojibake_rows.append(row_number)
 
@@ -427,7 +443,7 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
             continue
 
         mapped = set(columns.values()) | set(label_columns)
-        metadata = {k: v for k, v in row.items() if k not in mapped and v not in ("", None)}
+        metadata = {k: v for k, v in row.items() if k not in mapped and not _blank(v)}
         items.append(ParsedItem(external_id, target, preceding, following, metadata, row_number))
 
     if columns is None or (not items and not total_problems):

@@ -225,3 +225,28 @@ def test_problem_counts_beyond_the_reporting_cap():
     assert caught.value.total == 250
     assert len(caught.value.problems) == 200
     assert "250 problem(s), nothing imported" in str(caught.value)
+
+
+def test_text_is_kept_exactly_a_leading_tab_included():
+    parsed = parse_item_file(b'id,sentence,before,source\n 1 ,"\t=1+1","  two spaces ","\tx"\n', file_format="csv")
+    item = parsed.items[0]
+    assert (item.external_id, item.target, item.preceding, item.metadata) == ("1", "\t=1+1", "  two spaces ",
+                                                                              {"source": "\tx"})
+
+
+@pytest.mark.parametrize("file_format", ["csv", "tsv", "xlsx"])
+def test_the_quote_our_exports_add_is_taken_off_in_spreadsheet_formats(file_format):
+    rows = [["id", "sentence", "source"], ["'-1'", "'=1+1", "'\t=x"], ["2", "''=kept one quote", "'Tis"]]
+    if file_format == "xlsx":
+        content = xlsx_bytes(rows)
+    else:
+        delimiter = "\t" if file_format == "tsv" else ","
+        content = "\n".join(delimiter.join(f'"{cell}"' for cell in row) for row in rows).encode()
+    items = parse_item_file(content, file_format=file_format).items
+    assert [(i.external_id, i.target, i.metadata["source"]) for i in items] == [
+        ("-1'", "=1+1", "\t=x"), ("2", "'=kept one quote", "'Tis")]
+
+
+def test_json_lines_text_is_never_unquoted():
+    item = parse_item_file(b'{"id": "1", "text": "\'=1+1"}\n', file_format="jsonl").items[0]
+    assert item.target == "'=1+1"
