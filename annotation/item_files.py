@@ -33,6 +33,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from annotation.json_input import JSONTooDeepError, json_loads_bounded
 from annotation.spreadsheet_cells import formula_escape_removed
 
 FORMATS = ("csv", "tsv", "jsonl", "xlsx")
@@ -43,6 +44,9 @@ TARGET_ALIASES = ("target", "sentence", "target_sentence", "text")
 PRECEDING_ALIASES = ("preceding", "preceding_sentence", "before", "previous", "context_before")
 FOLLOWING_ALIASES = ("following", "following_sentence", "after", "next", "context_after")
 DEFAULT_LABEL_COLUMN_PATTERN = r"^(?P<annotator>.+?)[_ ]score$"
+# PostgreSQL cannot store a NUL in text or JSON; a UTF-16 file without a byte-order mark shows NULs everywhere.
+NUL_MESSAGE = ("contains a NUL character (byte 0), which cannot be stored: remove it (a file saved as UTF-16 "
+               "without a byte-order mark looks like this; save it as UTF-8)")
 
 # Sequences produced when UTF-8 text is decoded as Windows-1252 and saved again ("mojibake").
 _MOJIBAKE = re.compile("â€[™œ\u009d“”˜¦]|Ã[©¨¡¢£¤¥§ª«¬®¯°±²³´µ¶·¸¹º»¼½¾¿]|Â[ ©®°±·»«]")
@@ -231,6 +235,22 @@ def _spreadsheet_cell_text(value) -> str:
     return formula_escape_removed(_cell_text(value))
 
 
+def _column_with_nul(row: dict) -> str | None:
+    """The first column whose name or value (nested JSON included) holds a NUL character, or None."""
+    for column, value in row.items():
+        stack = [column, value]
+        while stack:
+            part = stack.pop()
+            if isinstance(part, str) and "\x00" in part:
+                return column
+            if isinstance(part, dict):
+                stack.extend(part.keys())
+                stack.extend(part.values())
+            elif isinstance(part, list):
+                stack.extend(part)
+    return None
+
+
 def _blank(value) -> bool:
     return value is None or (isinstance(value, str) and not value.strip())
 
@@ -258,7 +278,9 @@ def _resolve_columns(header: list[str], mapping: ColumnMapping) -> tuple[dict, d
     problems: list[ImportProblem] = []
     seen: dict[str, int] = {}
     for position, name in enumerate(header):
-        if not name.strip():
+        if "\x00" in name:
+            problems.append(ImportProblem(1, f"#{position + 1}", f"the column name {NUL_MESSAGE}"))
+        elif not name.strip():
             problems.append(ImportProblem(1, f"#{position + 1}", "empty column name in the header"))
         elif name in seen:
             problems.append(ImportProblem(1, name, f"column name appears twice (columns {seen[name] + 1} "
@@ -387,9 +409,12 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
     for row_number, record in records:
         if header is None:
             try:
-                obj = json.loads(record)
+                obj = json_loads_bounded(record)
             except json.JSONDecodeError as exc:
                 report(row_number, None, f"not valid JSON: {exc.msg} (character {exc.pos + 1})")
+                continue
+            except JSONTooDeepError as exc:
+                report(row_number, None, str(exc))
                 continue
             if not isinstance(obj, dict):
                 report(row_number, None, "each line must be a JSON object")
@@ -403,6 +428,11 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
                        "(a missing or extra delimiter, or an unquoted comma?)")
                 continue
             row = {name: _spreadsheet_cell_text(value) for name, value in zip(header, record, strict=True)}
+
+        nul_column = _column_with_nul(row)
+        if nul_column is not None:
+            report(row_number, nul_column, NUL_MESSAGE)
+            continue
 
         if mapping.use_row_numbers_as_ids:
             external_id = str(row_number)

@@ -73,3 +73,32 @@ def test_imports_need_a_researcher(queued):
     study = make_study()
     assert APIClient().post(f"/api/studies/{study.id}/imports/", {}).status_code == 401
     assert APIClient().get("/api/imports/1/").status_code == 401
+
+
+@pytest.mark.parametrize("filename, content, row, column", [
+    ("nul.csv", b"id,sentence,A1_Score\na,One,1\nb,T\x00wo,0\n", 3, "sentence"),
+    ("nul.tsv", b"id\tsentence\tnote\na\tOne\t\x00\n", 2, "note"),
+    ("nul.jsonl", b'{"id": "a", "sentence": "One"}\n{"id": "b", "sentence": "T\\u0000wo"}\n', 2, "sentence"),
+])
+def test_a_nul_character_is_refused_at_once_naming_the_row(api_client, queued, filename, content, row, column):
+    study = make_study()
+    response = api_client.post(f"/api/studies/{study.id}/imports/",
+                               {"file": SimpleUploadedFile(filename, content)}, format="multipart")
+    assert response.status_code == 400, response.json()
+    [problem] = response.json()["problems"]
+    assert (problem["row"], problem["column"]) == (row, column)
+    assert problem["message"].startswith("contains a NUL character (byte 0)")
+    assert not ItemImport.objects.exists() and not Item.objects.exists() and queued == []
+
+
+def test_a_json_lines_row_nested_100000_deep_is_refused_naming_the_row(api_client, queued):
+    study = make_study()
+    deep = b"[" * 100_000 + b"]" * 100_000
+    content = b'{"id": "a", "sentence": "One"}\n{"id": "b", "sentence": "Two", "meta": ' + deep + b"}\n"
+    response = api_client.post(f"/api/studies/{study.id}/imports/",
+                               {"file": SimpleUploadedFile("deep.jsonl", content)}, format="multipart")
+    assert response.status_code == 400, response.json()
+    assert response.json()["problems"] == [
+        {"row": 2, "column": None,
+         "message": "JSON nested more than 64 levels deep (arrays and objects within each other)"}]
+    assert not ItemImport.objects.exists() and not Item.objects.exists() and queued == []
