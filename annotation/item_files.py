@@ -30,6 +30,7 @@ import csv
 import io
 import json
 import re
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -44,6 +45,13 @@ TARGET_ALIASES = ("target", "sentence", "target_sentence", "text")
 PRECEDING_ALIASES = ("preceding", "preceding_sentence", "before", "previous", "context_before")
 FOLLOWING_ALIASES = ("following", "following_sentence", "after", "next", "context_after")
 DEFAULT_LABEL_COLUMN_PATTERN = r"^(?P<annotator>.+?)[_ ]score$"
+
+# Bounds on the work of reading a file, checked on the declared size of a workbook and again while reading
+# (a declared size can lie): an 87 KB workbook can declare 16,384 columns × 1,048,576 rows.
+MAX_ROWS = 1_048_576
+MAX_COLUMNS = 1_000
+MAX_CELLS = 20_000_000
+_SHRINK_ADVICE = "Delete the empty rows and columns after your data, or save the sheet as CSV."
 # PostgreSQL cannot store a NUL in text or JSON; a UTF-16 file without a byte-order mark shows NULs everywhere.
 NUL_MESSAGE = ("contains a NUL character (byte 0), which cannot be stored: remove it (a file saved as UTF-16 "
                "without a byte-order mark looks like this; save it as UTF-8)")
@@ -203,20 +211,62 @@ def _text_rows(text: str, file_format: str) -> Iterator[tuple[int, list[str]]]:
                                            f"(line {reader.line_num}): {exc}")]) from exc
 
 
-def _xlsx_rows(content: bytes) -> Iterator[tuple[int, list]]:
+def _open_first_sheet(content: bytes):
+    """(workbook, its first sheet) in openpyxl's read-only mode, after checking the sheet's declared size."""
     from openpyxl import load_workbook
 
     try:
         workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
+        sheet = workbook.worksheets[0]
     except Exception as exc:  # openpyxl raises many types for a file that is not a workbook
         raise ItemFileError([ImportProblem(None, None, f"not a readable .xlsx workbook: {exc}")]) from exc
+    rows, columns = sheet.max_row or 0, sheet.max_column or 0
+    if rows > MAX_ROWS or columns > MAX_COLUMNS or rows * columns > MAX_CELLS:
+        workbook.close()
+        raise ItemFileError([ImportProblem(None, None, (
+            f"the first sheet declares {rows:,} rows × {columns:,} columns "
+            f"({sheet.calculate_dimension()}); at most {MAX_ROWS:,} rows, {MAX_COLUMNS:,} columns and "
+            f"{MAX_CELLS:,} cells are read. {_SHRINK_ADVICE}"))])
+    return workbook, sheet
+
+
+def _xlsx_rows(content: bytes) -> Iterator[tuple[int, list]]:
+    """(spreadsheet row number, values) for each row with a value, reading at most MAX_ROWS rows,
+    MAX_COLUMNS columns and MAX_CELLS cells whatever the sheet declares."""
+    workbook, sheet = _open_first_sheet(content)
+    # The declared size can lie; unsized, openpyxl pads no row beyond its last cell nor adds empty rows at the end.
+    sheet.reset_dimensions()
+    cells = 0
+    width = None  # the header's: unsized, openpyxl gives each row only up to its own last cell
     try:
-        sheet = workbook.worksheets[0]
         for row_number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+            cells += len(values)
+            if row_number > MAX_ROWS or len(values) > MAX_COLUMNS or cells > MAX_CELLS:
+                raise ItemFileError([ImportProblem(row_number, None, (
+                    f"reading stopped here: row {row_number:,} has cells in {len(values):,} columns, "
+                    f"{cells:,} cells so far; at most {MAX_ROWS:,} rows, {MAX_COLUMNS:,} columns and "
+                    f"{MAX_CELLS:,} cells are read. {_SHRINK_ADVICE}"))])
             if any(v is not None and str(v).strip() for v in values):
-                yield row_number, list(values)
+                values = list(values)
+                if width is None:
+                    width = len(values) - _trailing_none_count(values)
+                if len(values) < width:
+                    values.extend([None] * (width - len(values)))
+                elif _trailing_none_count(values) >= len(values) - width:
+                    del values[width:]
+                yield row_number, values
     finally:
         workbook.close()
+
+
+def _trailing_none_count(values: list) -> int:
+    """How many empty cells end the row (openpyxl reads formatted but empty cells as None)."""
+    count = 0
+    for value in reversed(values):
+        if value is not None:
+            break
+        count += 1
+    return count
 
 
 def _cell_text(value) -> str:
@@ -369,7 +419,40 @@ def _records(content: bytes, file_format: str, encoding: str | None
     first = next(rows, None)
     if first is None:
         raise ItemFileError([ImportProblem(None, None, "the file is empty")])
+    if len(first[1]) > MAX_COLUMNS:
+        raise ItemFileError([ImportProblem(first[0], None, f"the header has {len(first[1]):,} columns; at most "
+                                           f"{MAX_COLUMNS:,} are read")])
     return [_spreadsheet_cell_text(h).strip() for h in first[1]], rows, used_encoding, warnings
+
+
+def item_file_reading_cost(content: bytes, *, file_format: str) -> int:
+    """How many bytes reading the file means: its size, or for a workbook the uncompressed size its zip
+    declares (a member is never inflated past its declared size, so this bounds what a parser reads)."""
+    if file_format != "xlsx":
+        return len(content)
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    except zipfile.BadZipFile:
+        return len(content)
+
+
+def precheck_item_file(content: bytes, *, file_format: str, encoding: str | None = None) -> None:
+    """The quick checks of a file too large to validate while the uploader waits; a worker validates the rest.
+
+    Raises ItemFileError for a workbook whose first sheet declares more than MAX_ROWS rows, MAX_COLUMNS
+    columns or MAX_CELLS cells, a text file that cannot be decoded, or one that holds a NUL character
+    (named by its line: finding its row would mean parsing the file).
+    """
+    if file_format == "xlsx":
+        workbook, _ = _open_first_sheet(content)
+        workbook.close()
+        return
+    text, _, _ = decode_text(content, encoding=encoding)
+    position = text.find("\x00")
+    if position >= 0:
+        line = text.count("\n", 0, position) + 1
+        raise ItemFileError([ImportProblem(None, None, f"line {line:,} {NUL_MESSAGE}")])
 
 
 def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping | None = None,
