@@ -9,6 +9,11 @@ context". Each label column becomes one imported annotator, named by the column 
 Validation is all or nothing: :func:`parse_item_file` either returns every item and label, or raises
 :class:`ItemFileError` listing every problem found, each naming the row and the column.
 
+Text is kept exactly as in the file (no whitespace is stripped from sentences or metadata; ids, labels
+and column names are trimmed). In CSV, TSV and XLSX a cell that starts with a single quote followed by
+``= + - @``, tab, carriage return or another quote loses that quote, the one our CSV exports add against
+formula injection (``annotation.spreadsheet_cells``), so an export imports back to the original text.
+
 Row numbers are those a spreadsheet shows: the header is row 1 and the first item is row 2 (CSV, TSV,
 XLSX). In JSON Lines there is no header, and the row is the line number.
 
@@ -25,8 +30,12 @@ import csv
 import io
 import json
 import re
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from annotation.json_input import JSONTooDeepError, json_loads_bounded
+from annotation.spreadsheet_cells import formula_escape_removed
 
 FORMATS = ("csv", "tsv", "jsonl", "xlsx")
 MAX_REPORTED_PROBLEMS = 200
@@ -36,6 +45,16 @@ TARGET_ALIASES = ("target", "sentence", "target_sentence", "text")
 PRECEDING_ALIASES = ("preceding", "preceding_sentence", "before", "previous", "context_before")
 FOLLOWING_ALIASES = ("following", "following_sentence", "after", "next", "context_after")
 DEFAULT_LABEL_COLUMN_PATTERN = r"^(?P<annotator>.+?)[_ ]score$"
+
+# Bounds on the work of reading a file, checked on the declared size of a workbook and again while reading
+# (a declared size can lie): an 87 KB workbook can declare 16,384 columns × 1,048,576 rows.
+MAX_ROWS = 1_048_576
+MAX_COLUMNS = 1_000
+MAX_CELLS = 20_000_000
+_SHRINK_ADVICE = "Delete the empty rows and columns after your data, or save the sheet as CSV."
+# PostgreSQL cannot store a NUL in text or JSON; a UTF-16 file without a byte-order mark shows NULs everywhere.
+NUL_MESSAGE = ("contains a NUL character (byte 0), which cannot be stored: remove it (a file saved as UTF-16 "
+               "without a byte-order mark looks like this; save it as UTF-8)")
 
 # Sequences produced when UTF-8 text is decoded as Windows-1252 and saved again ("mojibake").
 _MOJIBAKE = re.compile("â€[™œ\u009d“”˜¦]|Ã[©¨¡¢£¤¥§ª«¬®¯°±²³´µ¶·¸¹º»¼½¾¿]|Â[ ©®°±·»«]")
@@ -192,31 +211,98 @@ def _text_rows(text: str, file_format: str) -> Iterator[tuple[int, list[str]]]:
                                            f"(line {reader.line_num}): {exc}")]) from exc
 
 
-def _xlsx_rows(content: bytes) -> Iterator[tuple[int, list]]:
+def _open_first_sheet(content: bytes):
+    """(workbook, its first sheet) in openpyxl's read-only mode, after checking the sheet's declared size."""
     from openpyxl import load_workbook
 
     try:
         workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
+        sheet = workbook.worksheets[0]
     except Exception as exc:  # openpyxl raises many types for a file that is not a workbook
         raise ItemFileError([ImportProblem(None, None, f"not a readable .xlsx workbook: {exc}")]) from exc
+    rows, columns = sheet.max_row or 0, sheet.max_column or 0
+    if rows > MAX_ROWS or columns > MAX_COLUMNS or rows * columns > MAX_CELLS:
+        workbook.close()
+        raise ItemFileError([ImportProblem(None, None, (
+            f"the first sheet declares {rows:,} rows × {columns:,} columns "
+            f"({sheet.calculate_dimension()}); at most {MAX_ROWS:,} rows, {MAX_COLUMNS:,} columns and "
+            f"{MAX_CELLS:,} cells are read. {_SHRINK_ADVICE}"))])
+    return workbook, sheet
+
+
+def _xlsx_rows(content: bytes) -> Iterator[tuple[int, list]]:
+    """(spreadsheet row number, values) for each row with a value, reading at most MAX_ROWS rows,
+    MAX_COLUMNS columns and MAX_CELLS cells whatever the sheet declares."""
+    workbook, sheet = _open_first_sheet(content)
+    # The declared size can lie; unsized, openpyxl pads no row beyond its last cell nor adds empty rows at the end.
+    sheet.reset_dimensions()
+    cells = 0
+    width = None  # the header's: unsized, openpyxl gives each row only up to its own last cell
     try:
-        sheet = workbook.worksheets[0]
         for row_number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
+            cells += len(values)
+            if row_number > MAX_ROWS or len(values) > MAX_COLUMNS or cells > MAX_CELLS:
+                raise ItemFileError([ImportProblem(row_number, None, (
+                    f"reading stopped here: row {row_number:,} has cells in {len(values):,} columns, "
+                    f"{cells:,} cells so far; at most {MAX_ROWS:,} rows, {MAX_COLUMNS:,} columns and "
+                    f"{MAX_CELLS:,} cells are read. {_SHRINK_ADVICE}"))])
             if any(v is not None and str(v).strip() for v in values):
-                yield row_number, list(values)
+                values = list(values)
+                if width is None:
+                    width = len(values) - _trailing_none_count(values)
+                if len(values) < width:
+                    values.extend([None] * (width - len(values)))
+                elif _trailing_none_count(values) >= len(values) - width:
+                    del values[width:]
+                yield row_number, values
     finally:
         workbook.close()
 
 
+def _trailing_none_count(values: list) -> int:
+    """How many empty cells end the row (openpyxl reads formatted but empty cells as None)."""
+    count = 0
+    for value in reversed(values):
+        if value is not None:
+            break
+        count += 1
+    return count
+
+
 def _cell_text(value) -> str:
-    """A cell as text: None is empty, integral floats lose their '.0' (spreadsheet ids and labels)."""
+    """A cell as text, exactly: None is empty, integral floats lose their '.0' (spreadsheet ids and labels)."""
     if value is None:
         return ""
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, bool):
         return str(int(value))
-    return str(value).strip()
+    return str(value)
+
+
+def _spreadsheet_cell_text(value) -> str:
+    """A CSV, TSV or XLSX cell as text, without the quote our exports put before a formula-like cell."""
+    return formula_escape_removed(_cell_text(value))
+
+
+def _column_with_nul(row: dict) -> str | None:
+    """The first column whose name or value (nested JSON included) holds a NUL character, or None."""
+    for column, value in row.items():
+        stack = [column, value]
+        while stack:
+            part = stack.pop()
+            if isinstance(part, str) and "\x00" in part:
+                return column
+            if isinstance(part, dict):
+                stack.extend(part.keys())
+                stack.extend(part.values())
+            elif isinstance(part, list):
+                stack.extend(part)
+    return None
+
+
+def _blank(value) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
 
 
 def _find_column(header: list[str], wanted: str | None, aliases: tuple[str, ...], role: str,
@@ -242,7 +328,9 @@ def _resolve_columns(header: list[str], mapping: ColumnMapping) -> tuple[dict, d
     problems: list[ImportProblem] = []
     seen: dict[str, int] = {}
     for position, name in enumerate(header):
-        if not name.strip():
+        if "\x00" in name:
+            problems.append(ImportProblem(1, f"#{position + 1}", f"the column name {NUL_MESSAGE}"))
+        elif not name.strip():
             problems.append(ImportProblem(1, f"#{position + 1}", "empty column name in the header"))
         elif name in seen:
             problems.append(ImportProblem(1, name, f"column name appears twice (columns {seen[name] + 1} "
@@ -322,7 +410,7 @@ def _records(content: bytes, file_format: str, encoding: str | None
         first = next(rows, None)
         if first is None:
             raise ItemFileError([ImportProblem(None, None, "the workbook's first sheet is empty")])
-        return [_cell_text(v) for v in first[1]], rows, "xlsx", []
+        return [_spreadsheet_cell_text(v).strip() for v in first[1]], rows, "xlsx", []
     text, used_encoding, warnings = decode_text(content, encoding=encoding)
     if file_format == "jsonl":
         return None, ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()), \
@@ -331,7 +419,40 @@ def _records(content: bytes, file_format: str, encoding: str | None
     first = next(rows, None)
     if first is None:
         raise ItemFileError([ImportProblem(None, None, "the file is empty")])
-    return [h.strip() for h in first[1]], rows, used_encoding, warnings
+    if len(first[1]) > MAX_COLUMNS:
+        raise ItemFileError([ImportProblem(first[0], None, f"the header has {len(first[1]):,} columns; at most "
+                                           f"{MAX_COLUMNS:,} are read")])
+    return [_spreadsheet_cell_text(h).strip() for h in first[1]], rows, used_encoding, warnings
+
+
+def item_file_reading_cost(content: bytes, *, file_format: str) -> int:
+    """How many bytes reading the file means: its size, or for a workbook the uncompressed size its zip
+    declares (a member is never inflated past its declared size, so this bounds what a parser reads)."""
+    if file_format != "xlsx":
+        return len(content)
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            return sum(info.file_size for info in archive.infolist())
+    except zipfile.BadZipFile:
+        return len(content)
+
+
+def precheck_item_file(content: bytes, *, file_format: str, encoding: str | None = None) -> None:
+    """The quick checks of a file too large to validate while the uploader waits; a worker validates the rest.
+
+    Raises ItemFileError for a workbook whose first sheet declares more than MAX_ROWS rows, MAX_COLUMNS
+    columns or MAX_CELLS cells, a text file that cannot be decoded, or one that holds a NUL character
+    (named by its line: finding its row would mean parsing the file).
+    """
+    if file_format == "xlsx":
+        workbook, _ = _open_first_sheet(content)
+        workbook.close()
+        return
+    text, _, _ = decode_text(content, encoding=encoding)
+    position = text.find("\x00")
+    if position >= 0:
+        line = text.count("\n", 0, position) + 1
+        raise ItemFileError([ImportProblem(None, None, f"line {line:,} {NUL_MESSAGE}")])
 
 
 def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping | None = None,
@@ -371,9 +492,12 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
     for row_number, record in records:
         if header is None:
             try:
-                obj = json.loads(record)
+                obj = json_loads_bounded(record)
             except json.JSONDecodeError as exc:
                 report(row_number, None, f"not valid JSON: {exc.msg} (character {exc.pos + 1})")
+                continue
+            except JSONTooDeepError as exc:
+                report(row_number, None, str(exc))
                 continue
             if not isinstance(obj, dict):
                 report(row_number, None, "each line must be a JSON object")
@@ -386,7 +510,12 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
                 report(row_number, None, f"{len(record)} fields where the header has {len(header)} "
                        "(a missing or extra delimiter, or an unquoted comma?)")
                 continue
-            row = {name: _cell_text(value) for name, value in zip(header, record, strict=True)}
+            row = {name: _spreadsheet_cell_text(value) for name, value in zip(header, record, strict=True)}
+
+        nul_column = _column_with_nul(row)
+        if nul_column is not None:
+            report(row_number, nul_column, NUL_MESSAGE)
+            continue
 
         if mapping.use_row_numbers_as_ids:
             external_id = str(row_number)
@@ -405,12 +534,12 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
                 continue
         first_row_of_id[external_id] = row_number
 
-        target = str(row.get(columns["target"], "")).strip()
-        if not target:
+        target = str(row.get(columns["target"], ""))
+        if not target.strip():
             report(row_number, columns["target"], "empty target sentence")
             continue
-        preceding = str(row.get(columns["preceding"], "")).strip() if columns["preceding"] else ""
-        following = str(row.get(columns["following"], "")).strip() if columns["following"] else ""
+        preceding = str(row.get(columns["preceding"], "")) if columns["preceding"] else ""
+        following = str(row.get(columns["following"], "")) if columns["following"] else ""
         if _MOJIBAKE.search(target) or _MOJIBAKE.search(preceding) or _MOJIBAKE.search(following):
             mojibake_rows.append(row_number)
 
@@ -427,7 +556,7 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
             continue
 
         mapped = set(columns.values()) | set(label_columns)
-        metadata = {k: v for k, v in row.items() if k not in mapped and v not in ("", None)}
+        metadata = {k: v for k, v in row.items() if k not in mapped and not _blank(v)}
         items.append(ParsedItem(external_id, target, preceding, following, metadata, row_number))
 
     if columns is None or (not items and not total_problems):

@@ -18,12 +18,17 @@ from annotation.item_files import (
     ItemFileError,
     ParsedFile,
     file_format_from_name,
+    item_file_reading_cost,
     parse_item_file,
+    precheck_item_file,
 )
 from annotation.models import Item, ItemImport, Label, Participant, Study
 
 logger = logging.getLogger(__name__)
 BULK_BATCH_SIZE = 2000
+# Above this many bytes to read (about a second of parsing), an upload is validated by the worker, not while
+# the uploader waits: a web worker must not spend minutes on one request.
+SYNC_VALIDATION_MAX_BYTES = 4 * 1024 * 1024
 
 
 def item_file_validate(*, study: Study, content: bytes, file_format: str, options: dict) -> ParsedFile:
@@ -87,10 +92,15 @@ def item_import_submit(*, study: Study, filename: str, content: bytes, options: 
 
     Raises ItemFileError (every problem with its row and column) and records nothing if the file is
     invalid, so the uploader sees the problems immediately; the worker validates again before writing,
-    since the study may have changed in between.
+    since the study may have changed in between. A file with more than SYNC_VALIDATION_MAX_BYTES to read
+    gets only the quick checks here (declared size of a workbook, encoding, NUL characters); its other
+    problems are listed on the import when the worker has validated it.
     """
     file_format = file_format_from_name(filename)
-    item_file_validate(study=study, content=content, file_format=file_format, options=options)
+    if item_file_reading_cost(content, file_format=file_format) <= SYNC_VALIDATION_MAX_BYTES:
+        item_file_validate(study=study, content=content, file_format=file_format, options=options)
+    else:
+        precheck_item_file(content, file_format=file_format, encoding=options.get("encoding") or None)
     with transaction.atomic():
         item_import = item_import_create(study=study, filename=filename, content=content, options=options,
                                          uploaded_by=uploaded_by, file_format=file_format)

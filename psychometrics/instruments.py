@@ -82,6 +82,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from annotation.json_input import JSONTooDeepError, json_loads_bounded
+
 __all__ = [
     "INSTRUMENTS_DIR",
     "Instrument",
@@ -548,7 +550,9 @@ def parse_instrument(text: str | bytes, origin: str | None = None) -> Instrument
         raise ValueError(f"{name} is not allowed")
 
     try:
-        data = json.loads(text, object_pairs_hook=pairs, parse_constant=constant)
+        data = json_loads_bounded(text, object_pairs_hook=pairs, parse_constant=constant)
+    except JSONTooDeepError as exc:
+        raise InstrumentError([f"(json): {exc}"], origin=origin) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise InstrumentError([f"(json): not valid JSON: {exc}"], origin=origin) from exc
     if repeated:

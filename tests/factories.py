@@ -5,6 +5,7 @@ import csv
 import io
 import itertools
 import random
+import zipfile
 
 from django.contrib.auth import get_user_model
 
@@ -117,3 +118,27 @@ def make_audit_study(n_items: int = 300, n_examples: int = 10, *, seed: int = 0,
         + [ItemSetMember(study=study, set_name="icl_b", item=item, label=1 if k % 3 == 0 else 0)
            for k, item in enumerate(examples[n_examples:])])
     return study
+
+
+def pathological_xlsx(*, dimension: str = "A1:XFD1048576", header_columns: int = 16_384) -> bytes:
+    """An 87 KB workbook (issue 11, item 6): ``header_columns`` header cells (``id``, ``sentence``, ``h3``, ...),
+    one cell at B1048576, and a ``<dimension>`` element declaring ``dimension`` (written by hand: openpyxl
+    would write the true one)."""
+    from openpyxl import Workbook
+    from openpyxl.utils import get_column_letter
+
+    buffer = io.BytesIO()
+    Workbook().save(buffer)
+    names = ["id", "sentence", *(f"h{n}" for n in range(3, header_columns + 1))][:header_columns]
+    header = "".join(f'<c r="{get_column_letter(n)}1" t="inlineStr"><is><t>{name}</t></is></c>'
+                     for n, name in enumerate(names, start=1))
+    sheet = ('<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+             '<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">'
+             f'<dimension ref="{dimension}"/><sheetData><row r="1">{header}</row>'
+             '<row r="1048576"><c r="B1048576" t="inlineStr"><is><t>x</t></is></c></row></sheetData></worksheet>')
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as source, \
+            zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as workbook:
+        for name in source.namelist():
+            workbook.writestr(name, sheet if name == "xl/worksheets/sheet1.xml" else source.read(name))
+    return out.getvalue()

@@ -3,7 +3,8 @@
 List views stream their rows straight from a database cursor (see ``ExportListAPIView``); the
 renderer here serves everything else that asks for CSV (a detail object, an error), so content
 negotiation never fails. Datetimes are written in ISO 8601 UTC with a ``Z``, as in the JSON;
-dicts and lists (metadata) as JSON text; ``None`` as an empty cell.
+dicts and lists (metadata) as JSON text; ``None`` as an empty cell. Every text cell, the header included,
+goes through ``annotation.spreadsheet_cells.formula_safe_cell``, so no cell runs as a spreadsheet formula.
 """
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from collections.abc import Iterable, Iterator
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
+from annotation.spreadsheet_cells import formula_safe_cell
+
 ROWS_PER_CHUNK = 2000
 
 
@@ -27,14 +30,14 @@ def csv_cell(value) -> object:
         return value.astimezone(dt.UTC).isoformat().replace("+00:00", "Z")
     if isinstance(value, (dict, list)):
         return json.dumps(value, ensure_ascii=False, sort_keys=True)
-    return value
+    return formula_safe_cell(value)
 
 
 def csv_chunks(header: list[str], rows: Iterable[tuple]) -> Iterator[str]:
     """The CSV text of ``header`` and ``rows``, yielded in chunks of ROWS_PER_CHUNK rows."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow(header)
+    writer.writerow([formula_safe_cell(name) for name in header])
     pending = 0
     for row in rows:
         writer.writerow([csv_cell(v) for v in row])

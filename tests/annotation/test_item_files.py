@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 
 import pytest
 from openpyxl import Workbook
@@ -13,9 +14,11 @@ from annotation.item_files import (
     ItemFileError,
     decode_text,
     file_format_from_name,
+    item_file_reading_cost,
     parse_item_file,
+    precheck_item_file,
 )
-from tests.factories import autalic_like_csv
+from tests.factories import autalic_like_csv, pathological_xlsx
 
 
 def problems_of(content: bytes, **kwargs) -> list[ImportProblem]:
@@ -225,3 +228,68 @@ def test_problem_counts_beyond_the_reporting_cap():
     assert caught.value.total == 250
     assert len(caught.value.problems) == 200
     assert "250 problem(s), nothing imported" in str(caught.value)
+
+
+def test_text_is_kept_exactly_a_leading_tab_included():
+    parsed = parse_item_file(b'id,sentence,before,source\n 1 ,"\t=1+1","  two spaces ","\tx"\n', file_format="csv")
+    item = parsed.items[0]
+    assert (item.external_id, item.target, item.preceding, item.metadata) == ("1", "\t=1+1", "  two spaces ",
+                                                                              {"source": "\tx"})
+
+
+@pytest.mark.parametrize("file_format", ["csv", "tsv", "xlsx"])
+def test_the_quote_our_exports_add_is_taken_off_in_spreadsheet_formats(file_format):
+    rows = [["id", "sentence", "source"], ["'-1'", "'=1+1", "'\t=x"], ["2", "''=kept one quote", "'Tis"]]
+    if file_format == "xlsx":
+        content = xlsx_bytes(rows)
+    else:
+        delimiter = "\t" if file_format == "tsv" else ","
+        content = "\n".join(delimiter.join(f'"{cell}"' for cell in row) for row in rows).encode()
+    items = parse_item_file(content, file_format=file_format).items
+    assert [(i.external_id, i.target, i.metadata["source"]) for i in items] == [
+        ("-1'", "=1+1", "\t=x"), ("2", "'=kept one quote", "'Tis")]
+
+
+def test_json_lines_text_is_never_unquoted():
+    item = parse_item_file(b'{"id": "1", "text": "\'=1+1"}\n', file_format="jsonl").items[0]
+    assert item.target == "'=1+1"
+
+
+def test_a_workbook_declaring_a_huge_sheet_is_refused_before_reading_it():
+    content = pathological_xlsx()
+    assert len(content) < 100_000
+    started = time.monotonic()
+    [problem] = problems_of(content, file_format="xlsx")
+    assert time.monotonic() - started < 1
+    assert problem.message.startswith("the first sheet declares 1,048,576 rows × 16,384 columns (A1:XFD1048576); "
+                                      "at most 1,048,576 rows, 1,000 columns and 20,000,000 cells are read.")
+    assert item_file_reading_cost(content, file_format="xlsx") > 9 * len(content)
+
+
+def test_a_workbook_whose_declared_size_lies_is_bounded_while_reading():
+    started = time.monotonic()
+    [problem] = problems_of(pathological_xlsx(dimension="A1:B2"), file_format="xlsx")
+    assert time.monotonic() - started < 5
+    assert (problem.row, problem.column) == (1, None)
+    assert problem.message.startswith("reading stopped here: row 1 has cells in 16,384 columns")
+
+
+def test_a_narrow_workbook_with_a_far_cell_is_read_without_padding():
+    parsed = parse_item_file(pathological_xlsx(dimension="A1:B2", header_columns=2),
+                             file_format="xlsx", mapping=ColumnMapping(use_row_numbers_as_ids=True))
+    assert [(i.row, i.target) for i in parsed.items] == [(1_048_576, "x")]
+
+
+def test_a_csv_header_of_too_many_columns_is_refused():
+    header = ",".join(f"c{n}" for n in range(1_001)).encode()
+    [problem] = problems_of(header + b"\n" + b"," * 1_000 + b"\n")
+    assert (problem.row, problem.message) == (1, "the header has 1,001 columns; at most 1,000 are read")
+
+
+def test_the_quick_checks_of_a_large_file():
+    precheck_item_file(b"id,sentence\n1,ok\n", file_format="csv")
+    with pytest.raises(ItemFileError, match=r"line 3 contains a NUL character"):
+        precheck_item_file(b"id,sentence\n1,ok\n2,b\x00d\n", file_format="csv")
+    with pytest.raises(ItemFileError, match="declares 1,048,576 rows"):
+        precheck_item_file(pathological_xlsx(), file_format="xlsx")
+    assert item_file_reading_cost(b"abc", file_format="csv") == 3

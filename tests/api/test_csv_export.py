@@ -16,6 +16,13 @@ def test_cells():
     assert csv_cell(-1) == -1
 
 
+def test_formula_like_text_is_neutralised_and_numbers_are_not():
+    text = "".join(csv_chunks(["=header", "n"], [("=1+1", -1), ("-0.25", -0.25), ("@x", 3)]))
+    assert list(csv.reader(io.StringIO(text))) == [["'=header", "n"], ["'=1+1", "-1"], ["-0.25", "-0.25"],
+                                                   ["'@x", "3"]]
+    assert CSVRenderer().render({"detail": "-x"}) == b"detail\n'-x\n"
+
+
 def test_rows_are_streamed_in_chunks_and_quoted():
     rows = ((i, f"text, with comma and \"quotes\" {i}", "line\nbreak") for i in range(2 * ROWS_PER_CHUNK + 5))
     chunks = list(csv_chunks(["n", "text", "multi"], rows))

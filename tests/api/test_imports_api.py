@@ -1,13 +1,16 @@
 """Scripts create studies and upload item files through the API; bad files are refused with every problem."""
 from __future__ import annotations
 
+import time
+
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
+from annotation import services
 from annotation.models import Item, ItemImport, Study
 from annotation.services import item_import_run
-from tests.factories import autalic_like_csv, make_study
+from tests.factories import autalic_like_csv, make_study, pathological_xlsx
 
 pytestmark = pytest.mark.django_db
 
@@ -73,3 +76,64 @@ def test_imports_need_a_researcher(queued):
     study = make_study()
     assert APIClient().post(f"/api/studies/{study.id}/imports/", {}).status_code == 401
     assert APIClient().get("/api/imports/1/").status_code == 401
+
+
+@pytest.mark.parametrize("filename, content, row, column", [
+    ("nul.csv", b"id,sentence,A1_Score\na,One,1\nb,T\x00wo,0\n", 3, "sentence"),
+    ("nul.tsv", b"id\tsentence\tnote\na\tOne\t\x00\n", 2, "note"),
+    ("nul.jsonl", b'{"id": "a", "sentence": "One"}\n{"id": "b", "sentence": "T\\u0000wo"}\n', 2, "sentence"),
+])
+def test_a_nul_character_is_refused_at_once_naming_the_row(api_client, queued, filename, content, row, column):
+    study = make_study()
+    response = api_client.post(f"/api/studies/{study.id}/imports/",
+                               {"file": SimpleUploadedFile(filename, content)}, format="multipart")
+    assert response.status_code == 400, response.json()
+    [problem] = response.json()["problems"]
+    assert (problem["row"], problem["column"]) == (row, column)
+    assert problem["message"].startswith("contains a NUL character (byte 0)")
+    assert not ItemImport.objects.exists() and not Item.objects.exists() and queued == []
+
+
+def test_a_json_lines_row_nested_100000_deep_is_refused_naming_the_row(api_client, queued):
+    study = make_study()
+    deep = b"[" * 100_000 + b"]" * 100_000
+    content = b'{"id": "a", "sentence": "One"}\n{"id": "b", "sentence": "Two", "meta": ' + deep + b"}\n"
+    response = api_client.post(f"/api/studies/{study.id}/imports/",
+                               {"file": SimpleUploadedFile("deep.jsonl", content)}, format="multipart")
+    assert response.status_code == 400, response.json()
+    assert response.json()["problems"] == [
+        {"row": 2, "column": None,
+         "message": "JSON nested more than 64 levels deep (arrays and objects within each other)"}]
+    assert not ItemImport.objects.exists() and not Item.objects.exists() and queued == []
+
+
+def test_a_workbook_declaring_16384_columns_is_refused_at_once(api_client, queued):
+    study = make_study()
+    started = time.monotonic()
+    response = api_client.post(f"/api/studies/{study.id}/imports/",
+                               {"file": SimpleUploadedFile("bomb.xlsx", pathological_xlsx())}, format="multipart")
+    assert time.monotonic() - started < 2
+    assert response.status_code == 400, response.json()
+    [problem] = response.json()["problems"]
+    assert "declares 1,048,576 rows × 16,384 columns (A1:XFD1048576)" in problem["message"]
+    assert not ItemImport.objects.exists() and queued == []
+
+
+def test_a_large_upload_gets_quick_checks_here_and_is_validated_by_the_worker(api_client, queued, monkeypatch,
+                                                                               django_capture_on_commit_callbacks):
+    monkeypatch.setattr(services, "SYNC_VALIDATION_MAX_BYTES", 1_000)
+    study = make_study()
+    content = autalic_like_csv(50) + b"bad,,Last sentence,,7,0,1\n"
+    nul = api_client.post(f"/api/studies/{study.id}/imports/",
+                          {"file": SimpleUploadedFile("nul.csv", content + b"x,\x00,,,1,1,1\n")}, format="multipart")
+    assert nul.status_code == 400
+    assert nul.json()["problems"][0]["message"].startswith("line 53 contains a NUL character")
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_client.post(f"/api/studies/{study.id}/imports/",
+                                   {"file": SimpleUploadedFile("large.csv", content)}, format="multipart")
+    assert response.status_code == 202, response.json()
+    assert queued == [response.json()["id"]]
+    item_import_run(item_import_id=response.json()["id"])
+    done = api_client.get(f"/api/imports/{response.json()['id']}/").json()
+    assert done["status"] == "failed" and not Item.objects.exists()
+    assert done["errors"] == [{"row": 52, "column": "A1_Score", "message": "label '7' is not one of -1, 0, 1"}]

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
-from hypothesis import HealthCheck, assume, settings
+from hypothesis import HealthCheck, settings
 from schemathesis.config import SchemathesisConfig
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
@@ -42,8 +42,6 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application(), 
 # Those operations are still checked for everything else (no 5xx, every answer as documented).
 POSITIVE_ACCEPTANCE_UNKNOWABLE = {("POST", "/api/audits/"), ("POST", "/api/studies/{id}/imports/"),
                                   ("POST", "/api/studies/"), ("POST", "/api/endpoints/")}
-NON_OBJECT_LAUNCH = ("issue 11, item 'POST /api/audits/ with a non-object JSON body' (fixed on another branch): "
-                     "a JSON array or scalar body is a 500 instead of a 400")
 
 
 @pytest.fixture(scope="module")
@@ -102,15 +100,12 @@ def seeded_id(path: str, ids: dict) -> int:
 @settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, derandomize=True,
           suppress_health_check=list(HealthCheck))
 def test_api_conforms_to_its_schema(case, seeded, keep_test_connection, audit_tasks_off, queued):
-    # Left to test_launching_with_a_non_object_body_is_a_400 below (xfail until NON_OBJECT_LAUNCH is merged).
-    assume(not (case.method == "POST" and case.path == "/api/audits/" and not isinstance(case.body, dict)))
     if case.path_parameters and "id" in case.path_parameters:
         case.path_parameters["id"] = seeded_id(case.path, seeded)
     excluded = [positive_data_acceptance] if (case.method, case.path) in POSITIVE_ACCEPTANCE_UNKNOWABLE else []
     case.call_and_validate(headers={"Authorization": f"Token {seeded['token']}"}, excluded_checks=excluded)
 
 
-@pytest.mark.xfail(strict=True, reason=NON_OBJECT_LAUNCH)
 @pytest.mark.parametrize("body", ["[null, null]", "[]", "3", '"audit"', "null"])
 def test_launching_with_a_non_object_body_is_a_400(api_client, body):
     response = api_client.post("/api/audits/", body, content_type="application/json")

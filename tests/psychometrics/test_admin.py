@@ -95,3 +95,13 @@ def test_an_instrument_file_saved_with_a_byte_order_mark_is_accepted(logged_in):
     content = b"\xef\xbb\xbf" + json.dumps(sata_variant()).encode()
     logged_in.post("/admin/psychometrics/instrument/upload/", {"file": SimpleUploadedFile("sata.json", content)})
     assert Instrument.objects.filter(slug="sata_full_lab").exists()
+
+
+def test_an_instrument_nested_100000_deep_is_refused_and_nothing_stored(logged_in):
+    before = Instrument.objects.count()
+    content = b'{"slug": "deep", "items": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    response = logged_in.post("/admin/psychometrics/instrument/upload/",
+                              {"file": SimpleUploadedFile("deep.json", content)})
+    assert response.status_code == 200
+    assert "(json): JSON nested more than 64 levels deep" in response.content.decode()
+    assert Instrument.objects.count() == before

