@@ -38,9 +38,10 @@ from django.conf import settings
 from django.db import close_old_connections, connections
 
 from auditapp import audit_services as services
+from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.llm_clients import chat_session, send_chat
 from auditapp.llm_limits import limiter_for
-from auditapp.models import Audit
+from auditapp.models import Audit, endpoint_address_policy
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +135,10 @@ async def _send_claimed(audit_id: int, chunk_id: int, db, slice_seconds: float) 
 async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
                       builder) -> str:
     endpoints = {m.endpoint_id: m.endpoint for m in builder.models.values()}
+    refused = await db(_refused_address, endpoints=list(endpoints.values()))
+    if refused:
+        await db(services.audit_fail, audit_id=audit_id, reason=refused)
+        return "stopped"
     configs = {endpoint_id: services.endpoint_config(endpoint) for endpoint_id, endpoint in endpoints.items()}
     limiters = {endpoint_id: limiter_for(settings.LLM_LIMITS_REDIS_URL or None, f"endpoint-{endpoint_id}",
                                          endpoint.max_concurrency, endpoint.requests_per_minute,
@@ -179,7 +184,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
         await db(services.chunk_record, chunk_id=chunk_id, results=batch, parse=builder.parse)
         return await db(services.chunk_renew, chunk_id=chunk_id, audit_id=audit_id, retry_state=tracker.state())
 
-    async with chat_session(n_senders) as session:
+    async with chat_session(n_senders, address_policy=endpoint_address_policy()) as session:
         senders = [asyncio.create_task(sender(session)) for _ in range(n_senders)]
         started = time.monotonic()
         claiming, outcome = True, "exhausted"
@@ -225,6 +230,16 @@ def _senders_per_task(endpoints, parallel_tasks: int) -> int:
     workers). Measured: sending more than the share makes the tasks poll Redis for each other's slots and
     lowers throughput (benchmarks/audit_throughput.py)."""
     return sum(math.ceil(endpoint.max_concurrency / max(1, parallel_tasks)) for endpoint in endpoints)
+
+
+def _refused_address(*, endpoints: list) -> str:
+    """Why an endpoint may not be asked (its host is, or now resolves to, a refused address), or ""."""
+    for endpoint in endpoints:
+        try:
+            services.endpoint_check_address(endpoint)
+        except EndpointAddressRefused as error:
+            return f"endpoint {endpoint} is not asked: {error}; change its base URL, then resume"
+    return ""
 
 
 def _builder(*, audit_id: int):

@@ -59,8 +59,10 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import ipaddress
 import json
 import random
+import socket
 import ssl
 import time
 import urllib.parse
@@ -72,7 +74,11 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
+import aiohttp.abc
+import aiohttp.resolver
 import httpx
+
+from auditapp.endpoint_addresses import AddressPolicy
 
 if TYPE_CHECKING:
     from auditapp.llm_limits import Limiter
@@ -318,13 +324,41 @@ class _Attempt:
     retry_after: float | None = None
 
 
-def chat_session(max_connections: int, *, tls: ssl.SSLContext | None = None) -> aiohttp.ClientSession:
+class AddressRefusedError(OSError):
+    """Raised by the session's resolver for a host name that resolves to an address the policy refuses."""
+
+
+class _GuardedResolver(aiohttp.abc.AbstractResolver):
+    """aiohttp's resolver, refusing host names whose addresses the policy refuses. It runs on every new
+    connection, so a name re-pointed at a metadata address after the checks at launch (DNS rebinding) is
+    refused at the address actually connected to. IP literals never reach a resolver: the caller checks them."""
+
+    def __init__(self, policy: AddressPolicy):
+        self._inner = aiohttp.resolver.DefaultResolver()
+        self._policy = policy
+
+    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+                      ) -> list[aiohttp.abc.ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        problem = self._policy.host_problem(host, [ipaddress.ip_address(result["host"]) for result in results])
+        if problem:
+            raise AddressRefusedError(problem)
+        return results
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def chat_session(max_connections: int, *, tls: ssl.SSLContext | None = None,
+                 address_policy: AddressPolicy | None = None) -> aiohttp.ClientSession:
     """The aiohttp session :func:`send_chat` sends through: keep-alive connections to any number of endpoints,
     at most ``max_connections`` open at once, no cookies kept, no redirects followed (a 3xx fails, see the
     policy) and no session-wide timeout (each attempt has its own). Proxies come from
-    :attr:`EndpointConfig.proxy`."""
+    :attr:`EndpointConfig.proxy`. With ``address_policy``, host names resolving to refused addresses fail
+    (not retried) with "address refused"."""
     connector = aiohttp.TCPConnector(limit=max_connections, limit_per_host=0,
-                                     ssl=tls if tls is not None else ssl.create_default_context())
+                                     ssl=tls if tls is not None else ssl.create_default_context(),
+                                     resolver=_GuardedResolver(address_policy) if address_policy else None)
     return aiohttp.ClientSession(connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(),
                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=None))
 
@@ -351,6 +385,10 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
             return _Attempt(reason="timeout", retry=True, latency_ms=elapsed_ms())
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as error:
             return _Attempt(reason=_transport_reason(error), latency_ms=elapsed_ms())
+        except aiohttp.ClientConnectorError as error:
+            if isinstance(error.os_error, AddressRefusedError):
+                return _Attempt(reason=f"address refused: {error.os_error}", latency_ms=elapsed_ms())
+            return _Attempt(reason=_transport_reason(error), retry=True, latency_ms=elapsed_ms())
         except aiohttp.ClientError as error:
             return _Attempt(reason=_transport_reason(error), retry=True, latency_ms=elapsed_ms())
         latency_ms = elapsed_ms()

@@ -30,6 +30,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.models import Item, Study
+from auditapp.endpoint_addresses import AddressPolicy, EndpointAddressRefused, check_endpoint_url
 
 MAX_ENDPOINT_SECONDS = 7 * 24 * 3600
 MAX_ENDPOINT_CONCURRENCY = 512
@@ -44,6 +45,20 @@ def validate_seconds(value: float) -> None:
                               code="seconds")
 
 
+def endpoint_address_policy() -> AddressPolicy:
+    """The address policy of the settings LLM_ENDPOINTS_ALLOW_PRIVATE and LLM_ENDPOINTS_ALLOW_LINK_LOCAL."""
+    return AddressPolicy(allow_private=settings.LLM_ENDPOINTS_ALLOW_PRIVATE,
+                         allow_link_local=settings.LLM_ENDPOINTS_ALLOW_LINK_LOCAL)
+
+
+def validate_endpoint_address(url: str) -> None:
+    """Refuse a base URL on a link-local or metadata address (or a private one, when the settings say so)."""
+    try:
+        check_endpoint_url(url, endpoint_address_policy())
+    except EndpointAddressRefused as error:
+        raise ValidationError(f"this address is refused: {error}", code="address") from error
+
+
 class LLMEndpoint(models.Model):
     class Protocol(models.TextChoices):
         OPENAI = "openai", "OpenAI-compatible (/v1/chat/completions: vLLM, llama.cpp, OpenAI, routers)"
@@ -52,7 +67,7 @@ class LLMEndpoint(models.Model):
     name = models.CharField(max_length=100, unique=True)
     protocol = models.CharField(max_length=16, choices=Protocol.choices, default=Protocol.OPENAI)
     base_url = models.URLField(
-        max_length=500,
+        max_length=500, validators=[validate_endpoint_address],
         help_text="e.g. http://127.0.0.1:8000 (vLLM), https://api.openai.com, http://127.0.0.1:11434 (Ollama). "
                   "For OpenAI-compatible servers /v1/chat/completions is appended unless the URL ends in /v1.",
     )
