@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
 import ipaddress
 import json
 import random
@@ -81,6 +82,7 @@ import httpx
 from auditapp.endpoint_addresses import AddressPolicy
 
 if TYPE_CHECKING:
+    from auditapp.endpoint_breaker import EndpointBreaker
     from auditapp.llm_limits import Limiter
 
 Protocol = Literal["openai", "ollama"]
@@ -90,6 +92,8 @@ MODEL_LIST_PATHS = {"openai": "/v1/models", "ollama": "/api/tags"}
 OLLAMA_OPTION_NAMES = {"max_tokens": "num_predict"}
 MESSAGE_CHARS = 300
 RETRY_AFTER_STATUSES = {429, 503}
+UNREACHABLE_ERRNOS = {errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.EPIPE, errno.EHOSTUNREACH,
+                      errno.ENETUNREACH}
 
 
 class MalformedReply(Exception):
@@ -122,6 +126,7 @@ class EndpointConfig:
     max_attempts: int = 5
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
+    connect_timeout: float = 10.0
 
     def __post_init__(self):
         if self.protocol not in CHAT_PATHS:
@@ -322,6 +327,7 @@ class _Attempt:
     status_code: int | None = None
     latency_ms: float = 0.0
     retry_after: float | None = None
+    unreachable: bool = False
 
 
 class AddressRefusedError(OSError):
@@ -377,10 +383,17 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
         try:
             async with asyncio.timeout(budget):
                 async with session.post(url, data=body, headers=config.chat_headers(), proxy=config.proxy,
-                                        allow_redirects=False) as response:
+                                        allow_redirects=False,
+                                        timeout=aiohttp.ClientTimeout(sock_connect=min(budget, config.connect_timeout))
+                                        ) as response:
                     status = response.status
                     content = await response.read()
                     retry_after_header = response.headers.get("Retry-After")
+        except aiohttp.ConnectionTimeoutError:
+            # Before TimeoutError, which it also is: this one says the endpoint is not there.
+            return _Attempt(reason="connect timeout", retry=True, unreachable=True, latency_ms=elapsed_ms())
+        except aiohttp.ServerDisconnectedError as error:
+            return _Attempt(reason=_transport_reason(error), retry=True, unreachable=True, latency_ms=elapsed_ms())
         except TimeoutError:
             return _Attempt(reason="timeout", retry=True, latency_ms=elapsed_ms())
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as error:
@@ -388,7 +401,10 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
         except aiohttp.ClientConnectorError as error:
             if isinstance(error.os_error, AddressRefusedError):
                 return _Attempt(reason=f"address refused: {error.os_error}", latency_ms=elapsed_ms())
-            return _Attempt(reason=_transport_reason(error), retry=True, latency_ms=elapsed_ms())
+            return _Attempt(reason=_transport_reason(error), retry=True, unreachable=True, latency_ms=elapsed_ms())
+        except aiohttp.ClientOSError as error:
+            return _Attempt(reason=_transport_reason(error), retry=True, unreachable=error.errno in UNREACHABLE_ERRNOS,
+                            latency_ms=elapsed_ms())
         except aiohttp.ClientError as error:
             return _Attempt(reason=_transport_reason(error), retry=True, latency_ms=elapsed_ms())
         latency_ms = elapsed_ms()
@@ -409,25 +425,30 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
 
 async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limiter: Limiter, model: str,
                     messages: list[dict], params: dict, *, rng: random.Random,
-                    on_retry: Callable[[str, float], None] | None = None) -> SendResult:
+                    on_retry: Callable[[str, float], None] | None = None,
+                    breaker: EndpointBreaker | None = None) -> SendResult:
     """Send one chat request under the retry and failure policy of the module docstring.
 
     Never raises for endpoint problems (they end in ``SendResult.error``); cancellation and the limiter's
     own errors (Redis unreachable) propagate.
-    ``on_retry(reason, delay_seconds)`` is called before each backoff sleep.
+    ``on_retry(reason, delay_seconds)`` is called before each backoff sleep. With a ``breaker``
+    (:mod:`auditapp.endpoint_breaker`), the request waits while the endpoint is unreachable, and the attempts
+    that found it unreachable with the breaker open do not count against ``max_attempts``.
     """
     path, payload = chat_payload(config.protocol, model, messages, params)
     url = config.url(path)
     body = json.dumps(payload).encode()
     deadline_at = time.perf_counter() + config.deadline
     retries: list[str] = []
-    attempts = 0
+    attempts = 0  # sent
+    counted = 0  # counted against max_attempts
     in_flight_since: float | None = None
     last: _Attempt | None = None
 
     def started() -> None:
-        nonlocal attempts, in_flight_since
+        nonlocal attempts, counted, in_flight_since
         attempts += 1
+        counted += 1
         in_flight_since = time.perf_counter()
 
     def result(error: str) -> SendResult:
@@ -436,11 +457,17 @@ async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limi
                           status_code=last.status_code if last else None, retries=tuple(retries))
 
     def deadline_exceeded() -> SendResult:
-        return result(f"deadline exceeded after {attempts} attempts: {last.reason if last else 'no attempt'}")
+        reason = last.reason if last else "no attempt"
+        if breaker is not None and breaker.unreachable_since is not None:
+            since = datetime.fromtimestamp(breaker.unreachable_since, UTC).isoformat(timespec="seconds")
+            reason = f"endpoint unreachable since {since} ({reason})"
+        return result(f"deadline exceeded after {attempts} attempts: {reason}")
 
     while True:
         remaining = deadline_at - time.perf_counter()
         if remaining <= 0:
+            return deadline_exceeded()
+        if breaker is not None and not await breaker.admit(remaining):
             return deadline_exceeded()
         in_flight_since = None
         try:
@@ -455,13 +482,20 @@ async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limi
             else:
                 last = _Attempt(reason="timeout", latency_ms=(time.perf_counter() - in_flight_since) * 1000)
             return deadline_exceeded()
+        if breaker is not None:
+            if last.unreachable:
+                if await breaker.unreachable(last.reason):
+                    counted -= 1
+                    continue  # held: the breaker says when to go again
+            elif last.status_code is not None:
+                await breaker.answered()
         if last.completion is not None:
             return result("")
         if not last.retry:
             return result(last.reason)
-        if attempts >= config.max_attempts:
+        if counted >= config.max_attempts:
             return result(f"failed after {attempts} attempts: {last.reason}")
-        delay = rng.uniform(0, min(config.backoff_cap, config.backoff_base * 2 ** (attempts - 1)))
+        delay = rng.uniform(0, min(config.backoff_cap, config.backoff_base * 2 ** (max(1, counted) - 1)))
         if last.retry_after is not None:
             delay = max(delay, last.retry_after)
         if time.perf_counter() + delay >= deadline_at:
