@@ -51,6 +51,11 @@ Retry and failure policy of :func:`send_chat`
   ``waiting for a limiter slot`` when none could start). Retried attempts' reasons are kept in
   order: ``"HTTP 429"`` (plus the server's message when it sent one), ``"timeout"``,
   ``"ClientConnectorError: <detail>"`` (or another aiohttp error's name), ``"malformed reply: <reason>"``.
+- An attempt that cannot reach the endpoint (connection refused or reset, ``connect_timeout`` while
+  connecting, the server closing the connection) is reported to the caller's circuit breaker
+  (:mod:`auditapp.endpoint_breaker`); when the breaker is open after it, the attempt does not count against
+  ``max_attempts`` (``attempts`` still counts it) and the request waits for the breaker instead of a backoff.
+  Any HTTP answer tells the breaker the endpoint is there.
 - The limiter slot is held around the HTTP attempt only, never during a backoff, so a request waiting to
   retry lets others go. A 429 is reported with ``limiter.throttled()``, a usable reply with
   ``limiter.succeeded()``; other failures say nothing about the endpoint's capacity.
