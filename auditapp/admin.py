@@ -13,6 +13,7 @@ from django.utils.html import format_html, format_html_join
 from auditapp import audit_services as services
 from auditapp import self_report_services
 from auditapp.audit_selectors import audit_progress
+from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, ItemVariant, LLMEndpoint, PromptTemplate, SelfReportAudit
 from auditapp.paradigms.classification_prompts import CONDITIONS, DEFAULT_TEMPLATES
@@ -49,7 +50,7 @@ class LLMEndpointAdmin(admin.ModelAdmin):
         for endpoint in queryset:
             try:
                 models = services.endpoint_list_models(endpoint)
-            except EndpointError as error:
+            except (EndpointError, EndpointAddressRefused) as error:
                 self.message_user(request, f"{endpoint}: {error}", messages.ERROR)
             else:
                 self.message_user(request, f"{endpoint}: {len(models)} models: "

@@ -8,6 +8,8 @@ A work task (``tasks.audits.audit_work_task``) calls :func:`audit_work`. It open
   check that they still hash to the request's key, and send them through
   :func:`auditapp.llm_clients.send_chat` (one aiohttp session with keep-alive connections), which holds the
   endpoint's cross-worker limits and retries;
+- an endpoint that cannot be reached holds its requests (:mod:`auditapp.endpoint_breaker`, shared by all
+  workers through Redis, else Django's cache) and is shown as "unreachable since" in the progress;
 - every :data:`FLUSH_SECONDS` the finished requests are written in bulk, the lease is renewed and the
   audit's status is read: pause, cancel and an exceeded error budget stop the loop (requests in flight are
   abandoned and stay pending, so a resume sends them again).
@@ -30,17 +32,24 @@ import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
 from functools import partial
 
 import aiohttp
+import redis.asyncio
 import uvloop
 from django.conf import settings
+from django.core.cache import cache
 from django.db import close_old_connections, connections
 
 from auditapp import audit_services as services
+from auditapp.endpoint_addresses import EndpointAddressRefused
+from auditapp.endpoint_breaker import EndpointBreaker, RedisBreakerStore
+from auditapp.endpoint_breaker import decode as decode_breaker
+from auditapp.endpoint_breaker import encode as encode_breaker
 from auditapp.llm_clients import chat_session, send_chat
 from auditapp.llm_limits import limiter_for
-from auditapp.models import Audit
+from auditapp.models import Audit, endpoint_address_policy
 
 logger = logging.getLogger(__name__)
 
@@ -50,6 +59,8 @@ MAX_SENDERS = 512
 QUEUE_LOW, QUEUE_HIGH = 4, 8
 WAIT_POLL_SECONDS = 2.0
 GIL_SWITCH_SECONDS = 0.0005
+# A probe's lease on the endpoint: its connect time-out and this; a prober that dies is replaced after it.
+PROBE_MARGIN_SECONDS = 5.0
 
 
 class RetryTracker:
@@ -134,11 +145,19 @@ async def _send_claimed(audit_id: int, chunk_id: int, db, slice_seconds: float) 
 async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
                       builder) -> str:
     endpoints = {m.endpoint_id: m.endpoint for m in builder.models.values()}
+    refused = await db(_refused_address, endpoints=list(endpoints.values()))
+    if refused:
+        await db(services.audit_fail, audit_id=audit_id, reason=refused)
+        return "stopped"
     configs = {endpoint_id: services.endpoint_config(endpoint) for endpoint_id, endpoint in endpoints.items()}
     limiters = {endpoint_id: limiter_for(settings.LLM_LIMITS_REDIS_URL or None, f"endpoint-{endpoint_id}",
                                          endpoint.max_concurrency, endpoint.requests_per_minute,
                                          slot_ttl=endpoint.attempt_timeout_s + 30)
                 for endpoint_id, endpoint in endpoints.items()}
+    breaker_store = _breaker_store()
+    breakers = {endpoint_id: EndpointBreaker(breaker_store, f"endpoint-{endpoint_id}",
+                                             probe_seconds=configs[endpoint_id].connect_timeout + PROBE_MARGIN_SECONDS)
+                for endpoint_id in endpoints}
     n_senders = min(MAX_SENDERS, _senders_per_task(endpoints.values(), builder.audit.parallel_tasks))
     queue: asyncio.Queue = asyncio.Queue()
     results: list[services.RequestResult] = []
@@ -170,16 +189,21 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
         cell = f"{audit_model.id}:{request.condition}"
         sent = await send_chat(session, configs[audit_model.endpoint_id], limiters[audit_model.endpoint_id],
                                audit_model.model, messages, audit_model.params, rng=rng,
-                               on_retry=partial(tracker.note, cell))
+                               on_retry=partial(tracker.note, cell), breaker=breakers[audit_model.endpoint_id])
         return services.RequestResult(request, sent.completion, sent.error, sent.attempts, sent.latency_ms)
 
     async def flush() -> str:
         batch = results[:]
         results.clear()
         await db(services.chunk_record, chunk_id=chunk_id, results=batch, parse=builder.parse)
-        return await db(services.chunk_renew, chunk_id=chunk_id, audit_id=audit_id, retry_state=tracker.state())
+        unreachable = {endpoints[endpoint_id].name: {
+            "since": datetime.fromtimestamp(breaker.unreachable_since, UTC).isoformat(timespec="seconds"),
+            "last_error": breaker.view.last_error}
+            for endpoint_id, breaker in breakers.items() if breaker.unreachable_since is not None}
+        return await db(services.chunk_renew, chunk_id=chunk_id, audit_id=audit_id,
+                        retry_state={**tracker.state(), "unreachable": unreachable})
 
-    async with chat_session(n_senders) as session:
+    async with chat_session(n_senders, address_policy=endpoint_address_policy()) as session:
         senders = [asyncio.create_task(sender(session)) for _ in range(n_senders)]
         started = time.monotonic()
         claiming, outcome = True, "exhausted"
@@ -216,6 +240,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
             await db(services.chunk_record, chunk_id=chunk_id, results=results[:], parse=builder.parse)
             for limiter in limiters.values():
                 await limiter.aclose()
+            await breaker_store.aclose()
     return outcome
 
 
@@ -225,6 +250,39 @@ def _senders_per_task(endpoints, parallel_tasks: int) -> int:
     workers). Measured: sending more than the share makes the tasks poll Redis for each other's slots and
     lowers throughput (benchmarks/audit_throughput.py)."""
     return sum(math.ceil(endpoint.max_concurrency / max(1, parallel_tasks)) for endpoint in endpoints)
+
+
+class CacheBreakerStore:
+    """Breaker states in Django's cache, for the embedded setup without Redis (with the default local-memory
+    cache, each worker process has its own breakers, as it has its own limits). Not atomic across processes:
+    a lost update only delays a probe or an opening by one attempt."""
+
+    async def update(self, key: str, transition):
+        name = f"llm-breaker:{key}"
+        state, result = transition(decode_breaker(await cache.aget(name)), time.time())
+        await cache.aset(name, encode_breaker(state), timeout=24 * 3600)
+        return state, result
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _breaker_store():
+    """The endpoints' breakers live where their limits do: in Redis when there is one, else Django's cache."""
+    url = settings.LLM_LIMITS_REDIS_URL
+    if url and url.startswith(("redis://", "rediss://")):
+        return RedisBreakerStore(redis.asyncio.Redis.from_url(url), owns_client=True)
+    return CacheBreakerStore()
+
+
+def _refused_address(*, endpoints: list) -> str:
+    """Why an endpoint may not be asked (its host is, or now resolves to, a refused address), or ""."""
+    for endpoint in endpoints:
+        try:
+            services.endpoint_check_address(endpoint)
+        except EndpointAddressRefused as error:
+            return f"endpoint {endpoint} is not asked: {error}; change its base URL, then resume"
+    return ""
 
 
 def _builder(*, audit_id: int):

@@ -30,7 +30,8 @@ def audit_list() -> QuerySet[Audit]:
 
 def audit_progress(audit: Audit) -> dict:
     """Per model × condition: answered, failed, waiting, from cache, retries, rate (requests finished per
-    second over the last minute), requests waiting to retry now, and an ETA; then the totals."""
+    second over the last minute), requests waiting to retry now, and an ETA; then the totals; and the endpoints
+    a live worker finds unreachable (its requests held until they answer), each with since when (ISO 8601)."""
     now = timezone.now()
     since = now - RATE_WINDOW
     rows = (AuditRequest.objects.filter(audit=audit).values("audit_model_id", "condition")
@@ -44,10 +45,14 @@ def audit_progress(audit: Audit) -> dict:
     live = AuditChunk.objects.filter(audit=audit, released_at__isnull=True, leased_until__gte=now)
     retrying_now: dict[str, int] = {}
     last_reason = ""
+    unreachable: dict[str, dict] = {}
     for state in live.values_list("retry_state", flat=True):
         for cell, n in (state or {}).get("waiting", {}).items():
             retrying_now[cell] = retrying_now.get(cell, 0) + n
         last_reason = (state or {}).get("last_reason") or last_reason
+        for endpoint, seen in (state or {}).get("unreachable", {}).items():
+            if endpoint not in unreachable or seen["since"] < unreachable[endpoint]["since"]:
+                unreachable[endpoint] = seen
     models = {m.id: m.display_name for m in audit.models.all()}
     # A self-report audit's "conditions" are its forms (original:<instrument> and masked).
     conditions = (design_of(audit).form_ids() if audit.paradigm == Audit.Paradigm.SELF_REPORT
@@ -63,7 +68,8 @@ def audit_progress(audit: Audit) -> dict:
                                 for key in ("answered", "failed", "waiting", "cached", "recent", "retried")},
                            sum(retrying_now.values()))
     return {"status": audit.status, "status_reason": audit.status_reason, "n_requests": audit.n_requests,
-            "last_retry_reason": last_reason, "live_workers": live.count(), "totals": totals, "cells": cells}
+            "last_retry_reason": last_reason, "live_workers": live.count(), "totals": totals, "cells": cells,
+            "unreachable_endpoints": [{"endpoint": endpoint, **seen} for endpoint, seen in sorted(unreachable.items())]}
 
 
 def _progress_row(head: dict, counts: dict, retrying_now: int) -> dict:

@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from annotation.models import Item, ItemGroundTruth, ItemSetMember, Study
 from auditapp import llm_clients
+from auditapp.endpoint_addresses import EndpointAddressRefused, check_endpoint_url
 from auditapp.models import (
     Audit,
     AuditChunk,
@@ -45,6 +46,7 @@ from auditapp.models import (
     LLMEndpoint,
     LLMReply,
     PromptTemplate,
+    endpoint_address_policy,
 )
 from auditapp.paradigms import classification
 from auditapp.paradigms.classification_prompts import CONDITIONS, DEFAULT_TEMPLATES
@@ -101,8 +103,16 @@ def endpoint_config(endpoint: LLMEndpoint) -> llm_clients.EndpointConfig:
         attempt_timeout=endpoint.attempt_timeout_s, deadline=endpoint.deadline_s, max_attempts=endpoint.max_attempts)
 
 
+def endpoint_check_address(endpoint: LLMEndpoint) -> None:
+    """Raise EndpointAddressRefused when the endpoint's host now is, or resolves to, a refused address
+    (checked before every use: a name may point elsewhere than when it was registered)."""
+    check_endpoint_url(endpoint.base_url, endpoint_address_policy())
+
+
 def endpoint_list_models(endpoint: LLMEndpoint) -> list[llm_clients.ModelInfo]:
-    """Ask the endpoint for its models and remember the answer on the endpoint. Raises EndpointError."""
+    """Ask the endpoint for its models and remember the answer on the endpoint. Raises EndpointError, or
+    EndpointAddressRefused (before asking anything) when its address is refused."""
+    endpoint_check_address(endpoint)
     models = llm_clients.list_models_sync(endpoint_config(endpoint))
     endpoint.listed_models = [{"name": m.name, "digest": m.digest, "details": m.details} for m in models]
     endpoint.listed_at = timezone.now()
@@ -321,6 +331,10 @@ def audit_prepare(*, audit_id: int) -> None:
     for endpoint in {m.endpoint for m in models}:
         try:
             offered = {info.name: info for info in endpoint_list_models(endpoint)}
+        except EndpointAddressRefused as error:
+            audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED,
+                       reason=f"endpoint {endpoint} is not asked: {error}")
+            return
         except llm_clients.EndpointError as error:
             audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED,
                        reason=f"could not list the models of endpoint {endpoint}: {error}")

@@ -51,6 +51,11 @@ Retry and failure policy of :func:`send_chat`
   ``waiting for a limiter slot`` when none could start). Retried attempts' reasons are kept in
   order: ``"HTTP 429"`` (plus the server's message when it sent one), ``"timeout"``,
   ``"ClientConnectorError: <detail>"`` (or another aiohttp error's name), ``"malformed reply: <reason>"``.
+- An attempt that cannot reach the endpoint (connection refused or reset, ``connect_timeout`` while
+  connecting, the server closing the connection) is reported to the caller's circuit breaker
+  (:mod:`auditapp.endpoint_breaker`); when the breaker is open after it, the attempt does not count against
+  ``max_attempts`` (``attempts`` still counts it) and the request waits for the breaker instead of a backoff.
+  Any HTTP answer tells the breaker the endpoint is there.
 - The limiter slot is held around the HTTP attempt only, never during a backoff, so a request waiting to
   retry lets others go. A 429 is reported with ``limiter.throttled()``, a usable reply with
   ``limiter.succeeded()``; other failures say nothing about the endpoint's capacity.
@@ -59,8 +64,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import errno
+import ipaddress
 import json
 import random
+import socket
 import ssl
 import time
 import urllib.parse
@@ -72,9 +80,14 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
+import aiohttp.abc
+import aiohttp.resolver
 import httpx
 
+from auditapp.endpoint_addresses import AddressPolicy
+
 if TYPE_CHECKING:
+    from auditapp.endpoint_breaker import EndpointBreaker
     from auditapp.llm_limits import Limiter
 
 Protocol = Literal["openai", "ollama"]
@@ -84,6 +97,8 @@ MODEL_LIST_PATHS = {"openai": "/v1/models", "ollama": "/api/tags"}
 OLLAMA_OPTION_NAMES = {"max_tokens": "num_predict"}
 MESSAGE_CHARS = 300
 RETRY_AFTER_STATUSES = {429, 503}
+UNREACHABLE_ERRNOS = {errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.EPIPE, errno.EHOSTUNREACH,
+                      errno.ENETUNREACH}
 
 
 class MalformedReply(Exception):
@@ -116,6 +131,7 @@ class EndpointConfig:
     max_attempts: int = 5
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
+    connect_timeout: float = 10.0
 
     def __post_init__(self):
         if self.protocol not in CHAT_PATHS:
@@ -316,15 +332,44 @@ class _Attempt:
     status_code: int | None = None
     latency_ms: float = 0.0
     retry_after: float | None = None
+    unreachable: bool = False
 
 
-def chat_session(max_connections: int, *, tls: ssl.SSLContext | None = None) -> aiohttp.ClientSession:
+class AddressRefusedError(OSError):
+    """Raised by the session's resolver for a host name that resolves to an address the policy refuses."""
+
+
+class _GuardedResolver(aiohttp.abc.AbstractResolver):
+    """aiohttp's resolver, refusing host names whose addresses the policy refuses. It runs on every new
+    connection, so a name re-pointed at a metadata address after the checks at launch (DNS rebinding) is
+    refused at the address actually connected to. IP literals never reach a resolver: the caller checks them."""
+
+    def __init__(self, policy: AddressPolicy):
+        self._inner = aiohttp.resolver.DefaultResolver()
+        self._policy = policy
+
+    async def resolve(self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
+                      ) -> list[aiohttp.abc.ResolveResult]:
+        results = await self._inner.resolve(host, port, family)
+        problem = self._policy.host_problem(host, [ipaddress.ip_address(result["host"]) for result in results])
+        if problem:
+            raise AddressRefusedError(problem)
+        return results
+
+    async def close(self) -> None:
+        await self._inner.close()
+
+
+def chat_session(max_connections: int, *, tls: ssl.SSLContext | None = None,
+                 address_policy: AddressPolicy | None = None) -> aiohttp.ClientSession:
     """The aiohttp session :func:`send_chat` sends through: keep-alive connections to any number of endpoints,
     at most ``max_connections`` open at once, no cookies kept, no redirects followed (a 3xx fails, see the
     policy) and no session-wide timeout (each attempt has its own). Proxies come from
-    :attr:`EndpointConfig.proxy`."""
+    :attr:`EndpointConfig.proxy`. With ``address_policy``, host names resolving to refused addresses fail
+    (not retried) with "address refused"."""
     connector = aiohttp.TCPConnector(limit=max_connections, limit_per_host=0,
-                                     ssl=tls if tls is not None else ssl.create_default_context())
+                                     ssl=tls if tls is not None else ssl.create_default_context(),
+                                     resolver=_GuardedResolver(address_policy) if address_policy else None)
     return aiohttp.ClientSession(connector=connector, trust_env=False, cookie_jar=aiohttp.DummyCookieJar(),
                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=None))
 
@@ -343,14 +388,28 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
         try:
             async with asyncio.timeout(budget):
                 async with session.post(url, data=body, headers=config.chat_headers(), proxy=config.proxy,
-                                        allow_redirects=False) as response:
+                                        allow_redirects=False,
+                                        timeout=aiohttp.ClientTimeout(sock_connect=min(budget, config.connect_timeout))
+                                        ) as response:
                     status = response.status
                     content = await response.read()
                     retry_after_header = response.headers.get("Retry-After")
+        except aiohttp.ConnectionTimeoutError:
+            # Before TimeoutError, which it also is: this one says the endpoint is not there.
+            return _Attempt(reason="connect timeout", retry=True, unreachable=True, latency_ms=elapsed_ms())
+        except aiohttp.ServerDisconnectedError as error:
+            return _Attempt(reason=_transport_reason(error), retry=True, unreachable=True, latency_ms=elapsed_ms())
         except TimeoutError:
             return _Attempt(reason="timeout", retry=True, latency_ms=elapsed_ms())
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as error:
             return _Attempt(reason=_transport_reason(error), latency_ms=elapsed_ms())
+        except aiohttp.ClientConnectorError as error:
+            if isinstance(error.os_error, AddressRefusedError):
+                return _Attempt(reason=f"address refused: {error.os_error}", latency_ms=elapsed_ms())
+            return _Attempt(reason=_transport_reason(error), retry=True, unreachable=True, latency_ms=elapsed_ms())
+        except aiohttp.ClientOSError as error:
+            return _Attempt(reason=_transport_reason(error), retry=True, unreachable=error.errno in UNREACHABLE_ERRNOS,
+                            latency_ms=elapsed_ms())
         except aiohttp.ClientError as error:
             return _Attempt(reason=_transport_reason(error), retry=True, latency_ms=elapsed_ms())
         latency_ms = elapsed_ms()
@@ -371,25 +430,30 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
 
 async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limiter: Limiter, model: str,
                     messages: list[dict], params: dict, *, rng: random.Random,
-                    on_retry: Callable[[str, float], None] | None = None) -> SendResult:
+                    on_retry: Callable[[str, float], None] | None = None,
+                    breaker: EndpointBreaker | None = None) -> SendResult:
     """Send one chat request under the retry and failure policy of the module docstring.
 
     Never raises for endpoint problems (they end in ``SendResult.error``); cancellation and the limiter's
     own errors (Redis unreachable) propagate.
-    ``on_retry(reason, delay_seconds)`` is called before each backoff sleep.
+    ``on_retry(reason, delay_seconds)`` is called before each backoff sleep. With a ``breaker``
+    (:mod:`auditapp.endpoint_breaker`), the request waits while the endpoint is unreachable, and the attempts
+    that found it unreachable with the breaker open do not count against ``max_attempts``.
     """
     path, payload = chat_payload(config.protocol, model, messages, params)
     url = config.url(path)
     body = json.dumps(payload).encode()
     deadline_at = time.perf_counter() + config.deadline
     retries: list[str] = []
-    attempts = 0
+    attempts = 0  # sent
+    counted = 0  # counted against max_attempts
     in_flight_since: float | None = None
     last: _Attempt | None = None
 
     def started() -> None:
-        nonlocal attempts, in_flight_since
+        nonlocal attempts, counted, in_flight_since
         attempts += 1
+        counted += 1
         in_flight_since = time.perf_counter()
 
     def result(error: str) -> SendResult:
@@ -398,11 +462,17 @@ async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limi
                           status_code=last.status_code if last else None, retries=tuple(retries))
 
     def deadline_exceeded() -> SendResult:
-        return result(f"deadline exceeded after {attempts} attempts: {last.reason if last else 'no attempt'}")
+        reason = last.reason if last else "no attempt"
+        if breaker is not None and breaker.unreachable_since is not None:
+            since = datetime.fromtimestamp(breaker.unreachable_since, UTC).isoformat(timespec="seconds")
+            reason = f"endpoint unreachable since {since} ({reason})"
+        return result(f"deadline exceeded after {attempts} attempts: {reason}")
 
     while True:
         remaining = deadline_at - time.perf_counter()
         if remaining <= 0:
+            return deadline_exceeded()
+        if breaker is not None and not await breaker.admit(remaining):
             return deadline_exceeded()
         in_flight_since = None
         try:
@@ -417,13 +487,20 @@ async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limi
             else:
                 last = _Attempt(reason="timeout", latency_ms=(time.perf_counter() - in_flight_since) * 1000)
             return deadline_exceeded()
+        if breaker is not None:
+            if last.unreachable:
+                if await breaker.unreachable(last.reason):
+                    counted -= 1
+                    continue  # held: the breaker says when to go again
+            elif last.status_code is not None:
+                await breaker.answered()
         if last.completion is not None:
             return result("")
         if not last.retry:
             return result(last.reason)
-        if attempts >= config.max_attempts:
+        if counted >= config.max_attempts:
             return result(f"failed after {attempts} attempts: {last.reason}")
-        delay = rng.uniform(0, min(config.backoff_cap, config.backoff_base * 2 ** (attempts - 1)))
+        delay = rng.uniform(0, min(config.backoff_cap, config.backoff_base * 2 ** (max(1, counted) - 1)))
         if last.retry_after is not None:
             delay = max(delay, last.retry_after)
         if time.perf_counter() + delay >= deadline_at:

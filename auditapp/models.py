@@ -20,13 +20,43 @@ The engine (ARCHITECTURE.md, "The audit engine"):
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import MaxValueValidator, MinValueValidator
 from django.db import models
 from django.db.models import Q
 
 from annotation.models import Item, Study
+from auditapp.endpoint_addresses import AddressPolicy, EndpointAddressRefused, check_endpoint_url
+
+MAX_ENDPOINT_SECONDS = 7 * 24 * 3600
+MAX_ENDPOINT_CONCURRENCY = 512
+MAX_ENDPOINT_ATTEMPTS = 100
+
+
+def validate_seconds(value: float) -> None:
+    """A time-out or deadline: finite, more than 0 and at most a week (0 or less would fail every request
+    before it is sent; NaN passes every comparison, so it is refused by name)."""
+    if not math.isfinite(value) or not 0 < value <= MAX_ENDPOINT_SECONDS:
+        raise ValidationError(f"must be more than 0 and at most {MAX_ENDPOINT_SECONDS} seconds, not {value}",
+                              code="seconds")
+
+
+def endpoint_address_policy() -> AddressPolicy:
+    """The address policy of the settings LLM_ENDPOINTS_ALLOW_PRIVATE and LLM_ENDPOINTS_ALLOW_LINK_LOCAL."""
+    return AddressPolicy(allow_private=settings.LLM_ENDPOINTS_ALLOW_PRIVATE,
+                         allow_link_local=settings.LLM_ENDPOINTS_ALLOW_LINK_LOCAL)
+
+
+def validate_endpoint_address(url: str) -> None:
+    """Refuse a base URL on a link-local or metadata address (or a private one, when the settings say so)."""
+    try:
+        check_endpoint_url(url, endpoint_address_policy())
+    except EndpointAddressRefused as error:
+        raise ValidationError(f"this address is refused: {error}", code="address") from error
 
 
 class LLMEndpoint(models.Model):
@@ -37,7 +67,7 @@ class LLMEndpoint(models.Model):
     name = models.CharField(max_length=100, unique=True)
     protocol = models.CharField(max_length=16, choices=Protocol.choices, default=Protocol.OPENAI)
     base_url = models.URLField(
-        max_length=500,
+        max_length=500, validators=[validate_endpoint_address],
         help_text="e.g. http://127.0.0.1:8000 (vLLM), https://api.openai.com, http://127.0.0.1:11434 (Ollama). "
                   "For OpenAI-compatible servers /v1/chat/completions is appended unless the URL ends in /v1.",
     )
@@ -47,12 +77,18 @@ class LLMEndpoint(models.Model):
                   "The key itself is never stored in the database.",
     )
     max_concurrency = models.PositiveIntegerField(
-        default=8, help_text="Most requests in flight at once, across all workers.")
+        default=8, validators=[MinValueValidator(1), MaxValueValidator(MAX_ENDPOINT_CONCURRENCY)],
+        help_text="Most requests in flight at once, across all workers.")
     requests_per_minute = models.PositiveIntegerField(
-        null=True, blank=True, help_text="Optional rate limit, across all workers.")
-    attempt_timeout_s = models.FloatField(default=120, help_text="Time-out of one attempt (seconds).")
-    deadline_s = models.FloatField(default=600, help_text="Total time for one request, all retries included.")
-    max_attempts = models.PositiveSmallIntegerField(default=5, help_text="Attempts per request (1 = no retry).")
+        null=True, blank=True, validators=[MinValueValidator(1)],
+        help_text="Optional rate limit, across all workers.")
+    attempt_timeout_s = models.FloatField(default=120, validators=[validate_seconds],
+                                          help_text="Time-out of one attempt (seconds).")
+    deadline_s = models.FloatField(default=600, validators=[validate_seconds],
+                                   help_text="Total time for one request, all retries included.")
+    max_attempts = models.PositiveSmallIntegerField(
+        default=5, validators=[MinValueValidator(1), MaxValueValidator(MAX_ENDPOINT_ATTEMPTS)],
+        help_text="Attempts per request (1 = no retry).")
     listed_models = models.JSONField(default=list, blank=True, editable=False,
                                      help_text="The models the endpoint reported at the last listing.")
     listed_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -61,6 +97,15 @@ class LLMEndpoint(models.Model):
     class Meta:
         ordering = ["name"]
         verbose_name = "LLM endpoint"
+        # The validators above guard the forms and the API; these guard every other write (shell, scripts).
+        constraints = [
+            models.CheckConstraint(condition=Q(max_concurrency__gte=1), name="endpoint_max_concurrency_positive"),
+            models.CheckConstraint(condition=Q(requests_per_minute__isnull=True) | Q(requests_per_minute__gte=1),
+                                   name="endpoint_requests_per_minute_positive"),
+            models.CheckConstraint(condition=Q(attempt_timeout_s__gt=0), name="endpoint_attempt_timeout_positive"),
+            models.CheckConstraint(condition=Q(deadline_s__gt=0), name="endpoint_deadline_positive"),
+            models.CheckConstraint(condition=Q(max_attempts__gte=1), name="endpoint_max_attempts_positive"),
+        ]
 
     def __str__(self) -> str:
         return self.name

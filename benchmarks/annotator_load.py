@@ -186,11 +186,13 @@ def main() -> None:
     import psutil
 
     var_dir = tempfile.mkdtemp(prefix="auditapp-load-")
+    # Plain HTTP on 127.0.0.1 with no TLS proxy in front: no HTTPS redirect, no secure cookies.
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production", "SECRET_KEY": "benchmark-only",
-           "SECURE_COOKIES": "0", "LOG_LEVEL": "WARNING", "VAR_DIR": var_dir, "STATIC_ROOT": f"{var_dir}/static",
-           "DATABASE_URL": args.database_url, "CELERY_BROKER_URL": args.broker_url}
-    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_COOKIES", "LOG_LEVEL",
-                                           "VAR_DIR", "STATIC_ROOT", "DATABASE_URL", "CELERY_BROKER_URL")})
+           "SECURE_COOKIES": "0", "SECURE_SSL_REDIRECT": "0", "LOG_LEVEL": "WARNING", "VAR_DIR": var_dir,
+           "STATIC_ROOT": f"{var_dir}/static", "DATABASE_URL": args.database_url, "CELERY_BROKER_URL": args.broker_url}
+    os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_COOKIES",
+                                           "SECURE_SSL_REDIRECT", "LOG_LEVEL", "VAR_DIR", "STATIC_ROOT",
+                                           "DATABASE_URL", "CELERY_BROKER_URL")})
     subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
     study_id, tokens = build_study(annotators=args.annotators, items_per_annotator=args.items_per_annotator,
                                    annotators_per_item=args.annotators_per_item)

@@ -76,7 +76,7 @@ def main() -> None:
 
     var_dir = tempfile.mkdtemp(prefix="auditapp-bench-")
     env = {**os.environ, "VAR_DIR": var_dir, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production",
-           "SECRET_KEY": "benchmark-only", "SECURE_COOKIES": "0", "LOG_LEVEL": "WARNING"}
+           "SECRET_KEY": "benchmark-only", "SECURE_COOKIES": "0", "SECURE_SSL_REDIRECT": "0", "LOG_LEVEL": "WARNING"}
     env.pop("CELERY_BROKER_URL", None)
     if args.database_url:
         env["DATABASE_URL"] = args.database_url

@@ -1,7 +1,12 @@
-"""The deployment files: docker-compose.yml against the Compose Specification, and its wiring."""
+"""The deployment files: docker-compose.yml against the Compose Specification, and its wiring; the production
+settings against Django's deployment checks."""
 from __future__ import annotations
 
 import json
+import os
+import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -38,3 +43,47 @@ def test_env_example_names_every_variable_the_compose_file_requires():
     example = (REPO / ".env.example").read_text()
     for variable in ("SECRET_KEY", "POSTGRES_PASSWORD", "POSTGRES_USER", "POSTGRES_DB", "ALLOWED_HOSTS"):
         assert f"\n{variable}=" in f"\n{example}"
+
+
+def production_env(tmp_path: Path, **overrides: str) -> dict[str, str]:
+    """The environment of a production deployment with the defaults: no SECURE_* overrides inherited."""
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("SECURE_", "DJANGO_SETTINGS_MODULE", "DATABASE_URL"))}
+    return {**env, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production", "SECRET_KEY": secrets.token_urlsafe(50),
+            "VAR_DIR": str(tmp_path), **overrides}
+
+
+def test_production_defaults_pass_the_deployment_checks(tmp_path):
+    result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=REPO,
+                            env=production_env(tmp_path), capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "WARNINGS" not in result.stderr + result.stdout
+
+
+PROBE = """
+from django.test import Client
+client = Client()
+print(client.get("/healthz").status_code)
+plain = client.get("/about/")
+print(plain.status_code, plain.headers.get("Location"))
+secure = client.get("/healthz", headers={"X-Forwarded-Proto": "https"})
+print(secure.headers.get("Strict-Transport-Security"))
+"""
+
+
+def test_production_redirects_plain_http_but_not_the_health_check_and_sends_hsts_over_https(tmp_path):
+    env = production_env(tmp_path, ALLOWED_HOSTS="testserver")
+    result = subprocess.run([sys.executable, "manage.py", "shell", "-v", "0", "-c", PROBE], cwd=REPO, env=env,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    health, redirect, hsts = result.stdout.strip().splitlines()[-3:]
+    assert health == "200", "container health checks ask over plain HTTP"
+    assert redirect == "301 https://testserver/about/"
+    assert hsts == "max-age=31536000; includeSubDomains"
+
+
+def test_env_example_keeps_secure_cookies_and_the_https_redirect_on():
+    settings = dict(line.split("=", 1) for line in (REPO / ".env.example").read_text().splitlines()
+                    if line and not line.startswith("#"))
+    assert settings.get("SECURE_COOKIES", "1") not in ("0", "false", "no")
+    assert settings.get("SECURE_SSL_REDIRECT", "1") not in ("0", "false", "no")

@@ -26,6 +26,7 @@ from auditapp.audit_selectors import (
     audit_progress,
     audit_responses_export,
 )
+from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
 from auditapp.paradigms.classification_prompts import CONDITIONS
@@ -66,13 +67,19 @@ class ModelInfoSerializer(serializers.Serializer):
     details = serializers.JSONField()
 
 
-@extend_schema(summary="The models an endpoint offers", responses={200: ModelInfoSerializer(many=True), 502: ErrorSerializer},
-               description="Asks the endpoint now (GET /v1/models or /api/tags); 502 with the reason if it fails.")
+@extend_schema(summary="The models an endpoint offers",
+               responses={200: ModelInfoSerializer(many=True), 400: ErrorSerializer, 502: ErrorSerializer},
+               description="Asks the endpoint now (GET /v1/models or /api/tags); 502 with the reason if it fails. "
+                           "The server itself fetches the registered URL, so registering endpoints is for trusted "
+                           "staff only; 400 when the endpoint's host is, or now resolves to, a link-local or cloud "
+                           "metadata address (or a private one, when LLM_ENDPOINTS_ALLOW_PRIVATE is off).")
 class EndpointModelsView(APIView):
     def get(self, request, pk: int):
         endpoint = get_object_or_404(LLMEndpoint, pk=pk)
         try:
             models = services.endpoint_list_models(endpoint)
+        except EndpointAddressRefused as error:
+            return Response({"detail": f"{endpoint}: base_url refused: {error}"}, status=status.HTTP_400_BAD_REQUEST)
         except EndpointError as error:
             return Response({"detail": f"{endpoint}: {error}"}, status=status.HTTP_502_BAD_GATEWAY)
         return Response(ModelInfoSerializer(models, many=True).data)

@@ -240,6 +240,11 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # unless LLM_LIMITS_REDIS_URL names another); with the file-system broker they hold per worker process.
 LLM_LIMITS_REDIS_URL = os.environ.get("LLM_LIMITS_REDIS_URL") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+# Addresses the server may send LLM requests and model listings to (auditapp/endpoint_addresses.py): link-local
+# and cloud metadata addresses are refused; private and loopback ranges are allowed unless this is turned off
+# (local model servers on 127.0.0.1 or the LAN are the common case).
+LLM_ENDPOINTS_ALLOW_PRIVATE = env_bool("LLM_ENDPOINTS_ALLOW_PRIVATE", True)
+LLM_ENDPOINTS_ALLOW_LINK_LOCAL = env_bool("LLM_ENDPOINTS_ALLOW_LINK_LOCAL", False)
 # A worker's claim on audit requests expires this long after its last renewal (a killed worker's requests are
 # then sent by another).
 AUDIT_LEASE_SECONDS = float(os.environ.get("AUDIT_LEASE_SECONDS", "30"))

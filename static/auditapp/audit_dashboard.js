@@ -184,6 +184,13 @@
     foot.appendChild(total);
     document.getElementById("live-workers").textContent = progress.live_workers;
     document.getElementById("last-retry-reason").textContent = progress.last_retry_reason || "none";
+    var unreachable = document.getElementById("endpoint-unreachable");
+    var outages = progress.unreachable_endpoints || [];
+    unreachable.textContent = outages.map(function (outage) {
+      return "Endpoint " + outage.endpoint + " unreachable since " + new Date(outage.since).toLocaleString() +
+        " (" + outage.last_error + "): its requests wait, it is probed with backoff, and sending resumes when it answers.";
+    }).join(" ");
+    unreachable.hidden = !outages.length;
     setStatus(progress.status, progress.status_reason);
   }
 

@@ -5,6 +5,7 @@ The builders here are shared with tests/browser/test_audit_dashboard.py.
 """
 from __future__ import annotations
 
+import datetime
 import hashlib
 import itertools
 import json
@@ -20,6 +21,7 @@ from annotation.models import Item
 from auditapp import audit_services as services
 from auditapp.models import (
     Audit,
+    AuditChunk,
     AuditCondition,
     AuditItem,
     AuditModel,
@@ -260,3 +262,20 @@ def test_header_links_to_the_audit_in_the_admin(staff_client):
 
 def test_unknown_audit_is_404(staff_client):
     assert staff_client.get(reverse("audit-dashboard", args=[999999])).status_code == 404
+
+
+def test_an_unreachable_endpoint_is_shown_with_since_when_in_the_progress(staff_client, api_client):
+    """Issue 11, item 11: a worker's breaker finds the endpoint unreachable; the progress API (which the
+    dashboard polls into #endpoint-unreachable) names it with since when; the earliest of two workers wins."""
+    audit = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING)
+    live = timezone.now() + datetime.timedelta(seconds=30)
+    for since in ("2026-11-23T09:00:05+00:00", "2026-11-23T09:00:01+00:00"):
+        AuditChunk.objects.create(audit=audit, leased_until=live, retry_state={
+            "waiting": {}, "retries": {}, "last_reason": "ClientConnectorError: refused",
+            "unreachable": {"local-llm": {"since": since, "last_error": "ClientConnectorError: refused"}}})
+    progress = api_client.get(f"/api/audits/{audit.id}/progress/").json()
+    assert progress["unreachable_endpoints"] == [{"endpoint": "local-llm", "since": "2026-11-23T09:00:01+00:00",
+                                                  "last_error": "ClientConnectorError: refused"}]
+    assert 'id="endpoint-unreachable"' in staff_client.get(reverse("audit-dashboard", args=[audit.id])).content.decode()
+    AuditChunk.objects.filter(audit=audit).update(released_at=timezone.now())
+    assert api_client.get(f"/api/audits/{audit.id}/progress/").json()["unreachable_endpoints"] == []

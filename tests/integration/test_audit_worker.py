@@ -4,6 +4,8 @@
   with its reason, and the exported metrics equal scikit-learn on the exported replies (issue 5).
 - A worker killed with SIGKILL mid-audit: after a restart the audit completes with exactly one reply per
   key and none missing.
+- The LLM server stopped for seconds mid-audit and restarted: no request fails, the audit finishes by
+  itself with one reply per request (issue 11, item 11: the endpoint circuit breaker).
 - A self-report audit (issue 6) of the scripted personas on AQ-50 + partial SATA in item mode, through
   transient faults: the scores equal those worked by hand from the personas' rule and the instruments' keys,
   and the scores export equals the answers export scored by those keys.
@@ -12,6 +14,7 @@ from __future__ import annotations
 
 import io
 import signal
+import time
 
 import pandas as pd
 import pytest
@@ -20,7 +23,7 @@ from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precisi
 from auditapp.models import Audit, AuditRequest, LLMEndpoint, LLMReply
 from psychometrics.services import instruments_sync_shipped
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
-from tests.integration.support import celery_worker, wait_for, worker_environment
+from tests.integration.support import celery_worker, free_port, wait_for, worker_environment
 from tests.llm_server import PERSONAS, LLMServer, persona_choice
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -196,3 +199,46 @@ def test_self_report_audit_through_transient_faults_scores_as_worked_by_hand(wor
     totals = scored.groupby(["model", "form_kind", "source"])["score"].sum()
     for row in scores[scores["total"] != ""].itertuples():
         assert totals[(row.model, row.form, row.instrument)] == int(row.total)
+
+
+def test_an_endpoint_down_for_seconds_mid_audit_fails_no_request_and_the_audit_resumes_by_itself(worker_env,
+                                                                                                 api_client):
+    """Issue 11, item 11: the LLM server is stopped for ~6 s mid-audit and restarted on the same port. With
+    max_attempts=2 every request in flight would have failed; the breaker holds them instead, the progress
+    API says since when the endpoint is unreachable, and the audit finishes with one reply per request."""
+    study = make_audit_study(300, n_examples=8)
+    port = free_port()
+    server = LLMServer(port=port, latency=0.1, positive_words=AUDIT_POSITIVE_WORDS).start()
+    endpoint = LLMEndpoint.objects.create(name="flaky", protocol="openai", base_url=server.base_url,
+                                          max_concurrency=8, attempt_timeout_s=5, deadline_s=120, max_attempts=2)
+    worker = start_worker(worker_env)
+    try:
+        audit_id = launch(api_client, study, endpoint, models=["model-a"], conditions=["zs", "persona_pfl"])
+        answered = AuditRequest.objects.filter(audit_id=audit_id, state="answered")
+        wait_for(lambda: answered.count() >= 100, timeout=120, what="100 answered requests")
+        server.stop()
+        down_at = answered.count()
+        assert down_at < 600, "the audit finished before the outage: make it longer"
+
+        def outage_shown():
+            progress = api_client.get(f"/api/audits/{audit_id}/progress/").json()
+            return progress["unreachable_endpoints"] or None
+        shown = wait_for(outage_shown, timeout=20, what="the outage in the progress API")
+        assert shown[0]["endpoint"] == "flaky" and shown[0]["since"]
+        time.sleep(6)
+        assert Audit.objects.get(pk=audit_id).status == "running"
+        assert not AuditRequest.objects.filter(audit_id=audit_id, state="failed").exists()
+        server = LLMServer(port=port, latency=0.1, positive_words=AUDIT_POSITIVE_WORDS).start()
+        assert wait_for(lambda: audit_status(audit_id), timeout=180, what="the audit") == "completed"
+        assert api_client.get(f"/api/audits/{audit_id}/progress/").json()["unreachable_endpoints"] == []
+    finally:
+        worker.stop()
+        server.stop()
+    requests = AuditRequest.objects.filter(audit_id=audit_id)
+    assert requests.count() == 600
+    assert requests.filter(state="answered").count() == 600, list(
+        requests.exclude(state="answered").values_list("error", flat=True)[:5])
+    keys = list(requests.values_list("key", flat=True))
+    assert len(set(keys)) == 600 and LLMReply.objects.filter(key__in=keys).count() == 600
+    assert set(requests.values_list("reply__key", flat=True)) == set(keys)
+    assert requests.filter(attempts__lt=1).count() == 0

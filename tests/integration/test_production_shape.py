@@ -40,7 +40,7 @@ def test_gunicorn_and_worker_on_postgres_and_redis(tmp_path):
     broker = redis_broker_url()
     redis.Redis.from_url(broker).flushdb()
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production", "SECRET_KEY": "x" * 50,
-           "SECURE_COOKIES": "0", "DATABASE_URL": database_url(connection.settings_dict),
+           "SECURE_COOKIES": "0", "SECURE_SSL_REDIRECT": "0", "DATABASE_URL": database_url(connection.settings_dict),
            "CELERY_BROKER_URL": broker, "VAR_DIR": str(tmp_path / "var"), "STATIC_ROOT": str(tmp_path / "static")}
     subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
     study = Study.objects.create(name="Production", slug="production")

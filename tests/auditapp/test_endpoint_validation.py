@@ -1,0 +1,63 @@
+"""LLM endpoints are refused with limits no request could run under (issue 11, item 5): through the API, the
+admin and any other write (the database's check constraints)."""
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError, transaction
+
+from auditapp.models import LLMEndpoint
+
+pytestmark = pytest.mark.django_db
+
+VALID = {"name": "local", "protocol": "openai", "base_url": "http://127.0.0.1:8000", "max_concurrency": 4,
+         "attempt_timeout_s": 60, "deadline_s": 300, "max_attempts": 3}
+
+UNUSABLE = [
+    ("max_concurrency", 0),
+    ("max_concurrency", -1),
+    ("attempt_timeout_s", 0),
+    ("attempt_timeout_s", -5),
+    ("deadline_s", 0),
+    ("deadline_s", -1.5),
+    ("max_attempts", 0),
+    ("requests_per_minute", 0),
+]
+
+
+@pytest.mark.parametrize(("field", "value"), UNUSABLE)
+def test_the_api_refuses_an_endpoint_with_an_unusable_limit_and_names_the_field(api_client, field, value):
+    response = api_client.post("/api/endpoints/", {**VALID, field: value}, format="json")
+    assert response.status_code == 400
+    assert field in response.json()
+    assert not LLMEndpoint.objects.exists()
+
+
+def test_the_api_refuses_an_infinite_time_out(api_client):
+    body = '{"name": "x", "base_url": "http://127.0.0.1:8000", "deadline_s": 1e400}'
+    response = api_client.post("/api/endpoints/", body, content_type="application/json")
+    assert response.status_code == 400 and "deadline_s" in response.json()
+    assert not LLMEndpoint.objects.exists()
+
+
+def test_the_api_accepts_usable_limits(api_client):
+    response = api_client.post("/api/endpoints/", {**VALID, "requests_per_minute": 60}, format="json")
+    assert response.status_code == 201, response.json()
+
+
+@pytest.mark.parametrize(("field", "value"), UNUSABLE)
+def test_the_admin_refuses_an_endpoint_with_an_unusable_limit(client, researcher, field, value):
+    client.force_login(researcher[0])
+    form = {**VALID, "api_key_env": "", "requests_per_minute": "", field: value}
+    response = client.post("/admin/auditapp/llmendpoint/add/", form)
+    assert response.status_code == 200, "the form is shown again with its errors"
+    assert "errornote" in response.content.decode()
+    assert not LLMEndpoint.objects.exists()
+    form[field] = VALID.get(field, "")
+    assert client.post("/admin/auditapp/llmendpoint/add/", form).status_code == 302
+    assert LLMEndpoint.objects.count() == 1
+
+
+@pytest.mark.parametrize(("field", "value"), UNUSABLE)
+def test_the_database_refuses_an_unusable_limit_written_around_the_forms(field, value):
+    with pytest.raises(IntegrityError), transaction.atomic():
+        LLMEndpoint.objects.create(**{**VALID, field: value})
