@@ -34,6 +34,9 @@ from auditapp.paradigms.self_report_audit import FORMS, ValidityRule
 from auditapp.self_report_services import self_report_audit_create
 from psychometrics.models import Instrument
 
+BIGINT_MAX = 2**63 - 1
+"""The largest id or seed the database stores (a 64-bit signed integer); larger ones are a 400, not a 500."""
+
 
 class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="What went wrong.")
@@ -103,7 +106,7 @@ class AuditCreateSerializer(serializers.Serializer):
     models = ModelChoiceSerializer(many=True)
     conditions = serializers.ListField(child=serializers.ChoiceField(choices=CONDITIONS), default=list(CONDITIONS))
     replicates = serializers.IntegerField(default=1, min_value=1, max_value=100)
-    seed = serializers.IntegerField(default=0)
+    seed = serializers.IntegerField(default=0, min_value=-BIGINT_MAX - 1, max_value=BIGINT_MAX)
     use_cache = serializers.BooleanField(default=True)
     error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
     unparsed = serializers.ChoiceField(choices=Audit.Unparsed.choices, default=Audit.Unparsed.EXCLUDE)
@@ -136,7 +139,7 @@ class SelfReportCreateSerializer(serializers.Serializer):
     title = serializers.BooleanField(default=False, help_text="The original form opens with the instrument's name.")
     validity = ValidityRuleSerializer(default=dict)
     replicates = serializers.IntegerField(default=1, min_value=1, max_value=100)
-    seed = serializers.IntegerField(default=0, min_value=0)
+    seed = serializers.IntegerField(default=0, min_value=0, max_value=BIGINT_MAX)
     use_cache = serializers.BooleanField(default=True)
     error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
     parallel_tasks = serializers.IntegerField(default=1, min_value=1, max_value=32)
@@ -296,7 +299,8 @@ class ResponseRowSerializer(serializers.Serializer):
 class ResponseFilterSerializer(serializers.Serializer):
     """The query parameters that narrow an audit's responses; any other value is a 400 naming it."""
 
-    model = serializers.IntegerField(required=False, min_value=1, help_text="Only this audit model (id).")
+    model = serializers.IntegerField(required=False, min_value=1, max_value=BIGINT_MAX,
+                                     help_text="Only this audit model (id).")
     condition = serializers.RegexField(r"^[A-Za-z0-9_:-]{1,40}$", required=False,
                                        help_text="Only this condition (self-report: this form, e.g. masked).")
     outcome = serializers.ChoiceField(required=False, choices=[*AuditRequest.Outcome.values, "pending"],

@@ -22,6 +22,7 @@ def test_a_self_report_audit_has_a_null_study_slug_in_the_list_and_detail(api_cl
 
 
 @pytest.mark.parametrize("query, name", [("model=abc", "model"), ("model=", "model"), ("model=0", "model"),
+                                         ("model=9223372036854775808", "model"),
                                          ("outcome=maybe", "outcome"), ("outcome=", "outcome"),
                                          ("condition=", "condition"), ("condition=z%00s", "condition")])
 def test_a_bad_responses_filter_is_a_400_naming_it_instead_of_every_row(api_client, query, name):
@@ -48,3 +49,13 @@ def test_an_unknown_action_is_a_json_404_naming_the_actions(api_client, action):
     assert response["Content-Type"] == "application/json"
     assert response.json()["detail"] == (f"unknown action {action!r}; use one of: pause, resume, cancel, "
                                          "retry-failed, reparse.")
+
+
+def test_a_seed_beyond_what_the_database_stores_is_a_400(api_client, audit_tasks_off):
+    audit = build_audit(COMPLETED_PLAN)
+    endpoint = audit.models.first().endpoint
+    body = {"study": audit.study_id, "name": "too big", "conditions": ["zs"], "seed": 2**63,
+            "models": [{"endpoint": endpoint.id, "model": "model-a"}]}
+    response = api_client.post("/api/audits/", body, format="json")
+    assert response.status_code == 400 and list(response.json()) == ["seed"]
+    assert "seed" not in api_client.post("/api/audits/", {**body, "seed": 2**63 - 1}, format="json").json()
