@@ -218,6 +218,14 @@ CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
 CELERY_IMPORTS = ["tasks.imports", "tasks.analysis", "tasks.audits"]
 # Recompute a study's analysis in the background when an annotator finishes or its settings change.
 ANALYSIS_AUTO_RECOMPUTE = True
+# A running recomputation is taken over by another worker after this long (or five times the study's last
+# computation, if longer); one queued this long ago and never started is sent again (a lost message).
+ANALYSIS_LEASE_SECONDS = float(os.environ.get("ANALYSIS_LEASE_SECONDS", "60"))
+ANALYSIS_RESEND_SECONDS = float(os.environ.get("ANALYSIS_RESEND_SECONDS", "600"))
+# Recomputations have their own queue, which a worker serves in turn with the default one, so an item
+# import or an audit never waits behind a backlog of analyses.
+CELERY_TASK_QUEUES = {"celery": {}, "analysis": {}}
+CELERY_TASK_ROUTES = {"annotation.study_analysis_compute": {"queue": "analysis"}}
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
