@@ -142,6 +142,8 @@ class ItemImport(models.Model):
     n_labels = models.PositiveIntegerField(default=0)
     n_participants = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True,
+                                     help_text="When its task was last sent (empty: not sent; the recovery sends it).")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 

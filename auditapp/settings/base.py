@@ -215,7 +215,11 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         (CELERY_BROKER_FOLDER / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
-CELERY_IMPORTS = ["tasks.imports", "tasks.analysis", "tasks.audits"]
+CELERY_IMPORTS = ["tasks.imports", "tasks.analysis", "tasks.audits", "tasks.recovery"]
+# Every worker runs the recovery (tasks.recovery) when it starts and then this often: pending work whose worker
+# died or whose task was lost resumes by itself; work nobody has held for WORK_STALLED_SECONDS is sent again.
+WORK_RECOVERY_SECONDS = float(os.environ.get("WORK_RECOVERY_SECONDS", "15"))
+WORK_STALLED_SECONDS = float(os.environ.get("WORK_STALLED_SECONDS", "30"))
 # Recompute a study's analysis in the background when an annotator finishes or its settings change.
 ANALYSIS_AUTO_RECOMPUTE = True
 # A running recomputation is taken over by another worker after this long (or five times the study's last
