@@ -239,6 +239,11 @@ CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # Redis gives a message taken by a worker that died to another only after this long; it must outlast the
+    # longest task, or a task still running is delivered twice. The workers' recovery (tasks.recovery) does
+    # not wait for it: it sends again, within WORK_STALLED_SECONDS, whatever no live worker holds.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 5 * 60}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
