@@ -10,11 +10,10 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
-from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.dashboard import study_dashboard_context
 from annotation.models import Study
-from tasks.analysis import study_analysis_compute_task
+from annotation.study_analysis import study_analysis_request
 
 
 @require_GET
@@ -28,10 +27,7 @@ def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
 @staff_member_required
 def study_dashboard_recompute(request: HttpRequest, study_id: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=study_id)
-    try:
-        study_analysis_compute_task.delay(study.id)
-    except BrokerError as error:
-        messages.error(request, f"Could not queue the recomputation (task queue unavailable: {error}).")
-    else:
-        messages.success(request, "Recomputation queued: reload this page in a moment to see the new results.")
+    # A recomputation already waiting or running covers this request (it runs once more if one is running).
+    study_analysis_request(study_id=study.id)
+    messages.success(request, "Recomputation queued: reload this page in a moment to see the new results.")
     return redirect("study-dashboard", study_id=study.id)

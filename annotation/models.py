@@ -142,6 +142,8 @@ class ItemImport(models.Model):
     n_labels = models.PositiveIntegerField(default=0)
     n_participants = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
+    queued_at = models.DateTimeField(null=True, blank=True,
+                                     help_text="When its task was last sent (empty: not sent; the recovery sends it).")
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
@@ -361,3 +363,28 @@ class ItemSetMember(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["set_name", "item"], name="item_once_per_set")]
+
+
+class AnalysisState(models.Model):
+    """Whether a study's analysis waits for a worker or is being computed, so that requests coalesce.
+
+    At most one computation is queued and one running per study (``annotation.study_analysis``): a request
+    while one is queued changes nothing, since the queued run reads everything when it starts; a request
+    while one runs sets ``dirty``, and exactly one more run follows it. ``queued_at`` is when the task was
+    sent (None when sending failed: the recovery task sends it again); ``started_at`` is when the current
+    run began and names it, so a run whose worker died can be taken over once its lease has expired.
+    """
+
+    class Status(models.TextChoices):
+        IDLE = "idle", "Up to date"
+        QUEUED = "queued", "Waiting for a worker"
+        RUNNING = "running", "Computing"
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, primary_key=True, related_name="analysis_state")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.IDLE)
+    dirty = models.BooleanField(default=False, help_text="Requested again while running: run once more.")
+    queued_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self) -> str:
+        return f"Analysis of {self.study_id}: {self.get_status_display()}"

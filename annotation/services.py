@@ -2,15 +2,20 @@
 
 An import is recorded first (:func:`item_import_create`), then run by :func:`item_import_run`, either
 at once (command line) or by a Celery worker (admin and API uploads). Running an import twice is
-harmless: a finished import is never run again.
+harmless: a finished import is never run again. An import whose worker died, or whose task could not be
+sent, is sent again by the workers' periodic recovery (:func:`item_imports_recover`).
 """
 from __future__ import annotations
 
 import hashlib
 import logging
+from datetime import timedelta
+from functools import partial
 
-from django.db import OperationalError, transaction
+from django.db import OperationalError, connection, transaction
+from django.db.models import Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.item_files import (
     ColumnMapping,
@@ -81,9 +86,40 @@ def item_import_create(*, study: Study, filename: str, content: bytes, options: 
 
 def item_import_enqueue(*, item_import: ItemImport) -> None:
     """Have a Celery worker run the import once the surrounding transaction commits."""
+    ItemImport.objects.filter(pk=item_import.pk).update(queued_at=timezone.now())
+    transaction.on_commit(partial(_item_import_send, item_import.id))
+
+
+def _item_import_send(item_import_id: int) -> None:
+    """Send the import's task; when the broker is away, say so and leave it unsent for the recovery."""
     from tasks.imports import item_import_run_task
 
-    transaction.on_commit(lambda: item_import_run_task.delay(item_import.id))
+    try:
+        item_import_run_task.delay(item_import_id)
+    except BrokerError as error:
+        logger.warning("Item import %s: could not reach the task queue (%s); recovery will send it",
+                       item_import_id, error)
+        ItemImport.objects.filter(pk=item_import_id, status=ItemImport.Status.PENDING).update(queued_at=None)
+
+
+def item_imports_recover(*, resend_after: timedelta) -> list[int]:
+    """Send again every import still pending that no worker is running, at most once per ``resend_after``:
+    its worker died (the import rolled back, and its message waits in the broker until a visibility timeout),
+    or its message was never sent. A running import holds its row lock (``item_import_run``), so it is
+    skipped; a message that was only late finds the import done and changes nothing. Returns the ids sent."""
+    now = timezone.now()
+    with transaction.atomic():
+        waiting = ItemImport.objects.filter(status=ItemImport.Status.PENDING).filter(
+            Q(queued_at__isnull=True) | Q(queued_at__lte=now - resend_after))
+        if connection.features.has_select_for_update_skip_locked:
+            waiting = waiting.select_for_update(skip_locked=True)
+        ids = list(waiting.values_list("id", flat=True))
+        ItemImport.objects.filter(id__in=ids).update(queued_at=now)
+        for item_import_id in ids:
+            transaction.on_commit(partial(_item_import_send, item_import_id))
+    if ids:
+        logger.warning("Item imports %s were pending with no worker running them: sent again", ids)
+    return ids
 
 
 def item_import_submit(*, study: Study, filename: str, content: bytes, options: dict,

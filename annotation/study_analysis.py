@@ -4,20 +4,31 @@ A computation reads every score and label, runs the pure analysis, and replaces 
 one transaction, so a reader sees either the old or the new analysis, never half of one. It runs in a
 Celery task when an annotator finishes or a researcher changes the settings (``study_analysis_enqueue``),
 and can be run at once from the dashboard or the command line.
+
+Requests coalesce through the study's ``AnalysisState`` row, locked for every change: at most one run is
+queued and one running per study, and a request during a run makes exactly one more run follow, so a
+hundred annotators finishing together cost two or three runs, not a hundred, and the last request is
+never lost. ``study_analyses_recover`` (run periodically by the workers) sends again what was queued but
+never sent, and takes over runs whose worker died.
 """
 from __future__ import annotations
 
+import logging
 import math
 import time
+from datetime import datetime, timedelta
 
 from django.conf import settings as django_settings
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.aggregation import AggregationSettings
 from annotation.analysis import Analysis, AnalysisSettings, analyse
 from annotation.models import (
     AnalysisRun,
+    AnalysisState,
     Item,
     ItemGroundTruth,
     ItemSetMember,
@@ -27,6 +38,8 @@ from annotation.models import (
     StudyAnalysisSettings,
 )
 from annotation.selectors import study_labels_frame, study_scores_frame
+
+logger = logging.getLogger(__name__)
 
 
 def analysis_settings_for(study: Study) -> AnalysisSettings:
@@ -42,15 +55,134 @@ def analysis_settings_for(study: Study) -> AnalysisSettings:
 
 
 def study_analysis_enqueue(*, study_id: int) -> None:
-    """Have a worker recompute the study's analysis after the current transaction commits.
+    """Ask a worker to recompute the study's analysis (coalesced: ``study_analysis_request``).
 
     Off when settings.ANALYSIS_AUTO_RECOMPUTE is False (the test settings; tests compute explicitly).
     """
     if not getattr(django_settings, "ANALYSIS_AUTO_RECOMPUTE", True):
         return
+    study_analysis_request(study_id=study_id)
+
+
+def study_analysis_request(*, study_id: int) -> bool:
+    """Ask for a recomputation; returns True when this request queues a new run.
+
+    Nothing new is queued while a run waits (it will read this request's data); while a run is computing,
+    the study is marked dirty so one more run follows. Inside a transaction, the task is sent when it
+    commits, so a rolled-back change asks for nothing.
+    """
+    with transaction.atomic():
+        state = _locked_state(study_id)
+        if state.status == AnalysisState.Status.RUNNING:
+            if not state.dirty:
+                state.dirty = True
+                state.save(update_fields=["dirty"])
+            return False
+        if state.status == AnalysisState.Status.QUEUED:
+            return False
+        _mark_queued(state)
+    return True
+
+
+def study_analysis_run(*, study_id: int) -> str:
+    """The worker's side of a request: claim the study's run, compute, then release it (queueing one more
+    run if requests came in meanwhile). A duplicate message while another worker computes does nothing."""
+    if not Study.objects.filter(pk=study_id).exists():
+        return "no such study"
+    started_at = _claim(study_id)
+    if started_at is None:
+        return "already running"
+    try:
+        run = study_analysis_compute(study_id=study_id)
+    finally:
+        _release(study_id, started_at)
+    return run.computed_at.isoformat()
+
+
+def study_analyses_recover() -> list[int]:
+    """Send again the runs that were queued but never sent (the broker was away) or sent long ago and never
+    started (a lost message), and take over runs whose lease expired (their worker died). Returns the study
+    ids sent. Rows another recovery holds are skipped, so two recoveries never send the same run twice."""
+    now = timezone.now()
+    resend_after = timedelta(seconds=django_settings.ANALYSIS_RESEND_SECONDS)
+    shortest_lease = timedelta(seconds=django_settings.ANALYSIS_LEASE_SECONDS)
+    sent = []
+    with transaction.atomic():
+        candidates = (AnalysisState.objects.select_for_update(skip_locked=True)
+                      .filter(Q(status=AnalysisState.Status.QUEUED, queued_at__isnull=True)
+                              | Q(status=AnalysisState.Status.QUEUED, queued_at__lt=now - resend_after)
+                              | Q(status=AnalysisState.Status.RUNNING, started_at__lt=now - shortest_lease)))
+        for state in candidates:
+            if state.status == AnalysisState.Status.RUNNING and state.started_at >= now - _lease(state.study):
+                continue
+            if state.status == AnalysisState.Status.RUNNING:
+                logger.warning("Analysis of study %s: its run since %s stopped renewing; running it again",
+                               state.study_id, state.started_at.isoformat())
+                state.dirty = False
+            _mark_queued(state)
+            sent.append(state.study_id)
+    return sent
+
+
+def _locked_state(study_id: int) -> AnalysisState:
+    AnalysisState.objects.get_or_create(study_id=study_id)
+    return AnalysisState.objects.select_for_update().get(study_id=study_id)
+
+
+def _lease(study: Study) -> timedelta:
+    """How long a run may compute before another worker takes it over: ANALYSIS_LEASE_SECONDS, or five times
+    the study's last computation when that is longer (a run is not renewed while it computes)."""
+    last = getattr(study, "analysis_run", None)
+    last_seconds = last.duration_ms / 1000 if last is not None else 0
+    return timedelta(seconds=max(django_settings.ANALYSIS_LEASE_SECONDS, 5 * last_seconds))
+
+
+def _mark_queued(state: AnalysisState) -> None:
+    state.status = AnalysisState.Status.QUEUED
+    state.queued_at = timezone.now()
+    state.save(update_fields=["status", "queued_at", "dirty"])
+    study_id = state.study_id
+    transaction.on_commit(lambda: _send(study_id))
+
+
+def _send(study_id: int) -> None:
+    """Send the task; when the broker is away, say so and leave the run queued but unsent for recovery."""
     from tasks.analysis import study_analysis_compute_task
 
-    transaction.on_commit(lambda: study_analysis_compute_task.delay(study_id))
+    try:
+        study_analysis_compute_task.delay(study_id)
+    except BrokerError as error:
+        logger.warning("Analysis of study %s: could not reach the task queue (%s); recovery will send it",
+                       study_id, error)
+        AnalysisState.objects.filter(study_id=study_id, status=AnalysisState.Status.QUEUED).update(queued_at=None)
+
+
+def _claim(study_id: int) -> datetime | None:
+    """Mark the study's analysis running (returns the run's start, which names it), or None when another
+    worker's run is still within its lease."""
+    with transaction.atomic():
+        state = _locked_state(study_id)
+        now = timezone.now()
+        if state.status == AnalysisState.Status.RUNNING and state.started_at >= now - _lease(state.study):
+            return None
+        state.status, state.started_at, state.dirty = AnalysisState.Status.RUNNING, now, False
+        state.save(update_fields=["status", "started_at", "dirty"])
+        return now
+
+
+def _release(study_id: int, started_at: datetime) -> None:
+    """End the run named by ``started_at``: idle, or queued once more when requests came in while it ran. A
+    run that was taken over (its lease expired) leaves the state to the run that took it."""
+    with transaction.atomic():
+        state = _locked_state(study_id)
+        if state.status != AnalysisState.Status.RUNNING or state.started_at != started_at:
+            return
+        if state.dirty:
+            state.dirty = False
+            _mark_queued(state)
+        else:
+            state.status = AnalysisState.Status.IDLE
+            state.save(update_fields=["status"])
 
 
 def _value(x):

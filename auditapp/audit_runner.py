@@ -18,7 +18,9 @@ Database work runs in one dedicated thread (Django's ORM is synchronous; one thr
 A task works for at most :data:`SLICE_SECONDS` and then hands over to a fresh task, so no task meets the
 Celery time limit however long the audit. When no request is free, it waits for leases held by others to
 finish or expire (a killed worker's lease expires after settings.AUDIT_LEASE_SECONDS), and the
-task that finds nothing pending moves the audit on to its analysis.
+task that finds nothing pending moves the audit on to its analysis. A transient fault (the Redis of the
+endpoint limits away) stops the slice with a note and leaves the audit running: the workers' periodic
+recovery queues its work again (``audit_services.audits_resume_stalled``).
 """
 from __future__ import annotations
 
@@ -221,11 +223,16 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
                     claiming = bool(claimed)
                 await asyncio.sleep(FLUSH_SECONDS)
                 status = await flush()
+                if crashes and isinstance(crashes[0], services.TRANSIENT_ERRORS):
+                    logger.warning("audit %s: waiting for a service: %r", audit_id, crashes[0])
+                    await db(services.audit_wait_for_service, audit_id=audit_id, error=crashes[0])
+                    outcome = "stopped"
+                    break
                 if crashes:
                     logger.error("audit %s: a sender failed", audit_id, exc_info=crashes[0])
                     await db(services.audit_fail, audit_id=audit_id,
                              reason=f"the worker could not send requests: {type(crashes[0]).__name__}: {crashes[0]}; "
-                                    "fix the cause (e.g. the Redis that holds the endpoint limits), then resume")
+                                    "fix the cause, then resume")
                     outcome = "stopped"
                     break
                 if status != Audit.Status.RUNNING:

@@ -27,10 +27,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import redis
 from django.conf import settings
-from django.db import connection, transaction
-from django.db.models import Min, Q
+from django.db import InterfaceError, connection, transaction
+from django.db import OperationalError as DatabaseError
+from django.db.models import Exists, Min, OuterRef, Q
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.models import Item, ItemGroundTruth, ItemSetMember, Study
 from auditapp import llm_clients
@@ -53,6 +56,12 @@ from auditapp.paradigms.classification_prompts import CONDITIONS, DEFAULT_TEMPLA
 from auditapp.request_keys import request_key
 
 logger = logging.getLogger(__name__)
+
+# Faults that pass by themselves (the broker or the Redis holding the endpoint limits restarting, the database
+# failing over): a running audit that meets one waits with a note and resumes by itself
+# (``audits_resume_stalled``) instead of failing.
+TRANSIENT_ERRORS = (redis.ConnectionError, redis.TimeoutError, BrokerError, DatabaseError, InterfaceError)
+WAITING_NOTE = "waiting since"
 
 PARADIGM = "classification"
 EXAMPLE_SETS = {"icl_a": "icl_a", "icl_b": "icl_b"}
@@ -319,6 +328,36 @@ def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING
         status=Audit.Status.FAILED, status_reason=reason, finished_at=timezone.now())
 
 
+def audit_wait_for_service(*, audit_id: int, error: BaseException) -> None:
+    """A running audit met a transient fault (``TRANSIENT_ERRORS``): it stays running with a note saying so, and
+    the workers' recovery queues its work again once no lease has been held for a while. The note goes at the
+    next renewal of a lease."""
+    Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).update(status_reason=(
+        f"{WAITING_NOTE} {timezone.now():%Y-%m-%d %H:%M:%S %Z}: {type(error).__name__}: {error}; the audit "
+        "resumes by itself when the service is back"))
+
+
+def audits_resume_stalled(*, stalled_after: timedelta) -> list[int]:
+    """Queue work again for the running audits no worker has held a lease on for ``stalled_after`` (their worker
+    died, a transient fault stopped their work, or the broker lost the next task). Each is first given a lease of
+    its own, so a second recovery at the same time or soon after skips it. Returns the audit ids."""
+    now = timezone.now()
+    live = AuditChunk.objects.filter(audit=OuterRef("pk"), leased_until__gte=now - stalled_after)
+    with transaction.atomic():
+        stalled = Audit.objects.filter(status=Audit.Status.RUNNING, started_at__lt=now - stalled_after).exclude(
+            Exists(live))
+        if connection.features.has_select_for_update_skip_locked:
+            stalled = stalled.select_for_update(skip_locked=True)
+        audits = list(stalled.only("id", "parallel_tasks"))
+        AuditChunk.objects.bulk_create([AuditChunk(audit_id=audit.id, leased_until=now + _lease(), released_at=now)
+                                        for audit in audits])
+        for audit in audits:
+            logger.warning("Audit %s: no worker has worked on it since %s; queueing its work again", audit.id,
+                           (now - stalled_after).isoformat())
+            _enqueue_work(audit.id, audit.parallel_tasks)
+    return [audit.id for audit in audits]
+
+
 def audit_prepare(*, audit_id: int) -> None:
     """Resolve each model's digest, create every request with its key, take cached replies, start the work.
 
@@ -540,7 +579,10 @@ def chunk_record(*, chunk_id: int, results: list[RequestResult], parse) -> None:
 def chunk_renew(*, chunk_id: int, audit_id: int, retry_state: dict) -> str:
     """Extend the lease, record the retry state, enforce the error budget; return the audit's status."""
     AuditChunk.objects.filter(pk=chunk_id).update(leased_until=timezone.now() + _lease(), retry_state=retry_state)
-    audit = Audit.objects.only("status", "error_budget", "n_requests").get(pk=audit_id)
+    audit = Audit.objects.only("status", "error_budget", "n_requests", "status_reason").get(pk=audit_id)
+    if audit.status == Audit.Status.RUNNING and audit.status_reason.startswith(WAITING_NOTE):
+        Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING, status_reason=audit.status_reason).update(
+            status_reason="")
     if audit.status == Audit.Status.RUNNING:
         failed = AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.FAILED).count()
         if failed > audit.error_budget * audit.n_requests:

@@ -2,11 +2,17 @@
 from celery import shared_task
 from django.db import OperationalError
 
-from annotation.study_analysis import study_analysis_compute
+from annotation.study_analysis import study_analyses_recover, study_analysis_run
 
 
 @shared_task(name="annotation.study_analysis_compute", autoretry_for=(OperationalError,), retry_backoff=True,
              max_retries=5)
 def study_analysis_compute_task(study_id: int) -> str:
-    """Recompute from everything stored; running it twice gives the same result."""
-    return study_analysis_compute(study_id=study_id).computed_at.isoformat()
+    """Recompute from everything stored (coalesced with other requests); running it twice gives the same result."""
+    return study_analysis_run(study_id=study_id)
+
+
+@shared_task(name="annotation.study_analyses_recover")
+def study_analyses_recover_task() -> list[int]:
+    """Send again analyses that were never sent or whose worker died (``study_analyses_recover``)."""
+    return study_analyses_recover()

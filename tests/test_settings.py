@@ -32,4 +32,5 @@ def test_database_and_broker_from_the_environment(tmp_path):
     assert settings_in(env, f"{db}['ENGINE'], {db}['HOST'], {db}['PORT'], {db}['NAME']") == (
         "django.db.backends.postgresql db.example 6543 research")
     assert settings_in(env, "settings.CELERY_BROKER_URL") == "redis://cache:6379/2"
-    assert settings_in(env, "hasattr(settings, 'CELERY_BROKER_TRANSPORT_OPTIONS')") == "False"
+    # Redis: only a visibility timeout longer than the longest task (no file-system folders).
+    assert settings_in(env, "settings.CELERY_BROKER_TRANSPORT_OPTIONS") == "{'visibility_timeout': 3900}"

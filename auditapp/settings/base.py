@@ -221,9 +221,21 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         (CELERY_BROKER_FOLDER / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
-CELERY_IMPORTS = ["tasks.imports", "tasks.analysis", "tasks.audits"]
+CELERY_IMPORTS = ["tasks.imports", "tasks.analysis", "tasks.audits", "tasks.recovery"]
+# Every worker runs the recovery (tasks.recovery) when it starts and then this often: pending work whose worker
+# died or whose task was lost resumes by itself; work nobody has held for WORK_STALLED_SECONDS is sent again.
+WORK_RECOVERY_SECONDS = float(os.environ.get("WORK_RECOVERY_SECONDS", "15"))
+WORK_STALLED_SECONDS = float(os.environ.get("WORK_STALLED_SECONDS", "30"))
 # Recompute a study's analysis in the background when an annotator finishes or its settings change.
 ANALYSIS_AUTO_RECOMPUTE = True
+# A running recomputation is taken over by another worker after this long (or five times the study's last
+# computation, if longer); one queued this long ago and never started is sent again (a lost message).
+ANALYSIS_LEASE_SECONDS = float(os.environ.get("ANALYSIS_LEASE_SECONDS", "60"))
+ANALYSIS_RESEND_SECONDS = float(os.environ.get("ANALYSIS_RESEND_SECONDS", "600"))
+# Recomputations have their own queue, which a worker serves in turn with the default one, so an item
+# import or an audit never waits behind a backlog of analyses.
+CELERY_TASK_QUEUES = {"celery": {}, "analysis": {}}
+CELERY_TASK_ROUTES = {"annotation.study_analysis_compute": {"queue": "analysis"}}
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
@@ -233,6 +245,11 @@ CELERY_TASK_SOFT_TIME_LIMIT = 55 * 60
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+if CELERY_BROKER_URL.startswith(("redis://", "rediss://")):
+    # Redis gives a message taken by a worker that died to another only after this long; it must outlast the
+    # longest task, or a task still running is delivered twice. The workers' recovery (tasks.recovery) does
+    # not wait for it: it sends again, within WORK_STALLED_SECONDS, whatever no live worker holds.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_TASK_TIME_LIMIT + 5 * 60}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 

@@ -97,6 +97,40 @@ def test_cohen_kappa_matrix_over_shared_items():
     assert (np.diag(matrix) == 1).all()
 
 
+def _pairwise_with_scikit_learn(labels: pd.DataFrame) -> pd.DataFrame:
+    """The reference: ``cohen_kappa_score`` pair by pair over shared items (NaN below two items or one category)."""
+    wide = labels.pivot(index="item", columns="participant", values="value")
+    out = pd.DataFrame(np.nan, index=wide.columns, columns=wide.columns)
+    for a in wide.columns:
+        for b in wide.columns:
+            both = wide[[a, b]].dropna()
+            if a == b:
+                out.loc[a, b] = 1.0
+            elif len(both) >= 2 and len(set(both[a]) | set(both[b])) >= 2:
+                out.loc[a, b] = cohen_kappa_score(both[a].astype(int), both[b].astype(int))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_cohen_kappa_matrix_is_scikit_learns_bit_for_bit_on_binary_labels(seed):
+    rng = np.random.default_rng(seed)
+    matrix = rng.integers(0, 2, size=(12, 40)).astype(float)
+    matrix[rng.random(matrix.shape) < 0.6] = nan
+    matrix[3, :] = np.where(np.isnan(matrix[3, :]), nan, 1.0)  # one annotator who only ever says 1
+    labels = long_labels(matrix.tolist())
+    pd.testing.assert_frame_equal(cohen_kappa_matrix(labels), _pairwise_with_scikit_learn(labels),
+                                  check_exact=True, check_names=False)
+
+
+def test_cohen_kappa_matrix_matches_scikit_learn_with_three_categories():
+    rng = np.random.default_rng(7)
+    matrix = rng.integers(-1, 2, size=(8, 30)).astype(float)
+    matrix[rng.random(matrix.shape) < 0.5] = nan
+    labels = long_labels(matrix.tolist())
+    pd.testing.assert_frame_equal(cohen_kappa_matrix(labels), _pairwise_with_scikit_learn(labels),
+                                  rtol=0, atol=1e-12, check_names=False)
+
+
 def test_summary():
     summary = agreement_summary(long_labels(KRIPPENDORFF_2011))
     assert (summary["n_annotators"], summary["n_items"], summary["n_labels"]) == (4, 12, 41)

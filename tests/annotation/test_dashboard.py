@@ -146,6 +146,7 @@ def test_anonymous_and_non_staff_users_go_to_the_login_page(study, who, queued):
     assert queued == []
 
 
+@pytest.mark.django_db(transaction=True)  # the task is sent when the request's transaction commits
 def test_recompute_queues_the_task_and_a_get_never_does(study, staff, queued):
     assert staff.get(url(study)).status_code == 200
     assert queued == []
@@ -165,6 +166,7 @@ def test_recompute_needs_the_csrf_token(study, researcher, queued):
     assert queued == []
 
 
+@pytest.mark.django_db(transaction=True)
 def test_the_page_works_before_any_analysis(staff, queued):
     study = make_worked_example_study()
     response = staff.get(url(study))
@@ -176,6 +178,8 @@ def test_the_page_works_before_any_analysis(staff, queued):
     assert queued == []
     staff.post(url(study) + "recompute/")
     assert queued == [study.id]
+    staff.post(url(study) + "recompute/")
+    assert queued == [study.id], "a second request while the first waits for a worker sends nothing more"
 
 
 def test_unknown_study_is_404(staff):

@@ -173,20 +173,37 @@ def test_pause_keeps_unsent_requests_and_resume_sends_only_those(no_tasks):
     assert LLMReply.objects.filter(key__in=AuditRequest.objects.filter(audit=audit).values("key")).count() == 40
 
 
-def test_a_worker_that_cannot_reach_the_limits_redis_fails_the_audit_with_the_reason(server, no_tasks, settings):
-    settings.LLM_LIMITS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"
+def test_a_redis_outage_leaves_the_audit_waiting_and_the_recovery_resumes_it(server, no_tasks, settings):
+    from datetime import timedelta
+
+    from auditapp.models import AuditChunk
+
+    settings.LLM_LIMITS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"   # the limits' Redis is away
+    settings.WORK_STALLED_SECONDS = 30
     study = make_audit_study(5, n_examples=2)
     audit = services.audit_create(study=study, name="no redis", conditions=["zs"],
                                   models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
     services.audit_prepare(audit_id=audit.id)
+    no_tasks.clear()
     assert audit_runner.audit_work(audit.id) == "stopped"
     audit.refresh_from_db()
-    assert audit.status == Audit.Status.FAILED
-    assert "could not send requests: ConnectionError" in audit.status_reason
+    assert audit.status == Audit.Status.RUNNING, "a transient fault is a pause, not a failure"
+    assert audit.status_reason.startswith("waiting since") and "ConnectionError" in audit.status_reason
+    assert "resumes by itself" in audit.status_reason
     assert AuditRequest.objects.filter(audit=audit, state="pending", chunk__isnull=True).count() == 5
-    settings.LLM_LIMITS_REDIS_URL = ""
-    services.audit_resume(audit=audit)
+    assert services.audits_resume_stalled(stalled_after=timedelta(seconds=30)) == [], "its lease was just held"
+
+    settings.LLM_LIMITS_REDIS_URL = ""   # Redis is back; half a minute later nobody holds the audit's lease
+    Audit.objects.filter(pk=audit.pk).update(started_at=audit.started_at - timedelta(minutes=5))
+    AuditChunk.objects.filter(audit=audit).update(leased_until=audit.started_at - timedelta(minutes=1))
+    assert services.audits_resume_stalled(stalled_after=timedelta(seconds=30)) == [audit.id]
+    assert no_tasks == [("audit_work_task", audit.id)]
+    assert services.audits_resume_stalled(stalled_after=timedelta(seconds=30)) == [], "claimed: not sent twice"
+    assert no_tasks == [("audit_work_task", audit.id)]
     assert audit_runner.audit_work(audit.id) == "finished"
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.ANALYSING and audit.status_reason == ""
+    assert AuditRequest.objects.filter(audit=audit, state="answered").count() == 5
 
 
 def test_a_model_the_endpoint_does_not_offer_fails_the_audit_before_any_request(server, no_tasks):

@@ -1,0 +1,55 @@
+"""Recovery: work whose worker died or whose task was lost resumes by itself, once.
+
+Every worker sends ``work_recover_task`` when it starts and then every settings.WORK_RECOVERY_SECONDS from a
+thread of its main process, so no separate scheduler needs deploying; recoveries from several workers overlap
+harmlessly, since each claims what it sends again (a row lock or a lease) and every task is idempotent. A
+recovery sends again:
+
+- item imports still pending that no worker is running (``annotation.services.item_imports_recover``);
+- study analyses queued but never sent, or whose run's lease expired (``study_analyses_recover``);
+- running audits no worker has held a lease on for settings.WORK_STALLED_SECONDS, e.g. after a transient
+  fault stopped their work (``auditapp.audit_services.audits_resume_stalled``).
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import timedelta
+
+from celery import shared_task
+from celery.signals import worker_ready
+from django.conf import settings
+
+from annotation.services import item_imports_recover
+from annotation.study_analysis import study_analyses_recover
+from auditapp.audit_services import audits_resume_stalled
+
+logger = logging.getLogger(__name__)
+
+
+@shared_task(name="tasks.work_recover")
+def work_recover_task(at_start: bool = False) -> dict[str, list[int]]:
+    """Send again what is stuck (module docstring). ``at_start``: a worker has just started, so a pending
+    import no worker holds is sent at once rather than after WORK_STALLED_SECONDS."""
+    stalled = timedelta(seconds=settings.WORK_STALLED_SECONDS)
+    return {"imports": item_imports_recover(resend_after=timedelta(0) if at_start else stalled),
+            "analyses": study_analyses_recover(),
+            "audits": audits_resume_stalled(stalled_after=stalled)}
+
+
+def _send_recoveries(interval: float) -> None:
+    while True:
+        time.sleep(interval)
+        try:
+            # A recovery still queued when the next is due is dropped: a backlog never piles them up.
+            work_recover_task.apply_async(expires=interval)
+        except Exception as error:  # noqa: BLE001 - the broker is away: this thread must live to try again
+            logger.warning("Could not queue the work recovery (%s); trying again in %.0f s", error, interval)
+
+
+@worker_ready.connect
+def _recover_from_now_on(sender=None, **kwargs) -> None:
+    work_recover_task.delay(at_start=True)
+    threading.Thread(target=_send_recoveries, args=(settings.WORK_RECOVERY_SECONDS,), name="work-recovery",
+                     daemon=True).start()
