@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 import redis
 from django.conf import settings
+from django.core.cache import cache
 from django.db import InterfaceError, connection, transaction
 from django.db import OperationalError as DatabaseError
 from django.db.models import Exists, Min, OuterRef, Q
@@ -203,10 +204,13 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
     return audit
 
 
+# Tasks are sent after the commit with robust=True: a broker that is away is logged, never a 500 after the
+# audit was stored; the periodic recovery (tasks.recovery) sends what was not sent.
+
 def enqueue_prepare(audit_id: int) -> None:
     from tasks.audits import audit_prepare_task
 
-    transaction.on_commit(lambda: audit_prepare_task.delay(audit_id))
+    transaction.on_commit(lambda: audit_prepare_task.delay(audit_id), robust=True)
 
 
 def _enqueue_work(audit_id: int, n_tasks: int) -> None:
@@ -215,13 +219,13 @@ def _enqueue_work(audit_id: int, n_tasks: int) -> None:
     def send():
         for _ in range(max(1, n_tasks)):
             audit_work_task.delay(audit_id)
-    transaction.on_commit(send)
+    transaction.on_commit(send, robust=True)
 
 
 def _enqueue_analysis(audit_id: int) -> None:
     from tasks.audits import audit_analyse_task
 
-    transaction.on_commit(lambda: audit_analyse_task.delay(audit_id))
+    transaction.on_commit(lambda: audit_analyse_task.delay(audit_id), robust=True)
 
 
 # ------------------------------------------------------------------------------------------------ requests
@@ -356,6 +360,22 @@ def audits_resume_stalled(*, stalled_after: timedelta) -> list[int]:
                            (now - stalled_after).isoformat())
             _enqueue_work(audit.id, audit.parallel_tasks)
     return [audit.id for audit in audits]
+
+
+def audits_prepare_unsent(*, stalled_after: timedelta) -> list[int]:
+    """Send the preparation again for audits still queued ``stalled_after`` after their launch (its task could
+    not be sent, or was lost). A second preparation is harmless (it finds the audit no longer queued); a
+    cache entry sends at most one per audit per ``stalled_after``, so a long queue is not flooded. Returns
+    the audit ids."""
+    from tasks.audits import audit_prepare_task
+
+    queued = Audit.objects.filter(status=Audit.Status.QUEUED, created_at__lt=timezone.now() - stalled_after)
+    sent = [audit_id for audit_id in queued.values_list("id", flat=True)
+            if cache.add(f"audit-prepare-resent:{audit_id}", 1, timeout=stalled_after.total_seconds())]
+    for audit_id in sent:
+        logger.warning("Audit %s: still queued after %s; sending its preparation again", audit_id, stalled_after)
+        audit_prepare_task.delay(audit_id)
+    return sent
 
 
 def audit_prepare(*, audit_id: int) -> None:

@@ -8,7 +8,9 @@ recovery sends again:
 - item imports still pending that no worker is running (``annotation.services.item_imports_recover``);
 - study analyses queued but never sent, or whose run's lease expired (``study_analyses_recover``);
 - running audits no worker has held a lease on for settings.WORK_STALLED_SECONDS, e.g. after a transient
-  fault stopped their work (``auditapp.audit_services.audits_resume_stalled``).
+  fault stopped their work (``auditapp.audit_services.audits_resume_stalled``);
+- audits still queued that long after their launch, whose preparation was never sent (the broker was away
+  at launch) or was lost (``auditapp.audit_services.audits_prepare_unsent``).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ from django.conf import settings
 
 from annotation.services import item_imports_recover
 from annotation.study_analysis import study_analyses_recover
-from auditapp.audit_services import audits_resume_stalled
+from auditapp.audit_services import audits_prepare_unsent, audits_resume_stalled
 
 logger = logging.getLogger(__name__)
 
@@ -35,7 +37,8 @@ def work_recover_task(at_start: bool = False) -> dict[str, list[int]]:
     stalled = timedelta(seconds=settings.WORK_STALLED_SECONDS)
     return {"imports": item_imports_recover(resend_after=timedelta(0) if at_start else stalled),
             "analyses": study_analyses_recover(),
-            "audits": audits_resume_stalled(stalled_after=stalled)}
+            "audits": audits_resume_stalled(stalled_after=stalled),
+            "audits_prepared": audits_prepare_unsent(stalled_after=stalled)}
 
 
 def _send_recoveries(interval: float) -> None:

@@ -222,3 +222,36 @@ def test_a_model_the_endpoint_does_not_offer_fails_the_audit_before_any_request(
     services.audit_prepare(audit_id=audit.id)
     audit.refresh_from_db()
     assert audit.status == Audit.Status.FAILED and "could not list the models of endpoint down" in audit.status_reason
+
+
+def test_an_audit_launched_while_the_broker_is_away_is_stored_and_prepared_by_the_recovery(server, monkeypatch,
+                                                                                         settings):
+    from datetime import timedelta
+
+    from django.core.cache import cache
+    from kombu.exceptions import OperationalError as BrokerError
+
+    def broker_away(audit_id):
+        raise BrokerError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr("tasks.audits.audit_prepare_task.delay", broker_away)
+    study = make_audit_study(3, n_examples=2)
+    # The launch commits and its task cannot be sent: logged, not raised (the API would answer 500).
+    audit = services.audit_create(study=study, name="launched in an outage", conditions=["zs"],
+                                  models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
+    assert Audit.objects.get(pk=audit.pk).status == Audit.Status.QUEUED
+
+    sent = []
+    monkeypatch.setattr("tasks.audits.audit_prepare_task.delay", sent.append)
+    cache.clear()
+    stalled = timedelta(seconds=30)
+    assert services.audits_prepare_unsent(stalled_after=stalled) == [], "just launched: its task may be queued"
+    Audit.objects.filter(pk=audit.pk).update(created_at=audit.created_at - timedelta(minutes=1))
+    assert services.audits_prepare_unsent(stalled_after=stalled) == [audit.id]
+    assert services.audits_prepare_unsent(stalled_after=stalled) == [], "sent once per stalled period"
+    assert sent == [audit.id]
+    services.audit_prepare(audit_id=audit.id)
+    services.audit_prepare(audit_id=audit.id)  # a second delivery changes nothing
+    assert AuditRequest.objects.filter(audit=audit).count() == 3
+    cache.clear()
+    assert services.audits_prepare_unsent(stalled_after=stalled) == [], "running: nothing to prepare"
