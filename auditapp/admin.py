@@ -7,6 +7,7 @@ import hashlib
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import models
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
@@ -27,6 +28,8 @@ class LLMEndpointAdmin(admin.ModelAdmin):
                     "n_models", "listed_at")
     readonly_fields = ("model_list", "listed_at")
     actions = ["list_models"]
+    # A URL typed without a scheme is a local model server's more often than not (http://127.0.0.1:8080).
+    formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
 
     @admin.display(description="API key")
     def api_key_status(self, endpoint: LLMEndpoint) -> str:
