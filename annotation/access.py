@@ -3,16 +3,21 @@
 Tokens are 192-bit random strings. Requests with unknown tokens are counted per client address; past
 BAD_TOKEN_LIMIT within BAD_TOKEN_WINDOW seconds that address gets 429 for every token page, so tokens
 cannot be guessed by trying.
+
+A write refused because the participant has withdrawn (ParticipantWithdrawn, raised under the
+participant's row lock) is answered here for every page: 410 with the withdraw page, or JSON for the
+pages' scripts.
 """
 from __future__ import annotations
 
 from functools import wraps
 
 from django.core.cache import cache
-from django.http import Http404, HttpRequest, HttpResponse
-from django.shortcuts import redirect
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
 
 from annotation.models import Participant
+from annotation.participation import ParticipantWithdrawn
 
 BAD_TOKEN_LIMIT = 20
 BAD_TOKEN_WINDOW = 15 * 60
@@ -51,6 +56,17 @@ def participant_page(*, step: str | None = None):
                 current = next_step(participant)
                 if current.kind != step:
                     return redirect(step_url(participant, current))
-            return view(request, participant, *args, **kwargs)
+            try:
+                return view(request, participant, *args, **kwargs)
+            except ParticipantWithdrawn as withdrawn:
+                return _withdrawn_response(request, participant, str(withdrawn))
         return wrapper
     return decorate
+
+
+def _withdrawn_response(request: HttpRequest, participant: Participant, message: str) -> HttpResponse:
+    participant.refresh_from_db()
+    if request.content_type == "application/json" or "application/json" in request.headers.get("Accept", ""):
+        return JsonResponse({"error": message, "withdrawn": True}, status=410)
+    return render(request, "participant/withdraw.html", {"participant": participant, "study": participant.study},
+                  status=410)
