@@ -121,6 +121,38 @@ def worker_environment(**extra: str) -> dict[str, str]:
             "DATABASE_URL": database_url(connection.settings_dict), "CELERY_BROKER_URL": redis_url, **extra}
 
 
+def production_environment(var_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of the production shape (production settings over plain HTTP) on this test's PostgreSQL
+    database and on Redis (flushed first), with static files collected under ``var_dir``; skips the test on
+    SQLite, where bin/test's second pass runs it."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
+    broker = redis_broker_url()
+    redis.Redis.from_url(broker).flushdb()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production", "SECRET_KEY": "x" * 50,
+           "SECURE_COOKIES": "0", "SECURE_SSL_REDIRECT": "0", "DATABASE_URL": database_url(connection.settings_dict),
+           "CELERY_BROKER_URL": broker, "VAR_DIR": str(var_dir / "var"), "STATIC_ROOT": str(var_dir / "static"),
+           **extra}
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
+    return env
+
+
+def gunicorn(*, env: dict[str, str], workers: int = 2, threads: int = 1) -> tuple[WatchedProcess, str]:
+    """gunicorn serving the project with ``env`` on a free port, answering /healthz; returns it and its base URL."""
+    port = free_port()
+    web = WatchedProcess([str(VENV_BIN / "gunicorn"), "auditapp.wsgi", "--workers", str(workers), "--threads",
+                          str(threads), "--bind", f"127.0.0.1:{port}"], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: http_answers(f"{base}/healthz"), timeout=60, what="gunicorn")
+    except AssertionError:
+        web.stop()
+        raise AssertionError(f"gunicorn did not answer:\n{web.output[-5000:]}") from None
+    return web, base
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
