@@ -24,6 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Label, Participant, Study
+from annotation.participant_input import InputError, storable_text
 from annotation.study_analysis import study_analysis_enqueue
 
 PSEUDONYM_PREFIX = "P"
@@ -270,6 +271,10 @@ def label_submit(*, participant: Participant, item_id: int, value: int, rational
     study = participant.study
     if value not in study.allowed_label_values:
         raise FlowError(f"{value} is not a label of this study.")
+    try:
+        rationale = storable_text(rationale, field="rationale")
+    except InputError as error:
+        raise FlowError(f"Your reason cannot be saved: {error}") from None
     with participant_locked(participant):
         if not Assignment.objects.filter(participant=participant, item_id=item_id).exists():
             raise FlowError("This sentence is not one of yours.")

@@ -8,6 +8,8 @@ serialised with a withdrawal and refused once the participant has withdrawn.
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import random
 
 import pandas as pd
@@ -15,6 +17,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.models import Participant
+from annotation.participant_input import MAX_ANSWER_TIME_MS, MAX_IAT_LATENCY_MS
 from annotation.participation import participant_locked
 from psychometrics import iat as iat_design
 from psychometrics import instruments as instrument_format
@@ -95,7 +98,9 @@ def answer_save(*, participant: Participant, instrument: Instrument, item_number
         raise ValueError(f"response {response_index} is not an option of {instrument.slug}")
     values = {"response_index": response_index, "position": session.item_order.index(item_number)}
     if rt_ms is not None:
-        values["rt_ms"] = max(0, min(int(rt_ms), 2**31 - 1))
+        if not (isinstance(rt_ms, numbers.Real) and math.isfinite(rt_ms) and 0 <= rt_ms <= MAX_ANSWER_TIME_MS):
+            raise ValueError(f"rt_ms must be a finite number of milliseconds up to {MAX_ANSWER_TIME_MS}")
+        values["rt_ms"] = round(rt_ms)
     with participant_locked(participant):
         if QuestionnaireSession.objects.filter(pk=session.pk, completed_at__isnull=False).exists():
             raise ValueError("this questionnaire is already finished")
@@ -176,10 +181,12 @@ def iat_block_submit(*, participant: Participant, block_number: int, trials: lis
                 raise IATBlockRejected(f"trial {planned['index']}: stimulus does not match the design")
             try:
                 first_ms, correct_ms = float(posted["latency_first_ms"]), float(posted["latency_correct_ms"])
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, OverflowError) as exc:
                 raise IATBlockRejected(f"trial {planned['index']}: latencies missing") from exc
-            if not (0 <= first_ms <= correct_ms):
-                raise IATBlockRejected(f"trial {planned['index']}: latencies out of order")
+            if not (math.isfinite(first_ms) and math.isfinite(correct_ms)
+                    and 0 <= first_ms <= correct_ms <= MAX_IAT_LATENCY_MS):
+                raise IATBlockRejected(f"trial {planned['index']}: latencies must be finite, in order and at most "
+                                       f"{MAX_IAT_LATENCY_MS} ms")
             rows.append(IATTrial(
                 participant=participant, block=block_number, trial=planned["index"], stimulus=planned["stimulus"],
                 stimulus_category=planned["stimulus_category"], pairing=block["pairing"] or "",
