@@ -11,8 +11,7 @@
   const counter = document.getElementById("answered-count");
   const storageKey = "pending-answers:" + url;
   let last = performance.now();
-  let pending = load();  // item number → the latest unacknowledged answer to it
-  let sending = false;
+  const pending = load();  // item number → the latest unacknowledged answer to it
 
   function load() {
     try { return JSON.parse(localStorage.getItem(storageKey) || "{}"); } catch (error) { return {}; }
@@ -31,12 +30,9 @@
     counter.textContent = answered + " of " + items.length + " answered";
   }
 
-  async function flush() {
-    if (sending) return;
-    sending = true;
-    for (let attempt = 0; Object.keys(pending).length; ) {
-      const [item, body] = Object.entries(pending)[0];
-      let acknowledged = false;
+  // Each answer is sent at once (answers do not wait for each other) and again until acknowledged.
+  async function send(body) {
+    for (let attempt = 0; pending[body.item] === body; attempt++) {
       try {
         const response = await fetch(url, {
           method: "POST", credentials: "same-origin",
@@ -45,17 +41,14 @@
         });
         if (response.status === 410) { window.location.reload(); return; }
         // A 4xx will not change by sending it again (the form's submit still carries the answer).
-        acknowledged = response.status < 500;
+        if (response.status < 500) {
+          if (pending[body.item] === body) delete pending[body.item];  // unless a newer answer came meanwhile
+          store();
+          return;
+        }
       } catch (error) { /* network: send again */ }
-      if (acknowledged) {
-        if (pending[item] === body) delete pending[item];  // unless a newer answer came meanwhile
-        store();
-        attempt = 0;
-      } else {
-        await sleep(Math.min(8000, 500 * 2 ** attempt++));
-      }
+      await sleep(Math.min(8000, 500 * 2 ** attempt));
     }
-    sending = false;
   }
 
   form.addEventListener("change", (event) => {
@@ -64,12 +57,12 @@
     const li = input.closest("li.item");
     const now = performance.now();
     li.classList.remove("missing");
-    pending[li.dataset.item] = { item: Number(li.dataset.item), response: Number(input.value),
-                                 rt_ms: Math.round(now - last) };
+    const body = { item: Number(li.dataset.item), response: Number(input.value), rt_ms: Math.round(now - last) };
+    pending[body.item] = body;
     last = now;
     store();
     updateCount();
-    flush();
+    send(body);
   });
 
   // Answers a closed tab did not get acknowledged: show them and send them now.
@@ -77,8 +70,6 @@
     const input = form.querySelector('input[name="item-' + body.item + '"][value="' + body.response + '"]');
     if (input) input.checked = true;
   }
-  if (Object.keys(pending).length) {
-    updateCount();
-    flush();
-  }
+  if (Object.keys(pending).length) updateCount();
+  Object.values(pending).forEach(send);
 })();
