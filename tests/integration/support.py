@@ -1,13 +1,16 @@
 """Starting and watching real processes (Celery workers, the run command) and finding real services."""
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -151,6 +154,46 @@ def gunicorn(*, env: dict[str, str], workers: int = 2, threads: int = 1) -> tupl
         web.stop()
         raise AssertionError(f"gunicorn did not answer:\n{web.output[-5000:]}") from None
     return web, base
+
+
+class ThrowawayPostgres:
+    """A PostgreSQL server of its own in a temporary folder (Debian's binaries, as bin/lib/services.sh starts
+    one), which a test may stop and start again; skips the test when the binaries are missing. ``close()``
+    stops it and removes the folder."""
+
+    def __init__(self):
+        binaries = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
+        require_service("PostgreSQL's binaries (/usr/lib/postgresql/*/bin)", bool(binaries))
+        self.bin = binaries[-1]
+        # Not under pytest's tmp_path: its parents are private to root, and the server runs as postgres.
+        directory = self.directory = Path(tempfile.mkdtemp(prefix="auditapp-throwaway-pg-"))
+        directory.chmod(0o755)
+        self.port = free_port()
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/auditapp"
+        self._as_postgres: list[str] = []
+        if os.geteuid() == 0:  # initdb refuses to run as root
+            shutil.chown(directory, "postgres")
+            self._as_postgres = ["runuser", "-u", "postgres", "--"]
+        self._run("initdb", "-D", str(directory / "data"), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+        self.start()
+        subprocess.run([str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                        "auditapp"], check=True, capture_output=True)
+
+    def _run(self, program: str, *args: str) -> None:
+        subprocess.run([*self._as_postgres, str(self.bin / program), *args], check=True, capture_output=True)
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.directory / "data"), "-l", str(self.directory / "log"), "-w", "-o",
+                  f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off "
+                  "-c synchronous_commit=off -c full_page_writes=off", "start")
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.directory / "data"), "-m", "fast", "-w", "stop")
+
+    def close(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def free_port() -> int:
