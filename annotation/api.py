@@ -125,8 +125,8 @@ class IATTrialRowSerializer(serializers.Serializer):
     correct_side = serializers.CharField()
     first_key = serializers.CharField()
     error = serializers.BooleanField()
-    latency_first_ms = serializers.FloatField()
-    latency_correct_ms = serializers.FloatField()
+    latency_first_ms = serializers.FloatField(allow_null=True, help_text="Empty only for a legacy non-finite value.")
+    latency_correct_ms = serializers.FloatField(allow_null=True, help_text="Empty only for a legacy non-finite value.")
 
 
 class LabelRowSerializer(serializers.Serializer):

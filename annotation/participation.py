@@ -4,11 +4,17 @@ and withdrawal; and :func:`next_step`, the one function that says where a partic
 The flow (seed 000 §3.1, §8): content warning and consent → each of the study's instruments in order →
 the IAT (if enabled) → labelling instructions → labelling → done. Everything a participant answers is
 stored as it is given, so a closed tab resumes at the first unanswered thing.
+
+Every write for a participant runs under :func:`participant_locked`: their row is locked and their state
+read again under the lock, so a withdrawal and a write in flight are serialised. Withdrawal wins: once
+it has committed, every later write raises :class:`ParticipantWithdrawn` and stores nothing.
 """
 from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -18,6 +24,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Assignment, Item, Label, Participant, Study
+from annotation.participant_input import InputError, storable_text
 from annotation.study_analysis import study_analysis_enqueue
 
 PSEUDONYM_PREFIX = "P"
@@ -25,6 +32,37 @@ PSEUDONYM_PREFIX = "P"
 
 class FlowError(Exception):
     """A participant asked for something the flow does not allow (the message is shown to them)."""
+
+
+class ParticipantWithdrawn(Exception):
+    """A write for a participant who has withdrawn: nothing was stored (the access decorator answers 410)."""
+
+    def __init__(self):
+        super().__init__("You have withdrawn from this study; nothing more is recorded.")
+
+
+_FLOW_STATE_FIELDS = ("status", "started_at", "read_instructions_at", "completed_at", "withdrawn_at",
+                      "attention_check_score", "attention_checks_passed")
+
+
+@contextmanager
+def participant_locked(participant: Participant) -> Iterator[Participant]:
+    """Run a write for ``participant`` in a transaction holding their row lock; raise ParticipantWithdrawn
+    (and write nothing) if they have withdrawn.
+
+    The caller's instance is refreshed from the locked row, so decisions inside the block (is this the
+    last label, has consent been given) are taken on the current state, not on the one the request saw
+    before waiting for the lock. FOR NO KEY UPDATE does not block the inserts of rows that reference
+    the participant, only other writers of the participant row. SQLite ignores the lock but runs each
+    transaction alone (IMMEDIATE mode), which gives the same order.
+    """
+    with transaction.atomic():
+        current = Participant.objects.select_for_update(no_key=True).get(pk=participant.pk)
+        if current.status == Participant.Status.WITHDRAWN:
+            raise ParticipantWithdrawn()
+        for field in _FLOW_STATE_FIELDS:
+            setattr(participant, field, getattr(current, field))
+        yield participant
 
 
 @dataclass(frozen=True)
@@ -108,17 +146,20 @@ def open_link_join(*, study: Study, prolific_pid: str = "", prolific_study_id: s
 
 def participant_consent(*, participant: Participant) -> None:
     """Record consent (after the content warning) and start the participant's session."""
-    if participant.started_at is None:
-        participant.started_at = timezone.now()
-        participant.status = Participant.Status.ACTIVE
-        participant.save(update_fields=["started_at", "status", "updated_at"])
+    with participant_locked(participant):
+        if participant.started_at is None:
+            participant.started_at = timezone.now()
+            participant.status = Participant.Status.ACTIVE
+            participant.save(update_fields=["started_at", "status", "updated_at"])
 
 
 def participant_withdraw(*, participant: Participant) -> None:
     """Delete everything the participant gave (answers, scores, IAT trials, labels, assignments).
 
     The participant row stays, marked withdrawn and with no data, so the study's recruitment numbers
-    stay true and the invite link shows that they withdrew.
+    stay true and the invite link shows that they withdrew. The row is locked first, so a write in
+    flight either commits before the deletion (and is deleted with the rest) or finds the participant
+    withdrawn and stores nothing. Withdrawing twice changes nothing.
     """
     from psychometrics.models import (
         IATSession,
@@ -128,22 +169,27 @@ def participant_withdraw(*, participant: Participant) -> None:
         QuestionnaireSession,
     )
 
-    with transaction.atomic():
-        for model in (Label, Assignment, InstrumentResponse, InstrumentScore, QuestionnaireSession, IATTrial,
-                      IATSession):
-            model.objects.filter(participant=participant).delete()
-        participant.status = Participant.Status.WITHDRAWN
-        participant.withdrawn_at = timezone.now()
-        participant.attention_check_score = None
-        participant.attention_checks_passed = None
-        participant.save()
+    try:
+        with participant_locked(participant):
+            for model in (Label, Assignment, InstrumentResponse, InstrumentScore, QuestionnaireSession, IATTrial,
+                          IATSession):
+                model.objects.filter(participant=participant).delete()
+            participant.status = Participant.Status.WITHDRAWN
+            participant.withdrawn_at = timezone.now()
+            participant.attention_check_score = None
+            participant.attention_checks_passed = None
+            participant.save(update_fields=["status", "withdrawn_at", "attention_check_score",
+                                            "attention_checks_passed", "updated_at"])
+    except ParticipantWithdrawn:
+        participant.status = Participant.Status.WITHDRAWN  # by another request: its deletion stands
+        return
     study_analysis_enqueue(study_id=participant.study_id)
 
 
 def instructions_read(*, participant: Participant) -> None:
     """The participant has read the labelling instructions: hand out their items. A participant who gets
     none (every item already has its annotators) is done."""
-    with transaction.atomic():
+    with participant_locked(participant):
         if participant.read_instructions_at is None:
             assignments_allocate(participant=participant)
             participant.read_instructions_at = timezone.now()
@@ -225,32 +271,43 @@ def label_submit(*, participant: Participant, item_id: int, value: int, rational
     study = participant.study
     if value not in study.allowed_label_values:
         raise FlowError(f"{value} is not a label of this study.")
-    if not Assignment.objects.filter(participant=participant, item_id=item_id).exists():
-        raise FlowError("This sentence is not one of yours.")
     try:
-        with transaction.atomic():
-            label = Label.objects.create(participant=participant, item_id=item_id, value=value,
-                                         rationale=rationale.strip()[:2000])
-    except IntegrityError:
-        label = Label.objects.get(participant=participant, item_id=item_id)
-    Assignment.objects.filter(participant=participant).update(
-        expires_at=timezone.now() + timedelta(minutes=study.assignment_timeout_minutes))
-    unlabelled = Assignment.objects.filter(participant=participant).exclude(
-        Exists(Label.objects.filter(participant=participant, item_id=OuterRef("item_id"))))
-    if participant.completed_at is None and not unlabelled.exists():
-        participant_complete(participant=participant)
+        rationale = storable_text(rationale, field="rationale")
+    except InputError as error:
+        raise FlowError(f"Your reason cannot be saved: {error}") from None
+    with participant_locked(participant):
+        if not Assignment.objects.filter(participant=participant, item_id=item_id).exists():
+            raise FlowError("This sentence is not one of yours.")
+        try:
+            with transaction.atomic():
+                label = Label.objects.create(participant=participant, item_id=item_id, value=value,
+                                             rationale=rationale.strip()[:2000])
+        except IntegrityError:
+            label = Label.objects.get(participant=participant, item_id=item_id)
+        Assignment.objects.filter(participant=participant).update(
+            expires_at=timezone.now() + timedelta(minutes=study.assignment_timeout_minutes))
+        unlabelled = Assignment.objects.filter(participant=participant).exclude(
+            Exists(Label.objects.filter(participant=participant, item_id=OuterRef("item_id"))))
+        if participant.completed_at is None and not unlabelled.exists():
+            participant_complete(participant=participant)
     return label
 
 
 def participant_complete(*, participant: Participant) -> None:
-    """Mark the participant done and score their attention checks against the threshold."""
-    checks = list(Label.objects.filter(participant=participant, item__attention_check_answer__isnull=False)
-                  .values_list("value", "item__attention_check_answer"))
-    if checks:
-        participant.attention_check_score = sum(v == a for v, a in checks) / len(checks)
-        participant.attention_checks_passed = (
-            participant.attention_check_score >= participant.study.attention_check_pass_threshold)
-    participant.status = Participant.Status.COMPLETED
-    participant.completed_at = timezone.now()
-    participant.save()
-    study_analysis_enqueue(study_id=participant.study_id)
+    """Mark the participant done and score their attention checks against the threshold.
+
+    Writes only the completion fields, so it can never undo a withdrawal's; a withdrawn participant is
+    refused (ParticipantWithdrawn).
+    """
+    with participant_locked(participant):
+        checks = list(Label.objects.filter(participant=participant, item__attention_check_answer__isnull=False)
+                      .values_list("value", "item__attention_check_answer"))
+        if checks:
+            participant.attention_check_score = sum(v == a for v, a in checks) / len(checks)
+            participant.attention_checks_passed = (
+                participant.attention_check_score >= participant.study.attention_check_pass_threshold)
+        participant.status = Participant.Status.COMPLETED
+        participant.completed_at = timezone.now()
+        participant.save(update_fields=["status", "completed_at", "attention_check_score",
+                                        "attention_checks_passed", "updated_at"])
+        study_analysis_enqueue(study_id=participant.study_id)

@@ -7,6 +7,7 @@ row). The API iterates querysets in chunks, so an export of any size runs in fla
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
@@ -146,10 +147,18 @@ IAT_TRIAL_EXPORT = {
 
 
 def study_iat_trials_export(*, study: Study) -> Export:
-    """Every IAT trial: latencies to the first key and to the correct key, in ms from stimulus onset."""
+    """Every IAT trial: latencies to the first key and to the correct key, in ms from stimulus onset.
+
+    A latency that is not finite (stored before the IAT posts were validated) is exported as empty, so
+    one such trial cannot make the whole study's export fail.
+    """
     rows = (IATTrial.objects.filter(participant__study=study).order_by("participant__pseudonym", "block", "trial")
             .values_list(*IAT_TRIAL_EXPORT.values()))
-    return Export(list(IAT_TRIAL_EXPORT), rows)
+
+    def finite_latencies(row: tuple) -> tuple:
+        *rest, first_ms, correct_ms = row
+        return (*rest, *(ms if ms is not None and math.isfinite(ms) else None for ms in (first_ms, correct_ms)))
+    return Export(list(IAT_TRIAL_EXPORT), rows, finite_latencies)
 
 
 def study_scores_frame(*, study: Study) -> pd.DataFrame:

@@ -8,6 +8,7 @@ from django.views.decorators.http import require_http_methods
 
 from annotation.access import participant_page
 from annotation.models import LabelValue, Study
+from annotation.participant_input import InputError, form_number, storable_text
 from annotation.participation import (
     FlowError,
     instructions_read,
@@ -26,9 +27,13 @@ def join(request: HttpRequest, open_token: str) -> HttpResponse:
     """The study's open link: one participant per visitor (per PROLIFIC_PID when given), up to the cap."""
     study = get_object_or_404(Study, open_link_token=open_token)
     try:
-        participant = open_link_join(study=study, prolific_pid=request.GET.get("PROLIFIC_PID", ""),
-                                     prolific_study_id=request.GET.get("STUDY_ID", ""),
-                                     prolific_session_id=request.GET.get("SESSION_ID", ""))
+        prolific = {field: storable_text(request.GET.get(parameter, ""), field=parameter)
+                    for field, parameter in (("prolific_pid", "PROLIFIC_PID"), ("prolific_study_id", "STUDY_ID"),
+                                             ("prolific_session_id", "SESSION_ID"))}
+    except InputError as error:
+        return render(request, "participant/message.html", {"study": study, "message": str(error)}, status=400)
+    try:
+        participant = open_link_join(study=study, **prolific)
     except FlowError as error:
         return render(request, "participant/message.html", {"study": study, "message": str(error)}, status=403)
     return redirect("participant:resume", participant.invite_token)
@@ -75,10 +80,13 @@ def label(request: HttpRequest, participant) -> HttpResponse:
     error = None
     if request.method == "POST":
         try:
-            label_submit(participant=participant, item_id=int(request.POST.get("item", "0")),
-                         value=int(request.POST.get("value", "")), rationale=request.POST.get("rationale", ""))
-        except (ValueError, FlowError) as exc:
-            error = str(exc) if isinstance(exc, FlowError) else "Please choose a label."
+            label_submit(participant=participant, item_id=form_number(request.POST.get("item"), field="item"),
+                         value=form_number(request.POST.get("value"), field="value"),
+                         rationale=request.POST.get("rationale", ""))
+        except InputError:
+            error = "Please choose a label."
+        except FlowError as refused:
+            error = str(refused)
         else:
             return redirect("participant:resume", participant.invite_token)
     progress = labelling_progress(participant=participant)
@@ -88,7 +96,7 @@ def label(request: HttpRequest, participant) -> HttpResponse:
     return render(request, "participant/label.html", {
         "participant": participant, "study": participant.study, "item": progress.assignment.item,
         "number": progress.done + 1, "total": progress.total, "label_choices": _label_choices(participant.study),
-        "error": error})
+        "error": error}, status=400 if error else 200)
 
 
 @participant_page(step="done")

@@ -1,10 +1,15 @@
 """Writes of the psychometrics domain: instruments (shipped and uploaded), questionnaire answers and
 scores, and the IAT (session, trial blocks, D score). Scores are computed here from the stored raw
 answers and trials, never taken from the browser.
+
+Every write for a participant runs under ``participant_locked`` (annotation.participation), so it is
+serialised with a withdrawal and refused once the participant has withdrawn.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
+import numbers
 import random
 
 import pandas as pd
@@ -12,6 +17,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.models import Participant
+from annotation.participant_input import MAX_ANSWER_TIME_MS, MAX_IAT_LATENCY_MS
+from annotation.participation import participant_locked
 from psychometrics import iat as iat_design
 from psychometrics import instruments as instrument_format
 from psychometrics.models import (
@@ -69,12 +76,13 @@ def questionnaire_session(*, participant: Participant, instrument: Instrument) -
     setting = StudyInstrument.objects.filter(study_id=participant.study_id, instrument=instrument).first()
     if setting is not None and setting.randomise_items:
         random.Random(f"{participant.seed}:{instrument.content_hash}").shuffle(numbers)
-    try:
-        with transaction.atomic():
-            return QuestionnaireSession.objects.create(participant=participant, instrument=instrument,
-                                                       item_order=numbers)
-    except IntegrityError:
-        return QuestionnaireSession.objects.get(participant=participant, instrument=instrument)
+    with participant_locked(participant):
+        try:
+            with transaction.atomic():
+                return QuestionnaireSession.objects.create(participant=participant, instrument=instrument,
+                                                           item_order=numbers)
+        except IntegrityError:
+            return QuestionnaireSession.objects.get(participant=participant, instrument=instrument)
 
 
 def answer_save(*, participant: Participant, instrument: Instrument, item_number: int, response_index: int,
@@ -84,36 +92,38 @@ def answer_save(*, participant: Participant, instrument: Instrument, item_number
     ``rt_ms`` None (the no-JavaScript form path) keeps the time an earlier autosave recorded.
     """
     session = questionnaire_session(participant=participant, instrument=instrument)
-    if session.completed_at is not None:
-        raise ValueError("this questionnaire is already finished")
     if item_number not in session.item_order:
         raise ValueError(f"item {item_number} is not in {instrument.slug}")
     if not 0 <= response_index < len(instrument.parsed.response_options):
         raise ValueError(f"response {response_index} is not an option of {instrument.slug}")
     values = {"response_index": response_index, "position": session.item_order.index(item_number)}
     if rt_ms is not None:
-        values["rt_ms"] = max(0, min(int(rt_ms), 2**31 - 1))
-    response, _ = InstrumentResponse.objects.update_or_create(
-        participant=participant, instrument=instrument, item_number=item_number, defaults=values)
+        if not (isinstance(rt_ms, numbers.Real) and math.isfinite(rt_ms) and 0 <= rt_ms <= MAX_ANSWER_TIME_MS):
+            raise ValueError(f"rt_ms must be a finite number of milliseconds up to {MAX_ANSWER_TIME_MS}")
+        values["rt_ms"] = round(rt_ms)
+    with participant_locked(participant):
+        if QuestionnaireSession.objects.filter(pk=session.pk, completed_at__isnull=False).exists():
+            raise ValueError("this questionnaire is already finished")
+        response, _ = InstrumentResponse.objects.update_or_create(
+            participant=participant, instrument=instrument, item_number=item_number, defaults=values)
     return response
 
 
 def questionnaire_finish(*, participant: Participant, instrument: Instrument) -> InstrumentScore:
     """Score a complete questionnaire from its stored answers; IncompleteQuestionnaire if any is missing."""
     session = questionnaire_session(participant=participant, instrument=instrument)
-    answers = dict(InstrumentResponse.objects.filter(participant=participant, instrument=instrument)
-                   .values_list("item_number", "response_index"))
-    missing = [n for n in session.item_order if n not in answers]
-    if missing:
-        raise IncompleteQuestionnaire(missing)
-    score = instrument_format.score_responses(instrument.parsed, answers)
-    with transaction.atomic():
+    with participant_locked(participant):
+        answers = dict(InstrumentResponse.objects.filter(participant=participant, instrument=instrument)
+                       .values_list("item_number", "response_index"))
+        missing = [n for n in session.item_order if n not in answers]
+        if missing:
+            raise IncompleteQuestionnaire(missing)
+        score = instrument_format.score_responses(instrument.parsed, answers)
         stored, _ = InstrumentScore.objects.update_or_create(
             participant=participant, instrument=instrument,
             defaults={"total": score.total, "subscales": dict(score.subscales), "tier": score.tier or ""})
-        if session.completed_at is None:
-            session.completed_at = timezone.now()
-            session.save(update_fields=["completed_at"])
+        QuestionnaireSession.objects.filter(pk=session.pk, completed_at__isnull=True).update(
+            completed_at=timezone.now())
     return stored
 
 
@@ -130,7 +140,7 @@ def iat_session(*, participant: Participant) -> IATSession:
     if existing is not None:
         return existing
     stimuli = iat_stimuli_for(participant.study)
-    with transaction.atomic():
+    with participant_locked(participant):
         condition = IATSession.objects.filter(participant__study_id=participant.study_id).count() % 4
         blocks = iat_design.build_iat(stimuli, condition_index=condition, seed=participant.seed)
         try:
@@ -149,8 +159,10 @@ def iat_block_submit(*, participant: Participant, block_number: int, trials: lis
     pairing and the error flag are taken from (or checked against) the participant's design. After
     block 7 the D score (built-in error penalty) and D600 are computed and stored.
     """
-    with transaction.atomic():
-        session = IATSession.objects.select_for_update().get(participant=participant)
+    with participant_locked(participant):
+        session = IATSession.objects.select_for_update().filter(participant=participant).first()
+        if session is None:
+            raise IATBlockRejected("no IAT in progress")
         if not 1 <= block_number <= len(session.design):
             raise IATBlockRejected(f"there is no block {block_number}")
         if block_number <= session.blocks_done:
@@ -169,10 +181,12 @@ def iat_block_submit(*, participant: Participant, block_number: int, trials: lis
                 raise IATBlockRejected(f"trial {planned['index']}: stimulus does not match the design")
             try:
                 first_ms, correct_ms = float(posted["latency_first_ms"]), float(posted["latency_correct_ms"])
-            except (KeyError, TypeError, ValueError) as exc:
+            except (KeyError, TypeError, ValueError, OverflowError) as exc:
                 raise IATBlockRejected(f"trial {planned['index']}: latencies missing") from exc
-            if not (0 <= first_ms <= correct_ms):
-                raise IATBlockRejected(f"trial {planned['index']}: latencies out of order")
+            if not (math.isfinite(first_ms) and math.isfinite(correct_ms)
+                    and 0 <= first_ms <= correct_ms <= MAX_IAT_LATENCY_MS):
+                raise IATBlockRejected(f"trial {planned['index']}: latencies must be finite, in order and at most "
+                                       f"{MAX_IAT_LATENCY_MS} ms")
             rows.append(IATTrial(
                 participant=participant, block=block_number, trial=planned["index"], stimulus=planned["stimulus"],
                 stimulus_category=planned["stimulus_category"], pairing=block["pairing"] or "",

@@ -2,15 +2,14 @@
 IAT (trials run in the browser; each block posted when it ends). Thin: each calls one service."""
 from __future__ import annotations
 
-import json
-
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.access import participant_page
-from psychometrics.models import IATSession, Instrument, InstrumentResponse
+from annotation.participant_input import InputError, form_number, iat_block_post, questionnaire_answer
+from psychometrics.models import Instrument, InstrumentResponse
 from psychometrics.services import (
     IATBlockRejected,
     IncompleteQuestionnaire,
@@ -31,10 +30,10 @@ def questionnaire(request: HttpRequest, participant, instrument_id: int) -> Http
     if request.method == "POST":
         for number in session.item_order:
             value = request.POST.get(f"item-{number}")
-            if value is not None and value.isdigit():
+            if value is not None:
                 try:
                     answer_save(participant=participant, instrument=instrument, item_number=number,
-                                response_index=int(value))
+                                response_index=form_number(value, field=f"item-{number}"))
                 except ValueError:
                     continue  # not an option of this item: it stays unanswered and is marked below
         try:
@@ -60,10 +59,10 @@ def answer(request: HttpRequest, participant, instrument_id: int) -> JsonRespons
     """Autosave of one answer (JSON: item, response, rt_ms)."""
     instrument = get_object_or_404(Instrument, pk=instrument_id)
     try:
-        body = json.loads(request.body)
-        answer_save(participant=participant, instrument=instrument, item_number=int(body["item"]),
-                    response_index=int(body["response"]), rt_ms=body.get("rt_ms"))
-    except (ValueError, KeyError, TypeError) as exc:
+        given = questionnaire_answer(request.body)
+        answer_save(participant=participant, instrument=instrument, item_number=given.item,
+                    response_index=given.response, rt_ms=given.rt_ms)
+    except ValueError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     return JsonResponse({"saved": True})
 
@@ -88,14 +87,12 @@ def iat_block(request: HttpRequest, participant) -> JsonResponse:
 
     Not bound to the IAT step, so a retried post of the last block is still acknowledged.
     """
-    if not IATSession.objects.filter(participant=participant).exists():
-        return JsonResponse({"error": "no IAT in progress"}, status=409)
     try:
-        body = json.loads(request.body)
-        session = iat_block_submit(participant=participant, block_number=int(body["block"]),
-                                   trials=list(body["trials"]))
+        posted = iat_block_post(request.body)
+    except InputError as error:
+        return JsonResponse({"error": f"malformed block: {error}"}, status=400)
+    try:
+        session = iat_block_submit(participant=participant, block_number=posted.block, trials=posted.trials)
     except IATBlockRejected as rejected:
         return JsonResponse({"error": str(rejected)}, status=409)
-    except (ValueError, KeyError, TypeError) as exc:
-        return JsonResponse({"error": f"malformed block: {exc}"}, status=400)
     return JsonResponse({"next_block": session.blocks_done + 1, "finished": session.completed_at is not None})

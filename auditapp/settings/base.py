@@ -71,6 +71,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "auditapp.middleware.DatabaseUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "auditapp.urls"

@@ -78,8 +78,9 @@
           headers: { "Content-Type": "application/json", "X-CSRFToken": csrf }, body: body,
         });
         if (response.ok) return response.json();
-        if (response.status === 409 || response.status === 400) {
-          // The server holds a different state (e.g. another tab finished this block): start again from it.
+        if (response.status === 409 || response.status === 400 || response.status === 410) {
+          // The server holds a different state (another tab finished this block, or the participant
+          // withdrew): start again from it.
           window.location.reload();
           return new Promise(() => {});
         }

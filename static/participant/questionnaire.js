@@ -1,5 +1,7 @@
-// Questionnaire autosave: each answer is posted as it is given, with the time spent on the item
-// (since the page was shown or the previous answer). The form's own submit still works without it.
+// Questionnaire autosave: each answer is posted as it is given, with the time spent on the item (since
+// the page was shown or the previous answer). An answer is kept until the server acknowledges it: on a
+// network error or a 5xx it is sent again with backoff, and it is kept in localStorage so that a closed
+// tab sends it when the page is opened again. The form's own submit still works without JavaScript.
 (function () {
   "use strict";
   const form = document.getElementById("questionnaire");
@@ -7,7 +9,20 @@
   const url = form.dataset.answerUrl;
   const csrf = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   const counter = document.getElementById("answered-count");
+  const storageKey = "pending-answers:" + url;
   let last = performance.now();
+  const pending = load();  // item number → the latest unacknowledged answer to it
+
+  function load() {
+    try { return JSON.parse(localStorage.getItem(storageKey) || "{}"); } catch (error) { return {}; }
+  }
+  function store() {
+    try {
+      if (Object.keys(pending).length) localStorage.setItem(storageKey, JSON.stringify(pending));
+      else localStorage.removeItem(storageKey);
+    } catch (error) { /* private mode: the answers are still retried while the page is open */ }
+  }
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
   function updateCount() {
     const items = form.querySelectorAll("li.item");
@@ -15,16 +30,24 @@
     counter.textContent = answered + " of " + items.length + " answered";
   }
 
-  async function save(body, attempt) {
-    try {
-      const response = await fetch(url, {
-        method: "POST", credentials: "same-origin",
-        headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-        body: JSON.stringify(body),
-      });
-      if (response.status >= 500) throw new Error("server " + response.status);
-    } catch (error) {
-      if (attempt < 5) setTimeout(() => save(body, attempt + 1), 500 * 2 ** attempt);
+  // Each answer is sent at once (answers do not wait for each other) and again until acknowledged.
+  async function send(body) {
+    for (let attempt = 0; pending[body.item] === body; attempt++) {
+      try {
+        const response = await fetch(url, {
+          method: "POST", credentials: "same-origin",
+          headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+          body: JSON.stringify(body),
+        });
+        if (response.status === 410) { window.location.reload(); return; }
+        // A 4xx will not change by sending it again (the form's submit still carries the answer).
+        if (response.status < 500) {
+          if (pending[body.item] === body) delete pending[body.item];  // unless a newer answer came meanwhile
+          store();
+          return;
+        }
+      } catch (error) { /* network: send again */ }
+      await sleep(Math.min(8000, 500 * 2 ** attempt));
     }
   }
 
@@ -34,8 +57,19 @@
     const li = input.closest("li.item");
     const now = performance.now();
     li.classList.remove("missing");
-    save({ item: Number(li.dataset.item), response: Number(input.value), rt_ms: Math.round(now - last) }, 0);
+    const body = { item: Number(li.dataset.item), response: Number(input.value), rt_ms: Math.round(now - last) };
+    pending[body.item] = body;
     last = now;
+    store();
     updateCount();
+    send(body);
   });
+
+  // Answers a closed tab did not get acknowledged: show them and send them now.
+  for (const body of Object.values(pending)) {
+    const input = form.querySelector('input[name="item-' + body.item + '"][value="' + body.response + '"]');
+    if (input) input.checked = true;
+  }
+  if (Object.keys(pending).length) updateCount();
+  Object.values(pending).forEach(send);
 })();

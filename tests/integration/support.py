@@ -1,13 +1,16 @@
 """Starting and watching real processes (Celery workers, the run command) and finding real services."""
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import re
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Callable
@@ -119,6 +122,78 @@ def worker_environment(**extra: str) -> dict[str, str]:
     redis.Redis.from_url(redis_url).flushdb()
     return {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test",
             "DATABASE_URL": database_url(connection.settings_dict), "CELERY_BROKER_URL": redis_url, **extra}
+
+
+def production_environment(var_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of the production shape (production settings over plain HTTP) on this test's PostgreSQL
+    database and on Redis (flushed first), with static files collected under ``var_dir``; skips the test on
+    SQLite, where bin/test's second pass runs it."""
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
+    broker = redis_broker_url()
+    redis.Redis.from_url(broker).flushdb()
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production", "SECRET_KEY": "x" * 50,
+           "SECURE_COOKIES": "0", "SECURE_SSL_REDIRECT": "0", "DATABASE_URL": database_url(connection.settings_dict),
+           "CELERY_BROKER_URL": broker, "VAR_DIR": str(var_dir / "var"), "STATIC_ROOT": str(var_dir / "static"),
+           **extra}
+    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
+    return env
+
+
+def gunicorn(*, env: dict[str, str], workers: int = 2, threads: int = 1) -> tuple[WatchedProcess, str]:
+    """gunicorn serving the project with ``env`` on a free port, answering /healthz; returns it and its base URL."""
+    port = free_port()
+    web = WatchedProcess([str(VENV_BIN / "gunicorn"), "auditapp.wsgi", "--workers", str(workers), "--threads",
+                          str(threads), "--bind", f"127.0.0.1:{port}"], env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(lambda: http_answers(f"{base}/healthz"), timeout=60, what="gunicorn")
+    except AssertionError:
+        web.stop()
+        raise AssertionError(f"gunicorn did not answer:\n{web.output[-5000:]}") from None
+    return web, base
+
+
+class ThrowawayPostgres:
+    """A PostgreSQL server of its own in a temporary folder (Debian's binaries, as bin/lib/services.sh starts
+    one), which a test may stop and start again; skips the test when the binaries are missing. ``close()``
+    stops it and removes the folder."""
+
+    def __init__(self):
+        binaries = sorted(Path("/usr/lib/postgresql").glob("*/bin"))
+        require_service("PostgreSQL's binaries (/usr/lib/postgresql/*/bin)", bool(binaries))
+        self.bin = binaries[-1]
+        # Not under pytest's tmp_path: its parents are private to root, and the server runs as postgres.
+        directory = self.directory = Path(tempfile.mkdtemp(prefix="auditapp-throwaway-pg-"))
+        directory.chmod(0o755)
+        self.port = free_port()
+        self.url = f"postgres://postgres@127.0.0.1:{self.port}/auditapp"
+        self._as_postgres: list[str] = []
+        if os.geteuid() == 0:  # initdb refuses to run as root
+            shutil.chown(directory, "postgres")
+            self._as_postgres = ["runuser", "-u", "postgres", "--"]
+        self._run("initdb", "-D", str(directory / "data"), "-U", "postgres", "-A", "trust", "-E", "UTF8", "--no-sync")
+        self.start()
+        subprocess.run([str(self.bin / "createdb"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres",
+                        "auditapp"], check=True, capture_output=True)
+
+    def _run(self, program: str, *args: str) -> None:
+        subprocess.run([*self._as_postgres, str(self.bin / program), *args], check=True, capture_output=True)
+
+    def start(self) -> None:
+        self._run("pg_ctl", "-D", str(self.directory / "data"), "-l", str(self.directory / "log"), "-w", "-o",
+                  f"-p {self.port} -k {self.directory} -c listen_addresses=127.0.0.1 -c fsync=off "
+                  "-c synchronous_commit=off -c full_page_writes=off", "start")
+
+    def stop(self) -> None:
+        self._run("pg_ctl", "-D", str(self.directory / "data"), "-m", "fast", "-w", "stop")
+
+    def close(self) -> None:
+        with contextlib.suppress(subprocess.CalledProcessError):
+            self.stop()
+        shutil.rmtree(self.directory, ignore_errors=True)
 
 
 def free_port() -> int:

@@ -10,24 +10,18 @@ import sys
 
 import httpx
 import pytest
-import redis
 from django.contrib.auth.hashers import PBKDF2PasswordHasher
-from django.db import connection
 
 from annotation.models import Study
 from auditapp.services import researcher_create
 from tests.factories import autalic_like_csv
 from tests.integration.support import (
     REPO,
-    VENV_BIN,
-    WatchedProcess,
     admin_upload_as_researcher,
     celery_worker,
-    database_url,
-    free_port,
+    gunicorn,
     http_answers,
-    redis_broker_url,
-    wait_for,
+    production_environment,
     wait_for_study_counts,
 )
 
@@ -35,27 +29,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(t
 
 
 def test_gunicorn_and_worker_on_postgres_and_redis(tmp_path):
-    if connection.vendor != "postgresql":
-        pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
-    broker = redis_broker_url()
-    redis.Redis.from_url(broker).flushdb()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production", "SECRET_KEY": "x" * 50,
-           "SECURE_COOKIES": "0", "SECURE_SSL_REDIRECT": "0", "DATABASE_URL": database_url(connection.settings_dict),
-           "CELERY_BROKER_URL": broker, "VAR_DIR": str(tmp_path / "var"), "STATIC_ROOT": str(tmp_path / "static")}
-    subprocess.run([sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=REPO, env=env, check=True)
+    env = production_environment(tmp_path)
     study = Study.objects.create(name="Production", slug="production")
     user, password, token = researcher_create(username="prod-researcher")
     # The test settings hash with MD5 for speed; production verifies with its own default hasher.
     user.password = PBKDF2PasswordHasher().encode(password, PBKDF2PasswordHasher().salt())
     user.save(update_fields=["password"])
 
-    port = free_port()
-    web = WatchedProcess([str(VENV_BIN / "gunicorn"), "auditapp.wsgi", "--workers", "2", "--bind",
-                          f"127.0.0.1:{port}"], env=env)
+    web, base = gunicorn(env=env)
     worker = celery_worker(env=env)
-    base = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: http_answers(f"{base}/healthz"), timeout=60, what="gunicorn")
         worker.wait_for_output(r"celery@\S+ ready", timeout=60)
         login = httpx.get(f"{base}/admin/login/").text
         stylesheet = re.search(r'href="(/static/admin/css/base\.[0-9a-f]{12}\.css)"', login).group(1)

@@ -26,14 +26,25 @@ def test_tokens_are_long_and_random():
 
 
 def test_unknown_token_is_404_and_guessing_is_rate_limited():
-    study = flow_study()
-    (participant,) = invite(study)
     client = Client()
     for n in range(BAD_TOKEN_LIMIT):
         assert client.get(f"/p/guess-{n}/").status_code == 404
-    assert client.get("/p/guess-more/").status_code == 429
-    assert client.get(f"/p/{participant.invite_token}/").status_code == 429  # the address is blocked
-    assert Client(REMOTE_ADDR="10.9.9.9").get(f"/p/{participant.invite_token}/").status_code == 302
+    refused = client.get("/p/guess-more/")
+    assert refused.status_code == 429 and int(refused["Retry-After"]) > 0
+    assert Client(REMOTE_ADDR="10.9.9.9").get("/p/guess-elsewhere/").status_code == 404  # per address
+
+
+def test_a_guesser_on_a_shared_address_does_not_lock_out_valid_links():
+    study = flow_study()
+    (participant, other) = invite(study, 2)
+    shared = Client()  # every participant behind one proxy has the same address
+    for n in range(25):
+        shared.get(f"/p/guess-{n}/")
+    assert shared.get("/p/guess-again/").status_code == 429
+    assert shared.get(f"/p/{participant.invite_token}/").status_code == 302
+    assert shared.get(f"/p/{participant.invite_token}/consent/").status_code == 200
+    assert shared.post(f"/p/{other.invite_token}/consent/", {"consent": "yes"}).status_code == 302
+    assert shared.get("/p/guess-after-a-valid-one/").status_code == 429
 
 
 def test_a_participant_token_reaches_nothing_of_the_researcher_side():

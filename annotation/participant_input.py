@@ -1,0 +1,157 @@
+"""What a participant's browser sends, checked at the boundary before any service sees it (pure, no Django).
+
+Every value is refused with an :class:`InputError` that names the field (``trials[3].latency_first_ms``):
+numbers must be finite and in range, so ``1e400`` (which Python's json reads as infinity), ``NaN`` and
+``Infinity`` never reach the database; texts may not hold a NUL character or a lone surrogate, which
+PostgreSQL cannot store; a JSON body must be an object and not nested absurdly deep.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+
+MAX_JSON_DEPTH = 20
+MAX_ID = 2**31 - 1
+# A questionnaire page left open for a day is still an answer; beyond that the clock is not measuring one.
+MAX_ANSWER_TIME_MS = 24 * 60 * 60 * 1000
+# An IAT trial waits for a key press; one hour is far beyond any real trial (the D algorithm already drops
+# trials over 10 s) but still a number the analysis can take.
+MAX_IAT_LATENCY_MS = 60 * 60 * 1000
+
+
+class InputError(ValueError):
+    """A value the browser sent is unusable; ``field`` names it, the message says what is expected."""
+
+    def __init__(self, field: str, problem: str):
+        self.field = field
+        super().__init__(f"{field}: {problem}")
+
+
+@dataclass(frozen=True)
+class NotFinite:
+    """What stands in a parsed body for ``NaN``, ``Infinity`` or a number too large for a float, so that
+    the field holding it can be named when it is refused."""
+
+    text: str
+
+
+def _float_or_not_finite(text: str) -> float | NotFinite:
+    value = float(text)
+    return value if math.isfinite(value) else NotFinite(text)
+
+
+def json_object(body: bytes) -> dict:
+    """The request body as a JSON object, refused when it is not one or is nested too deeply. ``NaN``,
+    ``Infinity`` and numbers that overflow a float are read as :class:`NotFinite`, which every number
+    check below refuses by the field's name."""
+    try:
+        parsed = json.loads(body, parse_constant=NotFinite, parse_float=_float_or_not_finite)
+    except RecursionError:
+        raise InputError("body", "JSON nested too deeply") from None
+    except ValueError as error:
+        raise InputError("body", f"not valid JSON ({error})") from None
+    if not isinstance(parsed, dict):
+        raise InputError("body", "must be a JSON object")
+    if _depth(parsed) > MAX_JSON_DEPTH:
+        raise InputError("body", "JSON nested too deeply")
+    return parsed
+
+
+def _depth(value, level: int = 1) -> int:
+    if level > MAX_JSON_DEPTH:
+        return level
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return max((_depth(child, level + 1) for child in children), default=level)
+
+
+def whole_number(value, *, field: str, minimum: int = 0, maximum: int = MAX_ID) -> int:
+    """A JSON integer (not a boolean, not a float) between ``minimum`` and ``maximum``."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(field, "must be a whole number")
+    if not minimum <= value <= maximum:
+        raise InputError(field, f"must be between {minimum} and {maximum}")
+    return value
+
+
+def finite_number(value, *, field: str, minimum: float, maximum: float) -> float:
+    """A JSON number (integer or float, not a boolean), finite and between ``minimum`` and ``maximum``."""
+    if isinstance(value, NotFinite):
+        raise InputError(field, f"{value.text} is not a finite number")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(field, "must be a number")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number) or not minimum <= number <= maximum:
+        raise InputError(field, f"must be a finite number between {minimum:g} and {maximum:g}")
+    return number
+
+
+def form_number(text: str | None, *, field: str, minimum: int = 0, maximum: int = MAX_ID) -> int:
+    """A whole number typed in a form field: ASCII digits only (``int`` would also take '١' or '1_0')."""
+    if text is None or not text.isascii() or not text.isdigit() or len(text) > 10:
+        raise InputError(field, "must be a whole number")
+    return whole_number(int(text), field=field, minimum=minimum, maximum=maximum)
+
+
+def storable_text(text: str, *, field: str) -> str:
+    """A text the database can store: no NUL character, no unpaired surrogate."""
+    if "\x00" in text:
+        raise InputError(field, "contains a NUL character, which cannot be stored; please remove it")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InputError(field, "contains an invalid character (an unpaired surrogate)") from None
+    return text
+
+
+@dataclass(frozen=True)
+class QuestionnaireAnswer:
+    item: int
+    response: int
+    rt_ms: float | None
+
+
+def questionnaire_answer(body: bytes) -> QuestionnaireAnswer:
+    """An autosaved answer ``{"item": n, "response": i, "rt_ms": t}``; ``rt_ms`` may be absent or null."""
+    data = json_object(body)
+    if "item" not in data or "response" not in data:
+        raise InputError("body", "needs 'item' and 'response'")
+    rt_ms = data.get("rt_ms")
+    return QuestionnaireAnswer(
+        item=whole_number(data["item"], field="item", minimum=1),
+        response=whole_number(data["response"], field="response", maximum=1000),
+        rt_ms=None if rt_ms is None else finite_number(rt_ms, field="rt_ms", minimum=0, maximum=MAX_ANSWER_TIME_MS))
+
+
+@dataclass(frozen=True)
+class IATBlockPost:
+    block: int
+    trials: list[dict]
+
+
+def iat_block_post(body: bytes) -> IATBlockPost:
+    """A finished IAT block ``{"block": n, "trials": [{stimulus, first_key, latency_first_ms,
+    latency_correct_ms}, ...]}``, each trial an object with finite latencies in range (ms)."""
+    data = json_object(body)
+    if "block" not in data or "trials" not in data:
+        raise InputError("body", "needs 'block' and 'trials'")
+    # Which blocks exist is the design's business (the service answers "there is no block 9").
+    block = whole_number(data["block"], field="block", minimum=-MAX_ID, maximum=MAX_ID)
+    if not isinstance(data["trials"], list):
+        raise InputError("trials", "must be a list of trials")
+    trials = []
+    for n, trial in enumerate(data["trials"]):
+        where = f"trials[{n}]"
+        if not isinstance(trial, dict):
+            raise InputError(where, "must be an object")
+        for key in ("stimulus", "first_key"):
+            if not isinstance(trial.get(key), str):
+                raise InputError(f"{where}.{key}", "must be a text")
+        latencies = {key: finite_number(trial.get(key), field=f"{where}.{key}", minimum=0,
+                                        maximum=MAX_IAT_LATENCY_MS)
+                     for key in ("latency_first_ms", "latency_correct_ms")}
+        trials.append({**trial, **latencies})
+    return IATBlockPost(block, trials)
