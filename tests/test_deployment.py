@@ -46,9 +46,10 @@ def test_env_example_names_every_variable_the_compose_file_requires():
 
 
 def production_env(tmp_path: Path, **overrides: str) -> dict[str, str]:
-    """The environment of a production deployment with the defaults: no SECURE_* overrides inherited."""
+    """The environment of a production deployment with the defaults: no SECURE_* overrides inherited, nor the
+    browser tests' DJANGO_ALLOW_ASYNC_UNSAFE (set for Playwright in this process)."""
     env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("SECURE_", "DJANGO_SETTINGS_MODULE", "DATABASE_URL"))}
+           if not key.startswith(("SECURE_", "DJANGO_SETTINGS_MODULE", "DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"))}
     return {**env, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production", "SECRET_KEY": secrets.token_urlsafe(50),
             "VAR_DIR": str(tmp_path), **overrides}
 
