@@ -18,8 +18,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
-from django.db import IntegrityError, transaction
-from django.db.models import Count, Exists, OuterRef
+from django.db import transaction
+from django.db.models import Count, Exists, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
@@ -81,14 +81,13 @@ def next_step(participant: Participant) -> Step:
         return Step("withdrawn")
     if participant.started_at is None:
         return Step("consent")
-    done_instruments = set(
-        QuestionnaireSession.objects.filter(participant=participant, completed_at__isnull=False)
-        .values_list("instrument_id", flat=True)
-    )
-    for instrument_id in StudyInstrument.objects.filter(study=participant.study).values_list("instrument_id",
-                                                                                             flat=True):
-        if instrument_id not in done_instruments:
-            return Step("questionnaire", instrument_id)
+    # One query on every participant page: the study's first instrument the participant has not finished.
+    finished = QuestionnaireSession.objects.filter(participant=participant, instrument_id=OuterRef("instrument_id"),
+                                                   completed_at__isnull=False)
+    unfinished = (StudyInstrument.objects.filter(study_id=participant.study_id).exclude(Exists(finished))
+                  .order_by("position", "id").values_list("instrument_id", flat=True).first())
+    if unfinished is not None:
+        return Step("questionnaire", unfinished)
     if participant.study.iat_enabled and not IATSession.objects.filter(
             participant=participant, completed_at__isnull=False).exists():
         return Step("iat")
@@ -255,14 +254,13 @@ class LabellingProgress:
 def labelling_progress(*, participant: Participant) -> LabellingProgress:
     """The next unlabelled assignment in the participant's order, and how many are done."""
     assignments = Assignment.objects.filter(participant=participant)
-    labelled = Label.objects.filter(participant=participant, item_id__in=assignments.values("item_id"))
-    total, done = assignments.count(), labelled.count()
-    following = (assignments.exclude(item_id__in=labelled.values("item_id")).select_related("item")
-                 .order_by("position").first())
-    return LabellingProgress(following, done, total)
+    labelled = Exists(Label.objects.filter(participant=participant, item_id=OuterRef("item_id")))
+    counts = assignments.aggregate(total=Count("id"), done=Count("id", filter=Q(labelled)))
+    following = assignments.exclude(labelled).select_related("item").order_by("position").first()
+    return LabellingProgress(following, counts["done"], counts["total"])
 
 
-def label_submit(*, participant: Participant, item_id: int, value: int, rationale: str = "") -> Label:
+def label_submit(*, participant: Participant, item_id: int, value: int, rationale: str = "") -> None:
     """Store the participant's label for an item assigned to them; a second submission changes nothing.
 
     Keeps the participant's unlabelled assignments alive (their expiry moves on) and completes the
@@ -278,19 +276,16 @@ def label_submit(*, participant: Participant, item_id: int, value: int, rational
     with participant_locked(participant):
         if not Assignment.objects.filter(participant=participant, item_id=item_id).exists():
             raise FlowError("This sentence is not one of yours.")
-        try:
-            with transaction.atomic():
-                label = Label.objects.create(participant=participant, item_id=item_id, value=value,
-                                             rationale=rationale.strip()[:2000])
-        except IntegrityError:
-            label = Label.objects.get(participant=participant, item_id=item_id)
+        # ON CONFLICT DO NOTHING: a second submission (a double click, a retried post) keeps the first label,
+        # without the savepoint a caught IntegrityError would need.
+        Label.objects.bulk_create([Label(participant=participant, item_id=item_id, value=value,
+                                         rationale=rationale.strip()[:2000])], ignore_conflicts=True)
         Assignment.objects.filter(participant=participant).update(
             expires_at=timezone.now() + timedelta(minutes=study.assignment_timeout_minutes))
         unlabelled = Assignment.objects.filter(participant=participant).exclude(
             Exists(Label.objects.filter(participant=participant, item_id=OuterRef("item_id"))))
         if participant.completed_at is None and not unlabelled.exists():
             participant_complete(participant=participant)
-    return label
 
 
 def participant_complete(*, participant: Participant) -> None:

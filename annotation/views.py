@@ -88,7 +88,10 @@ def label(request: HttpRequest, participant) -> HttpResponse:
         except FlowError as refused:
             error = str(refused)
         else:
-            return redirect("participant:resume", participant.invite_token)
+            # Straight to the next page (the next item, or done after the last one): the label_submit has
+            # refreshed the participant under their lock, so no detour through resume is needed.
+            return redirect("participant:done" if participant.completed_at else "participant:label",
+                            participant.invite_token)
     progress = labelling_progress(participant=participant)
     if progress.assignment is None:  # nothing left, e.g. a researcher deleted the remaining items
         participant_complete(participant=participant)
