@@ -15,7 +15,6 @@ from functools import partial
 from django.db import OperationalError, connection, transaction
 from django.db.models import Q
 from django.utils import timezone
-from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.item_files import (
     ColumnMapping,
@@ -93,12 +92,9 @@ def item_import_enqueue(*, item_import: ItemImport) -> None:
 def _item_import_send(item_import_id: int) -> None:
     """Send the import's task; when the broker is away, say so and leave it unsent for the recovery."""
     from tasks.imports import item_import_run_task
+    from tasks.sending import task_send
 
-    try:
-        item_import_run_task.delay(item_import_id)
-    except BrokerError as error:
-        logger.warning("Item import %s: could not reach the task queue (%s); recovery will send it",
-                       item_import_id, error)
+    if not task_send(item_import_run_task, item_import_id, what=f"Item import {item_import_id}"):
         ItemImport.objects.filter(pk=item_import_id, status=ItemImport.Status.PENDING).update(queued_at=None)
 
 

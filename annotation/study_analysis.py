@@ -22,7 +22,6 @@ from django.conf import settings as django_settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
-from kombu.exceptions import OperationalError as BrokerError
 
 from annotation.aggregation import AggregationSettings
 from annotation.analysis import Analysis, AnalysisSettings, analyse
@@ -148,12 +147,9 @@ def _mark_queued(state: AnalysisState) -> None:
 def _send(study_id: int) -> None:
     """Send the task; when the broker is away, say so and leave the run queued but unsent for recovery."""
     from tasks.analysis import study_analysis_compute_task
+    from tasks.sending import task_send
 
-    try:
-        study_analysis_compute_task.delay(study_id)
-    except BrokerError as error:
-        logger.warning("Analysis of study %s: could not reach the task queue (%s); recovery will send it",
-                       study_id, error)
+    if not task_send(study_analysis_compute_task, study_id, what=f"Analysis of study {study_id}"):
         AnalysisState.objects.filter(study_id=study_id, status=AnalysisState.Status.QUEUED).update(queued_at=None)
 
 
