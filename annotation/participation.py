@@ -280,8 +280,13 @@ def label_submit(*, participant: Participant, item_id: int, value: int, rational
         # without the savepoint a caught IntegrityError would need.
         Label.objects.bulk_create([Label(participant=participant, item_id=item_id, value=value,
                                          rationale=rationale.strip()[:2000])], ignore_conflicts=True)
-        Assignment.objects.filter(participant=participant).update(
-            expires_at=timezone.now() + timedelta(minutes=study.assignment_timeout_minutes))
+        # Activity moves the expiry on, to within a tenth of the time-out (at most a minute): a participant
+        # labelling every few seconds rewrites their assignment rows about once a minute, not at every label.
+        timeout = timedelta(minutes=study.assignment_timeout_minutes)
+        expires = timezone.now() + timeout
+        Assignment.objects.filter(participant=participant, expires_at__lt=expires - min(timeout / 10,
+                                                                                        timedelta(minutes=1))
+                                  ).update(expires_at=expires)
         unlabelled = Assignment.objects.filter(participant=participant).exclude(
             Exists(Label.objects.filter(participant=participant, item_id=OuterRef("item_id"))))
         if participant.completed_at is None and not unlabelled.exists():

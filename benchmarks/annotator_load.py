@@ -5,7 +5,9 @@ static files, starts gunicorn (production settings, ``--workers 3`` as in docker
 worker on Redis (an annotator who finishes queues the study's analysis, as in production), then runs N
 annotators concurrently from one asyncio loop with httpx, each with its own cookies and CSRF token: open the
 invite link, consent, read the instructions, and label every assigned sentence (GET the page, POST the label),
-pausing a random think time (uniform between 0.5 and 1.5 × ``--think``) before each POST. It prints requests/s,
+pausing a random think time (uniform between 0.5 and 1.5 × ``--think``) before each POST. With ``--ramp R``
+the annotators arrive at random over the first R seconds (as a panel's participants do) instead of all in the
+same instant. It prints requests/s,
 p50/p95/p99 per page, the load generator's own CPU time (``resource.getrusage``), and checks that every label
 the server acknowledged (a 302 after the POST) is stored exactly once with its value. Target on the 2-core
 reference machine: p95 of the label POST under 100 ms at 100 annotators, load generator included.
@@ -66,9 +68,10 @@ def build_study(*, annotators: int, items_per_annotator: int, annotators_per_ite
 class Annotator:
     """One simulated annotator: its own client (cookies, CSRF token) and what the server acknowledged."""
 
-    def __init__(self, client, token: str, timings: dict[str, list[float]], think: float, rng: random.Random):
+    def __init__(self, client, token: str, timings: dict[str, list[float]], think: float, rng: random.Random,
+                 arrival: float = 0.0):
         self.client, self.base = client, f"/p/{token}/"
-        self.timings, self.think, self.rng = timings, think, rng
+        self.timings, self.think, self.rng, self.arrival = timings, think, rng, arrival
         self.acknowledged: list[tuple[str, int, int]] = []
         self.token = token
 
@@ -84,6 +87,7 @@ class Annotator:
         return {"csrfmiddlewaretoken": CSRF.search(html).group(1), **fields}
 
     async def run(self) -> None:
+        await asyncio.sleep(self.arrival)
         await self.request("invite link", "GET", self.base)
         page = await self.request("consent GET", "GET", self.base + "consent/")
         await self.request("consent POST", "POST", self.base + "consent/", data=self.form(page.text, consent="yes"))
@@ -104,14 +108,15 @@ class Annotator:
         await self.request("done GET", "GET", self.base + "done/")
 
 
-async def run_annotators(base_url: str, tokens: list[str], think: float, seed: int,
+async def run_annotators(base_url: str, tokens: list[str], think: float, ramp: float, seed: int,
                          time_limit: float) -> tuple[list[Annotator], dict[str, list[float]], float, list[str]]:
     import httpx
 
     timings: dict[str, list[float]] = defaultdict(list)
     limits = httpx.Limits(max_connections=2, max_keepalive_connections=2)
     clients = [httpx.AsyncClient(base_url=base_url, timeout=30, limits=limits) for _ in tokens]
-    annotators = [Annotator(client, token, timings, think, random.Random(seed + k))
+    arrivals = random.Random(seed)
+    annotators = [Annotator(client, token, timings, think, random.Random(seed + k), arrivals.uniform(0, ramp))
                   for k, (client, token) in enumerate(zip(clients, tokens, strict=True))]
     started = time.perf_counter()
     try:
@@ -173,6 +178,8 @@ def main() -> None:
     parser.add_argument("--items-per-annotator", type=int, default=20)
     parser.add_argument("--annotators-per-item", type=int, default=3)
     parser.add_argument("--think", type=float, default=1.0, help="Mean seconds before each label POST.")
+    parser.add_argument("--ramp", type=float, default=0.0,
+                        help="Annotators arrive at random over this many seconds (0: all at once).")
     parser.add_argument("--gunicorn-workers", type=int, default=3)
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL"), required="DATABASE_URL"
                         not in os.environ, help="A PostgreSQL database (default: $DATABASE_URL).")
@@ -197,7 +204,7 @@ def main() -> None:
     study_id, tokens = build_study(annotators=args.annotators, items_per_annotator=args.items_per_annotator,
                                    annotators_per_item=args.annotators_per_item)
     print(f"study {study_id}: {args.annotators} annotators × {args.items_per_annotator} items, think time "
-          f"{args.think:g} s, gunicorn --workers {args.gunicorn_workers}, PostgreSQL, Celery on Redis")
+          f"{args.think:g} s, arrivals over {args.ramp:g} s, gunicorn --workers {args.gunicorn_workers}, PostgreSQL, Celery on Redis")
 
     from tests.integration.support import free_port
 
@@ -219,7 +226,7 @@ def main() -> None:
         server_cpu_before = sum(sum(p.cpu_times()[:2]) for p in served)
         cpu_before = resource.getrusage(resource.RUSAGE_SELF)
         annotators, timings, seconds, errors = asyncio.run(run_annotators(
-            base_url, tokens, args.think, args.seed, max(1.0, deadline - time.monotonic())))
+            base_url, tokens, args.think, args.ramp, args.seed, max(1.0, deadline - time.monotonic())))
         cpu_after = resource.getrusage(resource.RUSAGE_SELF)
         server_cpu = sum(sum(p.cpu_times()[:2]) for p in served) - server_cpu_before
         generator_cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)

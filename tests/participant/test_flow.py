@@ -221,3 +221,32 @@ def test_a_repeated_last_label_changes_nothing():
     participant.refresh_from_db()
     assert participant.completed_at == completed_at
     assert Label.objects.get(pk=last.pk).value == last.value and Label.objects.filter(participant=participant).count() == 2
+
+
+def test_labelling_moves_the_expiry_on_to_within_a_minute_without_rewriting_it_at_every_label():
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from annotation.participation import instructions_read, label_submit, participant_consent
+
+    study = flow_study(n_items=3, items_per_annotator=3, annotators_per_item=1, iat=False, attention_check=False)
+    study.study_instruments.all().delete()
+    (participant,) = invite(study)
+    participant_consent(participant=participant)
+    instructions_read(participant=participant)
+    timeout = timedelta(minutes=study.assignment_timeout_minutes)
+    first, second, third = Assignment.objects.filter(participant=participant).order_by("position")
+
+    # Allocated just now: a label a moment later leaves the rows alone (within a minute of now + time-out).
+    allocated = {a.id: a.expires_at for a in (first, second, third)}
+    label_submit(participant=participant, item_id=first.item_id, value=1)
+    assert dict(Assignment.objects.filter(participant=participant).values_list("id", "expires_at")) == allocated
+
+    # Two minutes of the time-out gone: the next label moves every row on to now + time-out.
+    Assignment.objects.filter(participant=participant).update(expires_at=timezone.now() + timeout
+                                                              - timedelta(minutes=2))
+    before = timezone.now()
+    label_submit(participant=participant, item_id=second.item_id, value=0)
+    for expires in Assignment.objects.filter(participant=participant).values_list("expires_at", flat=True):
+        assert before + timeout <= expires <= timezone.now() + timeout
