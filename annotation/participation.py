@@ -23,7 +23,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.models import Assignment, Item, Label, Participant, Study
+from annotation.models import Assignment, Item, Label, Participant, ParticipantWeight, Study
 from annotation.participant_input import InputError, storable_text
 from annotation.study_analysis import study_analysis_enqueue
 
@@ -170,8 +170,10 @@ def participant_withdraw(*, participant: Participant) -> None:
 
     try:
         with participant_locked(participant):
+            # ParticipantWeight holds their AQ, SATA and IAT D as the last analysis read them: personal data
+            # too, gone now rather than at the next recomputation.
             for model in (Label, Assignment, InstrumentResponse, InstrumentScore, QuestionnaireSession, IATTrial,
-                          IATSession):
+                          IATSession, ParticipantWeight):
                 model.objects.filter(participant=participant).delete()
             participant.status = Participant.Status.WITHDRAWN
             participant.withdrawn_at = timezone.now()

@@ -8,7 +8,7 @@ import pytest
 from django.test import Client
 
 from annotation import access
-from annotation.models import Assignment, Label, Participant
+from annotation.models import Assignment, Label, Participant, ParticipantWeight
 from annotation.participation import (
     ParticipantWithdrawn,
     instructions_read,
@@ -171,3 +171,11 @@ def test_an_iat_block_after_withdrawal_gets_410():
     response = Client().post(f"/p/{participant.invite_token}/iat/block/", post, content_type="application/json")
     assert response.status_code == 410
     _nothing_stored_for(participant)
+
+
+def test_withdrawal_deletes_the_scores_the_last_analysis_kept_at_once():
+    participant = _labelling_participant()
+    ParticipantWeight.objects.create(participant=participant, aq=31, sata=4.2, iat_d=0.4, included=True,
+                                     high_aq=True, low_aq=False, low_bias=False, high_bias=True)
+    participant_withdraw(participant=participant)
+    assert not ParticipantWeight.objects.filter(participant_id=participant.pk).exists()
