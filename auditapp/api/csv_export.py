@@ -3,8 +3,9 @@
 List views stream their rows straight from a database cursor (see ``ExportListAPIView``); the
 renderer here serves everything else that asks for CSV (a detail object, an error), so content
 negotiation never fails. Datetimes are written in ISO 8601 UTC with a ``Z``, as in the JSON;
-dicts and lists (metadata) as JSON text; ``None`` as an empty cell. Every text cell, the header included,
-goes through ``annotation.spreadsheet_cells.formula_safe_cell``, so no cell runs as a spreadsheet formula.
+dicts and lists (metadata) as JSON text; ``None`` as an empty cell (``""``). Every text cell, the header included,
+goes through ``annotation.spreadsheet_cells.formula_safe_cell``, so no cell runs as a spreadsheet formula,
+and every text cell of a row is quoted, so no separator inside it splits it.
 """
 from __future__ import annotations
 
@@ -36,8 +37,10 @@ def csv_cell(value) -> object:
 def csv_chunks(header: list[str], rows: Iterable[tuple]) -> Iterator[str]:
     """The CSV text of ``header`` and ``rows``, yielded in chunks of ROWS_PER_CHUNK rows."""
     buffer = io.StringIO()
-    writer = csv.writer(buffer, lineterminator="\n")
-    writer.writerow([formula_safe_cell(name) for name in header])
+    csv.writer(buffer, lineterminator="\n").writerow([formula_safe_cell(name) for name in header])
+    # Every text cell in quotes (OWASP): a spreadsheet whose list separator is ";" or a tab would otherwise
+    # split "ok;=HYPERLINK(…)" and run its second half. Numbers stay bare, so they stay numbers.
+    writer = csv.writer(buffer, lineterminator="\n", quoting=csv.QUOTE_NONNUMERIC)
     pending = 0
     for row in rows:
         writer.writerow([csv_cell(v) for v in row])

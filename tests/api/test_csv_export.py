@@ -20,7 +20,13 @@ def test_formula_like_text_is_neutralised_and_numbers_are_not():
     text = "".join(csv_chunks(["=header", "n"], [("=1+1", -1), ("-0.25", -0.25), ("@x", 3)]))
     assert list(csv.reader(io.StringIO(text))) == [["'=header", "n"], ["'=1+1", "-1"], ["-0.25", "-0.25"],
                                                    ["'@x", "3"]]
-    assert CSVRenderer().render({"detail": "-x"}) == b"detail\n'-x\n"
+    assert CSVRenderer().render({"detail": "-x"}) == b"detail\n\"'-x\"\n"
+
+
+def test_every_text_cell_is_quoted_so_another_separator_cannot_split_off_a_formula():
+    # Excel in a locale whose list separator is ";" would split an unquoted ok;=HYPERLINK(...) into two cells.
+    text = "".join(csv_chunks(["text", "n"], [("ok;=HYPERLINK(1)", 2), ("tab\t@x", 0.5)]))
+    assert text == 'text,n\n"ok;=HYPERLINK(1)",2\n"tab\t@x",0.5\n'
 
 
 def test_rows_are_streamed_in_chunks_and_quoted():
@@ -36,7 +42,7 @@ def test_rows_are_streamed_in_chunks_and_quoted():
 
 def test_renderer_for_objects_pages_and_errors():
     renderer = CSVRenderer()
-    assert renderer.render({"detail": "Not found."}) == b"detail\nNot found.\n"
+    assert renderer.render({"detail": "Not found."}) == b'detail\n"Not found."\n'
     page = {"count": 2, "results": [{"a": 1}, {"a": 2, "b": 3}]}
-    assert renderer.render(page) == b"a,b\n1,\n2,3\n"
+    assert renderer.render(page) == b'a,b\n1,""\n2,3\n'
     assert renderer.render(None) == b""

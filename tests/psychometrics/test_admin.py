@@ -67,7 +67,7 @@ def test_study_page_configures_the_flow_and_invites(logged_in):
     csv_text = b"".join(logged_in.get(f"/admin/annotation/study/{study.pk}/invite-links.csv").streaming_content)
     lines = csv_text.decode().splitlines()
     assert lines[0] == "participant,team,status,link"
-    assert lines[1] == f"P0001,b,invited,http://testserver/p/{participants[0].invite_token}/"
+    assert lines[1] == f'"P0001","b","invited","http://testserver/p/{participants[0].invite_token}/"'
     assert len(lines) == 6
     assert logged_in.post(f"/admin/annotation/study/{study.pk}/invite/", {"count": 0}).status_code == 200
 
