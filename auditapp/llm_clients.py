@@ -403,6 +403,10 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
             return _Attempt(reason="timeout", retry=True, latency_ms=elapsed_ms())
         except (aiohttp.InvalidURL, aiohttp.NonHttpUrlClientError) as error:
             return _Attempt(reason=_transport_reason(error), latency_ms=elapsed_ms())
+        except aiohttp.ClientSSLError as error:
+            # Before ClientConnectorError, which it also is: a bad certificate or https on a plain-http port is
+            # an endpoint that answers wrongly, not one that is away; asking again cannot help.
+            return _Attempt(reason=_transport_reason(error), latency_ms=elapsed_ms())
         except aiohttp.ClientConnectorError as error:
             if isinstance(error.os_error, AddressRefusedError):
                 return _Attempt(reason=f"address refused: {error.os_error}", latency_ms=elapsed_ms())
