@@ -32,7 +32,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import InterfaceError, connection, transaction
 from django.db import OperationalError as DatabaseError
-from django.db.models import Exists, Min, OuterRef, Q
+from django.db.models import Exists, F, Min, OuterRef, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
@@ -213,13 +213,34 @@ def enqueue_prepare(audit_id: int) -> None:
     transaction.on_commit(lambda: audit_prepare_task.delay(audit_id), robust=True)
 
 
-def _enqueue_work(audit_id: int, n_tasks: int) -> None:
+def _work_sent_marker(audit_id: int) -> int:
+    """A released chunk whose lease covers the time sent work may wait in a busy queue
+    (settings.WORK_QUEUED_GRACE_SECONDS), so the recovery does not take work that is only queued for lost
+    work and start a second chain of tasks."""
+    now = timezone.now()
+    return AuditChunk.objects.create(audit_id=audit_id, released_at=now, leased_until=now + timedelta(
+        seconds=settings.WORK_QUEUED_GRACE_SECONDS)).pk
+
+
+def audit_work_send(audit_id: int, n_tasks: int = 1, *, marker: int | None = None) -> bool:
+    """Send ``n_tasks`` work tasks for the audit, marked as sent; False when the broker is away (the mark is
+    taken back, so the recovery sends the work once the broker is back)."""
     from tasks.audits import audit_work_task
 
-    def send():
+    marker = marker or _work_sent_marker(audit_id)
+    try:
         for _ in range(max(1, n_tasks)):
             audit_work_task.delay(audit_id)
-    transaction.on_commit(send, robust=True)
+    except BrokerError as error:
+        logger.warning("Audit %s: could not queue its work (%s); the recovery will", audit_id, error)
+        AuditChunk.objects.filter(pk=marker).update(leased_until=F("released_at"))
+        return False
+    return True
+
+
+def _enqueue_work(audit_id: int, n_tasks: int) -> None:
+    marker = _work_sent_marker(audit_id)
+    transaction.on_commit(lambda: audit_work_send(audit_id, n_tasks, marker=marker), robust=True)
 
 
 def _enqueue_analysis(audit_id: int) -> None:
@@ -342,9 +363,10 @@ def audit_wait_for_service(*, audit_id: int, error: BaseException) -> None:
 
 
 def audits_resume_stalled(*, stalled_after: timedelta) -> list[int]:
-    """Queue work again for the running audits no worker has held a lease on for ``stalled_after`` (their worker
-    died, a transient fault stopped their work, or the broker lost the next task). Each is first given a lease of
-    its own, so a second recovery at the same time or soon after skips it. Returns the audit ids."""
+    """Queue work again for the running audits no worker has held a lease on for ``stalled_after``, and whose
+    work was not sent within settings.WORK_QUEUED_GRACE_SECONDS (their worker died, a transient fault stopped
+    their work, or the next task could not be sent). Sending marks the audit (``_work_sent_marker``) inside
+    this transaction, so a second recovery at the same time or soon after skips it. Returns the audit ids."""
     now = timezone.now()
     live = AuditChunk.objects.filter(audit=OuterRef("pk"), leased_until__gte=now - stalled_after)
     with transaction.atomic():
@@ -353,8 +375,6 @@ def audits_resume_stalled(*, stalled_after: timedelta) -> list[int]:
         if connection.features.has_select_for_update_skip_locked:
             stalled = stalled.select_for_update(skip_locked=True)
         audits = list(stalled.only("id", "parallel_tasks"))
-        AuditChunk.objects.bulk_create([AuditChunk(audit_id=audit.id, leased_until=now + _lease(), released_at=now)
-                                        for audit in audits])
         for audit in audits:
             logger.warning("Audit %s: no worker has worked on it since %s; queueing its work again", audit.id,
                            (now - stalled_after).isoformat())
@@ -526,7 +546,12 @@ def chunk_open(*, audit_id: int) -> int | None:
     """A new lease for a worker on a running audit (None when the audit is not running)."""
     if not Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).exists():
         return None
-    return AuditChunk.objects.create(audit_id=audit_id, leased_until=timezone.now() + _lease()).id
+    now = timezone.now()
+    # The sent work has reached a worker: from now on this lease, not the sent marks, says the audit is alive,
+    # so the audit is taken up again within WORK_STALLED_SECONDS if this worker dies.
+    AuditChunk.objects.filter(audit_id=audit_id, released_at__isnull=False, leased_until__gt=now).update(
+        leased_until=now)
+    return AuditChunk.objects.create(audit_id=audit_id, leased_until=now + _lease()).id
 
 
 def _free_requests(audit_id: int, now):

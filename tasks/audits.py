@@ -4,18 +4,13 @@ running audits up again when a worker starts (after a crash, their leases expire
 Every task takes an audit id and is idempotent: the services it calls change state only through
 conditional updates, and replies are stored once per request key.
 """
-import logging
-
 from celery import shared_task
 from celery.signals import worker_ready
 from django.db import OperationalError
-from kombu.exceptions import OperationalError as BrokerError
 
 from auditapp import audit_runner
-from auditapp.audit_services import audit_analyse, audit_prepare
+from auditapp.audit_services import audit_analyse, audit_prepare, audit_work_send
 from auditapp.models import Audit
-
-logger = logging.getLogger(__name__)
 
 
 @shared_task(name="auditapp.audit_prepare", autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
@@ -26,13 +21,8 @@ def audit_prepare_task(audit_id: int) -> None:
 @shared_task(name="auditapp.audit_work", autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
 def audit_work_task(audit_id: int) -> str:
     outcome = audit_runner.audit_work(audit_id)
-    if outcome == "continue":
-        try:
-            audit_work_task.delay(audit_id)
-        except BrokerError as error:
-            # The audit stays running; the recovery (tasks.recovery) queues its work when the broker is back.
-            logger.warning("audit %s: could not queue its next task (%s); recovery will", audit_id, error)
-            return "waiting for the broker"
+    if outcome == "continue" and not audit_work_send(audit_id):
+        return "waiting for the broker"  # still running: the recovery (tasks.recovery) queues its work
     return outcome
 
 

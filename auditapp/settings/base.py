@@ -227,6 +227,8 @@ CELERY_IMPORTS = ["tasks.imports", "tasks.analysis", "tasks.audits", "tasks.reco
 # died or whose task was lost resumes by itself; work nobody has held for WORK_STALLED_SECONDS is sent again.
 WORK_RECOVERY_SECONDS = float(os.environ.get("WORK_RECOVERY_SECONDS", "15"))
 WORK_STALLED_SECONDS = float(os.environ.get("WORK_STALLED_SECONDS", "30"))
+# An audit's work task just sent may wait this long in a busy queue before the recovery counts it as lost.
+WORK_QUEUED_GRACE_SECONDS = float(os.environ.get("WORK_QUEUED_GRACE_SECONDS", "600"))
 # Recompute a study's analysis in the background when an annotator finishes or its settings change.
 ANALYSIS_AUTO_RECOMPUTE = True
 # A running recomputation is taken over by another worker after this long (or five times the study's last

@@ -255,3 +255,34 @@ def test_an_audit_launched_while_the_broker_is_away_is_stored_and_prepared_by_th
     assert AuditRequest.objects.filter(audit=audit).count() == 3
     cache.clear()
     assert services.audits_prepare_unsent(stalled_after=stalled) == [], "running: nothing to prepare"
+
+
+def test_work_waiting_in_a_busy_queue_is_not_sent_twice_but_a_dead_workers_audit_is(server, no_tasks, settings):
+    from datetime import timedelta
+
+    from auditapp.models import AuditChunk
+
+    settings.WORK_QUEUED_GRACE_SECONDS = 600
+    stalled = timedelta(seconds=30)
+    study = make_audit_study(3, n_examples=2)
+    audit = services.audit_create(study=study, name="busy queue", conditions=["zs"],
+                                  models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
+    services.audit_prepare(audit_id=audit.id)
+    assert no_tasks == [("audit_prepare_task", audit.id), ("audit_work_task", audit.id)]
+    audit.refresh_from_db()
+    # Five minutes later its work task is still queued behind others: not lost, so not sent again.
+    Audit.objects.filter(pk=audit.pk).update(started_at=audit.started_at - timedelta(minutes=5))
+    AuditChunk.objects.filter(audit=audit).update(released_at=audit.started_at - timedelta(minutes=5))
+    assert services.audits_resume_stalled(stalled_after=stalled) == []
+
+    # A worker takes it (its lease replaces the sent mark) and dies: a minute later the recovery sends it again.
+    from django.db.models import F
+    from django.utils import timezone
+
+    services.chunk_open(audit_id=audit.id)
+    assert not AuditChunk.objects.filter(audit=audit, released_at__isnull=False,
+                                         leased_until__gt=timezone.now()).exists(), "the sent mark is spent"
+    AuditChunk.objects.filter(audit=audit).update(leased_until=F("leased_until") - timedelta(minutes=2))
+    assert services.audits_resume_stalled(stalled_after=stalled) == [audit.id]
+    assert no_tasks[-1] == ("audit_work_task", audit.id)
+    assert services.audits_resume_stalled(stalled_after=stalled) == [], "just sent: marked"
