@@ -31,8 +31,8 @@ class DatabaseUnavailableMiddleware:
         logger.error("Database unavailable for %s %s: %s", request.method, request.path, exception)
         headers = {"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"}
         if _wants_json(request):
-            return JsonResponse({"error": "The server's database is unavailable; nothing was stored. "
-                                          "Please retry.", "retry_after": RETRY_AFTER_SECONDS},
+            return JsonResponse({"error": "The server's database is unavailable; what was acknowledged "
+                                          "before is saved, this request may not be. Please retry.", "retry_after": RETRY_AFTER_SECONDS},
                                 status=503, headers=headers)
         html = render_to_string("unavailable.html", {"retry_after": RETRY_AFTER_SECONDS})
         return HttpResponse(html, status=503, headers=headers)

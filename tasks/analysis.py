@@ -2,7 +2,7 @@
 from celery import shared_task
 from django.db import OperationalError
 
-from annotation.study_analysis import study_analyses_recover, study_analysis_run
+from annotation.study_analysis import study_analysis_run
 
 
 @shared_task(name="annotation.study_analysis_compute", autoretry_for=(OperationalError,), retry_backoff=True,
@@ -11,8 +11,3 @@ def study_analysis_compute_task(study_id: int) -> str:
     """Recompute from everything stored (coalesced with other requests); running it twice gives the same result."""
     return study_analysis_run(study_id=study_id)
 
-
-@shared_task(name="annotation.study_analyses_recover")
-def study_analyses_recover_task() -> list[int]:
-    """Send again analyses that were never sent or whose worker died (``study_analyses_recover``)."""
-    return study_analyses_recover()
