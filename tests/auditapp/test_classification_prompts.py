@@ -19,7 +19,8 @@ from auditapp.paradigms.classification_prompts import (
     render,
 )
 
-SEED = Path("/work/shared/seeds/000_533141d0ef90053c.txt")
+# The papers sit beside the repository (../shared/seeds); where they do not, the check against the seed is skipped.
+SEED = Path(__file__).resolve().parents[2].parent / "shared" / "seeds" / "000_533141d0ef90053c.txt"
 ICL = ("icl_a", "icl_b")
 
 # Copied character-exact from the seed file (each phrase lies within one extracted line, so it can be checked
