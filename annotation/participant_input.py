@@ -7,9 +7,10 @@ PostgreSQL cannot store; a JSON body must be an object and not nested absurdly d
 """
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
+
+from annotation.json_input import JSONTooDeepError, json_loads_bounded
 
 MAX_JSON_DEPTH = 20
 MAX_ID = 2**31 - 1
@@ -46,23 +47,15 @@ def json_object(body: bytes) -> dict:
     ``Infinity`` and numbers that overflow a float are read as :class:`NotFinite`, which every number
     check below refuses by the field's name."""
     try:
-        parsed = json.loads(body, parse_constant=NotFinite, parse_float=_float_or_not_finite)
-    except RecursionError:
+        parsed = json_loads_bounded(body, max_depth=MAX_JSON_DEPTH, parse_constant=NotFinite,
+                                    parse_float=_float_or_not_finite)
+    except JSONTooDeepError:
         raise InputError("body", "JSON nested too deeply") from None
     except ValueError as error:
         raise InputError("body", f"not valid JSON ({error})") from None
     if not isinstance(parsed, dict):
         raise InputError("body", "must be a JSON object")
-    if _depth(parsed) > MAX_JSON_DEPTH:
-        raise InputError("body", "JSON nested too deeply")
     return parsed
-
-
-def _depth(value, level: int = 1) -> int:
-    if level > MAX_JSON_DEPTH:
-        return level
-    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
-    return max((_depth(child, level + 1) for child in children), default=level)
 
 
 def whole_number(value, *, field: str, minimum: int = 0, maximum: int = MAX_ID) -> int:
