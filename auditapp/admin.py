@@ -17,8 +17,8 @@ from auditapp.audit_selectors import audit_progress
 from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, ItemVariant, LLMEndpoint, PromptTemplate, SelfReportAudit
-from auditapp.paradigms.classification_prompts import CONDITIONS, DEFAULT_TEMPLATES
-from auditapp.paradigms.self_report_audit import FORMS, ValidityRule
+from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
+from auditapp.paradigms.self_report.design import FORMS, ValidityRule
 from psychometrics.models import Instrument
 
 
@@ -315,7 +315,7 @@ class SelfReportAuditAdmin(AuditAdmin):
     launch_form = SelfReportLaunchForm
 
     def get_queryset(self, request):
-        return super().get_queryset(request).filter(paradigm=Audit.Paradigm.SELF_REPORT)
+        return super().get_queryset(request).filter(paradigm="self_report")
 
     def get_fields(self, request, obj=None):
         if obj is None:

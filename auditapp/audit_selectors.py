@@ -14,8 +14,8 @@ from django.utils import timezone
 from annotation.selectors import Export
 from auditapp.audit_metrics import METRICS
 from auditapp.models import Audit, AuditChunk, AuditMetric, AuditRequest
-from auditapp.paradigms.classification_prompts import DEFAULT_TEMPLATES
-from auditapp.paradigms.self_report_audit import Design, threshold_descriptions
+from auditapp.paradigms.classification.prompts import DEFAULT_TEMPLATES
+from auditapp.paradigms.self_report.design import Design, threshold_descriptions
 from auditapp.self_report_services import design_of, model_names, questionnaires_of
 
 RATE_WINDOW = timedelta(seconds=60)
@@ -55,7 +55,7 @@ def audit_progress(audit: Audit) -> dict:
                 unreachable[endpoint] = seen
     models = {m.id: m.display_name for m in audit.models.all()}
     # A self-report audit's "conditions" are its forms (original:<instrument> and masked).
-    conditions = (design_of(audit).form_ids() if audit.paradigm == Audit.Paradigm.SELF_REPORT
+    conditions = (design_of(audit).form_ids() if audit.paradigm == "self_report"
                   else list(audit.conditions.values_list("condition", flat=True)))
     by_cell = {(row["audit_model_id"], row["condition"]): row for row in rows}
     cells = []
@@ -211,7 +211,7 @@ def self_report_dashboard_data(audit: Audit) -> dict:
 
     The header and progress use the same keys as :func:`audit_dashboard_data` (``audit``, ``models``, and the
     forms under ``conditions``, since a request's condition is its form). Once analysed (``analysed``), per
-    instrument: ``Audit.analysis``'s comparison (:func:`auditapp.paradigms.self_report_audit.analyse`) with,
+    instrument: ``Audit.analysis``'s comparison (:func:`auditapp.paradigms.self_report.design.analyse`) with,
     per model, its id, its validity flags on the instrument's two forms, the thresholds it crosses and a
     ``level`` for Figure 2's colour ("tier": it changes tier; "threshold": it crosses a threshold; "none");
     and the validity table per model × form with per-administration counts. Before the analysis the

@@ -52,8 +52,8 @@ from auditapp.models import (
     PromptTemplate,
     endpoint_address_policy,
 )
-from auditapp.paradigms import classification
-from auditapp.paradigms.classification_prompts import CONDITIONS, DEFAULT_TEMPLATES
+from auditapp.paradigms.classification import analysis as classification
+from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
 from auditapp.request_keys import request_key
 
 logger = logging.getLogger(__name__)
@@ -277,7 +277,7 @@ def request_builder(audit: Audit):
     """The request builder of the audit's paradigm: ClassificationRequests or SelfReportRequests. Both give
     ``models`` (id → AuditModel), ``requests()`` (every PlannedRequest), ``messages(request)`` and ``key(...)``
     (a request is rebuilt, never stored), ``parse(request, text, finish_reason)`` and ``manifest()``."""
-    if audit.paradigm == Audit.Paradigm.SELF_REPORT:
+    if audit.paradigm == "self_report":
         from auditapp.self_report_services import SelfReportRequests
 
         return SelfReportRequests(audit)
@@ -759,7 +759,7 @@ def audit_analyse(*, audit_id: int) -> None:
     """Metrics per model × condition × reference, Δκ and the means (seed 000 Tables 1–2, Figure 1, §4.1); a
     self-report audit's scores and comparison (:func:`auditapp.self_report_services.self_report_analyse`)."""
     audit = Audit.objects.get(pk=audit_id)
-    if audit.paradigm == Audit.Paradigm.SELF_REPORT:
+    if audit.paradigm == "self_report":
         from auditapp.self_report_services import self_report_analyse
 
         self_report_analyse(audit)

@@ -24,7 +24,7 @@ from auditapp.models import Audit
 @staff_member_required
 def audit_dashboard(request: HttpRequest, audit_id: int) -> HttpResponse:
     audit = get_object_or_404(Audit.objects.select_related("study"), pk=audit_id)
-    if audit.paradigm == Audit.Paradigm.SELF_REPORT:
+    if audit.paradigm == "self_report":
         return render(request, "auditapp/self_report_dashboard.html",
                       {"audit": audit, "data": self_report_dashboard_data(audit)})
     return render(request, "auditapp/audit_dashboard.html", {"audit": audit, "data": audit_dashboard_data(audit)})

@@ -31,6 +31,7 @@ from django.db.models import Q
 
 from annotation.models import Item, Study
 from auditapp.endpoint_addresses import AddressPolicy, EndpointAddressRefused, check_endpoint_url
+from auditapp.paradigms import registry
 
 MAX_ENDPOINT_SECONDS = 7 * 24 * 3600
 MAX_ENDPOINT_CONCURRENCY = 512
@@ -60,9 +61,14 @@ def validate_endpoint_address(url: str) -> None:
 
 
 class LLMEndpoint(models.Model):
+    """A scorer's endpoint: a chat LLM server, an HTTP JSON scoring service, or the worker's own local scorers
+    (``protocol`` is the endpoint's kind; :mod:`auditapp.scorer_kinds` sends to each)."""
+
     class Protocol(models.TextChoices):
         OPENAI = "openai", "OpenAI-compatible (/v1/chat/completions: vLLM, llama.cpp, OpenAI, routers)"
         OLLAMA = "ollama", "Ollama (/api/chat)"
+        HTTP_JSON = "http_json", "HTTP JSON scoring service (a JSON POST whose reply holds a score)"
+        LOCAL = "local", "Local scorers in the worker (VADER, TextBlob; no server)"
 
     name = models.CharField(max_length=100, unique=True)
     protocol = models.CharField(max_length=16, choices=Protocol.choices, default=Protocol.OPENAI)
@@ -89,6 +95,16 @@ class LLMEndpoint(models.Model):
     max_attempts = models.PositiveSmallIntegerField(
         default=5, validators=[MinValueValidator(1), MaxValueValidator(MAX_ENDPOINT_ATTEMPTS)],
         help_text="Attempts per request (1 = no retry).")
+    request_template = models.JSONField(
+        null=True, blank=True,
+        help_text='HTTP JSON scorers: the request body, with the string "{{text}}" once where the text goes, '
+                  'e.g. {"inputs": "{{text}}"}.')
+    score_path = models.CharField(
+        max_length=300, blank=True,
+        help_text="HTTP JSON scorers: the JMESPath of the score in the reply, e.g. "
+                  "attributeScores.TOXICITY.summaryScore.value or [0][?label=='POSITIVE'].score | [0].")
+    score_min = models.FloatField(default=-1.0, help_text="HTTP JSON scorers: the lowest valid score.")
+    score_max = models.FloatField(default=1.0, help_text="HTTP JSON scorers: the highest valid score.")
     listed_models = models.JSONField(default=list, blank=True, editable=False,
                                      help_text="The models the endpoint reported at the last listing.")
     listed_at = models.DateTimeField(null=True, blank=True, editable=False)
@@ -113,6 +129,75 @@ class LLMEndpoint(models.Model):
     def api_key(self) -> str | None:
         """The key from the environment variable named by ``api_key_env`` (None when unset or unnamed)."""
         return os.environ.get(self.api_key_env) or None if self.api_key_env else None
+
+
+class Corpus(models.Model):
+    """A paradigm's units (sentences, vignettes, pairs…), generated or uploaded once and reused by any number of
+    audits. ``content_hash`` is the sha256 of the units (:func:`auditapp.corpora.units_hash`); ``provenance``
+    says where they came from: a generator and its parameters, or the uploaded files' names and sha256."""
+
+    paradigm = models.CharField(max_length=40)
+    name = models.CharField(max_length=200)
+    content_hash = models.CharField(max_length=64, editable=False)
+    provenance = models.JSONField(default=dict, blank=True, editable=False)
+    n_units = models.PositiveIntegerField(default=0, editable=False)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "corpora"
+        constraints = [models.UniqueConstraint(fields=["paradigm", "content_hash"], name="corpus_content_once")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.n_units} units)"
+
+
+class CorpusUnit(models.Model):
+    """One unit of a corpus (:class:`auditapp.paradigms.base.Unit`)."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="units")
+    key = models.CharField(max_length=300)
+    text = models.TextField()
+    factors = models.JSONField(default=dict, blank=True)
+    fields = models.JSONField(default=dict, blank=True)
+    pair = models.CharField(max_length=300, blank=True)
+    position = models.PositiveIntegerField()
+
+    class Meta:
+        ordering = ["corpus", "position"]
+        constraints = [models.UniqueConstraint(fields=["corpus", "key"], name="corpus_unit_once")]
+
+
+class RecordedScorer(models.Model):
+    """Scores a tool gave a corpus's units elsewhere, imported from a file (the public BITS corpus carries about
+    twenty tools' scores; nobody can re-run most of them here). Analysed like any scorer, always marked as
+    imported; ``provenance`` names the file, its sha256 and the column."""
+
+    corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="recorded_scorers")
+    name = models.CharField(max_length=200)
+    provenance = models.JSONField(default=dict, blank=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["corpus", "name"]
+        constraints = [models.UniqueConstraint(fields=["corpus", "name"], name="recorded_scorer_once")]
+
+    def __str__(self) -> str:
+        return f"{self.name} (recorded)"
+
+
+class RecordedScore(models.Model):
+    """A recorded scorer's score of one unit (``value`` null, with the ``reason``, where the file had none)."""
+
+    scorer = models.ForeignKey(RecordedScorer, on_delete=models.CASCADE, related_name="scores")
+    unit = models.ForeignKey(CorpusUnit, on_delete=models.CASCADE, related_name="+")
+    value = models.FloatField(null=True)
+    reason = models.CharField(max_length=200, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["scorer", "unit"], name="recorded_score_once")]
 
 
 class PromptTemplate(models.Model):
@@ -183,14 +268,13 @@ class Audit(models.Model):
         EXCLUDE = "exclude", "Excluded from the metrics"
         WRONG = "wrong", "Counted as wrong"
 
-    class Paradigm(models.TextChoices):
-        CLASSIFICATION = "classification", "Classification (seed 000 §3.4)"
-        SELF_REPORT = "self_report", "Self-report on instruments (seed 000 §3.3)"
-
     name = models.CharField(max_length=200)
-    paradigm = models.CharField(max_length=40, choices=Paradigm.choices, default=Paradigm.CLASSIFICATION)
+    paradigm = models.CharField(max_length=40, choices=registry.choices, default="classification",
+                                help_text="The audit's paradigm (auditapp.paradigms.registry).")
     study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.PROTECT, related_name="audits",
                               help_text="The study whose ground truth a classification audit is measured against.")
+    corpus = models.ForeignKey(Corpus, null=True, blank=True, on_delete=models.PROTECT, related_name="audits",
+                               help_text="The units a corpus-based audit judges.")
     design = models.JSONField(default=dict, blank=True, editable=False,
                               help_text="The paradigm's own settings (self-report: instruments, forms, mode, "
                                         "validity rules and each administration's questionnaire).")
@@ -313,6 +397,7 @@ class AuditRequest(models.Model):
 
     class Outcome(models.TextChoices):
         LABEL = "label", "Parsed label"
+        SCORE = "score", "Parsed score"
         REFUSAL = "refusal", "Refusal"
         UNPARSEABLE = "unparseable", "Unparseable reply"
         ERROR = "error", "API error"
@@ -323,7 +408,8 @@ class AuditRequest(models.Model):
                                                           "the form (original:<instrument> or masked).")
     item = models.ForeignKey(Item, null=True, blank=True, on_delete=models.PROTECT, related_name="+",
                              help_text="The sentence a classification request asks about.")
-    unit = models.CharField(max_length=40, blank=True, help_text="Self-report: item:<position> or batch.")
+    unit = models.CharField(max_length=300, blank=True,
+                            help_text="Self-report: item:<position> or batch; corpus audits: a unit key or batch:<n>.")
     replicate = models.PositiveSmallIntegerField(default=0)
     order = models.BigIntegerField(help_text="Dispatch order, seeded from the audit seed and the item id.")
     key = models.CharField(max_length=64, db_index=True)
@@ -348,6 +434,24 @@ class AuditRequest(models.Model):
         ]
         indexes = [models.Index(fields=["audit", "state", "order"]),
                    models.Index(fields=["audit", "finished_at"])]
+
+
+class AuditJudgment(models.Model):
+    """One judged unit's answer in a request's reply (:class:`auditapp.paradigms.base.Judgment`): written in bulk
+    with the reply, rewritten by a re-parse. ``unit`` is the unit's key (a corpus unit's, or the paradigm's own
+    for units that are not in a corpus, e.g. a self-report item's position)."""
+
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="judgments")
+    request = models.ForeignKey(AuditRequest, on_delete=models.CASCADE, related_name="judgments")
+    unit = models.CharField(max_length=300)
+    outcome = models.CharField(max_length=12)
+    value = models.FloatField(null=True)
+    label = models.SmallIntegerField(null=True)
+    reason = models.CharField(max_length=200, blank=True)
+    explanation = models.TextField(blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["request", "unit"], name="judgment_once")]
 
 
 class AuditMetric(models.Model):

@@ -3,7 +3,7 @@ analysis and its item-level answers.
 
 The engine (:mod:`auditapp.audit_services`, :mod:`auditapp.audit_runner`) is the classification audits' own:
 requests keyed, cached, leased, sent and stored the same way. What differs lives here and in the pure
-:mod:`auditapp.paradigms.self_report_audit`: a request is a form's unit (``condition`` is the form,
+:mod:`auditapp.paradigms.self_report.design`: a request is a form's unit (``condition`` is the form,
 ``original:<slug>`` or ``masked``; ``unit`` is ``item:<position>`` or ``batch``; no sentence), its reply is
 parsed as Likert answers, and the analysis scores instruments.
 
@@ -31,8 +31,13 @@ from auditapp.audit_services import (
     manifest_models,
 )
 from auditapp.models import Audit, AuditModel, AuditRequest, ItemVariant
-from auditapp.paradigms import self_report_audit as plan
-from auditapp.paradigms.self_report import BATCH_INSTRUCTION, ITEM_INSTRUCTION, shipped_dummies, shipped_fillers
+from auditapp.paradigms.self_report import design as plan
+from auditapp.paradigms.self_report.instruments import (
+    BATCH_INSTRUCTION,
+    ITEM_INSTRUCTION,
+    shipped_dummies,
+    shipped_fillers,
+)
 from psychometrics.models import Instrument as StoredInstrument
 
 
@@ -191,7 +196,7 @@ def self_report_audit_create(*, name: str, models: list[ModelChoice], instrument
     if problems:
         raise AuditError("; ".join(problems))
     audit = Audit.objects.create(
-        name=name, paradigm=Audit.Paradigm.SELF_REPORT, replicates=replicates, seed=seed, use_cache=use_cache,
+        name=name, paradigm="self_report", replicates=replicates, seed=seed, use_cache=use_cache,
         error_budget=error_budget, parallel_tasks=parallel_tasks, created_by=created_by,
         design={"instruments": [{"id": i.id, "slug": i.slug, "content_hash": i.content_hash} for i in instruments],
                 "forms": list(design.forms), "mode": design.mode, "labels": design.labels, "title": design.title,

@@ -12,7 +12,7 @@ requests sent again too early after a 429).
 
 Self-report personas (issue 6): a model named ``persona-agree``, ``persona-refuse``, ``persona-key`` or
 ``persona-dummy`` (:data:`PERSONAS`; list it in ``models`` like any model) answers the Likert prompts of
-``auditapp.paradigms.self_report`` (one item per request or a numbered batch) by the pure rule
+``auditapp.paradigms.self_report.instruments`` (one item per request or a numbered batch) by the pure rule
 :func:`persona_choice`; see ``tests/self_report_personas.py`` for the rules, how prompts are read and the reply
 shapes. A persona still gets the configured latency and faults, and answers any other prompt with the
 classification rule. Other model names never look at self-report prompts.

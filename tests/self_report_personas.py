@@ -1,7 +1,7 @@
 """Scripted self-report personas for the test LLM server (``tests/llm_server.py``).
 
 A model named after a persona (:data:`PERSONAS`) answers the self-report prompts built by
-``auditapp.paradigms.self_report`` (issue 6) by a fixed rule, so tests can compute every answer, score and
+``auditapp.paradigms.self_report.instruments`` (issue 6) by a fixed rule, so tests can compute every answer, score and
 validity count by hand. The rule is a pure function of the statement's text and its response options
 (:func:`persona_choice`), never of the form, the item's position, the other items or the protocol, so one
 statement gets the same option in the original and the masked form, in item and in batch mode.
@@ -14,7 +14,7 @@ Personas (model names)
 - ``persona-key``: a fixed key per statement (:func:`statement_key`): SHA-256 of the normalised statement
   text, first 8 bytes as a big-endian integer, modulo the number of options.
 - ``persona-dummy``: the most-agreeing option for every dummy validity item (a statement of
-  ``auditapp/paradigms/self_report_items/dummy_items.json``, compared normalised), ``persona-key``'s answer
+  ``auditapp/paradigms/self_report/items/dummy_items.json``, compared normalised), ``persona-key``'s answer
   for every other statement; so it endorses 52 of 52 dummies on a masked form.
 - ``persona-recognise``: a model that recognises a published instrument and answers it differently. In a
   batch holding no dummy statement (an instrument on its own: the original form) it chooses the
@@ -91,7 +91,7 @@ PERSONA_DUMMY = "persona-dummy"
 PERSONA_RECOGNISE = "persona-recognise"
 PERSONAS = (PERSONA_AGREE, PERSONA_REFUSE, PERSONA_KEY, PERSONA_DUMMY, PERSONA_RECOGNISE)
 
-DUMMIES_PATH = Path(__file__).resolve().parents[1] / "auditapp" / "paradigms" / "self_report_items" / "dummy_items.json"
+DUMMIES_PATH = Path(__file__).resolve().parents[1] / "auditapp" / "paradigms" / "self_report" / "items" / "dummy_items.json"
 
 # Refusals without any word of a usual option label (agree, true, yes, no, accurate, ...), each matching the
 # app's refusal patterns ("I'm sorry, but", "as an AI", "I don't have personal experiences", "I cannot answer",

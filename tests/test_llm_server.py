@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from auditapp.paradigms.self_report import (
+from auditapp.paradigms.self_report.instruments import (
     OriginalForm,
     ParsedLikert,
     RequestSpec,

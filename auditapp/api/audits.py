@@ -29,8 +29,9 @@ from auditapp.audit_selectors import (
 from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
-from auditapp.paradigms.classification_prompts import CONDITIONS
-from auditapp.paradigms.self_report_audit import FORMS, ValidityRule
+from auditapp.paradigms import registry
+from auditapp.paradigms.classification.prompts import CONDITIONS
+from auditapp.paradigms.self_report.design import FORMS, ValidityRule
 from auditapp.self_report_services import self_report_audit_create
 from psychometrics.models import Instrument
 
@@ -100,7 +101,7 @@ class AuditCreateSerializer(serializers.Serializer):
     """The body of ``POST /api/audits/`` for a classification audit."""
 
     # The whole set (one enum in the schema); the view picks this serializer for "classification" only.
-    paradigm = serializers.ChoiceField(choices=Audit.Paradigm.choices, default=Audit.Paradigm.CLASSIFICATION)
+    paradigm = serializers.ChoiceField(choices=registry.choices(), default="classification")
     study = serializers.PrimaryKeyRelatedField(queryset=Study.objects.all())
     name = serializers.CharField(max_length=200)
     models = ModelChoiceSerializer(many=True)
@@ -125,7 +126,7 @@ class ValidityRuleSerializer(serializers.Serializer):
 class SelfReportCreateSerializer(serializers.Serializer):
     """The body of ``POST /api/audits/`` for a self-report audit (``models`` as for a classification audit)."""
 
-    paradigm = serializers.ChoiceField(choices=Audit.Paradigm.choices)
+    paradigm = serializers.ChoiceField(choices=registry.choices())
     name = serializers.CharField(max_length=200)
     models = ModelChoiceSerializer(many=True)
     instruments = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all(), many=True,
@@ -221,7 +222,7 @@ class AuditListView(ExportListAPIView):
                     "the chosen forms. A worker prepares it (lists the models, builds every request and its key) "
                     "and runs it. 400 names every problem.")
     def post(self, request):
-        self_report = request.data.get("paradigm") == Audit.Paradigm.SELF_REPORT
+        self_report = request.data.get("paradigm") == "self_report"
         data = (SelfReportCreateSerializer if self_report else AuditCreateSerializer)(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)

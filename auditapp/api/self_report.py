@@ -13,7 +13,6 @@ from rest_framework import generics, serializers
 from annotation.selectors import Export
 from auditapp.api.audits import AuditScoped
 from auditapp.api.exports import ExportListAPIView
-from auditapp.models import Audit
 from auditapp.self_report_services import item_answers
 from psychometrics.models import Instrument
 
@@ -62,7 +61,7 @@ class AnswerRowSerializer(serializers.Serializer):
 
 
 class SelfReportScoped(AuditScoped):
-    paradigm = Audit.Paradigm.SELF_REPORT
+    paradigm = "self_report"
 
 
 class AuditAnswersView(SelfReportScoped, ExportListAPIView):

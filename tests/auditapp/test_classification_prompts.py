@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from auditapp.paradigms.classification_prompts import (
+from auditapp.paradigms.classification.prompts import (
     BASE_PROMPT_STRUCTURE,
     CONDITIONS,
     DEFAULT_TEMPLATES,

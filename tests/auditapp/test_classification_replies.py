@@ -5,7 +5,7 @@ import dataclasses
 
 import pytest
 
-from auditapp.paradigms.classification_replies import ParsedReply, parse_reply
+from auditapp.paradigms.classification.replies import ParsedReply, parse_reply
 
 LABEL, REFUSAL, UNPARSEABLE = "label", "refusal", "unparseable"
 

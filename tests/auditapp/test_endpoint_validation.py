@@ -47,7 +47,8 @@ def test_the_api_accepts_usable_limits(api_client):
 @pytest.mark.parametrize(("field", "value"), UNUSABLE)
 def test_the_admin_refuses_an_endpoint_with_an_unusable_limit(client, researcher, field, value):
     client.force_login(researcher[0])
-    form = {**VALID, "api_key_env": "", "requests_per_minute": "", field: value}
+    # What the admin form renders: its scorer fields with their initial values.
+    form = {**VALID, "api_key_env": "", "requests_per_minute": "", "score_min": -1, "score_max": 1, field: value}
     response = client.post("/admin/auditapp/llmendpoint/add/", form)
     assert response.status_code == 200, "the form is shown again with its errors"
     assert "errornote" in response.content.decode()

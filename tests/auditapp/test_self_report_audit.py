@@ -14,8 +14,8 @@ from auditapp import audit_runner
 from auditapp import audit_services as services
 from auditapp import self_report_services as self_report
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
-from auditapp.paradigms.self_report import agree_side, shipped_dummies, shipped_fillers
-from auditapp.paradigms.self_report_audit import MASKED, ValidityRule
+from auditapp.paradigms.self_report.design import MASKED, ValidityRule
+from auditapp.paradigms.self_report.instruments import agree_side, shipped_dummies, shipped_fillers
 from tests.llm_server import PERSONAS, persona_choice
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]

@@ -8,7 +8,7 @@ import math
 import pytest
 from scipy import stats
 
-from auditapp.paradigms import self_report as sr
+from auditapp.paradigms.self_report import instruments as sr
 from psychometrics.instruments import score_responses, shipped_instrument
 
 AQ = shipped_instrument("aq50")

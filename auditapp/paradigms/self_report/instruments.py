@@ -105,7 +105,7 @@ from typing import Any, Literal
 import numpy as np
 from scipy import stats
 
-from auditapp.paradigms.classification_replies import REFUSAL_RE, THINK_BLOCK_RE, UNCLOSED_THINK_RE
+from auditapp.paradigms.classification.replies import REFUSAL_RE, THINK_BLOCK_RE, UNCLOSED_THINK_RE
 from psychometrics.instruments import Instrument
 
 ItemKind = Literal["instrument", "filler", "dummy"]
@@ -113,7 +113,7 @@ Mode = Literal["item", "batch"]
 Labels = Literal["numbers", "letters", "text"]
 Outcome = Literal["answer", "refusal", "unparseable"]
 
-ITEMS_DIR = Path(__file__).resolve().parent / "self_report_items"
+ITEMS_DIR = Path(__file__).resolve().parent / "items"
 FILLERS_PATH = ITEMS_DIR / "ipip_big_five_50.json"
 DUMMIES_PATH = ITEMS_DIR / "dummy_items.json"
 
@@ -218,7 +218,7 @@ POOL_ITEM_FIELDS = ("number", "text", "factor", "keying", "category")
 
 
 def load_item_pool(data: Mapping[str, Any]) -> ItemPool:
-    """Validate a pool definition (the JSON of ``self_report_items/``); ``ValueError`` lists every problem."""
+    """Validate a pool definition (the JSON of ``items/``); ``ValueError`` lists every problem."""
     problems = [f"{name}: missing field" for name in POOL_FIELDS if name not in data]
     problems += [f"{name}: unknown field" for name in data if name not in POOL_FIELDS]
     for name in POOL_FIELDS[:5]:

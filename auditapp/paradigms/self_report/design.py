@@ -54,7 +54,7 @@ from typing import Literal
 
 import numpy as np
 
-from auditapp.paradigms.self_report import (
+from auditapp.paradigms.self_report.instruments import (
     FormItem,
     ItemPool,
     Labels,

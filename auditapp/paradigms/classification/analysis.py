@@ -8,7 +8,7 @@ Pure: no Django. The engine gives this module plain data and stores what it retu
   examples are put in an order drawn from a generator seeded with (audit seed, item id), so every item
   sees the same examples in its own reproducible order.
 - :func:`dispatch_order`: the order in which items are sent, also seeded with (audit seed, item id).
-- :func:`parse`: :func:`auditapp.paradigms.classification_replies.parse_reply`.
+- :func:`parse`: :func:`auditapp.paradigms.classification.replies.parse_reply`.
 - :func:`analyse`: metrics per model × condition × reference (Tables 1–2), Δκ with the paired t-test over
   cells and a paired item bootstrap (Figure 1, §4.1), and per-model and per-condition means.
 
@@ -26,8 +26,8 @@ import numpy as np
 import pandas as pd
 
 from auditapp.audit_metrics import METRICS, UnparsedRule, classification_metrics, kappa_gap
-from auditapp.paradigms.classification_prompts import PromptTemplate, format_examples, render
-from auditapp.paradigms.classification_replies import ParsedReply, parse_reply
+from auditapp.paradigms.classification.prompts import PromptTemplate, format_examples, render
+from auditapp.paradigms.classification.replies import ParsedReply, parse_reply
 
 REFERENCES = ("weighted", "majority")
 

@@ -1,0 +1,103 @@
+"""The registry of audit paradigms: the one place that names them (:data:`PARADIGMS`).
+
+Each paradigm is a package ``auditapp/paradigms/<name>/`` holding its pure modules (no Django: request building,
+parsing, analysis over DataFrames, its data files) and one Django module, ``adapter.py``, whose ``PARADIGM`` is a
+:class:`Paradigm`: everything the engine, the admin, the API, the progress, the dashboard and the exports need
+from it. They call :func:`get` with ``audit.paradigm`` and never name a paradigm themselves.
+
+This module imports no adapter until asked (the models import it for the paradigm's choices, and the adapters
+import the models).
+
+Adding a paradigm, a checklist:
+
+1. ``auditapp/paradigms/<name>/__init__.py``: a docstring citing the paper's sections, and ``LABEL``, the name
+   users see ("Perturbation sensitivity (BITS, seed 001)").
+2. Pure modules beside it (units or corpus generation, request building, reply parsing, analysis): each
+   statistic tested against scipy/statsmodels or a hand-worked example, and listed in the import contract
+   (``[tool.importlinter]`` in pyproject.toml) as importing no Django.
+3. ``auditapp/paradigms/<name>/adapter.py``: ``PARADIGM = Paradigm(...)`` with its request builder, launch
+   serializer and ``create``, admin launch form, analysis, dashboard template and data, and named export tables.
+4. The dashboard template ``templates/auditapp/<name>_dashboard.html`` (extending
+   ``auditapp/audit_dashboard_base.html``) and its script under ``static/auditapp/``.
+5. Add the name to :data:`PARADIGMS`; tests under ``tests/auditapp/`` (pure, API, dashboard page, an engine run
+   against the test servers with an effect planted and recovered).
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+PARADIGMS = ("classification", "self_report", "bits")
+
+
+@dataclass(frozen=True)
+class Table:
+    """A named export table of an audit: ``rows(audit)`` returns an ``auditapp.api.exports.Export``."""
+
+    name: str
+    description: str
+    rows: Callable[[Any], Any]
+
+
+@dataclass(frozen=True)
+class Paradigm:
+    """What a paradigm gives the shared parts of the app (all callables take an ``Audit``).
+
+    - ``builder(audit)``: its request builder (:class:`auditapp.paradigms.base.RequestBuilder`), for the engine;
+    - ``cells(audit)``: the (code, name) of each column of the progress table (conditions, forms, scorers' tasks);
+    - ``analyse(audit)``: compute and store the results (``Audit.analysis`` and the paradigm's own rows);
+    - ``launch_serializer``: the DRF serializer of ``POST /api/audits/`` for it (its ``paradigm`` field included)
+      and ``launch(validated_data, models, created_by)`` which records the audit (raising AuditError with every
+      problem);
+    - ``launch_form``: the admin's launch form (a ModelForm of Audit), its ``fields`` and
+      ``launch_from_form(form, user)``;
+    - ``dashboard_template`` and ``dashboard_data(audit)``;
+    - ``tables``: named exports under ``/api/audits/{id}/tables/{name}/``; ``api_urls()`` any older routes it keeps.
+    """
+
+    name: str
+    label: str
+    builder: Callable[[Any], Any]
+    cells: Callable[[Any], list[tuple[str, str]]]
+    analyse: Callable[[Any], None]
+    launch_serializer: Any
+    launch: Callable[..., Any]
+    launch_form: Any
+    launch_fields: tuple[str, ...]
+    launch_from_form: Callable[[Any, Any], Any]
+    dashboard_template: str
+    dashboard_data: Callable[[Any], dict]
+    tables: Mapping[str, Table] = field(default_factory=dict)
+    api_urls: Callable[[], list] = list
+    describe: Callable[[Any], dict] = lambda audit: {}
+
+
+class UnknownParadigm(KeyError):
+    """No paradigm of that name is registered."""
+
+
+def _package_label(name: str) -> str:
+    return importlib.import_module(f"auditapp.paradigms.{name}").LABEL
+
+
+def choices() -> list[tuple[str, str]]:
+    """(name, label) of every paradigm, for the model field and the forms (no adapter is imported)."""
+    return [(name, _package_label(name)) for name in PARADIGMS]
+
+
+@cache
+def get(name: str) -> Paradigm:
+    """The paradigm of that name (its adapter is imported now)."""
+    if name not in PARADIGMS:
+        raise UnknownParadigm(f"no paradigm {name!r}; registered: {', '.join(PARADIGMS)}")
+    paradigm = importlib.import_module(f"auditapp.paradigms.{name}.adapter").PARADIGM
+    if paradigm.name != name:
+        raise RuntimeError(f"auditapp.paradigms.{name}.adapter declares paradigm {paradigm.name!r}")
+    return paradigm
+
+
+def every() -> list[Paradigm]:
+    return [get(name) for name in PARADIGMS]
