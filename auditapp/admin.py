@@ -1,25 +1,23 @@
-"""Admin of the audit domain: register LLM endpoints and list their models, edit prompt templates (each edit
-is a new version), launch an audit (classification under Audits, self-report under Self-report audits),
-follow it and pause, resume or cancel it."""
+"""Admin of the audit domain: register endpoints (chat LLMs and scorers) and list their models, edit prompt
+templates (each edit is a new version), launch an audit of any registered paradigm (Audits → Add, with a
+paradigm picker), follow it and pause, resume or cancel it. Each paradigm registers its own records' admin
+(``Paradigm.register_admin``)."""
 from __future__ import annotations
 
 import hashlib
 
-from django import forms
 from django.contrib import admin, messages
 from django.db import models
+from django.http import Http404
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from auditapp import audit_services as services
-from auditapp import self_report_services
 from auditapp.audit_selectors import audit_progress
 from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.llm_clients import EndpointError
-from auditapp.models import Audit, ItemVariant, LLMEndpoint, PromptTemplate, SelfReportAudit
-from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
-from auditapp.paradigms.self_report.design import FORMS, ValidityRule
-from psychometrics.models import Instrument
+from auditapp.models import Audit, LLMEndpoint, PromptTemplate
+from auditapp.paradigms import registry
 
 
 @admin.register(LLMEndpoint)
@@ -83,163 +81,37 @@ class PromptTemplateAdmin(admin.ModelAdmin):
         super().save_model(request, obj, form, change)
 
 
-class ItemVariantForm(forms.ModelForm):
-    class Meta:
-        model = ItemVariant
-        fields = ("source", "number", "text", "note", "active")
-
-    def clean(self):
-        data = super().clean()
-        source, number = data.get("source"), data.get("number")
-        if source and number is not None:
-            sources = self_report_services.variant_sources()
-            if source not in sources:
-                self.add_error("source", f"no instrument or item pool {source!r}; one of {', '.join(sorted(sources))}")
-            elif number not in sources[source][0]:
-                self.add_error("number", f"{source} has no item {number}")
-        return data
-
-
-@admin.register(ItemVariant)
-class ItemVariantAdmin(admin.ModelAdmin):
-    """The phrasing variants of the masked self-report form, with the wording and licence note they change."""
-
-    form = ItemVariantForm
-    list_display = ("source", "number", "text", "active", "created_at")
-    list_filter = ("source", "active")
-    readonly_fields = ("published_wording", "licence_note", "created_by", "created_at")
-
-    @admin.display(description="published wording")
-    def published_wording(self, variant: ItemVariant) -> str:
-        return self_report_services.variant_sources().get(variant.source, ({}, ""))[0].get(variant.number, "")
-
-    @admin.display(description="licence note of the source")
-    def licence_note(self, variant: ItemVariant) -> str:
-        return self_report_services.variant_sources().get(variant.source, ({}, ""))[1]
-
-    def save_model(self, request, obj, form, change):
-        if not change:
-            obj.created_by = request.user
-        super().save_model(request, obj, form, change)
-
-
-class ModelsFieldsMixin(forms.Form):
-    """The listed models to audit and their generation parameters (use the endpoint action to list them)."""
-
-    models = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, choices=(),
-                                       help_text="Models from the endpoints' last listing.")
-    params = forms.JSONField(
-        required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 2}),
-        help_text='Generation parameters for every chosen model, e.g. {"temperature": 0}; leave {} for each '
-                  "endpoint's own defaults (as in seed 000 §3.4).")
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.fields["models"].choices = [
-            (f"{endpoint.id}:{model['name']}", f"{endpoint.name} — {model['name']}")
-            for endpoint in LLMEndpoint.objects.all() for model in endpoint.listed_models]
-
-    def clean_params(self):
-        params = self.cleaned_data.get("params") or {}
-        if not isinstance(params, dict):
-            raise forms.ValidationError('Give the parameters as a JSON object, e.g. {"temperature": 0}.')
-        return params
-
-    def model_choices(self) -> list[services.ModelChoice]:
-        endpoints = LLMEndpoint.objects.in_bulk()
-        choices = []
-        for value in self.cleaned_data["models"]:
-            endpoint_id, _, model = value.partition(":")
-            choices.append(services.ModelChoice(endpoint=endpoints[int(endpoint_id)], model=model,
-                                                params=self.cleaned_data.get("params") or {}))
-        return choices
-
-
-class AuditLaunchForm(ModelsFieldsMixin, forms.ModelForm):
-    """Launch a classification audit."""
-
-    conditions = forms.MultipleChoiceField(
-        widget=forms.CheckboxSelectMultiple, initial=list(CONDITIONS),
-        choices=[(code, DEFAULT_TEMPLATES[code].name) for code in CONDITIONS])
-
-    class Meta:
-        model = Audit
-        fields = ("name", "study", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
-                  "parallel_tasks")
-
-    def clean(self):
-        data = super().clean()
-        if not self.errors:
-            for problem in services.audit_problems(
-                    study=data["study"], models=self.model_choices(), conditions=data["conditions"],
-                    replicates=data["replicates"], error_budget=data["error_budget"], unparsed=data["unparsed"]):
-                self.add_error(None, problem)
-        return data
-
-
-class SelfReportLaunchForm(ModelsFieldsMixin, forms.ModelForm):
-    """Launch a self-report audit (seed 000 §3.3): models × instruments × forms × replicates."""
-
-    instruments = forms.ModelMultipleChoiceField(
-        queryset=Instrument.objects.all(), widget=forms.CheckboxSelectMultiple,
-        help_text="Shipped or uploaded Likert instruments. A partial instrument is not the published scale.")
-    administered_forms = forms.MultipleChoiceField(
-        label="Forms", choices=[("original", "Original (the published items, order and options)"),
-                 ("masked", "Masked (one questionnaire of the instruments' items, IPIP fillers and 52 dummy items, "
-                            "in a seeded order: seed 000 Appendix A)")],
-        initial=list(FORMS), widget=forms.CheckboxSelectMultiple)
-    mode = forms.ChoiceField(choices=[("batch", "Batch: the whole form in one request, numbered"),
-                                      ("item", "Item: one item per request")], initial="batch")
-    labels = forms.ChoiceField(choices=[("", "default (numbers; text in batch mode)"), ("numbers", "numbers"),
-                                        ("letters", "letters"), ("text", "text")], required=False,
-                               help_text="How each option is labelled in item mode.")
-    title = forms.BooleanField(required=False, help_text="The original form opens with the instrument's name.")
-    max_refusal_share = forms.FloatField(initial=ValidityRule.max_refusal_share, min_value=0, max_value=1,
-                                         help_text="Flag a model on a form when it refuses more than this share.")
-    max_dummy_endorsed = forms.IntegerField(initial=ValidityRule.max_dummy_endorsed, min_value=0,
-                                            help_text="Flag a model when it endorses more of the 52 dummy items.")
-    validity_action = forms.ChoiceField(choices=[("flag", "flag only"),
-                                                 ("exclude", "flag and leave out of the paired comparison")],
-                                        initial=ValidityRule.action)
-
-    class Meta:
-        model = SelfReportAudit
-        fields = ("name", "replicates", "seed", "use_cache", "error_budget", "parallel_tasks")
-
-    def launch_arguments(self) -> dict:
-        data = self.cleaned_data
-        return {"models": self.model_choices(), "instruments": list(data["instruments"]),
-                "forms": tuple(data["administered_forms"]),
-                "mode": data["mode"], "labels": data["labels"] or None, "title": data["title"],
-                "validity": ValidityRule(max_refusal_share=data["max_refusal_share"],
-                                         max_dummy_endorsed=data["max_dummy_endorsed"],
-                                         action=data["validity_action"]),
-                "replicates": data["replicates"], "error_budget": data["error_budget"]}
-
-    def clean(self):
-        data = super().clean()
-        if not self.errors:
-            for problem in self_report_services.self_report_problems(**self.launch_arguments()):
-                self.add_error(None, problem)
-        return data
-
-
 @admin.register(Audit)
 class AuditAdmin(admin.ModelAdmin):
-    """Every audit; "Add" launches a classification audit (self-report audits: SelfReportAuditAdmin)."""
+    """Every audit. "Add" launches one: a picker of the registered paradigms (``?paradigm=<name>``, default
+    classification) above the chosen paradigm's launch form (its adapter's)."""
 
     list_display = ("name", "paradigm", "study", "status", "n_requests", "created_at", "dashboard_link")
     list_filter = ("paradigm", "status")
     actions = ["pause", "resume", "cancel", "retry_failed"]
-    readonly_fields = ("name", "study", "paradigm", "status", "status_reason", "progress", "dashboard_link",
-                       "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples", "parallel_tasks",
-                       "n_requests", "created_by", "created_at", "started_at", "finished_at", "analysed_at")
+    readonly_fields = ("name", "study", "corpus", "paradigm", "status", "status_reason", "progress",
+                       "dashboard_link", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
+                       "parallel_tasks", "n_requests", "created_by", "created_at", "started_at", "finished_at",
+                       "analysed_at")
+    add_form_template = "admin/auditapp/audit/launch_form.html"
 
-    launch_form = AuditLaunchForm
+    @staticmethod
+    def launch_paradigm(request) -> registry.Paradigm:
+        name = request.GET.get("paradigm", registry.DEFAULT)
+        try:
+            return registry.get(name)
+        except registry.UnknownParadigm as error:
+            raise Http404(str(error)) from None
+
+    def add_view(self, request, form_url="", extra_context=None):
+        paradigm = self.launch_paradigm(request)
+        extra_context = {**(extra_context or {}), "paradigms": registry.choices(), "paradigm": paradigm.name,
+                         "title": f"Launch an audit: {paradigm.label}"}
+        return super().add_view(request, form_url, extra_context)
 
     def get_form(self, request, obj=None, **kwargs):
         if obj is None:
-            kwargs["form"] = self.launch_form
+            kwargs["form"] = self.launch_paradigm(request).launch_form
         return super().get_form(request, obj, **kwargs)
 
     def get_readonly_fields(self, request, obj=None):
@@ -247,20 +119,13 @@ class AuditAdmin(admin.ModelAdmin):
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return ("name", "study", "models", "params", "conditions", "replicates", "seed", "use_cache", "error_budget",
-                    "unparsed", "n_resamples", "parallel_tasks")
+            return self.launch_paradigm(request).launch_fields
         return self.readonly_fields
 
     def save_model(self, request, obj, form, change):
         if change:
             return
-        data = form.cleaned_data
-        audit = services.audit_create(
-            study=data["study"], name=data["name"], models=form.model_choices(), conditions=data["conditions"],
-            replicates=data["replicates"], seed=data["seed"], use_cache=data["use_cache"],
-            error_budget=data["error_budget"], unparsed=data["unparsed"], n_resamples=data["n_resamples"],
-            parallel_tasks=data["parallel_tasks"], created_by=request.user)
-        obj.pk = audit.pk
+        obj.pk = self.launch_paradigm(request).launch_from_form(form, request.user).pk
 
     def save_related(self, request, form, formsets, change):
         if change:
@@ -306,29 +171,5 @@ class AuditAdmin(admin.ModelAdmin):
         self._control(request, queryset, services.audit_retry_failed, "failed requests queued again")
 
 
-@admin.register(SelfReportAudit)
-class SelfReportAuditAdmin(AuditAdmin):
-    """Self-report audits; "Add" launches one."""
-
-    list_display = ("name", "status", "n_requests", "created_at", "dashboard_link")
-    list_filter = ("status",)
-    launch_form = SelfReportLaunchForm
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(paradigm="self_report")
-
-    def get_fields(self, request, obj=None):
-        if obj is None:
-            return ("name", "models", "params", "instruments", "administered_forms", "mode", "labels", "title", "replicates",
-                    "seed", "max_refusal_share", "max_dummy_endorsed", "validity_action", "use_cache", "error_budget",
-                    "parallel_tasks")
-        return self.readonly_fields
-
-    def save_model(self, request, obj, form, change):
-        if change:
-            return
-        data = form.cleaned_data
-        audit = self_report_services.self_report_audit_create(
-            name=data["name"], seed=data["seed"], use_cache=data["use_cache"], parallel_tasks=data["parallel_tasks"],
-            created_by=request.user, **form.launch_arguments())
-        obj.pk = audit.pk
+for _paradigm in registry.every():
+    _paradigm.register_admin(admin.site)

@@ -11,11 +11,13 @@ class AuditappConfig(AppConfig):
         # Binds ``@shared_task`` to our Celery app in every Django process (web, worker, commands).
         import auditapp.celery  # noqa: F401
 
-        post_migrate.connect(_sync_default_templates, sender=self)
+        post_migrate.connect(_paradigms_after_migrate, sender=self)
 
 
-def _sync_default_templates(sender, **kwargs) -> None:
-    """After every migrate, the seven default prompt templates of seed 000 Appendix A.4 are in the database."""
-    from auditapp.audit_services import templates_sync_defaults
+def _paradigms_after_migrate(sender, **kwargs) -> None:
+    """After every migrate, each paradigm's shipped records are in the database (e.g. the seven default prompt
+    templates of seed 000 Appendix A.4)."""
+    from auditapp.paradigms import registry
 
-    templates_sync_defaults()
+    for paradigm in registry.every():
+        paradigm.after_migrate()

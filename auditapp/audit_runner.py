@@ -184,7 +184,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
 
     async def _send_one(session: aiohttp.ClientSession, request: services.ClaimedRequest) -> services.RequestResult:
         audit_model = builder.models[request.audit_model_id]
-        messages = builder.messages(request)
+        messages = builder.payload(request)
         if builder.key(audit_model, messages, request.replicate) != request.key:
             return services.RequestResult(request, None, "the request no longer matches its key (its item, template, "
                                           "instrument or endpoint changed after the audit was prepared)", 0, 0.0)

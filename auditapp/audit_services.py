@@ -1,9 +1,9 @@
 """Writes of the audit domain: templates, creating and preparing an audit, the workers' leases and bulk
 writes of replies, control (pause, resume, cancel, retry failed), re-parsing and the metrics.
 
-The engine is the same for every paradigm; what a paradigm's requests are, how their replies are parsed and
-what the manifest says come from its request builder (:func:`request_builder`): the classification audits'
-:class:`ClassificationRequests` here, the self-report audits' in :mod:`auditapp.self_report_services`.
+The engine is the same for every paradigm and never names one: what a paradigm's requests are, how their
+replies are parsed into judgments, what the manifest says and how the results are analysed come from its entry
+in :mod:`auditapp.paradigms.registry` (:func:`request_builder`, :func:`audit_analyse`).
 
 The life of an audit (statuses of :class:`~auditapp.models.Audit`)::
 
@@ -18,15 +18,12 @@ by two workers, do the work once.
 """
 from __future__ import annotations
 
-import hashlib
 import logging
 import subprocess
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import redis
 from django.conf import settings
 from django.core.cache import cache
@@ -36,24 +33,20 @@ from django.db.models import Exists, F, Min, OuterRef, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-from annotation.models import Item, ItemGroundTruth, ItemSetMember, Study
 from auditapp import llm_clients
 from auditapp.endpoint_addresses import EndpointAddressRefused, check_endpoint_url
 from auditapp.models import (
     Audit,
     AuditChunk,
-    AuditCondition,
-    AuditItem,
-    AuditMetric,
+    AuditJudgment,
     AuditModel,
     AuditRequest,
     LLMEndpoint,
     LLMReply,
-    PromptTemplate,
     endpoint_address_policy,
 )
-from auditapp.paradigms.classification import analysis as classification
-from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
+from auditapp.paradigms import registry
+from auditapp.paradigms.base import ParsedReply
 from auditapp.request_keys import request_key
 
 logger = logging.getLogger(__name__)
@@ -64,11 +57,8 @@ logger = logging.getLogger(__name__)
 TRANSIENT_ERRORS = (redis.ConnectionError, redis.TimeoutError, BrokerError, DatabaseError, InterfaceError)
 WAITING_NOTE = "waiting since"
 
-PARADIGM = "classification"
-EXAMPLE_SETS = {"icl_a": "icl_a", "icl_b": "icl_b"}
 BULK_BATCH_SIZE = 1000
 MAX_REPLICATES = 100
-RECENT_MESSAGES = 2048
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -77,24 +67,6 @@ class AuditError(ValueError):
 
 
 # ---------------------------------------------------------------------------------------------- templates
-
-def templates_sync_defaults() -> None:
-    """The seven default templates of seed 000 Appendix A.4 exist as template versions."""
-    for template in DEFAULT_TEMPLATES.values():
-        if not PromptTemplate.objects.filter(paradigm=PARADIGM, condition=template.code,
-                                             content_hash=template.content_hash).exists():
-            PromptTemplate.objects.create(paradigm=PARADIGM, condition=template.code, name=template.name,
-                                          text=template.text, note=template.note, source=template.source)
-
-
-def template_current(condition: str) -> PromptTemplate:
-    """The newest version of a condition's template."""
-    template = PromptTemplate.objects.filter(paradigm=PARADIGM, condition=condition).order_by("-created_at",
-                                                                                               "-id").first()
-    if template is None:
-        raise AuditError(f"no template for condition {condition!r}")
-    return template
-
 
 # ----------------------------------------------------------------------------------------------- creation
 
@@ -130,20 +102,6 @@ def endpoint_list_models(endpoint: LLMEndpoint) -> list[llm_clients.ModelInfo]:
     return models
 
 
-def _evaluated_items(study: Study) -> list[tuple[int, int | None, int | None]]:
-    """(item id, majority, weighted) of the study's items with a ground truth, leaving out attention checks
-    and the ICL example items (seed 000 §3.4: the examples are "not included in the … classification targets")."""
-    examples = ItemSetMember.objects.filter(study=study, set_name__in=EXAMPLE_SETS.values()).values("item_id")
-    truths = (ItemGroundTruth.objects.filter(item__study=study, item__attention_check_answer__isnull=True)
-              .exclude(item_id__in=examples).order_by("item_id")
-              .values_list("item_id", "majority_label", "weighted_label"))
-    return [(item, _binary(majority), _binary(weighted)) for item, majority, weighted in truths]
-
-
-def _binary(label: int | None) -> int | None:
-    return label if label in (0, 1) else None
-
-
 def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget: float) -> list[str]:
     """What every paradigm's launch checks: at least one model, the replicates, the error budget."""
     problems = [] if models else ["choose at least one model"]
@@ -154,57 +112,6 @@ def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget:
     return problems
 
 
-def audit_problems(*, study: Study, models: list[ModelChoice], conditions: list[str], replicates: int = 1,
-                   error_budget: float = 0.2, unparsed: str = Audit.Unparsed.EXCLUDE) -> list[str]:
-    """Everything that stops an audit of the study from being launched as asked (empty when it can be)."""
-    problems = launch_problems(models=models, replicates=replicates, error_budget=error_budget)
-    unknown = [c for c in conditions if c not in CONDITIONS]
-    if unknown:
-        problems.append(f"unknown conditions {unknown}; choose from {list(CONDITIONS)}")
-    if not conditions or len(set(conditions)) != len(conditions):
-        problems.append("choose each condition at most once, and at least one")
-    if unparsed not in Audit.Unparsed.values:
-        problems.append(f"unparsed must be one of {Audit.Unparsed.values}")
-    if not _evaluated_items(study):
-        problems.append(f"study {study} has no ground truth yet: compute its analysis first (study dashboard)")
-    for condition in conditions:
-        example_set = EXAMPLE_SETS.get(condition)
-        if example_set and not ItemSetMember.objects.filter(study=study, set_name=example_set).exists():
-            problems.append(f"condition {condition} needs the study's example set {example_set!r}, which is empty")
-    return problems
-
-
-@transaction.atomic
-def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditions: list[str],
-                 replicates: int = 1, seed: int = 0, use_cache: bool = True, error_budget: float = 0.2,
-                 unparsed: str = Audit.Unparsed.EXCLUDE, n_resamples: int = 2000, parallel_tasks: int = 1,
-                 created_by=None) -> Audit:
-    """Record an audit of a study's current ground truth and have a worker prepare and run it.
-
-    Raises AuditError naming every problem (see :func:`audit_problems`)."""
-    problems = audit_problems(study=study, models=models, conditions=conditions, replicates=replicates,
-                              error_budget=error_budget, unparsed=unparsed)
-    if problems:
-        raise AuditError("; ".join(problems))
-    truth = _evaluated_items(study)
-    audit = Audit.objects.create(study=study, name=name, paradigm=PARADIGM, replicates=replicates, seed=seed,
-                                 use_cache=use_cache, error_budget=error_budget, unparsed=unparsed,
-                                 n_resamples=n_resamples, parallel_tasks=parallel_tasks, created_by=created_by)
-    AuditModel.objects.bulk_create([
-        AuditModel(audit=audit, endpoint=choice.endpoint, model=choice.model, params=choice.params,
-                   label=choice.label, position=position) for position, choice in enumerate(models)])
-    AuditCondition.objects.bulk_create([
-        AuditCondition(audit=audit, condition=condition, template=template_current(condition),
-                       example_set=EXAMPLE_SETS.get(condition, ""), position=position)
-        for position, condition in enumerate(conditions)])
-    AuditItem.objects.bulk_create([AuditItem(audit=audit, item_id=item, majority_label=majority,
-                                             weighted_label=weighted) for item, majority, weighted in truth],
-                                  batch_size=BULK_BATCH_SIZE)
-    enqueue_prepare(audit.id)
-    return audit
-
-
-# Tasks are sent after the commit with robust=True: a broker that is away is logged, never a 500 after the
 # audit was stored; the periodic recovery (tasks.recovery) sends what was not sent.
 
 def enqueue_prepare(audit_id: int) -> None:
@@ -251,11 +158,6 @@ def _enqueue_analysis(audit_id: int) -> None:
 
 # ------------------------------------------------------------------------------------------------ requests
 
-def _sentence(item: Item | dict, label: int | None = None) -> classification.Sentence:
-    return classification.Sentence(item_id=item["id"], target=item["target"], preceding=item["preceding"],
-                                   following=item["following"], label=label)
-
-
 @dataclass(frozen=True)
 class PlannedRequest:
     """A request an audit will send (before it has an id)."""
@@ -269,82 +171,19 @@ class PlannedRequest:
     key: str
 
 
-# A parsed reply as the request stores it: outcome, label, explanation, reason.
-Parsed = tuple[str, int | None, str, str]
-
-
 def request_builder(audit: Audit):
-    """The request builder of the audit's paradigm: ClassificationRequests or SelfReportRequests. Both give
-    ``models`` (id → AuditModel), ``requests()`` (every PlannedRequest), ``messages(request)`` and ``key(...)``
-    (a request is rebuilt, never stored), ``parse(request, text, finish_reason)`` and ``manifest()``."""
-    if audit.paradigm == "self_report":
-        from auditapp.self_report_services import SelfReportRequests
-
-        return SelfReportRequests(audit)
-    return ClassificationRequests(audit)
+    """The request builder of the audit's paradigm (:class:`auditapp.paradigms.base.RequestBuilder`): ``models``
+    (id → AuditModel), ``requests()`` (every PlannedRequest), ``payload(request)`` and ``key(...)`` (a request is
+    rebuilt, never stored), ``parse(request, text, finish_reason)`` (a ParsedReply) and ``manifest()``."""
+    return registry.get(audit.paradigm).builder(audit)
 
 
-def audit_request_key(audit: Audit, audit_model: AuditModel, messages: list[dict], replicate: int) -> str:
+def audit_request_key(audit: Audit, audit_model: AuditModel, messages, replicate: int) -> str:
+    """The key of a request: what is sent (chat messages, or a scorer's payload) to which model, and the replicate;
+    scoped to the audit when it does not use the cache."""
     return request_key(protocol=audit_model.endpoint.protocol, base_url=audit_model.endpoint.base_url,
                        model=audit_model.model, digest=audit_model.digest, params=audit_model.params,
                        messages=messages, replicate=replicate, scope="" if audit.use_cache else f"audit:{audit.id}")
-
-
-class ClassificationRequests:
-    """Rebuilds any request of a classification audit: its messages and its key (the messages are never stored)."""
-
-    def __init__(self, audit: Audit):
-        self.audit = audit
-        self.models = {m.id: m for m in audit.models.select_related("endpoint")}
-        self.conditions = list(audit.conditions.select_related("template"))
-        self.templates = {c.condition: c.template.text for c in self.conditions}
-        fields = ("id", "target", "preceding", "following")
-        self.examples: dict[str, list[classification.Sentence]] = {}
-        for condition in self.conditions:
-            if condition.example_set:
-                members = (ItemSetMember.objects.filter(study=audit.study_id, set_name=condition.example_set)
-                           .values("label", *(f"item__{f}" for f in fields)))
-                self.examples[condition.condition] = [
-                    _sentence({f: m[f"item__{f}"] for f in fields}, m["label"]) for m in members]
-        items = Item.objects.filter(pk__in=AuditItem.objects.filter(audit=audit).values("item_id")).values(*fields)
-        self.items = {item["id"]: _sentence(item) for item in items}
-        self._recent: dict[tuple[str, int], list[dict]] = {}
-
-    def requests(self):
-        for item_id in sorted(self.items):
-            order = classification.dispatch_order(self.audit.seed, item_id)
-            for condition in self.conditions:
-                messages = self.item_messages(condition.condition, item_id)
-                for audit_model in self.models.values():
-                    for replicate in range(self.audit.replicates):
-                        yield PlannedRequest(audit_model, condition.condition, item_id, "", replicate, order,
-                                             self.key(audit_model, messages, replicate))
-
-    def messages(self, request) -> list[dict]:
-        return self.item_messages(request.condition, request.item_id)
-
-    def parse(self, request, text: str, finish_reason: str) -> Parsed:
-        parsed = classification.parse(text, finish_reason or None)
-        return parsed.outcome, parsed.label, parsed.explanation, parsed.reason
-
-    def item_messages(self, condition: str, item_id: int) -> list[dict]:
-        """The messages of an item under a condition (the same for every model and replicate, so the last
-        few are kept: a worker sends an item's requests one after another)."""
-        cache_key = (condition, item_id)
-        messages = self._recent.get(cache_key)
-        if messages is None:
-            messages = classification.build_messages(self.templates[condition], self.items[item_id],
-                                                     examples=self.examples.get(condition, ()), seed=self.audit.seed)
-            if len(self._recent) >= RECENT_MESSAGES:
-                self._recent.pop(next(iter(self._recent)))
-            self._recent[cache_key] = messages
-        return messages
-
-    def key(self, audit_model: AuditModel, messages: list[dict], replicate: int) -> str:
-        return audit_request_key(self.audit, audit_model, messages, replicate)
-
-    def manifest(self) -> dict:
-        return _classification_manifest(self.audit, self)
 
 
 def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING) -> None:
@@ -456,15 +295,20 @@ def _take_cached_replies(audit_id: int, builder) -> None:
     if not replies:
         return
     now = timezone.now()
-    rows = [row for row in pending.only("id", "key", "condition", "item_id", "unit", "replicate") if row.key in replies]
+    rows = [row for row in pending.only("id", "key", "audit_model_id", "condition", "item_id", "unit", "replicate")
+            if row.key in replies]
+    judged = []
     for row in rows:
         reply = replies[row.key]
         row.state, row.reply_id, row.from_cache, row.finished_at = AuditRequest.State.ANSWERED, reply.id, True, now
         row.attempts = 0
-        row.outcome, row.label, row.explanation, row.parse_reason = builder.parse(row, reply.text,
-                                                                                  reply.finish_reason)
+        parsed = builder.parse(row, reply.text, reply.finish_reason)
+        row.outcome, row.label, row.explanation, row.parse_reason = (parsed.outcome, parsed.label,
+                                                                     parsed.explanation, parsed.reason)
+        judged.append((row.id, parsed))
     AuditRequest.objects.bulk_update(rows, ["state", "reply", "from_cache", "finished_at", "attempts", "outcome",
                                             "label", "explanation", "parse_reason"], batch_size=BULK_BATCH_SIZE)
+    _judgments_create(audit_id, judged)
 
 
 def app_version() -> dict:
@@ -477,36 +321,6 @@ def app_version() -> dict:
         except (OSError, subprocess.SubprocessError):
             commit = "unknown"
     return {"app_version": settings.APP_VERSION, "git_commit": commit}
-
-
-def _classification_manifest(audit: Audit, builder: ClassificationRequests) -> dict:
-    """Everything needed to know what was asked of which model (ARCHITECTURE.md: the manifest), but the app's
-    version (the caller adds it)."""
-    study = audit.study
-    run = getattr(study, "analysis_run", None)
-    evaluated = list(AuditItem.objects.filter(audit=audit).order_by("item_id")
-                     .values_list("item__external_id", "majority_label", "weighted_label"))
-    data_hash = hashlib.sha256(repr(evaluated).encode()).hexdigest()
-    return {
-        "paradigm": audit.paradigm,
-        "seed": audit.seed,
-        "replicates": audit.replicates,
-        "use_cache": audit.use_cache,
-        "error_budget": audit.error_budget,
-        "unparsed": audit.unparsed,
-        "n_resamples": audit.n_resamples,
-        "messages": "one user message holding the condition's prompt; no system prompt",
-        "templates": [{"condition": c.condition, "name": c.template.name, "content_hash": c.template.content_hash,
-                       "text": c.template.text, "note": c.template.note, "source": c.template.source,
-                       "example_set": c.example_set,
-                       "example_items": sorted(str(e.item_id) for e in builder.examples.get(c.condition, ()))}
-                      for c in builder.conditions],
-        "models": manifest_models(builder.models.values()),
-        "data": {"study": study.slug, "study_id": study.id, "n_items": len(evaluated),
-                 "ground_truth_computed_at": run.computed_at.isoformat() if run else None,
-                 "ground_truth_settings": run.settings if run else None,
-                 "ground_truth_sha256": data_hash},
-    }
 
 
 def manifest_models(models) -> list[dict]:
@@ -590,9 +404,9 @@ def _record_statement() -> str:
 
 
 def chunk_record(*, chunk_id: int, results: list[RequestResult], parse) -> None:
-    """Store a batch of finished requests in bulk: each reply once per key, each request once. ``parse`` is the
-    request builder's (the reply stored for a key is parsed, which is this one unless the key was answered
-    before)."""
+    """Store a batch of finished requests in bulk: each reply once per key, each request once, and its judgments.
+    ``parse`` is the request builder's (the reply stored for a key is parsed, which is this one unless the key was
+    answered before)."""
     if not results:
         return
     now = connection.ops.adapt_datetimefield_value(timezone.now())
@@ -608,17 +422,36 @@ def chunk_record(*, chunk_id: int, results: list[RequestResult], parse) -> None:
         stored = {key: (pk, text, finish) for key, pk, text, finish in LLMReply.objects.filter(
             key__in={r.request.key for r in answered}).values_list("key", "id", "text", "finish_reason")}
         parameters = []
+        judged: list[tuple[int, ParsedReply]] = []
         for result in results:
             if result.completion is None:
                 values = (AuditRequest.State.FAILED, None, result.error, result.attempts, now,
                           AuditRequest.Outcome.ERROR, None, "", "")
             else:
                 reply_id, text, finish_reason = stored[result.request.key]
-                values = (AuditRequest.State.ANSWERED, reply_id, "", result.attempts, now,
-                          *parse(result.request, text, finish_reason))
+                parsed = parse(result.request, text, finish_reason)
+                judged.append((result.request.id, parsed))
+                values = (AuditRequest.State.ANSWERED, reply_id, "", result.attempts, now, parsed.outcome,
+                          parsed.label, parsed.explanation, parsed.reason)
             parameters.append((*values, result.request.id, AuditRequest.State.PENDING))
         with connection.cursor() as cursor:
             cursor.executemany(_record_statement(), parameters)
+        # A duplicate completion (its request no longer pending) finds its judgments there already.
+        _judgments_create(_audit_of_chunk(chunk_id), judged)
+
+
+def _audit_of_chunk(chunk_id: int) -> int:
+    return AuditChunk.objects.values_list("audit_id", flat=True).get(pk=chunk_id)
+
+
+def _judgments_create(audit_id: int, judged: list[tuple[int, ParsedReply]]) -> None:
+    """The judgments of parsed replies, in bulk (an existing judgment of the same request and unit is kept)."""
+    AuditJudgment.objects.bulk_create([
+        AuditJudgment(audit_id=audit_id, request_id=request_id, unit=judgment.unit, outcome=judgment.outcome,
+                      value=judgment.value, label=judgment.label, reason=judgment.reason[:200],
+                      explanation=judgment.explanation)
+        for request_id, parsed in judged for judgment in parsed.judgments],
+        batch_size=BULK_BATCH_SIZE, ignore_conflicts=True)
 
 
 def chunk_renew(*, chunk_id: int, audit_id: int, retry_state: dict) -> str:
@@ -730,16 +563,23 @@ def audit_retry_failed(*, audit: Audit) -> int:
 # ----------------------------------------------------------------------------------- parsing and metrics
 
 def audit_reparse(*, audit_id: int) -> int:
-    """Parse every stored reply of the audit again (no model is asked); returns how many were parsed."""
+    """Parse every stored reply of the audit again (no model is asked) and rewrite its judgments; returns how many
+    replies were parsed."""
     builder = request_builder(Audit.objects.get(pk=audit_id))
     rows = list(AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.ANSWERED)
-                .select_related("reply").only("id", "condition", "item_id", "unit", "replicate", "reply__text",
-                                              "reply__finish_reason"))
+                .select_related("reply").only("id", "audit_model_id", "condition", "item_id", "unit", "replicate",
+                                              "reply__text", "reply__finish_reason"))
+    judged = []
     for row in rows:
-        row.outcome, row.label, row.explanation, row.parse_reason = builder.parse(row, row.reply.text,
-                                                                                  row.reply.finish_reason)
-    AuditRequest.objects.bulk_update(rows, ["outcome", "label", "explanation", "parse_reason"],
-                                     batch_size=BULK_BATCH_SIZE)
+        parsed = builder.parse(row, row.reply.text, row.reply.finish_reason)
+        row.outcome, row.label, row.explanation, row.parse_reason = (parsed.outcome, parsed.label,
+                                                                     parsed.explanation, parsed.reason)
+        judged.append((row.id, parsed))
+    with transaction.atomic():
+        AuditRequest.objects.bulk_update(rows, ["outcome", "label", "explanation", "parse_reason"],
+                                         batch_size=BULK_BATCH_SIZE)
+        AuditJudgment.objects.filter(audit_id=audit_id).delete()
+        _judgments_create(audit_id, judged)
     return len(rows)
 
 
@@ -752,64 +592,7 @@ def audit_reparse_and_analyse(*, audit: Audit) -> int:
     return n
 
 
-OUTCOME_COUNTS = ("label", "refusal", "unparseable", "error", "pending")
-
-
 def audit_analyse(*, audit_id: int) -> None:
-    """Metrics per model × condition × reference, Δκ and the means (seed 000 Tables 1–2, Figure 1, §4.1); a
-    self-report audit's scores and comparison (:func:`auditapp.self_report_services.self_report_analyse`)."""
+    """Compute and store the audit's results: its paradigm's analysis (then a completed audit)."""
     audit = Audit.objects.get(pk=audit_id)
-    if audit.paradigm == "self_report":
-        from auditapp.self_report_services import self_report_analyse
-
-        self_report_analyse(audit)
-        return
-    models = list(audit.models.all())
-    conditions = list(audit.conditions.values_list("condition", flat=True))
-    requests = pd.DataFrame.from_records(
-        AuditRequest.objects.filter(audit=audit).values_list("audit_model_id", "condition", "item_id", "replicate",
-                                                             "outcome", "label", "state"),
-        columns=["model", "condition", "item", "replicate", "outcome", "label", "state"])
-    requests["label"] = np.where(requests["outcome"] == AuditRequest.Outcome.LABEL,
-                                 requests["label"].astype(float), np.nan)
-    requests.loc[requests["state"] == AuditRequest.State.PENDING, "outcome"] = "pending"
-    references = pd.DataFrame.from_records(
-        AuditItem.objects.filter(audit=audit).order_by("item_id").values_list("item_id", "weighted_label",
-                                                                              "majority_label"),
-        columns=["item", "weighted", "majority"]).astype({"weighted": float, "majority": float})
-    result = classification.analyse(requests, references, models=[m.id for m in models], conditions=conditions,
-                                    unparsed=audit.unparsed, n_resamples=audit.n_resamples, seed=audit.seed)
-    counts = requests.groupby(["model", "condition", "outcome"]).size()
-    names = {m.id: m.display_name for m in models}
-    metric_rows = []
-    for cell in result.cells:
-        values = {k: _json_number(v) for k, v in cell.items() if k not in ("model", "condition", "reference")}
-        for outcome in OUTCOME_COUNTS:
-            values[f"n_{outcome}"] = int(counts.get((cell["model"], cell["condition"], outcome), 0))
-        metric_rows.append(AuditMetric(audit=audit, audit_model_id=cell["model"], condition=cell["condition"],
-                                       reference=cell["reference"], unparsed=audit.unparsed, values=values))
-
-    def named(rows: list[dict]) -> list[dict]:
-        """Rows keyed by model id get the model's name beside the id."""
-        return [{**({"model_id": row["model"]} if "model" in row else {}),
-                 **{k: names[v] if k == "model" else _json_number(v) for k, v in row.items()}} for row in rows]
-
-    gap = {k: _json_number(v) for k, v in result.gap.items() if k != "cells"}
-    gap["cells"] = named(result.gap["cells"])
-    with transaction.atomic():
-        AuditMetric.objects.filter(audit=audit).delete()
-        AuditMetric.objects.bulk_create(metric_rows)
-        Audit.objects.filter(pk=audit_id).update(
-            analysis={"unparsed": audit.unparsed, "kappa_gap": gap, "model_means": named(result.model_means),
-                      "condition_means": named(result.condition_means)},
-            analysed_at=timezone.now())
-        Audit.objects.filter(pk=audit_id, status=Audit.Status.ANALYSING).update(status=Audit.Status.COMPLETED)
-
-
-def _json_number(value):
-    """NaN and infinities are not JSON: they become None."""
-    if isinstance(value, float | np.floating):
-        return float(value) if np.isfinite(value) else None
-    if isinstance(value, np.integer):
-        return int(value)
-    return value
+    registry.get(audit.paradigm).analyse(audit)

@@ -204,7 +204,7 @@ class PromptTemplate(models.Model):
     """One version of a condition's prompt. Versions are identified by the sha256 of their text and are
     never changed once saved: editing a template in the admin saves a new version."""
 
-    paradigm = models.CharField(max_length=40, default="classification")
+    paradigm = models.CharField(max_length=40, default=registry.DEFAULT)
     condition = models.CharField(max_length=40)
     name = models.CharField(max_length=200)
     text = models.TextField()
@@ -269,7 +269,7 @@ class Audit(models.Model):
         WRONG = "wrong", "Counted as wrong"
 
     name = models.CharField(max_length=200)
-    paradigm = models.CharField(max_length=40, choices=registry.choices, default="classification",
+    paradigm = models.CharField(max_length=40, choices=registry.choices, default=registry.DEFAULT,
                                 help_text="The audit's paradigm (auditapp.paradigms.registry).")
     study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.PROTECT, related_name="audits",
                               help_text="The study whose ground truth a classification audit is measured against.")
@@ -471,11 +471,3 @@ class AuditMetric(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["audit", "audit_model", "condition", "reference"],
                                                name="audit_metric_once")]
-
-
-class SelfReportAudit(Audit):
-    """Self-report audits in the admin, with their own list and launch form (the same rows as Audit)."""
-
-    class Meta:
-        proxy = True
-        verbose_name = "self-report audit"

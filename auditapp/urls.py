@@ -7,7 +7,7 @@ from annotation import api as annotation_api
 from annotation import dashboard_views
 from auditapp import audit_views, views
 from auditapp.api import audits as audit_api
-from auditapp.api import self_report as self_report_api
+from auditapp.paradigms import registry
 
 admin.site.site_header = "auditapp: researcher admin"
 admin.site.site_title = "auditapp"
@@ -33,12 +33,8 @@ api_patterns = [
     path("audits/<int:pk>/", audit_api.AuditDetailView.as_view(), name="audit-detail"),
     path("audits/<int:pk>/progress/", audit_api.AuditProgressView.as_view(), name="audit-progress"),
     path("audits/<int:pk>/responses/", audit_api.AuditResponsesView.as_view(), name="audit-responses"),
-    path("audits/<int:pk>/metrics/", audit_api.AuditMetricsView.as_view(), name="audit-metrics"),
     path("audits/<int:pk>/manifest/", audit_api.AuditManifestView.as_view(), name="audit-manifest"),
-    path("audits/<int:pk>/answers/", self_report_api.AuditAnswersView.as_view(), name="audit-answers"),
-    path("audits/<int:pk>/scores/", self_report_api.AuditScoresView.as_view(), name="audit-scores"),
-    path("audits/<int:pk>/validity/", self_report_api.AuditValidityView.as_view(), name="audit-validity"),
-    path("instruments/", self_report_api.InstrumentListView.as_view(), name="instrument-list"),
+    *(route for paradigm in registry.every() for route in paradigm.api_urls()),
     path("audits/<int:pk>/<str:action>/", audit_api.AuditActionView.as_view(), name="audit-action"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),

@@ -81,6 +81,7 @@ def main() -> None:
 
     from auditapp import audit_services as services
     from auditapp.models import Audit, AuditRequest, LLMEndpoint
+    from auditapp.paradigms.classification import services as classification_services
     from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
     from tests.llm_server import LLMServer
 
@@ -104,7 +105,7 @@ def main() -> None:
             worker_cpu_before, server_cpu_before = cpu_seconds(worker_process), cpu_seconds(server_process)
             server.reset_stats()
             wall_start = time.monotonic()
-            audit = services.audit_create(study=study, name="throughput", conditions=CONDITIONS,
+            audit = classification_services.audit_create(study=study, name="throughput", conditions=CONDITIONS,
                                           models=[services.ModelChoice(endpoint=endpoint, model=m) for m in MODELS],
                                           n_resamples=200, parallel_tasks=args.worker_concurrency)
             while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running"]).exists():

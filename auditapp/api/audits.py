@@ -1,6 +1,6 @@
-"""REST API of LLM audits (researchers only): endpoints and their models, launching and controlling audits,
-live progress, and the exports (responses, metrics, manifest). Self-report audits' own launch body and
-exports are in :mod:`auditapp.api.self_report`.
+"""REST API of audits shared by every paradigm (researchers only): endpoints and their models, launching (the
+body is the paradigm's own: :mod:`auditapp.paradigms.registry`) and controlling audits, live progress, the
+responses, the manifest and the paradigms' named tables. A paradigm's own routes come from its adapter.
 
 Every list also answers ``?format=csv`` (streamed, never paginated).
 """
@@ -15,28 +15,15 @@ from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.models import Study
 from annotation.selectors import Export
 from auditapp import audit_services as services
 from auditapp.api.exports import ExportListAPIView
-from auditapp.audit_selectors import (
-    METRIC_VALUES,
-    audit_list,
-    audit_metrics_export,
-    audit_progress,
-    audit_responses_export,
-)
+from auditapp.api.launch import BIGINT_MAX
+from auditapp.audit_selectors import audit_list, audit_progress, audit_responses_export
 from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
 from auditapp.paradigms import registry
-from auditapp.paradigms.classification.prompts import CONDITIONS
-from auditapp.paradigms.self_report.design import FORMS, ValidityRule
-from auditapp.self_report_services import self_report_audit_create
-from psychometrics.models import Instrument
-
-BIGINT_MAX = 2**63 - 1
-"""The largest id or seed the database stores (a 64-bit signed integer); larger ones are a 400, not a 500."""
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -87,63 +74,6 @@ class EndpointModelsView(APIView):
         except EndpointError as error:
             return Response({"detail": f"{endpoint}: {error}"}, status=status.HTTP_502_BAD_GATEWAY)
         return Response(ModelInfoSerializer(models, many=True).data)
-
-
-class ModelChoiceSerializer(serializers.Serializer):
-    endpoint = serializers.PrimaryKeyRelatedField(queryset=LLMEndpoint.objects.all())
-    model = serializers.CharField(max_length=200)
-    params = serializers.DictField(required=False, default=dict,
-                                   help_text="Generation parameters; omit for the endpoint's own defaults.")
-    label = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
-
-
-class AuditCreateSerializer(serializers.Serializer):
-    """The body of ``POST /api/audits/`` for a classification audit."""
-
-    # The whole set (one enum in the schema); the view picks this serializer for "classification" only.
-    paradigm = serializers.ChoiceField(choices=registry.choices(), default="classification")
-    study = serializers.PrimaryKeyRelatedField(queryset=Study.objects.all())
-    name = serializers.CharField(max_length=200)
-    models = ModelChoiceSerializer(many=True)
-    conditions = serializers.ListField(child=serializers.ChoiceField(choices=CONDITIONS), default=list(CONDITIONS))
-    replicates = serializers.IntegerField(default=1, min_value=1, max_value=100)
-    seed = serializers.IntegerField(default=0, min_value=-BIGINT_MAX - 1, max_value=BIGINT_MAX)
-    use_cache = serializers.BooleanField(default=True)
-    error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
-    unparsed = serializers.ChoiceField(choices=Audit.Unparsed.choices, default=Audit.Unparsed.EXCLUDE)
-    n_resamples = serializers.IntegerField(default=2000, min_value=100, max_value=100000)
-    parallel_tasks = serializers.IntegerField(default=1, min_value=1, max_value=32)
-
-
-class ValidityRuleSerializer(serializers.Serializer):
-    max_refusal_share = serializers.FloatField(default=ValidityRule.max_refusal_share, min_value=0, max_value=1)
-    max_dummy_endorsed = serializers.IntegerField(default=ValidityRule.max_dummy_endorsed, min_value=0)
-    action = serializers.ChoiceField(choices=["flag", "exclude"], default=ValidityRule.action,
-                                     help_text="flag: marked in the results; exclude: also left out of the "
-                                               "paired comparison.")
-
-
-class SelfReportCreateSerializer(serializers.Serializer):
-    """The body of ``POST /api/audits/`` for a self-report audit (``models`` as for a classification audit)."""
-
-    paradigm = serializers.ChoiceField(choices=registry.choices())
-    name = serializers.CharField(max_length=200)
-    models = ModelChoiceSerializer(many=True)
-    instruments = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all(), many=True,
-                                                     help_text="Instrument ids (GET /api/instruments/).")
-    forms = serializers.ListField(child=serializers.ChoiceField(choices=FORMS), default=list(FORMS))
-    mode = serializers.ChoiceField(choices=["batch", "item"], default="batch",
-                                   help_text="batch: the whole form in one request (as the paper's combined "
-                                             "questionnaire); item: one item per request.")
-    labels = serializers.ChoiceField(choices=["numbers", "letters", "text"], allow_null=True, default=None,
-                                     help_text="How an item's options are labelled in item mode (default numbers).")
-    title = serializers.BooleanField(default=False, help_text="The original form opens with the instrument's name.")
-    validity = ValidityRuleSerializer(default=dict)
-    replicates = serializers.IntegerField(default=1, min_value=1, max_value=100)
-    seed = serializers.IntegerField(default=0, min_value=0, max_value=BIGINT_MAX)
-    use_cache = serializers.BooleanField(default=True)
-    error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
-    parallel_tasks = serializers.IntegerField(default=1, min_value=1, max_value=32)
 
 
 class AuditModelSerializer(serializers.Serializer):
@@ -215,25 +145,24 @@ class AuditListView(ExportListAPIView):
 
     @extend_schema(request=PolymorphicProxySerializer(
         component_name="AuditLaunch", resource_type_field_name="paradigm",
-        serializers={"classification": AuditCreateSerializer, "self_report": SelfReportCreateSerializer}),
+        serializers=lambda: {paradigm.name: paradigm.launch_serializer for paradigm in registry.every()}),
         responses={201: AuditDetailSerializer}, summary="Launch an audit",
-        description="A classification audit (the default paradigm) is recorded against the study's current "
-                    "ground truth; a self-report audit (\"paradigm\": \"self_report\") asks the instruments in "
-                    "the chosen forms. A worker prepares it (lists the models, builds every request and its key) "
-                    "and runs it. 400 names every problem.")
+        description="The body's \"paradigm\" (default \"classification\") picks the paradigm and its fields: "
+                    "a classification audit is recorded against the study's current ground truth; a self-report "
+                    "audit asks the instruments in the chosen forms; a perturbation-sensitivity (BITS) audit has "
+                    "scorers score a corpus. A worker prepares it (lists the models, builds every request and its "
+                    "key) and runs it. 400 names every problem.")
     def post(self, request):
-        self_report = request.data.get("paradigm") == "self_report"
-        data = (SelfReportCreateSerializer if self_report else AuditCreateSerializer)(data=request.data)
-        data.is_valid(raise_exception=True)
-        values = dict(data.validated_data)
-        values.pop("paradigm")
-        models = [services.ModelChoice(**choice) for choice in values.pop("models")]
+        name = request.data.get("paradigm", registry.DEFAULT) if isinstance(request.data, dict) else None
         try:
-            if self_report:
-                values["validity"] = ValidityRule(**values["validity"])
-                audit = self_report_audit_create(models=models, created_by=request.user, **values)
-            else:
-                audit = services.audit_create(models=models, created_by=request.user, **values)
+            paradigm = registry.get(name)
+        except (registry.UnknownParadigm, TypeError):
+            return Response({"paradigm": [f"unknown paradigm {name!r}; choose one of: "
+                                          f"{', '.join(registry.PARADIGMS)}"]}, status=status.HTTP_400_BAD_REQUEST)
+        data = paradigm.launch_serializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        try:
+            audit = paradigm.launch(data.validated_data, created_by=request.user)
         except services.AuditError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(AuditDetailSerializer(audit_list().get(pk=audit.pk)).data, status=status.HTTP_201_CREATED)
@@ -320,31 +249,6 @@ class AuditResponsesView(AuditScoped, ExportListAPIView):
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-responses.csv"
-
-
-def _metric_fields() -> dict:
-    return {name: (serializers.IntegerField(allow_null=True) if name.startswith("n") else
-                   serializers.FloatField(allow_null=True)) for name in METRIC_VALUES}
-
-
-MetricRowSerializer = type("MetricRowSerializer", (serializers.Serializer,), {
-    "model": serializers.CharField(), "model_label": serializers.CharField(), "condition": serializers.CharField(),
-    "reference": serializers.CharField(help_text="weighted (eq. 6) or majority."),
-    "unparsed": serializers.CharField(help_text="exclude or wrong: how unparsed items entered every number."),
-    **_metric_fields(), "delta_kappa": serializers.FloatField(allow_null=True, help_text="κ(majority) − κ(weighted)"),
-})
-
-
-@extend_schema(summary="An audit's metrics", description="One row per model × condition × reference, every "
-               "metric with its bootstrap 95% CI (items resampled, seeded), counts of each outcome, and Δκ.")
-class AuditMetricsView(AuditScoped, ExportListAPIView):
-    serializer_class = MetricRowSerializer
-
-    def export_rows(self):
-        return audit_metrics_export(audit=self.audit)
-
-    def export_filename(self) -> str:
-        return f"audit-{self.audit.id}-metrics.csv"
 
 
 class AuditActionView(AuditScoped, APIView):

@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-PARADIGMS = ("classification", "self_report", "bits")
+PARADIGMS = ("classification", "self_report")
+DEFAULT = PARADIGMS[0]
+"""The paradigm of a launch that names none (the API's and the admin's default)."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,9 @@ class Paradigm:
     - ``launch_form``: the admin's launch form (a ModelForm of Audit), its ``fields`` and
       ``launch_from_form(form, user)``;
     - ``dashboard_template`` and ``dashboard_data(audit)``;
-    - ``tables``: named exports under ``/api/audits/{id}/tables/{name}/``; ``api_urls()`` any older routes it keeps.
+    - ``tables``: named exports under ``/api/audits/{id}/tables/{name}/``; ``api_urls()`` its own routes;
+    - ``register_admin(site)``: the admin of its own records (a corpus, item variants);
+    - ``after_migrate()``: what it ships into the database after every migrate (default prompt templates).
     """
 
     name: str
@@ -72,7 +76,8 @@ class Paradigm:
     dashboard_data: Callable[[Any], dict]
     tables: Mapping[str, Table] = field(default_factory=dict)
     api_urls: Callable[[], list] = list
-    describe: Callable[[Any], dict] = lambda audit: {}
+    register_admin: Callable[[Any], None] = lambda site: None
+    after_migrate: Callable[[], None] = lambda: None
 
 
 class UnknownParadigm(KeyError):

@@ -17,7 +17,7 @@ from annotation.models import Item, Label, Participant
 from annotation.services import items_import_file
 from auditapp import audit_services as services
 from auditapp.models import AuditModel, AuditRequest, LLMEndpoint, LLMReply
-from auditapp.self_report_services import self_report_audit_create
+from auditapp.paradigms.self_report.services import self_report_audit_create
 from auditapp.urls import api_patterns
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
 from tests.factories import make_study

@@ -23,7 +23,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from annotation.models import ItemImport
 from annotation.services import items_import_file
 from auditapp.models import LLMEndpoint
-from auditapp.self_report_services import self_report_audit_create
+from auditapp.paradigms.self_report.services import self_report_audit_create
 from tests.factories import autalic_like_csv, make_audit_study, make_researcher
 from tests.llm_server import LLMServer
 

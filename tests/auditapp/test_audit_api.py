@@ -6,6 +6,7 @@ from rest_framework.test import APIClient
 
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditRequest, LLMEndpoint, PromptTemplate
+from auditapp.paradigms.classification import services as classification_services
 from tests.factories import make_audit_study, make_participant_user, make_study
 from tests.integration.support import free_port
 from tests.llm_server import LLMServer
@@ -80,7 +81,7 @@ def test_launching_an_audit_checks_the_study_and_names_every_problem(api_client,
                                                     "models": [{"endpoint": endpoint.id, "model": "m"}]}, format="json")
     assert response.status_code == 201, response.content
     body = response.json()
-    assert body["status"] == "queued" and body["conditions"] == list(services.CONDITIONS)
+    assert body["status"] == "queued" and body["conditions"] == list(classification_services.CONDITIONS)
     assert prepare_sent == [body["id"]]
     assert Audit.objects.get(pk=body["id"]).items.count() == 12, "ICL examples are not evaluated"
 
@@ -88,7 +89,7 @@ def test_launching_an_audit_checks_the_study_and_names_every_problem(api_client,
 def test_pause_resume_cancel_follow_the_status(api_client, prepare_sent, django_capture_on_commit_callbacks):
     study = make_audit_study(6, n_examples=2)
     endpoint = LLMEndpoint.objects.create(name="e", base_url="http://127.0.0.1:1")
-    audit = services.audit_create(study=study, name="a", conditions=["zs"],
+    audit = classification_services.audit_create(study=study, name="a", conditions=["zs"],
                                   models=[services.ModelChoice(endpoint=endpoint, model="m")])
     Audit.objects.filter(pk=audit.pk).update(status="running", n_requests=6)
     assert api_client.post(f"/api/audits/{audit.id}/pause/").json()["status"] == "paused"
@@ -104,7 +105,7 @@ def test_pause_resume_cancel_follow_the_status(api_client, prepare_sent, django_
 def test_responses_export_has_the_documented_columns(api_client, prepare_sent):
     study = make_audit_study(4, n_examples=2)
     endpoint = LLMEndpoint.objects.create(name="e", base_url="http://127.0.0.1:1")
-    audit = services.audit_create(study=study, name="a", conditions=["zs"],
+    audit = classification_services.audit_create(study=study, name="a", conditions=["zs"],
                                   models=[services.ModelChoice(endpoint=endpoint, model="m")])
     AuditRequest.objects.bulk_create([AuditRequest(audit=audit, audit_model=audit.models.get(), condition="zs",
                                                    item_id=i.item_id, order=n, key=f"k{n}")
@@ -120,14 +121,14 @@ def test_responses_export_has_the_documented_columns(api_client, prepare_sent):
 
 def test_editing_a_template_in_the_admin_saves_a_new_version(client, researcher):
     client.force_login(researcher[0])
-    current = services.template_current("zs")
+    current = classification_services.template_current("zs")
     response = client.post(f"/admin/auditapp/prompttemplate/{current.id}/change/", {
         "paradigm": "classification", "condition": "zs", "name": current.name, "text": current.text + "\nBe brief.",
         "note": "shorter", "source": current.source})
     assert response.status_code == 302
     assert PromptTemplate.objects.filter(condition="zs").count() == 2
     assert PromptTemplate.objects.get(pk=current.id).text == current.text, "the old version is unchanged"
-    assert services.template_current("zs").text.endswith("Be brief.")
+    assert classification_services.template_current("zs").text.endswith("Be brief.")
 
 
 @pytest.mark.integration

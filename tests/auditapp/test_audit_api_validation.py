@@ -5,7 +5,7 @@ import pytest
 
 from auditapp import audit_services as services
 from auditapp.models import LLMEndpoint
-from auditapp.self_report_services import self_report_audit_create
+from auditapp.paradigms.self_report.services import self_report_audit_create
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
 
 pytestmark = pytest.mark.django_db

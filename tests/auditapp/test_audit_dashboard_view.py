@@ -29,6 +29,7 @@ from auditapp.models import (
     LLMEndpoint,
     LLMReply,
 )
+from auditapp.paradigms.classification import services as classification_services
 from tests.factories import make_study
 
 # Weighted and majority references of 16 items: the two disagree on items 3 and 12; item 15 has no weighted label.
@@ -56,7 +57,7 @@ _counter = itertools.count(1)
 def build_audit(plan: dict, *, status: str = Audit.Status.COMPLETED, name: str = "Dashboard audit") -> Audit:
     """An audit of two models × two conditions over the 16 items, its requests following ``plan``; a
     completed audit is analysed (200 resamples), as a worker would after the last request."""
-    services.templates_sync_defaults()
+    classification_services.templates_sync_defaults()
     n = next(_counter)
     study = make_study()
     items = [Item.objects.create(study=study, external_id=f"it{i:02d}", target=f"Sentence {i}.", position=i)
@@ -70,7 +71,7 @@ def build_audit(plan: dict, *, status: str = Audit.Status.COMPLETED, name: str =
                                                   label=f"Model {model[-1].upper()}")
     conditions = list(dict.fromkeys(condition for _, condition in plan))
     for position, condition in enumerate(conditions):
-        AuditCondition.objects.create(audit=audit, condition=condition, template=services.template_current(condition),
+        AuditCondition.objects.create(audit=audit, condition=condition, template=classification_services.template_current(condition),
                                       position=position)
     for item, weighted, majority in zip(items, WEIGHTED, MAJORITY, strict=True):
         AuditItem.objects.create(audit=audit, item=item, weighted_label=weighted, majority_label=majority)

@@ -14,6 +14,7 @@ from sklearn.metrics import cohen_kappa_score, f1_score
 from auditapp import audit_runner
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditMetric, AuditRequest, LLMEndpoint, LLMReply
+from auditapp.paradigms.classification import services as classification_services
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
 from tests.integration.support import free_port, wait_for
 from tests.llm_server import LLMServer, expected_label
@@ -54,7 +55,7 @@ def test_audit_runs_end_to_end_and_metrics_equal_scikit_learn(server, no_tasks):
     study = make_audit_study(60, n_examples=6)
     endpoint = make_endpoint(server)
     server.reset_stats()
-    audit = services.audit_create(
+    audit = classification_services.audit_create(
         study=study, name="two models", conditions=["zs", "cot", "icl_a", "persona_ifl"],
         models=[services.ModelChoice(endpoint=endpoint, model="model-a"),
                 services.ModelChoice(endpoint=endpoint, model="model-b")], n_resamples=200)
@@ -78,7 +79,7 @@ def test_audit_runs_end_to_end_and_metrics_equal_scikit_learn(server, no_tasks):
 
     # Parsed labels follow the server's rule.
     for row in requests.filter(outcome="label").select_related("audit_model")[:50]:
-        messages = services.request_builder(audit).messages(row)
+        messages = services.request_builder(audit).payload(row)
         assert row.label == expected_label(row.audit_model.model, messages[0]["content"],
                                            positive_words=AUDIT_POSITIVE_WORDS)
 
@@ -101,11 +102,11 @@ def test_rerun_sends_nothing_and_a_second_audit_takes_cached_replies(server, no_
     study = make_audit_study(20, n_examples=4)
     endpoint = make_endpoint(server)
     choice = [services.ModelChoice(endpoint=endpoint, model="model-a")]
-    first = run_audit(services.audit_create(study=study, name="first", conditions=["zs"], models=choice,
+    first = run_audit(classification_services.audit_create(study=study, name="first", conditions=["zs"], models=choice,
                                             n_resamples=100))
     server.reset_stats()
     assert audit_runner.audit_work(first.id) == "stopped"  # completed: a late duplicate task does nothing
-    second = services.audit_create(study=study, name="second", conditions=["zs", "cot"], models=choice,
+    second = classification_services.audit_create(study=study, name="second", conditions=["zs", "cot"], models=choice,
                                    n_resamples=100)
     second = run_audit(second)
     zs = AuditRequest.objects.filter(audit=second, condition="zs")
@@ -113,7 +114,7 @@ def test_rerun_sends_nothing_and_a_second_audit_takes_cached_replies(server, no_
     assert zs.filter(from_cache=True).count() == answered_first
     # Only the cot requests and the zs requests that failed the first time were sent.
     assert server.stats()["bodies"] == 20 + (20 - answered_first)
-    third = services.audit_create(study=study, name="no cache", conditions=["zs"], models=choice, use_cache=False,
+    third = classification_services.audit_create(study=study, name="no cache", conditions=["zs"], models=choice, use_cache=False,
                                   n_resamples=100)
     server.reset_stats()
     third = run_audit(third)
@@ -125,7 +126,7 @@ def test_error_budget_stops_the_audit_and_retry_failed_finishes_it(no_tasks):
     study = make_audit_study(30, n_examples=2)
     with LLMServer(permanent_error_rate=1.0, positive_words=AUDIT_POSITIVE_WORDS) as broken:
         endpoint = make_endpoint(broken, max_attempts=1, max_concurrency=2)
-        audit = services.audit_create(study=study, name="budget", conditions=["zs"], error_budget=0.2,
+        audit = classification_services.audit_create(study=study, name="budget", conditions=["zs"], error_budget=0.2,
                                       models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
         services.audit_prepare(audit_id=audit.id)
         assert audit_runner.audit_work(audit.id) == "stopped"
@@ -151,7 +152,7 @@ def test_pause_keeps_unsent_requests_and_resume_sends_only_those(no_tasks):
     study = make_audit_study(40, n_examples=2)
     with LLMServer(latency=0.1, positive_words=AUDIT_POSITIVE_WORDS) as slow:
         endpoint = make_endpoint(slow, max_concurrency=2)
-        audit = services.audit_create(study=study, name="pause", conditions=["zs"],
+        audit = classification_services.audit_create(study=study, name="pause", conditions=["zs"],
                                       models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
         services.audit_prepare(audit_id=audit.id)
         with ThreadPoolExecutor(1) as pool:
@@ -181,7 +182,7 @@ def test_a_redis_outage_leaves_the_audit_waiting_and_the_recovery_resumes_it(ser
     settings.LLM_LIMITS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"   # the limits' Redis is away
     settings.WORK_STALLED_SECONDS = 30
     study = make_audit_study(5, n_examples=2)
-    audit = services.audit_create(study=study, name="no redis", conditions=["zs"],
+    audit = classification_services.audit_create(study=study, name="no redis", conditions=["zs"],
                                   models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
     services.audit_prepare(audit_id=audit.id)
     no_tasks.clear()
@@ -208,7 +209,7 @@ def test_a_redis_outage_leaves_the_audit_waiting_and_the_recovery_resumes_it(ser
 
 def test_a_model_the_endpoint_does_not_offer_fails_the_audit_before_any_request(server, no_tasks):
     study = make_audit_study(4, n_examples=2)
-    audit = services.audit_create(study=study, name="typo", conditions=["zs"],
+    audit = classification_services.audit_create(study=study, name="typo", conditions=["zs"],
                                   models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-z")])
     services.audit_prepare(audit_id=audit.id)
     audit.refresh_from_db()
@@ -217,7 +218,7 @@ def test_a_model_the_endpoint_does_not_offer_fails_the_audit_before_any_request(
     assert not AuditRequest.objects.filter(audit=audit).exists()
 
     down = LLMEndpoint.objects.create(name="down", base_url=f"http://127.0.0.1:{free_port()}")
-    audit = services.audit_create(study=study, name="down", conditions=["zs"],
+    audit = classification_services.audit_create(study=study, name="down", conditions=["zs"],
                                   models=[services.ModelChoice(endpoint=down, model="model-a")])
     services.audit_prepare(audit_id=audit.id)
     audit.refresh_from_db()
@@ -237,7 +238,7 @@ def test_an_audit_launched_while_the_broker_is_away_is_stored_and_prepared_by_th
     monkeypatch.setattr("tasks.audits.audit_prepare_task.delay", broker_away)
     study = make_audit_study(3, n_examples=2)
     # The launch commits and its task cannot be sent: logged, not raised (the API would answer 500).
-    audit = services.audit_create(study=study, name="launched in an outage", conditions=["zs"],
+    audit = classification_services.audit_create(study=study, name="launched in an outage", conditions=["zs"],
                                   models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
     assert Audit.objects.get(pk=audit.pk).status == Audit.Status.QUEUED
 
@@ -265,7 +266,7 @@ def test_work_waiting_in_a_busy_queue_is_not_sent_twice_but_a_dead_workers_audit
     settings.WORK_QUEUED_GRACE_SECONDS = 600
     stalled = timedelta(seconds=30)
     study = make_audit_study(3, n_examples=2)
-    audit = services.audit_create(study=study, name="busy queue", conditions=["zs"],
+    audit = classification_services.audit_create(study=study, name="busy queue", conditions=["zs"],
                                   models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
     services.audit_prepare(audit_id=audit.id)
     assert no_tasks == [("audit_prepare_task", audit.id), ("audit_work_task", audit.id)]

@@ -14,6 +14,7 @@ from auditapp.endpoint_addresses import AddressPolicy, EndpointAddressRefused, c
 from auditapp.llm_clients import EndpointConfig, chat_session, send_chat
 from auditapp.llm_limits import LocalLimiter
 from auditapp.models import Audit, LLMEndpoint
+from auditapp.paradigms.classification import services as classification_services
 from tests.factories import make_audit_study
 from tests.integration.support import free_port
 from tests.llm_server import LLMServer
@@ -139,7 +140,7 @@ def test_an_audit_on_a_refused_address_fails_at_preparation_with_the_reason(sett
     monkeypatch.setattr("tasks.audits.audit_work_task.delay", lambda audit_id: None)
     study = make_audit_study(3)
     endpoint = LLMEndpoint.objects.create(name="local", base_url=server.base_url)
-    audit = services.audit_create(study=study, name="a", models=[services.ModelChoice(endpoint, "model-a")],
+    audit = classification_services.audit_create(study=study, name="a", models=[services.ModelChoice(endpoint, "model-a")],
                                   conditions=["zs"])
     settings.LLM_ENDPOINTS_ALLOW_PRIVATE = False
     services.audit_prepare(audit_id=audit.id)

@@ -128,14 +128,14 @@ def test_the_admin_launches_a_self_report_audit_from_listed_models(client, resea
     with LLMServer(models=["persona-key"]) as server:
         endpoint = LLMEndpoint.objects.create(name="local", protocol="ollama", base_url=server.base_url)
         client.post("/admin/auditapp/llmendpoint/", {"action": "list_models", "_selected_action": [endpoint.id]})
-    page = client.get("/admin/auditapp/selfreportaudit/add/").content.decode()
+    page = client.get("/admin/auditapp/audit/add/?paradigm=self_report").content.decode()
     assert f"{endpoint.id}:persona-key" in page and "Masked (one questionnaire" in page
     form = {"name": "admin self-report", "models": [f"{endpoint.id}:persona-key"], "params": "{}",
             "instruments": [shipped_instruments["aq50"].id], "administered_forms": ["original", "masked"], "mode": "item",
             "labels": "letters", "replicates": 2, "seed": 4, "max_refusal_share": 0.3, "max_dummy_endorsed": 40,
             "validity_action": "exclude", "use_cache": "on", "error_budget": 0.2, "parallel_tasks": 1}
     with django_capture_on_commit_callbacks(execute=True):
-        response = client.post("/admin/auditapp/selfreportaudit/add/", form)
+        response = client.post("/admin/auditapp/audit/add/?paradigm=self_report", form)
     assert response.status_code == 302, response.content.decode()[-3000:]
     audit = Audit.objects.get(name="admin self-report")
     assert audit.paradigm == "self_report" and audit.replicates == 2 and audit.seed == 4
@@ -143,10 +143,10 @@ def test_the_admin_launches_a_self_report_audit_from_listed_models(client, resea
     assert audit.design["validity"] == {"max_refusal_share": 0.3, "max_dummy_endorsed": 40, "action": "exclude"}
     assert sorted(audit.design["questionnaires"]) == ["0", "1"]
     assert prepared == [audit.id]
-    listed = client.get("/admin/auditapp/selfreportaudit/").content.decode()
+    listed = client.get("/admin/auditapp/audit/?paradigm__exact=self_report").content.decode()
     assert "admin self-report" in listed
     # A batch with lettered options is refused, with the reason.
-    response = client.post("/admin/auditapp/selfreportaudit/add/", {**form, "name": "bad", "mode": "batch"})
+    response = client.post("/admin/auditapp/audit/add/?paradigm=self_report", {**form, "name": "bad", "mode": "batch"})
     assert response.status_code == 200 and "labels must be &#x27;text&#x27;" in response.content.decode()
     assert not Audit.objects.filter(name="bad").exists()
 

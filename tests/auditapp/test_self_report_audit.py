@@ -12,8 +12,8 @@ from scipy import stats
 
 from auditapp import audit_runner
 from auditapp import audit_services as services
-from auditapp import self_report_services as self_report
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
+from auditapp.paradigms.self_report import services as self_report
 from auditapp.paradigms.self_report.design import MASKED, ValidityRule
 from auditapp.paradigms.self_report.instruments import agree_side, shipped_dummies, shipped_fillers
 from tests.llm_server import PERSONAS, persona_choice

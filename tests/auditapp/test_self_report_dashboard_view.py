@@ -26,8 +26,8 @@ from django.urls import reverse
 
 from auditapp import audit_runner
 from auditapp import audit_services as services
-from auditapp import self_report_services as self_report
 from auditapp.models import Audit, LLMEndpoint
+from auditapp.paradigms.self_report import services as self_report
 from auditapp.paradigms.self_report.design import ValidityRule
 from psychometrics.services import instruments_sync_shipped
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit

@@ -1,6 +1,6 @@
 """REST API of self-report audits (researchers only): the instruments that can be asked and an audit's
 exports: item-level answers, scores per administration, and validity per model × form. (A self-report audit
-is launched with ``POST /api/audits/`` and ``"paradigm": "self_report"``: :mod:`auditapp.api.audits`.)
+is launched with ``POST /api/audits/`` and ``"paradigm": "self_report"``: :mod:`.adapter`.)
 
 Every export also answers ``?format=csv`` (streamed, never paginated).
 """
@@ -13,7 +13,7 @@ from rest_framework import generics, serializers
 from annotation.selectors import Export
 from auditapp.api.audits import AuditScoped
 from auditapp.api.exports import ExportListAPIView
-from auditapp.self_report_services import item_answers
+from auditapp.paradigms.self_report.services import PARADIGM, item_answers
 from psychometrics.models import Instrument
 
 
@@ -61,7 +61,7 @@ class AnswerRowSerializer(serializers.Serializer):
 
 
 class SelfReportScoped(AuditScoped):
-    paradigm = "self_report"
+    paradigm = PARADIGM
 
 
 class AuditAnswersView(SelfReportScoped, ExportListAPIView):

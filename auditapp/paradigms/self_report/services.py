@@ -23,22 +23,25 @@ from django.utils import timezone
 from auditapp.audit_services import (
     AuditError,
     ModelChoice,
-    Parsed,
     PlannedRequest,
     audit_request_key,
     enqueue_prepare,
     launch_problems,
     manifest_models,
 )
-from auditapp.models import Audit, AuditModel, AuditRequest, ItemVariant
+from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, ItemVariant
+from auditapp.paradigms.base import Judgment, ParsedReply
 from auditapp.paradigms.self_report import design as plan
 from auditapp.paradigms.self_report.instruments import (
     BATCH_INSTRUCTION,
     ITEM_INSTRUCTION,
+    ParsedLikert,
     shipped_dummies,
     shipped_fillers,
 )
 from psychometrics.models import Instrument as StoredInstrument
+
+PARADIGM = "self_report"
 
 
 def design_of(audit: Audit) -> plan.Design:
@@ -97,21 +100,25 @@ class SelfReportRequests:
                         yield PlannedRequest(audit_model, form_id, None, unit, replicate, order,
                                              self.key(audit_model, spec.messages, replicate))
 
-    def messages(self, request) -> list[dict]:
+    def payload(self, request) -> list[dict]:
         return self.specs(request.condition, request.replicate)[request.unit].messages
 
     def key(self, audit_model: AuditModel, messages: list[dict], replicate: int) -> str:
         return audit_request_key(self.audit, audit_model, messages, replicate)
 
-    def parse(self, request, text: str, finish_reason: str) -> Parsed:
+    def parse(self, request, text: str, finish_reason: str) -> ParsedReply:
         spec = self.specs(request.condition, request.replicate)[request.unit]
-        outcome, label, reason = plan.request_outcome(plan.parse_reply(spec, text))
-        return outcome, label, "", reason
+        parsed = plan.parse_reply(spec, text)
+        outcome, label, reason = plan.request_outcome(parsed)
+        return ParsedReply(outcome, label, "", reason, tuple(
+            Judgment(unit=str(position), outcome=answer.outcome, label=answer.index, reason=answer.reason)
+            for position, answer in parsed.items()))
 
     def manifest(self) -> dict:
         design = self.design
         return {
             "paradigm": self.audit.paradigm,
+        "replicate_rule": "none: each administration is scored on its own; scores are averaged over replicates",
             "seed": self.audit.seed,
             "replicates": self.audit.replicates,
             "use_cache": self.audit.use_cache,
@@ -196,7 +203,7 @@ def self_report_audit_create(*, name: str, models: list[ModelChoice], instrument
     if problems:
         raise AuditError("; ".join(problems))
     audit = Audit.objects.create(
-        name=name, paradigm="self_report", replicates=replicates, seed=seed, use_cache=use_cache,
+        name=name, paradigm=PARADIGM, replicates=replicates, seed=seed, use_cache=use_cache,
         error_budget=error_budget, parallel_tasks=parallel_tasks, created_by=created_by,
         design={"instruments": [{"id": i.id, "slug": i.slug, "content_hash": i.content_hash} for i in instruments],
                 "forms": list(design.forms), "mode": design.mode, "labels": design.labels, "title": design.title,
@@ -219,18 +226,30 @@ def model_names(audit: Audit) -> dict[int, str]:
                                                                                               strict=True)}
 
 
+def _stored_answers(audit: Audit) -> dict[int, dict[int, ParsedLikert]]:
+    """Request id → position → the parsed answer, from the judgments written with each reply."""
+    answers: dict[int, dict[int, ParsedLikert]] = defaultdict(dict)
+    for request_id, unit, outcome, label, reason in (AuditJudgment.objects.filter(audit=audit)
+                                                     .values_list("request_id", "unit", "outcome", "label", "reason")
+                                                     .iterator(chunk_size=5000)):
+        answers[request_id][int(unit)] = ParsedLikert(outcome, label, reason)
+    return answers
+
+
 def item_answers(audit: Audit, builder: SelfReportRequests | None = None) -> list[dict]:
     """One row per model × replicate × form × presented item: what was shown, how it maps back, the parsed
-    answer (from the stored reply; a failed or unsent request's items are "error" / "pending")."""
+    answer (from the judgments; a failed or unsent request's items are "error" / "pending")."""
     builder = builder or SelfReportRequests(audit)
     names = model_names(audit)
+    stored = _stored_answers(audit)
     rows = []
-    requests = (AuditRequest.objects.filter(audit=audit).select_related("reply")
-                .order_by("audit_model__position", "replicate", "condition", "order"))
+    requests = (AuditRequest.objects.filter(audit=audit)
+                .order_by("audit_model__position", "replicate", "condition", "order")
+                .only("id", "audit_model_id", "replicate", "condition", "unit", "state", "error", "key"))
     for request in requests:
         spec = builder.specs(request.condition, request.replicate)[request.unit]
         items = builder.items_by_position(request.condition, request.replicate)
-        parsed = plan.parse_reply(spec, request.reply.text) if request.reply_id else {}
+        parsed = stored.get(request.id, {})
         for position in spec.positions:
             item = items[position]
             answer = parsed.get(position)
@@ -253,12 +272,12 @@ def self_report_analyse(audit: Audit) -> None:
     """Score every administration and compare the forms (seed 000 §4.4, Figure 2); store it on the audit."""
     builder = SelfReportRequests(audit)
     names = model_names(audit)
+    stored = _stored_answers(audit)
     answers: dict[tuple[int, int, str], dict] = defaultdict(dict)
-    for request in (AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.ANSWERED)
-                    .select_related("reply").only("audit_model_id", "condition", "unit", "replicate", "reply__text")):
-        spec = builder.specs(request.condition, request.replicate)[request.unit]
-        answers[(request.audit_model_id, request.replicate, request.condition)].update(
-            plan.parse_reply(spec, request.reply.text))
+    for request_id, model, replicate, form_id in (AuditRequest.objects.filter(
+            audit=audit, state=AuditRequest.State.ANSWERED).values_list("id", "audit_model_id", "replicate",
+                                                                        "condition")):
+        answers[(model, replicate, form_id)].update(stored.get(request_id, {}))
     administrations = [plan.Administration(model=names[model], replicate=replicate, form_id=form_id,
                                            answers=answers.get((model, replicate, form_id), {}))
                        for model in names for replicate in range(audit.replicates)

@@ -1,0 +1,34 @@
+"""REST API of classification audits: the metrics export (``/api/audits/{id}/metrics/``, JSON and ``?format=csv``)."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+
+from auditapp.api.audits import AuditScoped
+from auditapp.api.exports import ExportListAPIView
+from auditapp.paradigms.classification.selectors import METRIC_VALUES, audit_metrics_export
+
+
+def _metric_fields() -> dict:
+    return {name: (serializers.IntegerField(allow_null=True) if name.startswith("n") else
+                   serializers.FloatField(allow_null=True)) for name in METRIC_VALUES}
+
+
+MetricRowSerializer = type("MetricRowSerializer", (serializers.Serializer,), {
+    "model": serializers.CharField(), "model_label": serializers.CharField(), "condition": serializers.CharField(),
+    "reference": serializers.CharField(help_text="weighted (eq. 6) or majority."),
+    "unparsed": serializers.CharField(help_text="exclude or wrong: how unparsed items entered every number."),
+    **_metric_fields(), "delta_kappa": serializers.FloatField(allow_null=True, help_text="κ(majority) − κ(weighted)"),
+})
+
+
+@extend_schema(summary="An audit's metrics", description="One row per model × condition × reference, every "
+               "metric with its bootstrap 95% CI (items resampled, seeded), counts of each outcome, and Δκ.")
+class AuditMetricsView(AuditScoped, ExportListAPIView):
+    serializer_class = MetricRowSerializer
+
+    def export_rows(self):
+        return audit_metrics_export(audit=self.audit)
+
+    def export_filename(self) -> str:
+        return f"audit-{self.audit.id}-metrics.csv"

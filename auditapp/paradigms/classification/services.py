@@ -1,0 +1,278 @@
+"""Classification audits, the Django side (seed 000 §3.4): launching one against a study's ground truth, its
+requests for the engine, its metrics and manifest.
+
+What the engine needs comes through :data:`auditapp.paradigms.classification.adapter.PARADIGM`; the pure parts
+(messages, parsing, the metrics and Δκ) are :mod:`.analysis`, :mod:`.prompts` and :mod:`.replies`.
+"""
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+import pandas as pd
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Item, ItemGroundTruth, ItemSetMember, Study
+from auditapp.audit_services import (
+    BULK_BATCH_SIZE,
+    AuditError,
+    ModelChoice,
+    PlannedRequest,
+    audit_request_key,
+    enqueue_prepare,
+    launch_problems,
+    manifest_models,
+)
+from auditapp.models import Audit, AuditCondition, AuditItem, AuditMetric, AuditModel, AuditRequest, PromptTemplate
+from auditapp.paradigms.base import Judgment, ParsedReply
+from auditapp.paradigms.classification import analysis as classification
+from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
+
+PARADIGM = "classification"
+EXAMPLE_SETS = {"icl_a": "icl_a", "icl_b": "icl_b"}
+RECENT_MESSAGES = 2048
+
+
+# ---------------------------------------------------------------------------------------------- templates
+
+def templates_sync_defaults() -> None:
+    """The seven default templates of seed 000 Appendix A.4 exist as template versions."""
+    for template in DEFAULT_TEMPLATES.values():
+        if not PromptTemplate.objects.filter(paradigm=PARADIGM, condition=template.code,
+                                             content_hash=template.content_hash).exists():
+            PromptTemplate.objects.create(paradigm=PARADIGM, condition=template.code, name=template.name,
+                                          text=template.text, note=template.note, source=template.source)
+
+
+def template_current(condition: str) -> PromptTemplate:
+    """The newest version of a condition's template."""
+    template = PromptTemplate.objects.filter(paradigm=PARADIGM, condition=condition).order_by("-created_at",
+                                                                                               "-id").first()
+    if template is None:
+        raise AuditError(f"no template for condition {condition!r}")
+    return template
+
+
+# ----------------------------------------------------------------------------------------------- creation
+
+def _evaluated_items(study: Study) -> list[tuple[int, int | None, int | None]]:
+    """(item id, majority, weighted) of the study's items with a ground truth, leaving out attention checks
+    and the ICL example items (seed 000 §3.4: the examples are "not included in the … classification targets")."""
+    examples = ItemSetMember.objects.filter(study=study, set_name__in=EXAMPLE_SETS.values()).values("item_id")
+    truths = (ItemGroundTruth.objects.filter(item__study=study, item__attention_check_answer__isnull=True)
+              .exclude(item_id__in=examples).order_by("item_id")
+              .values_list("item_id", "majority_label", "weighted_label"))
+    return [(item, _binary(majority), _binary(weighted)) for item, majority, weighted in truths]
+
+
+def _binary(label: int | None) -> int | None:
+    return label if label in (0, 1) else None
+
+def audit_problems(*, study: Study, models: list[ModelChoice], conditions: list[str], replicates: int = 1,
+                   error_budget: float = 0.2, unparsed: str = Audit.Unparsed.EXCLUDE) -> list[str]:
+    """Everything that stops an audit of the study from being launched as asked (empty when it can be)."""
+    problems = launch_problems(models=models, replicates=replicates, error_budget=error_budget)
+    unknown = [c for c in conditions if c not in CONDITIONS]
+    if unknown:
+        problems.append(f"unknown conditions {unknown}; choose from {list(CONDITIONS)}")
+    if not conditions or len(set(conditions)) != len(conditions):
+        problems.append("choose each condition at most once, and at least one")
+    if unparsed not in Audit.Unparsed.values:
+        problems.append(f"unparsed must be one of {Audit.Unparsed.values}")
+    if not _evaluated_items(study):
+        problems.append(f"study {study} has no ground truth yet: compute its analysis first (study dashboard)")
+    for condition in conditions:
+        example_set = EXAMPLE_SETS.get(condition)
+        if example_set and not ItemSetMember.objects.filter(study=study, set_name=example_set).exists():
+            problems.append(f"condition {condition} needs the study's example set {example_set!r}, which is empty")
+    return problems
+
+
+@transaction.atomic
+def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditions: list[str],
+                 replicates: int = 1, seed: int = 0, use_cache: bool = True, error_budget: float = 0.2,
+                 unparsed: str = Audit.Unparsed.EXCLUDE, n_resamples: int = 2000, parallel_tasks: int = 1,
+                 created_by=None) -> Audit:
+    """Record an audit of a study's current ground truth and have a worker prepare and run it.
+
+    Raises AuditError naming every problem (see :func:`audit_problems`)."""
+    problems = audit_problems(study=study, models=models, conditions=conditions, replicates=replicates,
+                              error_budget=error_budget, unparsed=unparsed)
+    if problems:
+        raise AuditError("; ".join(problems))
+    truth = _evaluated_items(study)
+    audit = Audit.objects.create(study=study, name=name, paradigm=PARADIGM, replicates=replicates, seed=seed,
+                                 use_cache=use_cache, error_budget=error_budget, unparsed=unparsed,
+                                 n_resamples=n_resamples, parallel_tasks=parallel_tasks, created_by=created_by)
+    AuditModel.objects.bulk_create([
+        AuditModel(audit=audit, endpoint=choice.endpoint, model=choice.model, params=choice.params,
+                   label=choice.label, position=position) for position, choice in enumerate(models)])
+    AuditCondition.objects.bulk_create([
+        AuditCondition(audit=audit, condition=condition, template=template_current(condition),
+                       example_set=EXAMPLE_SETS.get(condition, ""), position=position)
+        for position, condition in enumerate(conditions)])
+    AuditItem.objects.bulk_create([AuditItem(audit=audit, item_id=item, majority_label=majority,
+                                             weighted_label=weighted) for item, majority, weighted in truth],
+                                  batch_size=BULK_BATCH_SIZE)
+    enqueue_prepare(audit.id)
+    return audit
+
+
+# Tasks are sent after the commit with robust=True: a broker that is away is logged, never a 500 after the
+
+# ------------------------------------------------------------------------------------------------ requests
+
+def _sentence(item: Item | dict, label: int | None = None) -> classification.Sentence:
+    return classification.Sentence(item_id=item["id"], target=item["target"], preceding=item["preceding"],
+                                   following=item["following"], label=label)
+
+class ClassificationRequests:
+    """Rebuilds any request of a classification audit: its messages and its key (the messages are never stored)."""
+
+    def __init__(self, audit: Audit):
+        self.audit = audit
+        self.models = {m.id: m for m in audit.models.select_related("endpoint")}
+        self.conditions = list(audit.conditions.select_related("template"))
+        self.templates = {c.condition: c.template.text for c in self.conditions}
+        fields = ("id", "target", "preceding", "following")
+        self.examples: dict[str, list[classification.Sentence]] = {}
+        for condition in self.conditions:
+            if condition.example_set:
+                members = (ItemSetMember.objects.filter(study=audit.study_id, set_name=condition.example_set)
+                           .values("label", *(f"item__{f}" for f in fields)))
+                self.examples[condition.condition] = [
+                    _sentence({f: m[f"item__{f}"] for f in fields}, m["label"]) for m in members]
+        items = Item.objects.filter(pk__in=AuditItem.objects.filter(audit=audit).values("item_id")).values(*fields)
+        self.items = {item["id"]: _sentence(item) for item in items}
+        self._recent: dict[tuple[str, int], list[dict]] = {}
+
+    def requests(self):
+        for item_id in sorted(self.items):
+            order = classification.dispatch_order(self.audit.seed, item_id)
+            for condition in self.conditions:
+                messages = self.item_messages(condition.condition, item_id)
+                for audit_model in self.models.values():
+                    for replicate in range(self.audit.replicates):
+                        yield PlannedRequest(audit_model, condition.condition, item_id, "", replicate, order,
+                                             self.key(audit_model, messages, replicate))
+
+    def payload(self, request) -> list[dict]:
+        return self.item_messages(request.condition, request.item_id)
+
+    def parse(self, request, text: str, finish_reason: str) -> ParsedReply:
+        """The label of the one item the request asks about (its judgment's unit is the item's id)."""
+        parsed = classification.parse(text, finish_reason or None)
+        judgment = Judgment(unit=str(request.item_id), outcome=parsed.outcome, label=parsed.label,
+                            reason=parsed.reason, explanation=parsed.explanation)
+        return ParsedReply(parsed.outcome, parsed.label, parsed.explanation, parsed.reason, (judgment,))
+
+    def item_messages(self, condition: str, item_id: int) -> list[dict]:
+        """The messages of an item under a condition (the same for every model and replicate, so the last
+        few are kept: a worker sends an item's requests one after another)."""
+        cache_key = (condition, item_id)
+        messages = self._recent.get(cache_key)
+        if messages is None:
+            messages = classification.build_messages(self.templates[condition], self.items[item_id],
+                                                     examples=self.examples.get(condition, ()), seed=self.audit.seed)
+            if len(self._recent) >= RECENT_MESSAGES:
+                self._recent.pop(next(iter(self._recent)))
+            self._recent[cache_key] = messages
+        return messages
+
+    def key(self, audit_model: AuditModel, messages: list[dict], replicate: int) -> str:
+        return audit_request_key(self.audit, audit_model, messages, replicate)
+
+    def manifest(self) -> dict:
+        return _classification_manifest(self.audit, self)
+
+
+
+def _classification_manifest(audit: Audit, builder: ClassificationRequests) -> dict:
+    """Everything needed to know what was asked of which model (ARCHITECTURE.md: the manifest), but the app's
+    version (the caller adds it)."""
+    study = audit.study
+    run = getattr(study, "analysis_run", None)
+    evaluated = list(AuditItem.objects.filter(audit=audit).order_by("item_id")
+                     .values_list("item__external_id", "majority_label", "weighted_label"))
+    data_hash = hashlib.sha256(repr(evaluated).encode()).hexdigest()
+    return {
+        "paradigm": audit.paradigm,
+        "seed": audit.seed,
+        "replicates": audit.replicates,
+        "use_cache": audit.use_cache,
+        "error_budget": audit.error_budget,
+        "unparsed": audit.unparsed,
+        "n_resamples": audit.n_resamples,
+        "messages": "one user message holding the condition's prompt; no system prompt",
+        "templates": [{"condition": c.condition, "name": c.template.name, "content_hash": c.template.content_hash,
+                       "text": c.template.text, "note": c.template.note, "source": c.template.source,
+                       "example_set": c.example_set,
+                       "example_items": sorted(str(e.item_id) for e in builder.examples.get(c.condition, ()))}
+                      for c in builder.conditions],
+        "models": manifest_models(builder.models.values()),
+        "data": {"study": study.slug, "study_id": study.id, "n_items": len(evaluated),
+                 "ground_truth_computed_at": run.computed_at.isoformat() if run else None,
+                 "ground_truth_settings": run.settings if run else None,
+                 "ground_truth_sha256": data_hash},
+    }
+
+
+
+# ------------------------------------------------------------------------------------------------ metrics
+
+OUTCOME_COUNTS = ("label", "refusal", "unparseable", "error", "pending")
+
+
+def classification_analyse(audit: Audit) -> None:
+    """Metrics per model × condition × reference, Δκ and the means (seed 000 Tables 1–2, Figure 1, §4.1)."""
+    audit_id = audit.id
+    models = list(audit.models.all())
+    conditions = list(audit.conditions.values_list("condition", flat=True))
+    requests = pd.DataFrame.from_records(
+        AuditRequest.objects.filter(audit=audit).values_list("audit_model_id", "condition", "item_id", "replicate",
+                                                             "outcome", "label", "state"),
+        columns=["model", "condition", "item", "replicate", "outcome", "label", "state"])
+    requests["label"] = np.where(requests["outcome"] == AuditRequest.Outcome.LABEL,
+                                 requests["label"].astype(float), np.nan)
+    requests.loc[requests["state"] == AuditRequest.State.PENDING, "outcome"] = "pending"
+    references = pd.DataFrame.from_records(
+        AuditItem.objects.filter(audit=audit).order_by("item_id").values_list("item_id", "weighted_label",
+                                                                              "majority_label"),
+        columns=["item", "weighted", "majority"]).astype({"weighted": float, "majority": float})
+    result = classification.analyse(requests, references, models=[m.id for m in models], conditions=conditions,
+                                    unparsed=audit.unparsed, n_resamples=audit.n_resamples, seed=audit.seed)
+    counts = requests.groupby(["model", "condition", "outcome"]).size()
+    names = {m.id: m.display_name for m in models}
+    metric_rows = []
+    for cell in result.cells:
+        values = {k: _json_number(v) for k, v in cell.items() if k not in ("model", "condition", "reference")}
+        for outcome in OUTCOME_COUNTS:
+            values[f"n_{outcome}"] = int(counts.get((cell["model"], cell["condition"], outcome), 0))
+        metric_rows.append(AuditMetric(audit=audit, audit_model_id=cell["model"], condition=cell["condition"],
+                                       reference=cell["reference"], unparsed=audit.unparsed, values=values))
+
+    def named(rows: list[dict]) -> list[dict]:
+        """Rows keyed by model id get the model's name beside the id."""
+        return [{**({"model_id": row["model"]} if "model" in row else {}),
+                 **{k: names[v] if k == "model" else _json_number(v) for k, v in row.items()}} for row in rows]
+
+    gap = {k: _json_number(v) for k, v in result.gap.items() if k != "cells"}
+    gap["cells"] = named(result.gap["cells"])
+    with transaction.atomic():
+        AuditMetric.objects.filter(audit=audit).delete()
+        AuditMetric.objects.bulk_create(metric_rows)
+        Audit.objects.filter(pk=audit_id).update(
+            analysis={"unparsed": audit.unparsed, "kappa_gap": gap, "model_means": named(result.model_means),
+                      "condition_means": named(result.condition_means)},
+            analysed_at=timezone.now())
+        Audit.objects.filter(pk=audit_id, status=Audit.Status.ANALYSING).update(status=Audit.Status.COMPLETED)
+
+
+def _json_number(value):
+    """NaN and infinities are not JSON: they become None."""
+    if isinstance(value, float | np.floating):
+        return float(value) if np.isfinite(value) else None
+    if isinstance(value, np.integer):
+        return int(value)
+    return value

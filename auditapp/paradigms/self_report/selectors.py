@@ -1,0 +1,108 @@
+"""Reads of self-report audits: the dashboard's data (seed 000 §4.4, Figure 2) and the progress table's forms."""
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from auditapp.models import Audit
+from auditapp.paradigms.self_report.design import Design, threshold_descriptions
+from auditapp.paradigms.self_report.services import design_of, model_names, questionnaires_of
+
+
+def form_cells(audit: Audit) -> list[tuple[str, str]]:
+    """The audit's forms (a self-report request's condition is its form) with the names the dashboard shows."""
+    return list(_form_names(design_of(audit)).items())
+
+
+MODE_DESCRIPTIONS = {"item": "one item per request", "batch": "the whole form in one request"}
+
+
+def _form_names(design: Design) -> dict[str, str]:
+    """Form id → the name the dashboard shows (the progress table's "condition" of a self-report audit)."""
+    names = {}
+    for form_id in design.form_ids():
+        if form_id.startswith("original:"):
+            names[form_id] = f"Original: {design.instrument(form_id.removeprefix('original:')).name}"
+        else:
+            names[form_id] = "Masked: all instruments' items with filler and dummy items"
+    return names
+
+
+def self_report_dashboard_data(audit: Audit) -> dict:
+    """Everything a self-report audit's dashboard draws (seed 000 §4.4, Figure 2), as JSON-ready data.
+
+    The header and progress use the same keys as :func:`audit_dashboard_data` (``audit``, ``models``, and the
+    forms under ``conditions``, since a request's condition is its form). Once analysed (``analysed``), per
+    instrument: ``Audit.analysis``'s comparison (:func:`auditapp.paradigms.self_report.design.analyse`) with,
+    per model, its id, its validity flags on the instrument's two forms, the thresholds it crosses and a
+    ``level`` for Figure 2's colour ("tier": it changes tier; "threshold": it crosses a threshold; "none");
+    and the validity table per model × form with per-administration counts. Before the analysis the
+    instruments and the validity table are empty lists and the rule is the design's.
+    """
+    design = design_of(audit)
+    analysis = audit.analysis or {}
+    model_ids = {name: model_id for model_id, name in model_names(audit).items()}
+    form_names = _form_names(design)
+    validity = {(row["model"], row["form"]): row for row in analysis.get("validity", [])}
+    rewritten: dict[str, set[int]] = {}
+    for questionnaire in questionnaires_of(audit).values():
+        for item in questionnaire.items:
+            if item.kind == "instrument" and item.rewritten:
+                rewritten.setdefault(item.slug, set()).add(item.number)
+
+    instruments = []
+    for comparison in analysis.get("instruments", []):
+        slug = comparison["instrument"]
+        descriptions = threshold_descriptions(design.instrument(slug))
+        form_ids = {"original": f"original:{slug}", "masked": "masked"}
+        crossed: dict[str, list[dict]] = {}
+        thresholds = []
+        for crossing in comparison["thresholds"]:
+            for direction in ("upward", "downward"):
+                for model in crossing[direction]:
+                    crossed.setdefault(model, []).append({"threshold": crossing["threshold"], "direction": direction})
+            thresholds.append({**crossing, "description": descriptions.get(crossing["threshold"], ""),
+                               "crossed": bool(crossing["upward"] or crossing["downward"])})
+        rows = []
+        for row in comparison["models"]:
+            flags = [{"form": form, "form_name": form_names.get(form_id, form_id),
+                      "reasons": validity[(row["model"], form_id)]["flag_reasons"]}
+                     for form, form_id in form_ids.items()
+                     if validity.get((row["model"], form_id), {}).get("flagged")]
+            crossings = crossed.get(row["model"], [])
+            rows.append({**row, "model_id": model_ids.get(row["model"]), "flags": flags, "flagged": bool(flags),
+                         "crossings": crossings,
+                         "level": "tier" if row["tier_changed"] else "threshold" if crossings else "none"})
+        paired = comparison["paired"]
+        instruments.append({**comparison, "models": rows, "thresholds": thresholds,
+                            "has_tiers": any(row["original_tier"] or row["masked_tier"] for row in rows),
+                            "n_rewritten": len(rewritten.get(slug, ())),
+                            "n_with_change": sum(row["change"] is not None for row in rows),
+                            "without_change": [row["model"] for row in rows if row["change"] is None],
+                            "left_out": [row["model"] for row in rows
+                                         if paired is None or row["model"] not in paired["models"]]})
+
+    validity_rows = []
+    for row in analysis.get("validity", []):
+        administrations = row["administrations"] or 1
+        validity_rows.append({**row, "model_id": model_ids.get(row["model"]),
+                              "form_name": form_names.get(row["form"], row["form"]),
+                              "refusal_percent": 100 * row["refusal_share"],
+                              "dummy_per_administration": row["dummy_items"] // administrations})
+
+    models = list(audit.models.all())
+    rule = analysis.get("rule") or {**asdict(design.validity), "text": design.validity.describe()}
+    return {
+        "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
+                  "status_label": audit.get_status_display(), "status_reason": audit.status_reason,
+                  "n_requests": audit.n_requests, "analysed": bool(analysis.get("instruments"))},
+        "models": [{"id": m.id, "label": m.display_name, "model": m.model} for m in models],
+        "conditions": [{"code": form_id, "name": name} for form_id, name in form_names.items()],
+        "instrument_names": [instrument.name for instrument in design.instruments],
+        "mode": analysis.get("mode", design.mode),
+        "mode_description": MODE_DESCRIPTIONS.get(analysis.get("mode", design.mode), ""),
+        "labels": design.labels or ("text" if design.mode == "batch" else "numbers"),
+        "replicates": audit.replicates,
+        "rule": rule,
+        "instruments": instruments,
+        "validity": validity_rows,
+    }
