@@ -40,8 +40,7 @@ def test_an_unknown_paradigm_is_a_400_naming_the_registered_ones(api_client):
 def test_the_admin_launch_page_picks_a_paradigm(staff_client):
     page = staff_client.get("/admin/auditapp/audit/add/").content.decode()
     assert 'id="paradigm-picker"' in page and "Zero-Shot" in page  # the default paradigm's form: its conditions
-    for name, label in registry.choices():
-        assert label in page
+    assert all(label in page for _, label in registry.choices())
     page = staff_client.get("/admin/auditapp/audit/add/?paradigm=self_report").content.decode()
     assert "Masked (one questionnaire" in page and "Zero-Shot" not in page
     assert staff_client.get("/admin/auditapp/audit/add/?paradigm=astrology").status_code == 404
