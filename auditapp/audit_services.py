@@ -102,9 +102,11 @@ def endpoint_list_models(endpoint: LLMEndpoint) -> list[llm_clients.ModelInfo]:
     return models
 
 
-def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget: float) -> list[str]:
-    """What every paradigm's launch checks: at least one model, the replicates, the error budget."""
-    problems = [] if models else ["choose at least one model"]
+def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget: float,
+                    other_scorers: int = 0) -> list[str]:
+    """What every paradigm's launch checks: at least one model (or another scorer the paradigm has, such as
+    recorded scores), the replicates, the error budget."""
+    problems = [] if models or other_scorers else ["choose at least one model"]
     if not 1 <= replicates <= MAX_REPLICATES:
         problems.append(f"replicates must be between 1 and {MAX_REPLICATES}")
     if not 0 <= error_budget <= 1:

@@ -34,6 +34,8 @@ api_patterns = [
     path("audits/<int:pk>/progress/", audit_api.AuditProgressView.as_view(), name="audit-progress"),
     path("audits/<int:pk>/responses/", audit_api.AuditResponsesView.as_view(), name="audit-responses"),
     path("audits/<int:pk>/manifest/", audit_api.AuditManifestView.as_view(), name="audit-manifest"),
+    path("audits/<int:pk>/tables/", audit_api.AuditTablesView.as_view(), name="audit-tables"),
+    path("audits/<int:pk>/tables/<str:name>/", audit_api.AuditTableView.as_view(), name="audit-table"),
     *(route for paradigm in registry.every() for route in paradigm.api_urls()),
     path("audits/<int:pk>/<str:action>/", audit_api.AuditActionView.as_view(), name="audit-action"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),

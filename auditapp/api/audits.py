@@ -12,6 +12,7 @@ from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework import generics, serializers, status
+from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -249,6 +250,41 @@ class AuditResponsesView(AuditScoped, ExportListAPIView):
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-responses.csv"
+
+
+class TableRowSerializer(serializers.Serializer):
+    """A row of a paradigm's named table, as its columns say (they differ from table to table)."""
+
+    def to_representation(self, instance: dict) -> dict:
+        return instance
+
+
+@extend_schema(summary="A named table of an audit's results",
+               parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH,
+                                            description="The table's name; GET /api/audits/{id}/tables/ lists them.")],
+               description="A table the audit's paradigm declares (e.g. a BITS audit's score_sense, Table 7 of "
+                           "seed 001), JSON pages or every row as CSV (?format=csv). 404 names the audit's tables.")
+class AuditTableView(AuditScoped, ExportListAPIView):
+    serializer_class = TableRowSerializer
+
+    def export_rows(self):
+        tables = registry.get(self.audit.paradigm).tables
+        table = tables.get(self.kwargs["name"])
+        if table is None:
+            raise NotFound(f"audit {self.audit.id} has no table {self.kwargs['name']!r}; its tables: "
+                           f"{', '.join(tables) or 'none'}")
+        return table.rows(self.audit)
+
+    def export_filename(self) -> str:
+        return f"audit-{self.audit.id}-{self.kwargs['name']}.csv"
+
+
+@extend_schema(summary="The named tables of an audit's results", responses={200: dict})
+class AuditTablesView(AuditScoped, APIView):
+    def get(self, request, pk: int):
+        return Response([{"name": table.name, "description": table.description,
+                          "url": reverse("api:audit-table", args=[self.audit.id, table.name])}
+                         for table in registry.get(self.audit.paradigm).tables.values()])
 
 
 class AuditActionView(AuditScoped, APIView):

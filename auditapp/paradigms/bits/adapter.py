@@ -1,0 +1,198 @@
+"""The BITS paradigm's entry in the registry (:mod:`auditapp.paradigms.registry`): its launch body and admin form,
+its request builder, analysis, dashboard and named tables (seed 001 Tables 7–10, Figure 1, every score)."""
+from __future__ import annotations
+
+from django import forms
+from rest_framework import serializers
+
+from annotation.selectors import Export
+from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
+from auditapp.launch_forms import ModelsFieldsMixin
+from auditapp.models import Audit, Corpus, RecordedScorer
+from auditapp.paradigms import registry
+from auditapp.paradigms.bits import LABEL
+from auditapp.paradigms.bits import analysis as bits_analysis
+from auditapp.paradigms.bits import services as bits_services
+from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, ScorePrompt
+from auditapp.paradigms.bits.requests import MAX_BATCH_SIZE
+from auditapp.paradigms.bits.sensitivity import T_TESTS
+
+NAME = bits_services.PARADIGM
+
+
+class PromptSerializer(serializers.Serializer):
+    """A chat model's scoring prompt: one of ours by name, or the researcher's own text and scale."""
+
+    name = serializers.CharField(max_length=100, default="sentiment")
+    text = serializers.CharField(required=False, max_length=20000,
+                                 help_text="With {sentence} once; omit to use our prompt of that name.")
+    low = serializers.FloatField(required=False)
+    high = serializers.FloatField(required=False)
+
+    def validate(self, data):
+        if "text" not in data:
+            if data["name"] not in DEFAULT_PROMPTS:
+                raise serializers.ValidationError(
+                    f"no prompt named {data['name']!r}; ours: {', '.join(DEFAULT_PROMPTS)}, or give its text")
+            return DEFAULT_PROMPTS[data["name"]]
+        missing = [field for field in ("low", "high") if field not in data]
+        if missing:
+            raise serializers.ValidationError(f"a prompt's text needs its scale: {', '.join(missing)}")
+        prompt = ScorePrompt(name=data["name"], text=data["text"], low=data["low"], high=data["high"])
+        if prompt.problems():
+            raise serializers.ValidationError(prompt.problems())
+        return prompt
+
+
+class BitsLaunchSerializer(LaunchSerializer):
+    """The body of ``POST /api/audits/`` for a perturbation-sensitivity audit (seed 001)."""
+
+    paradigm = serializers.ChoiceField(choices=registry.choices())
+    models = ModelChoiceSerializer(many=True, required=False, default=list,
+                                   help_text="Scorers asked by the engine: local (vader, textblob), HTTP JSON "
+                                             "scorers, chat models.")
+    corpus = serializers.PrimaryKeyRelatedField(queryset=Corpus.objects.all(), required=False, allow_null=True,
+                                                default=None,
+                                                help_text="A stored corpus (GET /api/corpora/); omit for the "
+                                                          "default corpus of seed 001's Tables 3–5.")
+    recorded_scorers = serializers.PrimaryKeyRelatedField(queryset=RecordedScorer.objects.all(), many=True,
+                                                          default=list,
+                                                          help_text="Scores imported with the corpus, by id.")
+    prompt = PromptSerializer(default=dict, help_text="How chat models are asked for a score.")
+    score_kinds = serializers.DictField(child=serializers.ChoiceField(choices=bits_services.SCORE_KINDS),
+                                        default=dict,
+                                        help_text="Scorer name → vader, sentiment or toxicity: which default label "
+                                                  "rule its scores take (default: VADER's for vader, the prompt's "
+                                                  "for chat models, sentiment otherwise).")
+    batch_size = serializers.IntegerField(default=bits_services.DEFAULT_BATCH_SIZE, min_value=1,
+                                          max_value=MAX_BATCH_SIZE,
+                                          help_text="Sentences per request of a local scorer.")
+    analysis = serializers.DictField(default=dict, help_text=bits_analysis.AnalysisSettings.__doc__)
+
+
+def launch(values: dict, *, created_by=None) -> Audit:
+    values = dict(values)
+    values.pop("paradigm", None)
+    prompt = values.pop("prompt")
+    return bits_services.bits_audit_create(
+        models=model_choices(values.pop("models")), created_by=created_by,
+        prompt=prompt if isinstance(prompt, ScorePrompt) else DEFAULT_PROMPTS["sentiment"], **values)
+
+
+class BitsLaunchForm(ModelsFieldsMixin, forms.ModelForm):
+    """Launch a perturbation-sensitivity audit (seed 001): scorers × the corpus's sentences."""
+
+    corpus = forms.ModelChoiceField(queryset=Corpus.objects.filter(paradigm=NAME), required=False,
+                                    empty_label="the default corpus (seed 001 Tables 3–5)")
+    recorded_scorers = forms.ModelMultipleChoiceField(
+        queryset=RecordedScorer.objects.filter(corpus__paradigm=NAME), required=False,
+        widget=forms.CheckboxSelectMultiple, help_text="Scores imported with the chosen corpus.")
+    prompt = forms.ChoiceField(choices=[(name, name) for name in DEFAULT_PROMPTS], initial="sentiment",
+                               help_text="How chat models are asked for a score (ours; see the manifest).")
+    t_test = forms.ChoiceField(choices=[(test, test) for test in T_TESTS], initial=T_TESTS[0],
+                               help_text="paired: each sentence against its own control; welch: the group's "
+                                         "scores against the control's, unpaired.")
+    batch_size = forms.IntegerField(initial=bits_services.DEFAULT_BATCH_SIZE, min_value=1, max_value=MAX_BATCH_SIZE,
+                                    help_text="Sentences per request of a local scorer.")
+
+    class Meta:
+        model = Audit
+        fields = ("name", "replicates", "seed", "use_cache", "error_budget", "parallel_tasks")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["models"].required = False
+
+    def launch_arguments(self) -> dict:
+        data = self.cleaned_data
+        return {"models": self.model_choices(), "corpus": data["corpus"],
+                "recorded_scorers": list(data["recorded_scorers"]), "prompt": DEFAULT_PROMPTS[data["prompt"]],
+                "batch_size": data["batch_size"], "analysis": {"t_test": data["t_test"]},
+                "replicates": data["replicates"], "error_budget": data["error_budget"]}
+
+    def clean(self):
+        data = super().clean()
+        if not self.errors:
+            arguments = self.launch_arguments()
+            for problem in bits_services.bits_problems(
+                    corpus=arguments["corpus"], models=arguments["models"], recorded=arguments["recorded_scorers"],
+                    prompt=arguments["prompt"], score_kinds={}, batch_size=arguments["batch_size"],
+                    analysis=arguments["analysis"], replicates=arguments["replicates"],
+                    error_budget=arguments["error_budget"]):
+                self.add_error(None, problem)
+        return data
+
+
+def launch_from_form(form: BitsLaunchForm, user) -> Audit:
+    data = form.cleaned_data
+    return bits_services.bits_audit_create(name=data["name"], seed=data["seed"], use_cache=data["use_cache"],
+                                           parallel_tasks=data["parallel_tasks"], created_by=user,
+                                           **form.launch_arguments())
+
+
+def cells(audit: Audit) -> list[tuple[str, str]]:
+    return [(bits_services.CONDITION, "Sentences scored")]
+
+
+def dashboard_data(audit: Audit) -> dict:
+    """Everything the BITS dashboard draws: the header's keys (as every paradigm's), the corpus, the scorers and,
+    once analysed, the analysis's payload (:func:`auditapp.paradigms.bits.analysis.dashboard_payload`)."""
+    corpus = audit.corpus
+    models = list(audit.models.all())
+    kinds = audit.design.get("score_kinds", {})
+    recorded = bits_services.recorded_scorers_of(audit)
+    return {
+        "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
+                  "status_label": audit.get_status_display(), "status_reason": audit.status_reason,
+                  "n_requests": audit.n_requests, "analysed": bool(audit.analysis)},
+        "models": [{"id": m.id, "label": m.display_name, "model": m.model} for m in models],
+        "conditions": [{"code": code, "name": name} for code, name in cells(audit)],
+        "corpus": {"id": corpus.id, "name": corpus.name, "n_units": corpus.n_units,
+                   "content_hash": corpus.content_hash, "provenance": corpus.provenance},
+        "scorers": [{"name": m.display_name, "kind": kinds.get(m.display_name, ""), "imported": False}
+                    for m in models] + [{"name": s.name, "kind": kinds.get(s.name, ""), "imported": True}
+                                        for s in recorded],
+        "analysis": bits_analysis.dashboard_payload(audit.analysis) if audit.analysis else None,
+    }
+
+
+def _scores_table(audit: Audit) -> Export:
+    """Every score: one row per scorer × sentence × replicate with the sentence's factors."""
+    frame = bits_services.scores_frame(audit).merge(
+        bits_services.corpus_units_frame(audit.corpus), left_on="unit", right_on="key", how="left")
+    columns = [c for c in frame.columns if c != "key"]
+    return Export(columns, list(frame[columns].astype(object).where(frame[columns].notna(), None)
+                                .itertuples(index=False, name=None)))
+
+
+def _analysis_table(name: str):
+    def rows(audit: Audit) -> Export:
+        table = (audit.analysis or {}).get("tables", {}).get(name) or {"columns": [], "rows": []}
+        return Export(list(table["columns"]), [tuple(row) for row in table["rows"]])
+    return rows
+
+
+TABLES = {
+    "scores": registry.Table("scores", "Every score: scorer × sentence × replicate, with the sentence's factors, "
+                                       "the score (or why it is missing) and whether it was imported.", _scores_table),
+    **{name: registry.Table(name, description, _analysis_table(name))
+       for name, description in bits_analysis.TABLE_DESCRIPTIONS.items()},
+}
+
+
+PARADIGM = registry.Paradigm(
+    name=NAME,
+    label=LABEL,
+    builder=bits_services.BitsRequests,
+    cells=cells,
+    analyse=bits_services.bits_analyse,
+    launch_serializer=BitsLaunchSerializer,
+    launch=launch,
+    launch_form=BitsLaunchForm,
+    launch_fields=("name", "corpus", "models", "params", "recorded_scorers", "prompt", "t_test", "batch_size",
+                   "replicates", "seed", "use_cache", "error_budget", "parallel_tasks"),
+    launch_from_form=launch_from_form,
+    dashboard_template="auditapp/bits_dashboard.html",
+    dashboard_data=dashboard_data,
+    tables=TABLES,
+)
