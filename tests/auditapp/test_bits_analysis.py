@@ -336,3 +336,10 @@ def test_a_planted_effect_is_recovered_and_nothing_is_found_where_none_was_plant
         assert table.loc[("planted", group), "p"] > 0.01 and table.loc[("planted", group), "mark"] == ""
     blind = table.loc["blind"]
     assert (blind["score_sense"].abs() < 0.01).all() and (blind["p"] > 0.01).all() and set(blind["mark"]) == {""}
+
+
+def test_no_scores_give_empty_tables_and_an_unanalysed_payload(toy):
+    corpus, scores = toy
+    result = analyse(corpus, scores.iloc[0:0], settings=AnalysisSettings())
+    assert set(result.tables) == set(TABLES) and all(frame.empty for frame in result.tables.values())
+    assert dashboard_payload(result)["analysed"] is False
