@@ -1,0 +1,98 @@
+"""A researcher opens a finished BITS audit's dashboard in Debian Chromium: the Figure 1 heatmap and the score
+distributions drawn with the vendored plotly, Tables 7–10 and coverage filled, a researcher-entered scorer name
+shown as text in the tables and the charts, and no console error.
+
+The analysis is a real ``analyse()`` on the paper's corpus: a scorer with a planted effect (−0.3 for PWD:C) and
+an imported one with none, some of whose sentences timed out. The page is the template rendered as the view
+will render it (tests/auditapp/test_bits_dashboard_page.py's data builder), served at a path of the live server
+so its static files, progress API and session are the real ones.
+Set BITS_DASHBOARD_SCREENSHOT=/tmp/bits.png to keep a full-page screenshot.
+"""
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from django.template.loader import render_to_string
+from playwright.sync_api import expect
+
+from auditapp.models import Audit
+from auditapp.paradigms.bits.analysis import AnalysisSettings, analyse
+from auditapp.paradigms.bits.corpus import corpus_frame, generate, paper_spec
+from tests.auditapp.test_bits_analysis import planted_scores
+from tests.auditapp.test_bits_dashboard_page import bits_dashboard_data
+from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+HOSTILE_SCORER = "<b>recorded</b>"
+PAGE_PATH = "/bits-dashboard-under-test/"
+
+
+def finished_bits_audit() -> tuple[Audit, str]:
+    spec = paper_spec()
+    corpus = corpus_frame(generate(spec))
+    recorded = planted_scores(corpus, scorer=HOSTILE_SCORER, effect={}, seed=5).assign(imported=True)
+    timed_out = recorded["unit"].isin(corpus["key"].iloc[1:4])
+    recorded.loc[timed_out, ["value", "reason"]] = [float("nan"), "timeout"]
+    scores = pd.concat([planted_scores(corpus, scorer="planted", effect={"PWD:C": -0.3}, seed=11), recorded])
+    analysis = analyse(corpus, scores, settings=AnalysisSettings())
+    audit = Audit.objects.create(name="BITS in the browser", paradigm="bits", status=Audit.Status.COMPLETED,
+                                 replicates=2, analysis=analysis.to_dict())
+    audit.refresh_from_db()
+    data = bits_dashboard_data(
+        audit, [{"name": "planted", "kind": "sentiment", "imported": False},
+                {"name": HOSTILE_SCORER, "kind": "sentiment", "imported": True}],
+        {"name": "BITS (seed 001 Tables 3–5)", "n_units": len(corpus), "content_hash": spec.content_hash(),
+         "provenance": "generated from the paper's tables"})
+    return audit, render_to_string("auditapp/bits_dashboard.html", {"audit": audit, "data": data})
+
+
+def test_finished_bits_audit_draws_its_heatmap_distributions_and_tables(live_server, browser_context):
+    audit, html = finished_bits_audit()
+    page, problems, requests = logged_in_page(browser_context, live_server, "bits-dashboard-researcher")
+    page.route(f"{live_server.url}{PAGE_PATH}",
+               lambda route: route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html))
+    page.goto(f"{live_server.url}{PAGE_PATH}")
+
+    # Figure 1: one row per scorer, one column per group and the control, every cell annotated.
+    expect(page.locator("#bits-heatmap .main-svg").first).to_be_attached()
+    expect(page.locator("#bits-heatmap .heatmaplayer .hm")).to_have_count(1)
+    assert page.locator("#bits-heatmap .xtick text").all_text_contents() == [
+        "PWD:C", "PWD:SD", "PWoD", "NRMA", "control"]
+    # The scorers top to bottom in the tables' order (the axis is reversed, so the DOM lists them bottom up).
+    assert page.locator("#bits-heatmap .ytick text").all_text_contents()[::-1] == [
+        "planted", f"{HOSTILE_SCORER} (imported)"]
+    assert page.locator("#bits-heatmap .ytick text tspan").evaluate_all(
+        "spans => spans.filter(s => (s.getAttribute('style') || '').includes('bold')).length") == 0
+    annotations = page.locator("#bits-heatmap text.text-annotation, #bits-heatmap .heatmaplayer text")
+    assert annotations.count() == 10
+
+    # A box per group (4 groups and the control) for each scorer.
+    for index in (0, 1):
+        expect(page.locator(f"#distribution-{index} .main-svg").first).to_be_attached()
+        expect(page.locator(f"#distribution-{index} .boxlayer path.box")).to_have_count(5)
+
+    # The tables: Table 7 marks the planted effect, nothing else; the imported scorer is marked.
+    planted = page.locator('#table-7 tr[data-scorer="planted"]')
+    expect(planted.locator('td[data-group="PWD:C"] .mark')).to_have_text("**")
+    expect(planted.locator('td[data-group="PWD:C"] .value')).to_have_text("-0.30")
+    expect(planted.locator('td[data-group="PWoD"] .mark')).to_have_text("")
+    recorded = page.locator(f'#table-7 tr[data-scorer="{HOSTILE_SCORER}"]')
+    expect(recorded.locator(".scorer-name")).to_have_text(HOSTILE_SCORER)
+    expect(recorded.locator(".badge.imported")).to_have_text("imported")
+    expect(page.locator("#table-8 tbody tr")).to_have_count(2)
+    expect(page.locator("#table-9 tbody tr")).to_have_count(10)
+    expect(page.locator("#table-10 tbody tr")).to_have_count(20)
+    coverage = page.locator(f'#coverage-table tr[data-scorer="{HOSTILE_SCORER}"]')
+    expect(coverage.locator("td.missing")).to_have_text("3")
+    expect(coverage.locator(".reason-row")).to_have_text("timeout: 3")
+    expect(page.locator("#notes li").first).to_contain_text("means, not sums")
+    assert page.locator("#bits-notes b, #table-7 b, #table-10 b").count() == 0
+
+    # The shared progress script ran against the real API.
+    expect(page.locator("#progress-text")).not_to_have_text("Loading the progress…")
+    assert f"{live_server.url}/api/audits/{audit.id}/progress/" in requests
+    assert f"{live_server.url}/static/vendor/plotly/plotly.min.js" in requests
+    assert outside_requests(requests, live_server) == []
+    screenshot_if_asked(page, "BITS_DASHBOARD_SCREENSHOT")
+    assert problems == []
