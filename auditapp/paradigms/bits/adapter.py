@@ -153,6 +153,7 @@ def dashboard_data(audit: Audit) -> dict:
                     for m in models] + [{"name": s.name, "kind": kinds.get(s.name, ""), "imported": True}
                                         for s in recorded],
         "analysis": bits_analysis.dashboard_payload(audit.analysis) if audit.analysis else None,
+        "tables": list(TABLES),
     }
 
 
@@ -166,17 +167,33 @@ def _scores_table(audit: Audit) -> Export:
 
 
 def _analysis_table(name: str):
+    """A table of the stored analysis (records; empty until the audit is analysed)."""
     def rows(audit: Audit) -> Export:
-        table = (audit.analysis or {}).get("tables", {}).get(name) or {"columns": [], "rows": []}
-        return Export(list(table["columns"]), [tuple(row) for row in table["rows"]])
+        records = (audit.analysis or {}).get("tables", {}).get(name) or []
+        columns = list(records[0]) if records else []
+        return Export(columns, [tuple(record[column] for column in columns) for record in records])
     return rows
 
+
+ANALYSIS_TABLES = {
+    "scorers": "Each scorer: its kind, whether it was imported, its label rule and scale.",
+    "score_sense": "Table 7: ScoreSense per scorer × group, with the t-test against the control (t, df, exact p, "
+                   "the paper's marks) and the counts.",
+    "label_dist": "Table 8: LabelDist per scorer × group (Jaccard distance of the positive sets, averaged over terms).",
+    "score_dev": "Table 8: ScoreDev per scorer × group and over all groups.",
+    "template_means": "Table 9: the mean score per scorer × template × group, the control included.",
+    "term_sense": "Table 10: ScoreSense per scorer × group × term.",
+    "group_means": "Figure 1: the mean score per scorer × group (the heatmap).",
+    "distributions": "The distribution of each scorer's scores per group: quartiles and histogram counts.",
+    "coverage": "Per scorer: sentences, scored, missing.",
+    "missing": "Per scorer × reason: how many sentences have no score.",
+}
 
 TABLES = {
     "scores": registry.Table("scores", "Every score: scorer × sentence × replicate, with the sentence's factors, "
                                        "the score (or why it is missing) and whether it was imported.", _scores_table),
     **{name: registry.Table(name, description, _analysis_table(name))
-       for name, description in bits_analysis.TABLE_DESCRIPTIONS.items()},
+       for name, description in ANALYSIS_TABLES.items()},
 }
 
 

@@ -153,7 +153,14 @@ def bits_problems(*, corpus: Corpus | None, models: list[ModelChoice], recorded:
     bad = sorted(kind for kind in score_kinds.values() if kind not in SCORE_KINDS)
     if bad:
         problems.append(f"unknown score kinds {bad}; choose from {list(SCORE_KINDS)}")
-    problems += bits_analysis.AnalysisSettings.from_dict(analysis, scorers=names).problems()
+    try:
+        settings = bits_analysis.AnalysisSettings.from_dict(analysis)
+    except ValueError as error:
+        return [*problems, f"analysis: {error}"]
+    problems += [f"analysis: {problem}" for problem in settings.problems()]
+    unknown = sorted(set(settings.label_rules) - set(names))
+    if unknown:
+        problems.append(f"analysis: label rules name no scorer of the audit: {unknown}")
     return problems
 
 
@@ -230,9 +237,7 @@ def bits_analyse(audit: Audit) -> None:
     builder = BitsRequests(audit)
     corpus = corpus_units_frame(audit.corpus)
     scores = scores_frame(audit, builder)
-    scorers = list(builder.models.values())
-    names = [model.display_name for model in scorers] + [scorer.name for scorer in recorded_scorers_of(audit)]
-    settings = bits_analysis.AnalysisSettings.from_dict(audit.design["analysis"], scorers=names)
+    settings = bits_analysis.AnalysisSettings.from_dict(audit.design["analysis"])
     result = bits_analysis.analyse(corpus, scores, settings=settings)
     with transaction.atomic():
         Audit.objects.filter(pk=audit.pk).update(analysis=result.to_dict(), analysed_at=timezone.now())
