@@ -1,0 +1,62 @@
+"""What identifies a corpus: the content hash of its units, and the checks every stored corpus passes. Pure: no
+Django (the services in :mod:`auditapp.corpus_services` store what these functions accept).
+
+Two corpora with the same units in the same order are one corpus (stored once, reused by every audit that
+names it); the hash covers each unit's key, text, factors, fields and pair, so an edited word, a renamed
+group or a reordered corpus is a new corpus.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+
+from auditapp.paradigms.base import Unit
+
+MAX_KEY_LENGTH = 300
+"""A unit key's longest length (``CorpusUnit.key``)."""
+MAX_REPORTED = 200
+
+
+def units_canonical_json(units: Sequence[Unit]) -> str:
+    """The units, in order, as JSON with sorted keys and no insignificant whitespace."""
+    return json.dumps([{"key": u.key, "text": u.text, "factors": dict(u.factors), "fields": dict(u.fields),
+                        "pair": u.pair} for u in units],
+                      sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+
+
+def units_hash(units: Sequence[Unit]) -> str:
+    """sha256 (hex) of :func:`units_canonical_json`."""
+    return hashlib.sha256(units_canonical_json(units).encode("utf-8")).hexdigest()
+
+
+def units_problems(units: Sequence[Unit]) -> list[str]:
+    """Every problem that keeps units from being stored as one corpus (the first 200), or an empty list.
+
+    A corpus has at least one unit; keys are unique, non-empty and at most 300 characters; every unit has the
+    same factor names (so its export has one column per factor: a unit without a value has an empty string);
+    factors are strings; no text holds a NUL character (PostgreSQL cannot store one).
+    """
+    problems: list[str] = []
+    if not units:
+        return ["the corpus has no units"]
+    names = list(units[0].factors)
+    first: dict[str, int] = {}
+    for position, unit in enumerate(units):
+        where = f"unit {position + 1} ({unit.key[:80]!r})"
+        if not unit.key.strip():
+            problems.append(f"{where}: the key is empty")
+        elif len(unit.key) > MAX_KEY_LENGTH:
+            problems.append(f"{where}: the key has {len(unit.key)} characters; at most {MAX_KEY_LENGTH}")
+        elif unit.key in first:
+            problems.append(f"{where}: the same key as unit {first[unit.key] + 1}")
+        first.setdefault(unit.key, position)
+        if list(unit.factors) != names:
+            problems.append(f"{where}: factors {list(unit.factors)} where the corpus has {names}")
+        elif any(not isinstance(value, str) for value in unit.factors.values()):
+            problems.append(f"{where}: every factor must be text")
+        if "\x00" in unit.text or "\x00" in unit.key:
+            problems.append(f"{where}: contains a NUL character (byte 0), which cannot be stored")
+        if len(problems) >= MAX_REPORTED:
+            break
+    return problems
