@@ -10,9 +10,9 @@ sentence: None for a control, and for an uploaded sentence whose control the fil
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
 
+from auditapp.corpora import RecordedColumn
 from auditapp.paradigms.base import Unit
 from auditapp.paradigms.bits.corpus import BitsSentence
 from auditapp.paradigms.bits.upload import UploadedCorpus
@@ -38,23 +38,11 @@ def sentence_units(sentences: Iterable[BitsSentence]) -> list[Unit]:
     return [sentence_unit(sentence) for sentence in sentences]
 
 
-@dataclass(frozen=True)
-class RecordedColumn:
-    """One tool's score column of an upload: for every unit, in the units' order, ``(key, value, reason)``;
-    ``value`` is None where the upload has no score, and ``reason`` says why (empty when there is a value)."""
-
-    name: str
-    scores: tuple[tuple[str, float | None, str], ...]
-
-    @property
-    def n_missing(self) -> int:
-        return sum(value is None for _, value, _ in self.scores)
-
-
-def uploaded_units(corpus: UploadedCorpus) -> tuple[list[Unit], list[RecordedColumn]]:
+def uploaded_units(corpus: UploadedCorpus, *, column_provenance: Callable[[str], Mapping] | None = None,
+                   ) -> tuple[list[Unit], list[RecordedColumn]]:
     """The units of an uploaded corpus and one :class:`RecordedColumn` per score column, sorted by name.
 
-    Every column has a row for every unit: a unit of the file that lacks the column (the repository's control
+    ``column_provenance(name)`` gives each column's provenance (the files it came from). Every column has a row for every unit: a unit of the file that lacks the column (the repository's control
     file carries fewer tools than its perturbed file) is missing with that reason, never left out silently.
     """
     units = sentence_units(corpus.sentences)
@@ -74,5 +62,6 @@ def uploaded_units(corpus: UploadedCorpus) -> tuple[list[Unit], list[RecordedCol
                 rows.append((sentence.key, None, EMPTY_CELL))
             else:
                 rows.append((sentence.key, score, ""))
-        columns.append(RecordedColumn(name=name, scores=tuple(rows)))
+        columns.append(RecordedColumn(name=name, scores=tuple(rows),
+                                      provenance=column_provenance(name) if column_provenance else {}))
     return units, columns
