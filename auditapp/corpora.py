@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,6 +24,8 @@ MAX_NAME_LENGTH = 200
 """A recorded scorer's longest name (``RecordedScorer.name``)."""
 RESERVED_FACTOR_NAMES = frozenset({"key", "text", "fields", "pair", "position"})
 """Column names of a corpus's unit table that a factor cannot take."""
+FACTOR_NAME = re.compile(r"[A-Za-z](?:_?[A-Za-z0-9])*")
+"""A factor's name: a database query can group by it (no ``__``, which separates the parts of a lookup)."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,10 @@ def units_problems(units: Sequence[Unit]) -> list[str]:
     reserved = sorted(RESERVED_FACTOR_NAMES.intersection(names))
     if reserved:
         problems.append(f"factors: {', '.join(reserved)} cannot name a factor (a column of the unit table)")
+    odd = [name for name in names if not FACTOR_NAME.fullmatch(name)]
+    if odd:
+        problems.append(f"factors: {', '.join(map(repr, odd))}: a factor's name is a letter, then letters, digits "
+                        "and single underscores")
     first: dict[str, int] = {}
     for position, unit in enumerate(units):
         where = f"unit {position + 1} ({unit.key[:80]!r})"

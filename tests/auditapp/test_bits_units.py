@@ -94,3 +94,6 @@ def test_units_problems_name_every_unit_at_fault():
         "unit 6 ('d'): contains a NUL character (byte 0), which cannot be stored",
     ]
     assert units_problems([]) == ["the corpus has no units"]
+    assert units_problems([Unit(key="a", text="x", factors={"text": "1", "a__b": "2", "ok_1": "3"})]) == [
+        "factors: text cannot name a factor (a column of the unit table)",
+        "factors: 'a__b': a factor's name is a letter, then letters, digits and single underscores"]
