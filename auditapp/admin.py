@@ -332,3 +332,7 @@ class SelfReportAuditAdmin(AuditAdmin):
             name=data["name"], seed=data["seed"], use_cache=data["use_cache"], parallel_tasks=data["parallel_tasks"],
             created_by=request.user, **form.launch_arguments())
         obj.pk = audit.pk
+
+
+# Corpora have their own admin module; importing it registers CorpusAdmin.
+from auditapp import corpus_admin  # noqa: E402, F401
