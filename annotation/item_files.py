@@ -569,3 +569,40 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
                         f"first rows: {shown}. The file may have been converted twice; check it.")
     return ParsedFile(items=items, annotators=list(label_columns.values()), labels=labels, encoding=used_encoding,
                       columns=columns, label_columns=label_columns, warnings=warnings)
+
+
+@dataclass(frozen=True)
+class TableRecords:
+    """A table's rows as (spreadsheet row number, {header: cell text}), with the encoding read and warnings."""
+
+    rows: list[tuple[int, dict[str, str]]]
+    encoding: str
+    warnings: list[str]
+
+
+def read_table_records(content: bytes, *, file_format: str, encoding: str | None = None) -> TableRecords:
+    """Every row of a CSV, TSV or XLSX file under its header, read with the bounds and cell rules of item files
+    (for files of another shape, such as a BITS corpus, whose own parser validates the columns).
+
+    Raises :class:`ItemFileError` naming every row with more or fewer fields than the header or a NUL character.
+    """
+    if file_format not in ("csv", "tsv", "xlsx"):
+        raise ItemFileError([ImportProblem(None, None, f"unknown format '{file_format}': use .csv, .tsv or .xlsx")])
+    header, records, used_encoding, warnings = _records(content, file_format, encoding)
+    problems = [ImportProblem(1, name, "the column appears more than once")
+                for name in sorted({h for h in header if h and header.count(h) > 1})]
+    rows: list[tuple[int, dict[str, str]]] = []
+    for row_number, record in records:
+        if len(record) != len(header):
+            problems.append(ImportProblem(row_number, None, f"{len(record)} fields where the header has "
+                                          f"{len(header)} (a missing or extra delimiter, or an unquoted comma?)"))
+            continue
+        row = {name: _spreadsheet_cell_text(value) for name, value in zip(header, record, strict=True)}
+        nul_column = _column_with_nul(row)
+        if nul_column is not None:
+            problems.append(ImportProblem(row_number, nul_column, NUL_MESSAGE))
+            continue
+        rows.append((row_number, row))
+    if problems:
+        raise ItemFileError(problems[:MAX_REPORTED_PROBLEMS], len(problems))
+    return TableRecords(rows=rows, encoding=used_encoding, warnings=warnings)

@@ -8,6 +8,7 @@ from annotation import dashboard_views
 from auditapp import audit_views, views
 from auditapp.api import audits as audit_api
 from auditapp.paradigms import registry
+from auditapp.api import corpora as corpus_api
 
 admin.site.site_header = "auditapp: researcher admin"
 admin.site.site_title = "auditapp"
@@ -29,6 +30,10 @@ api_patterns = [
     path("imports/<int:pk>/", annotation_api.ItemImportDetailView.as_view(), name="import-detail"),
     path("endpoints/", audit_api.EndpointListView.as_view(), name="endpoint-list"),
     path("endpoints/<int:pk>/models/", audit_api.EndpointModelsView.as_view(), name="endpoint-models"),
+    path("corpora/", corpus_api.CorpusListView.as_view(), name="corpus-list"),
+    path("corpora/upload/", corpus_api.CorpusUploadView.as_view(), name="corpus-upload"),
+    path("corpora/<int:pk>/", corpus_api.CorpusDetailView.as_view(), name="corpus-detail"),
+    path("corpora/<int:pk>/units/", corpus_api.CorpusUnitsView.as_view(), name="corpus-units"),
     path("audits/", audit_api.AuditListView.as_view(), name="audit-list"),
     path("audits/<int:pk>/", audit_api.AuditDetailView.as_view(), name="audit-detail"),
     path("audits/<int:pk>/progress/", audit_api.AuditProgressView.as_view(), name="audit-progress"),

@@ -14,6 +14,7 @@ Environment variables:
                             default: each process's own memory.
     LLM_LIMITS_REDIS_URL    Redis holding LLM endpoints' concurrency and rate limits across workers
                             (default: the broker when it is Redis; otherwise limits are per worker process).
+    CORPUS_UPLOAD_MAX_BYTES bytes to read in each file of a corpus upload (default 16 MiB).
     GIT_COMMIT              recorded in audit manifests when the code is not a git checkout.
 """
 from __future__ import annotations
@@ -153,6 +154,9 @@ MEDIA_ROOT = VAR_DIR / "media"
 # Uploaded item files are kept in the database for provenance; allow research-sized files.
 DATA_UPLOAD_MAX_MEMORY_SIZE = 100 * 1024 * 1024
 FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+# A corpus upload is validated while the uploader waits: each of its two files may take this many bytes to read
+# (a workbook: its uncompressed size).
+CORPUS_UPLOAD_MAX_BYTES = int(os.environ.get("CORPUS_UPLOAD_MAX_BYTES", str(16 * 1024 * 1024)))
 
 LOGIN_URL = "admin:login"
 
@@ -200,6 +204,7 @@ SPECTACULAR_SETTINGS = {
         "ParticipantStatusEnum": "annotation.models.Participant.Status",
         "ItemImportStatusEnum": "annotation.models.ItemImport.Status",
         "AuditStatusEnum": "auditapp.models.Audit.Status",
+        "ParadigmEnum": "auditapp.paradigms.registry.choices",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

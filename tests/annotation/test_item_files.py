@@ -9,6 +9,7 @@ import pytest
 from openpyxl import Workbook
 
 from annotation.item_files import (
+    NUL_MESSAGE,
     ColumnMapping,
     ImportProblem,
     ItemFileError,
@@ -17,6 +18,7 @@ from annotation.item_files import (
     item_file_reading_cost,
     parse_item_file,
     precheck_item_file,
+    read_table_records,
 )
 from tests.factories import autalic_like_csv, pathological_xlsx
 
@@ -293,3 +295,18 @@ def test_the_quick_checks_of_a_large_file():
     with pytest.raises(ItemFileError, match="declares 1,048,576 rows"):
         precheck_item_file(pathological_xlsx(), file_format="xlsx")
     assert item_file_reading_cost(b"abc", file_format="csv") == 3
+
+
+def test_read_table_records_gives_rows_under_the_header_and_names_every_bad_row():
+    table = read_table_records(b"Template,Sentence\nT1,\"'=A b\"\n\nT2,c\n", file_format="csv")
+    # The quote our exports put before a formula-like cell is removed; a blank line is skipped, rows keep numbers.
+    assert table.rows == [(2, {"Template": "T1", "Sentence": "=A b"}), (4, {"Template": "T2", "Sentence": "c"})]
+    with pytest.raises(ItemFileError) as error:
+        read_table_records(b"a,a,b\n1,2\n1,2,3\n1,x\x00,3\n", file_format="csv")
+    assert [str(p) for p in error.value.problems] == [
+        "row 1, column 'a': the column appears more than once",
+        "row 2: 2 fields where the header has 3 (a missing or extra delimiter, or an unquoted comma?)",
+        f"row 4, column 'a': {NUL_MESSAGE}",
+    ]
+    with pytest.raises(ItemFileError, match="unknown format 'jsonl'"):
+        read_table_records(b"{}", file_format="jsonl")

@@ -1,7 +1,7 @@
 """No cell of any CSV export runs as a spreadsheet formula; JSON stays exact; an items export re-imports losslessly.
 
 Hostile text is put wherever people type it (item text and metadata, a rationale, a team, a study, endpoint,
-audit or model name, an upload's file name, a model's reply), then every GET operation of the API is read as
+audit, corpus or model name, a corpus's templates and terms, an upload's file name, a model's reply), then every GET operation of the API is read as
 CSV, and so is the admin's file of invite links.
 """
 from __future__ import annotations
@@ -16,6 +16,7 @@ from django.urls import URLPattern
 from annotation.models import Item, Label, Participant
 from annotation.services import items_import_file
 from auditapp import audit_services as services
+from auditapp.corpus_services import bits_corpus_generate
 from auditapp.models import AuditModel, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.self_report.services import self_report_audit_create
 from auditapp.urls import api_patterns
@@ -71,7 +72,11 @@ def hostile(shipped_instruments, audit_tasks_off):
     endpoint = LLMEndpoint.objects.create(name="=endpoint", base_url="http://127.0.0.1:9")
     self_report = self_report_audit_create(name="=self report", instruments=[shipped_instruments["aq50"]],
                                            models=[services.ModelChoice(endpoint=endpoint, model="=m")])
-    return {"study": study, "audit": audit, "self_report": self_report, "import": imported, "endpoint": endpoint}
+    corpus = bits_corpus_generate(name="=corpus", spec={
+        "templates": [{"id": "-T1", "text": "=<group> person."}], "emotions": [],
+        "groups": [{"group": "@group", "terms": ["+term"]}]})
+    return {"study": study, "audit": audit, "self_report": self_report, "import": imported, "endpoint": endpoint,
+            "corpus": corpus}
 
 
 def csv_rows(response) -> list[list[str]]:
@@ -88,7 +93,11 @@ def get_paths(ids: dict) -> list[str]:
         route = str(pattern.pattern)
         if route in ("schema/", "docs/", "redoc/") or "<str:action>" in route:
             continue
-        if route.startswith("studies/<int:pk>"):
+        if route == "corpora/upload/":
+            continue  # POST only
+        if route.startswith("corpora/<int:pk>"):
+            pk = ids["corpus"].id
+        elif route.startswith("studies/<int:pk>"):
             pk = ids["study"].id
         elif route.startswith("imports/"):
             pk = ids["import"].id
@@ -116,7 +125,7 @@ def test_no_cell_of_any_csv_export_runs_as_a_formula(api_client, hostile):
             seen.update(cell for cell in row if cell.startswith("'"))
     assert {"'" + HYPERLINK, "'=cmd|' /C calc'!A0", "'@team", "'-model", "'=error", "'+explanation", "'@reply",
             "'=endpoint", "'=audit", "'=self report", "'-items.csv", "'" + TEXTS["tab"], "''=already quoted by "
-            "its author"} <= seen
+            "its author", "'=corpus", "'-T1|@group|+term", "'=+term person.", "'@group", "'+term"} <= seen
 
 
 def test_numbers_stay_numbers(api_client, hostile):

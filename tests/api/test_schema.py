@@ -22,6 +22,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from annotation.models import ItemImport
 from annotation.services import items_import_file
+from auditapp.corpus_services import bits_corpus_generate
 from auditapp.models import LLMEndpoint
 from auditapp.paradigms.self_report.services import self_report_audit_create
 from tests.factories import autalic_like_csv, make_audit_study, make_researcher
@@ -38,10 +39,11 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application(), 
 
 # "A request valid by the schema is accepted" cannot hold where a valid body needs more than a schema can say:
 # an audit's study must exist and have a ground truth, its endpoints must exist; an upload must be a readable
-# item file; a study's slug and an endpoint's name must not be taken (an earlier example may have taken it).
+# item file (or BITS corpus file), a corpus spec a valid one; a study's slug and an endpoint's name must not be taken (an earlier example may have taken it).
 # Those operations are still checked for everything else (no 5xx, every answer as documented).
 POSITIVE_ACCEPTANCE_UNKNOWABLE = {("POST", "/api/audits/"), ("POST", "/api/studies/{id}/imports/"),
-                                  ("POST", "/api/studies/"), ("POST", "/api/endpoints/")}
+                                  ("POST", "/api/studies/"), ("POST", "/api/endpoints/"),
+                                  ("POST", "/api/corpora/"), ("POST", "/api/corpora/upload/")}
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +69,9 @@ def seeded(django_db_setup, django_db_blocker):
         self_report = self_report_audit_create(
             name="schema self-report", instruments=[instrument],
             models=[services.ModelChoice(endpoint=endpoint, model="persona-key")])
+        corpus = bits_corpus_generate(spec=None, name="schema corpus")
         yield {"token": token, "study": study.id, "import": labelled.id, "endpoint": endpoint.id,
-               "audit": classification.id, "self_report_audit": self_report.id}
+               "audit": classification.id, "self_report_audit": self_report.id, "corpus": corpus.id}
         call_command("flush", interactive=False, verbosity=0)
 
 
@@ -91,6 +94,8 @@ def seeded_id(path: str, ids: dict) -> int:
         return ids["import"]
     if path.startswith("/api/endpoints/"):
         return ids["endpoint"]
+    if path.startswith("/api/corpora/"):
+        return ids["corpus"]
     if path.rstrip("/").rsplit("/", 1)[-1] in ("answers", "scores", "validity"):
         return ids["self_report_audit"]
     return ids["audit"]

@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from annotation.selectors import Export
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
+from auditapp.corpus_admin import register_admin as register_corpus_admin
 from auditapp.launch_forms import ModelsFieldsMixin
 from auditapp.models import Audit, Corpus, RecordedScorer
 from auditapp.paradigms import registry
@@ -212,4 +213,5 @@ PARADIGM = registry.Paradigm(
     dashboard_template="auditapp/bits_dashboard.html",
     dashboard_data=dashboard_data,
     tables=TABLES,
+    register_admin=register_corpus_admin,
 )

@@ -31,11 +31,13 @@ from auditapp.paradigms.bits import analysis as bits_analysis
 from auditapp.paradigms.bits import requests as asking
 from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, ScorePrompt
 from auditapp.paradigms.bits.sensitivity import LABEL_RULES
+from auditapp.paradigms.bits.units import corpus_frame_of_units
 
 PARADIGM = "bits"
 CONDITION = "score"
 """A BITS request's condition: the progress table has one column per scorer, "sentences scored"."""
 DEFAULT_BATCH_SIZE = 64
+DEFAULT_CORPUS_NAME = "BITS: seed 001 Tables 3–5"
 SCORE_KINDS = tuple(LABEL_RULES)
 
 
@@ -181,7 +183,7 @@ def bits_audit_create(*, name: str, models: list[ModelChoice], corpus: Corpus | 
                              error_budget=error_budget)
     if problems:
         raise AuditError("; ".join(problems))
-    corpus = corpus or bits_corpus_generate(None, name="BITS: seed 001 Tables 3–5", created_by=created_by)
+    corpus = corpus or bits_corpus_generate(spec=None, name=DEFAULT_CORPUS_NAME, created_by=created_by)
     kinds = {scorer_name(choice): score_kinds.get(scorer_name(choice)) or default_score_kind(choice, prompt)
              for choice in models}
     kinds.update({scorer.name: score_kinds.get(scorer.name, "sentiment") for scorer in recorded})
@@ -235,7 +237,7 @@ def bits_analyse(audit: Audit) -> None:
     """ScoreSense, ScoreDev, LabelDist, the t-tests and the tables of seed 001 §4 over every scorer; stored on the
     audit (``Audit.analysis``: named tables and the notes stating each choice)."""
     builder = BitsRequests(audit)
-    corpus = corpus_units_frame(audit.corpus)
+    corpus = corpus_frame_of_units(corpus_units_frame(audit.corpus))
     scores = scores_frame(audit, builder)
     settings = bits_analysis.AnalysisSettings.from_dict(audit.design["analysis"])
     result = bits_analysis.analyse(corpus, scores, settings=settings)

@@ -1,0 +1,256 @@
+"""REST API of corpora (researchers only): list, generate a BITS corpus from seed 001's tables or a spec, upload
+one in the public BITS repository's shape, a corpus's provenance and counts, and its units.
+
+A corpus identical to one already stored (same paradigm and units) is not stored again: the answer is 200 with
+the stored corpus instead of 201. Every list also answers ``?format=csv`` (streamed, never paginated).
+"""
+from __future__ import annotations
+
+from functools import cached_property
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.utils import extend_schema, extend_schema_field
+from rest_framework import generics, serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.selectors import Export
+from auditapp.api.exports import ExportListAPIView
+from auditapp.corpus_selectors import (
+    corpus_factor_counts,
+    corpus_list,
+    corpus_recorded_scorers,
+    corpus_units_export,
+)
+from auditapp.corpus_services import CorpusError, bits_corpus_generate, bits_corpus_upload
+from auditapp.models import Corpus
+from auditapp.paradigms.bits.upload import UNMATCHED_RULES
+
+GENERATED_PARADIGMS = [("bits", "Perturbation sensitivity (BITS, seed 001)")]
+"""The paradigms whose corpora ``POST /api/corpora/`` generates."""
+LIST_COLUMNS = ["id", "paradigm", "name", "content_hash", "n_units", "n_recorded_scorers", "created_by",
+                "created_at"]
+
+
+class CorpusSerializer(serializers.ModelSerializer):
+    n_recorded_scorers = serializers.IntegerField(read_only=True)
+    created_by = serializers.CharField(source="created_by.username", allow_null=True, read_only=True)
+    generator = serializers.SerializerMethodField(help_text="bits (generated) or upload.")
+
+    class Meta:
+        model = Corpus
+        fields = ("id", "paradigm", "name", "content_hash", "n_units", "n_recorded_scorers", "generator",
+                  "created_by", "created_at")
+
+    def get_generator(self, corpus: Corpus) -> str:
+        return corpus.provenance.get("generator", "")
+
+
+class FactorValueSerializer(serializers.Serializer):
+    value = serializers.CharField(allow_null=True)
+    n = serializers.IntegerField()
+
+
+class FactorCountsSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    distinct = serializers.IntegerField(help_text="Distinct values; at most 1,000 are listed, most frequent first.")
+    counts = FactorValueSerializer(many=True)
+
+
+class RecordedScorerSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    name = serializers.CharField()
+    imported = serializers.BooleanField(default=True, help_text="Recorded scores are always imported.")
+    n_scores = serializers.IntegerField()
+    n_missing = serializers.IntegerField(help_text="Units the file gave no score (each with its reason).")
+    provenance = serializers.JSONField(help_text="The column and the files (name, sha256) it came from.")
+
+
+class CorpusDetailSerializer(CorpusSerializer):
+    provenance = serializers.JSONField(read_only=True)
+    factors = serializers.SerializerMethodField()
+    recorded_scorers = serializers.SerializerMethodField()
+    reused = serializers.SerializerMethodField(help_text="True when the answer is a corpus stored before.")
+
+    class Meta(CorpusSerializer.Meta):
+        fields = (*CorpusSerializer.Meta.fields, "reused", "provenance", "factors", "recorded_scorers")
+
+    @extend_schema_field(FactorCountsSerializer(many=True))
+    def get_factors(self, corpus: Corpus) -> list[dict]:
+        return FactorCountsSerializer(corpus_factor_counts(corpus), many=True).data
+
+    @extend_schema_field(RecordedScorerSerializer(many=True))
+    def get_recorded_scorers(self, corpus: Corpus) -> list[dict]:
+        return RecordedScorerSerializer(corpus_recorded_scorers(corpus), many=True).data
+
+    def get_reused(self, corpus: Corpus) -> bool:
+        return getattr(corpus, "reused", False)
+
+
+class StrictCharField(serializers.CharField):
+    """Text only: DRF's CharField would store the number 0 as the name "0"."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class CorpusCreateSerializer(serializers.Serializer):
+    """The body of ``POST /api/corpora/``."""
+
+    paradigm = serializers.ChoiceField(choices=GENERATED_PARADIGMS, default="bits",
+                                       help_text="Only BITS corpora are generated (seed 001).")
+    name = StrictCharField(max_length=200)
+    spec = serializers.DictField(required=False, allow_null=True, default=None,
+                                 help_text="Omit for seed 001's Tables 3–5. Else the JSON shape of "
+                                           "auditapp/paradigms/bits/seed001_tables.json: templates [{id, text}], "
+                                           "emotions [{emotion, emotional_words, event_words}], groups "
+                                           "[{group, terms}], and optionally term_case, article_agreement, source.")
+
+
+class CorpusUploadSerializer(serializers.Serializer):
+    """The multipart fields of ``POST /api/corpora/upload/``."""
+
+    perturbed_file = serializers.FileField(help_text="CSV, TSV or XLSX: Template, Sentence, Class, SubClass "
+                                                     "(optional Sentiment, Control) and one column per tool's score.")
+    control_file = serializers.FileField(help_text="CSV, TSV or XLSX: Template, Sentence (optional Sentiment) "
+                                                   "and score columns.")
+    name = serializers.CharField(max_length=200)
+    unmatched = serializers.ChoiceField(choices=UNMATCHED_RULES, default="report",
+                                        help_text="A perturbed sentence whose control is not found: imported and "
+                                                  "reported (report) or a problem (refuse).")
+
+
+class CorpusProblemSerializer(serializers.Serializer):
+    file = serializers.CharField(allow_null=True)
+    row = serializers.IntegerField(allow_null=True, help_text="As a spreadsheet numbers it: the header is row 1.")
+    column = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class CorpusRejectedSerializer(serializers.Serializer):
+    detail = serializers.CharField()
+    problems = CorpusProblemSerializer(many=True, required=False,
+                                       help_text="Every problem; absent when the body itself cannot be read.")
+
+
+def _rejected(problems: list[dict], detail: str) -> Response:
+    return Response({"detail": detail, "problems": problems}, status=status.HTTP_400_BAD_REQUEST)
+
+
+def _invalid_body(errors: dict) -> Response:
+    problems = [{"file": None, "row": None, "column": field, "message": " ".join(str(e) for e in messages)}
+                for field, messages in errors.items()]
+    return _rejected(problems, "invalid request: " + "; ".join(f"{p['column']}: {p['message']}" for p in problems))
+
+
+def _stored(corpus: Corpus) -> Response:
+    reused = corpus.reused
+    corpus = corpus_list().get(pk=corpus.pk)
+    corpus.reused = reused
+    return Response(CorpusDetailSerializer(corpus).data, status=status.HTTP_200_OK if reused else
+                    status.HTTP_201_CREATED)
+
+
+class CorpusListView(ExportListAPIView):
+    """Corpora, newest first; POST generates a BITS corpus."""
+
+    serializer_class = CorpusSerializer
+
+    def get_queryset(self):
+        return corpus_list()
+
+    def list(self, request, *args, **kwargs):
+        if request.accepted_renderer.format == "csv":
+            return super().list(request, *args, **kwargs)
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+    def export_rows(self):
+        fields = [("created_by__username" if c == "created_by" else c) for c in LIST_COLUMNS]
+        return Export(LIST_COLUMNS, self.get_queryset().values_list(*fields))
+
+    def export_filename(self) -> str:
+        return "corpora.csv"
+
+    @extend_schema(request=CorpusCreateSerializer,
+                   responses={201: CorpusDetailSerializer, 200: CorpusDetailSerializer, 400: CorpusRejectedSerializer},
+                   summary="Generate a BITS corpus",
+                   description="From seed 001's Tables 3–5 (spec omitted) or a researcher's spec. 400 names every "
+                               "problem of the spec and stores nothing; 200 returns an identical corpus stored "
+                               "before.")
+    def post(self, request):
+        body = CorpusCreateSerializer(data=request.data)
+        if not body.is_valid():
+            return _invalid_body(body.errors)
+        try:
+            corpus = bits_corpus_generate(spec=body.validated_data["spec"], name=body.validated_data["name"],
+                                          created_by=request.user)
+        except CorpusError as error:
+            return _rejected([p.as_dict() for p in error.problems], str(error))
+        return _stored(corpus)
+
+
+class CorpusUploadView(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request={"multipart/form-data": CorpusUploadSerializer},
+                   responses={201: CorpusDetailSerializer, 200: CorpusDetailSerializer, 400: CorpusRejectedSerializer},
+                   summary="Upload a BITS corpus",
+                   description="Two files in the public BITS repository's shape (github.com/PranavNV/BITS): the "
+                               "perturbed sentences and the no-group controls; every other column is a tool's "
+                               "score, stored as a recorded scorer. All or nothing: 400 names the file, row and "
+                               "column of every problem and stores nothing. Each file may hold at most "
+                               "CORPUS_UPLOAD_MAX_BYTES to read (16 MiB by default).")
+    def post(self, request):
+        body = CorpusUploadSerializer(data=request.data)
+        if not body.is_valid():
+            return _invalid_body(body.errors)
+        data = body.validated_data
+        try:
+            corpus = bits_corpus_upload(perturbed_file=data["perturbed_file"], control_file=data["control_file"],
+                                        name=data["name"], unmatched=data["unmatched"], created_by=request.user)
+        except CorpusError as error:
+            return _rejected([p.as_dict() for p in error.problems], str(error))
+        return _stored(corpus)
+
+
+class CorpusDetailView(generics.RetrieveAPIView):
+    """A corpus with its provenance, the counts of its units per factor and its recorded scorers."""
+
+    serializer_class = CorpusDetailSerializer
+
+    def get_queryset(self):
+        return corpus_list()
+
+
+class UnitRowSerializer(serializers.Serializer):
+    """One unit; the corpus's factors are columns between ``text`` and ``fields`` (for BITS: template, emotion,
+    word, group, term, is_control)."""
+
+    position = serializers.IntegerField()
+    key = serializers.CharField()
+    text = serializers.CharField()
+    fields = serializers.JSONField(help_text="What else the paradigm keeps (BITS: the control sentence's key).")
+    pair = serializers.CharField(allow_blank=True)
+
+    def to_representation(self, row: dict) -> dict:
+        declared = super().to_representation(row)
+        return {name: declared.get(name, value) for name, value in row.items()}
+
+
+@extend_schema(summary="A corpus's units", description="One row per unit in corpus order, one column per factor.")
+class CorpusUnitsView(ExportListAPIView):
+    serializer_class = UnitRowSerializer
+
+    @cached_property
+    def corpus(self) -> Corpus:
+        return get_object_or_404(Corpus, pk=self.kwargs["pk"])
+
+    def export_rows(self):
+        return corpus_units_export(self.corpus)
+
+    def export_filename(self) -> str:
+        return f"corpus-{self.corpus.pk}-units.csv"

@@ -1,0 +1,144 @@
+"""Admin of corpora: the list (paradigm, name, units, content hash), a read-only page per corpus (provenance,
+counts per factor, recorded scorers), and an "Add" page that generates a BITS corpus (seed 001's tables or a
+spec) or uploads one in the public BITS repository's shape, listing every problem when nothing could be stored.
+
+Imported by :mod:`auditapp.admin`, which registers the rest of the audit domain.
+"""
+from __future__ import annotations
+
+import json
+
+from django import forms
+from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+
+from auditapp.corpus_selectors import corpus_factor_counts, corpus_recorded_scorers
+from auditapp.corpus_services import CorpusError, bits_corpus_generate, bits_corpus_upload
+from auditapp.models import Corpus
+from auditapp.paradigms.bits.upload import UNMATCHED_RULES
+
+
+class CorpusGenerateForm(forms.Form):
+    name = forms.CharField(max_length=200, initial="BITS (seed 001 tables)")
+    spec = forms.JSONField(
+        required=False, widget=forms.Textarea(attrs={"rows": 8, "cols": 80}),
+        help_text="Empty: seed 001's Tables 3–5 as printed. Else a JSON object in the shape of "
+                  "auditapp/paradigms/bits/seed001_tables.json: templates [{id, text}], emotions [{emotion, "
+                  "emotional_words, event_words}], groups [{group, terms}].")
+
+    def clean_spec(self):
+        spec = self.cleaned_data["spec"]
+        if spec is not None and not isinstance(spec, dict):
+            raise forms.ValidationError("the spec must be a JSON object")
+        return spec
+
+
+class CorpusUploadForm(forms.Form):
+    name = forms.CharField(max_length=200)
+    perturbed_file = forms.FileField(help_text="CSV, TSV or XLSX: Template, Sentence, Class, SubClass (optional "
+                                               "Sentiment, Control); every other column is a tool's score.")
+    control_file = forms.FileField(help_text="CSV, TSV or XLSX: Template, Sentence (optional Sentiment) and score "
+                                             "columns.")
+    unmatched = forms.ChoiceField(
+        choices=[(rule, rule) for rule in UNMATCHED_RULES], initial="report",
+        help_text="A perturbed sentence whose control is not found: imported and reported, or refused.")
+
+
+class CorpusAdmin(admin.ModelAdmin):
+    """Corpora are never edited: a changed corpus is a new corpus (its content hash changes)."""
+
+    list_display = ("name", "paradigm", "n_units", "hash_prefix", "generator", "created_at")
+    list_filter = ("paradigm",)
+    search_fields = ("name", "content_hash")
+    fields = readonly_fields = ("name", "paradigm", "n_units", "content_hash", "generator", "created_by",
+                                "created_at", "units_export", "factor_counts", "recorded_scorer_list",
+                                "provenance_json")
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    @admin.display(description="content hash")
+    def hash_prefix(self, corpus: Corpus) -> str:
+        return corpus.content_hash[:12]
+
+    @admin.display(description="generator")
+    def generator(self, corpus: Corpus) -> str:
+        return corpus.provenance.get("generator", "")
+
+    @admin.display(description="Units")
+    def units_export(self, corpus: Corpus):
+        url = reverse("api:corpus-units", args=[corpus.pk])
+        return format_html('<a href="{}?format=csv">CSV</a> · <a href="{}">JSON</a>', url, url)
+
+    @admin.display(description="Units per factor")
+    def factor_counts(self, corpus: Corpus):
+        return format_html_join(
+            "", "<p><strong>{}</strong> ({} values): {}</p>",
+            ((factor["name"], factor["distinct"],
+              ", ".join(f"{c['value'] or '(none)'}: {c['n']}" for c in factor["counts"][:60])
+              + (" …" if factor["distinct"] > 60 else ""))
+             for factor in corpus_factor_counts(corpus)))
+
+    @admin.display(description="Recorded scorers (imported)")
+    def recorded_scorer_list(self, corpus: Corpus):
+        scorers = list(corpus_recorded_scorers(corpus))
+        if not scorers:
+            return "none"
+        return format_html(
+            "<table><tr><th>name</th><th>scores</th><th>missing</th><th>from</th></tr>{}</table>",
+            format_html_join("", "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", (
+                (s.name, s.n_scores, s.n_missing,
+                 ", ".join(f"{f['file']} ({f['sha256'][:12]})" for f in s.provenance.get("files", [])))
+                for s in scorers)))
+
+    @admin.display(description="Provenance")
+    def provenance_json(self, corpus: Corpus):
+        return format_html("<pre>{}</pre>", json.dumps(corpus.provenance, indent=2, ensure_ascii=False))
+
+    def add_view(self, request, form_url="", extra_context=None):
+        if not self.has_add_permission(request):
+            raise PermissionDenied
+        generate_form = CorpusGenerateForm(prefix="generate")
+        upload_form = CorpusUploadForm(prefix="upload")
+        problems, total, corpus = [], 0, None
+        if request.method == "POST":
+            try:
+                if "upload" in request.POST:
+                    upload_form = CorpusUploadForm(request.POST, request.FILES, prefix="upload")
+                    if upload_form.is_valid():
+                        data = upload_form.cleaned_data
+                        corpus = bits_corpus_upload(perturbed_file=data["perturbed_file"],
+                                                    control_file=data["control_file"], name=data["name"],
+                                                    unmatched=data["unmatched"], created_by=request.user)
+                else:
+                    generate_form = CorpusGenerateForm(request.POST, prefix="generate")
+                    if generate_form.is_valid():
+                        corpus = bits_corpus_generate(spec=generate_form.cleaned_data["spec"],
+                                                      name=generate_form.cleaned_data["name"], created_by=request.user)
+            except CorpusError as error:
+                problems, total = error.problems, error.total
+        if corpus is not None:
+            if corpus.reused:
+                messages.info(request, f"An identical corpus was already stored: {corpus}. Nothing new was stored.")
+            else:
+                messages.success(request, f"Stored {corpus}.")
+            return redirect("admin:auditapp_corpus_change", corpus.pk)
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Add a corpus",
+            "generate_form": generate_form,
+            "upload_form": upload_form,
+            "problems": problems,
+            "total_problems": total,
+        }
+        return TemplateResponse(request, "admin/auditapp/corpus/add.html", context)
+
+
+def register_admin(site: admin.AdminSite) -> None:
+    """Registered by the BITS paradigm (its corpora are the ones generated and uploaded here)."""
+    site.register(Corpus, CorpusAdmin)

@@ -1,0 +1,308 @@
+"""Writes of corpora (the units audits judge, stored once and reused), and the two reads analyses take.
+
+- :func:`corpus_store` stores any paradigm's units, identified by their content hash
+  (:func:`auditapp.corpora.units_hash`): an identical corpus (same paradigm, same units in the same order) is
+  not stored twice, the stored one is returned. Units and recorded scores are written with ``bulk_create`` in
+  batches, in one transaction: a corpus is stored whole or not at all.
+- :func:`bits_corpus_generate` stores a BITS corpus generated from seed 001's tables or a researcher's spec;
+  :func:`bits_corpus_upload` one uploaded in the public BITS repository's shape (seed 001 §3.2), with each of
+  its per-tool score columns as a recorded scorer.
+- :func:`corpus_units_frame` and :func:`recorded_scores_frame` read a corpus's units and recorded scores into
+  DataFrames in chunks, without model instances.
+
+Every problem is a :class:`CorpusError` naming all of them (file, row and column for an upload), raised
+before anything is written.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import pandas as pd
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from annotation.item_files import (
+    ItemFileError,
+    file_format_from_name,
+    item_file_reading_cost,
+    read_table_records,
+)
+from auditapp.corpora import MAX_REPORTED, RecordedColumn, recorded_problems, units_hash, units_problems
+from auditapp.models import Corpus, CorpusUnit, RecordedScore, RecordedScorer
+from auditapp.paradigms import registry
+from auditapp.paradigms.base import Unit
+from auditapp.paradigms.bits.corpus import CONTROL, corpus_counts, generate, paper_spec, spec_from_dict, validate_spec
+from auditapp.paradigms.bits.units import sentence_units, uploaded_units
+from auditapp.paradigms.bits.upload import BitsUploadError, parse_upload
+
+BULK_BATCH_SIZE = 2000
+FRAME_CHUNK_SIZE = 5000
+MAX_CORPUS_NAME = 200
+MAX_REASON = 200
+BITS_COUNTS_NOTE = (
+    "The full cross-product of the printed Tables 3-5 (auditapp.paradigms.bits.corpus): the paper's text reports "
+    "1,920 sentences and 420 controls, which do not follow from its tables.")
+
+
+@dataclass(frozen=True)
+class CorpusProblem:
+    """One problem: the file (for an upload), the row as a spreadsheet counts it, the column, what is wrong."""
+
+    message: str
+    file: str | None = None
+    row: int | None = None
+    column: str | None = None
+
+    def __str__(self) -> str:
+        where = [*([self.file] if self.file else []), *([f"row {self.row}"] if self.row is not None else []),
+                 *([f"column '{self.column}'"] if self.column is not None else [])]
+        return f"{', '.join(where)}: {self.message}" if where else self.message
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+class CorpusError(Exception):
+    """Nothing was stored; ``problems`` lists every problem found (the first 200), ``total`` counts them all."""
+
+    def __init__(self, problems: Sequence[CorpusProblem | str], total: int | None = None):
+        self.problems = [p if isinstance(p, CorpusProblem) else CorpusProblem(p) for p in problems][:MAX_REPORTED]
+        self.total = max(total or 0, len(problems))
+        shown = "; ".join(str(p) for p in self.problems[:5])
+        more = f" (and {self.total - 5} more)" if self.total > 5 else ""
+        super().__init__(f"{self.total} problem(s), nothing stored: {shown}{more}")
+
+
+def corpus_store(*, paradigm: str, name: str, units: Sequence[Unit], provenance: Mapping[str, Any],
+                 created_by=None, recorded: Sequence[RecordedColumn] = ()) -> Corpus:
+    """Store the units (and recorded scores) as a corpus, or return the identical corpus already stored.
+
+    The provenance is stored with ``factor_names`` added: the factors in the order of the first unit's.
+
+    The returned corpus's ``reused`` attribute says which. A reused corpus keeps its name and provenance; a
+    recorded column it does not have yet is added to it, and one it has under the same name is kept if it came
+    from the same place (same provenance), else it is a problem (rename the column). Raises :class:`CorpusError`
+    with every problem and stores nothing.
+    """
+    problems: list[CorpusProblem] = []
+    if paradigm not in registry.PARADIGMS:
+        problems.append(CorpusProblem(f"paradigm: unknown paradigm {paradigm!r}"))
+    if not name.strip():
+        problems.append(CorpusProblem("name: the corpus needs a name"))
+    elif len(name) > MAX_CORPUS_NAME:
+        problems.append(CorpusProblem(f"name: {len(name)} characters; at most {MAX_CORPUS_NAME}"))
+    problems += [CorpusProblem(p) for p in units_problems(units) + recorded_problems(recorded, units)]
+    if problems:
+        raise CorpusError(problems)
+    content_hash = units_hash(units)
+    with transaction.atomic():
+        corpus = Corpus.objects.select_for_update().filter(paradigm=paradigm, content_hash=content_hash).first()
+        reused = corpus is not None
+        if corpus is None:
+            try:
+                with transaction.atomic():
+                    corpus = _corpus_create(paradigm=paradigm, name=name, units=units, provenance=provenance,
+                                            content_hash=content_hash, created_by=created_by)
+            except IntegrityError:
+                # Another process stored the same corpus between our look-up and our insert: use theirs.
+                corpus = Corpus.objects.select_for_update().get(paradigm=paradigm, content_hash=content_hash)
+                reused = True
+        _recorded_store(corpus=corpus, columns=recorded)
+    corpus.reused = reused
+    return corpus
+
+
+def _corpus_create(*, paradigm: str, name: str, units: Sequence[Unit], provenance: Mapping[str, Any],
+                   content_hash: str, created_by) -> Corpus:
+    # The database may reorder a JSON object's keys (PostgreSQL's jsonb does): the factors' order is kept here.
+    provenance = {**provenance, "factor_names": list(units[0].factors)}
+    corpus = Corpus.objects.create(paradigm=paradigm, name=name, content_hash=content_hash,
+                                   provenance=provenance, n_units=len(units), created_by=created_by)
+    CorpusUnit.objects.bulk_create(
+        (CorpusUnit(corpus=corpus, key=unit.key, text=unit.text, factors=dict(unit.factors), fields=dict(unit.fields),
+                    pair=unit.pair, position=position) for position, unit in enumerate(units)),
+        batch_size=BULK_BATCH_SIZE)
+    return corpus
+
+
+def _recorded_store(*, corpus: Corpus, columns: Sequence[RecordedColumn]) -> None:
+    """Add the recorded columns the corpus does not have yet (see :func:`corpus_store`)."""
+    if not columns:
+        return
+    existing = dict(RecordedScorer.objects.filter(corpus=corpus, name__in=[c.name for c in columns])
+                    .values_list("name", "provenance"))
+    conflicts = [CorpusProblem(f"recorded scorer {c.name!r}: the corpus already has a recorded scorer of this name "
+                               f"from elsewhere ({existing[c.name]}); rename the column", column=c.name)
+                 for c in columns if c.name in existing and existing[c.name] != dict(c.provenance)]
+    if conflicts:
+        raise CorpusError(conflicts)
+    new = [c for c in columns if c.name not in existing]
+    if not new:
+        return
+    scorers = RecordedScorer.objects.bulk_create(
+        [RecordedScorer(corpus=corpus, name=c.name, provenance=dict(c.provenance)) for c in new])
+    scorer_ids = dict(RecordedScorer.objects.filter(corpus=corpus, name__in=[s.name for s in scorers])
+                      .values_list("name", "id"))
+    unit_ids = dict(CorpusUnit.objects.filter(corpus=corpus).values_list("key", "id").iterator(
+        chunk_size=FRAME_CHUNK_SIZE))
+    RecordedScore.objects.bulk_create(
+        (RecordedScore(scorer_id=scorer_ids[c.name], unit_id=unit_ids[key], value=value, reason=reason[:MAX_REASON])
+         for c in new for key, value, reason in c.scores),
+        batch_size=BULK_BATCH_SIZE)
+
+
+def bits_corpus_generate(*, spec: Mapping[str, Any] | None, name: str, created_by=None) -> Corpus:
+    """Generate and store a BITS corpus: from seed 001's Tables 3–5 when ``spec`` is None, else from the
+    researcher's spec (the JSON shape of ``seed001_tables.json``). An invalid spec raises :class:`CorpusError`
+    naming every problem (``spec: templates[2] (T3): …``) and nothing is stored.
+
+    Provenance: the generator, the spec and its hash, whether it is the paper's tables, and the counts of
+    sentences per template, per group and of controls, with a note on how they differ from the paper's text.
+    """
+    if spec is None:
+        bits_spec = paper_spec()
+    else:
+        try:
+            bits_spec = spec_from_dict(dict(spec))
+        except (ValueError, TypeError) as error:
+            raise CorpusError([CorpusProblem(f"spec: {error}")]) from None
+        problems = validate_spec(bits_spec)
+        if problems:
+            raise CorpusError([CorpusProblem(f"spec: {problem}") for problem in problems])
+    sentences = generate(bits_spec)
+    provenance = {
+        "generator": "bits",
+        "spec": bits_spec.to_dict(),
+        "spec_hash": bits_spec.content_hash(),
+        "paper_tables": bits_spec == paper_spec(),
+        "counts": bits_counts(sentences),
+        "counts_note": BITS_COUNTS_NOTE,
+    }
+    return corpus_store(paradigm="bits", name=name, units=sentence_units(sentences), provenance=provenance,
+                        created_by=created_by)
+
+
+def bits_counts(sentences) -> dict:
+    """Sentences per template, per group (``control`` included), per template × group, and the totals."""
+    table = corpus_counts(sentences)
+    inner = table.drop(index="total", columns="total")
+    return {
+        "total": int(table.loc["total", "total"]),
+        "controls": int(table.loc["total", CONTROL]) if CONTROL in table.columns else 0,
+        "per_template": {str(k): int(v) for k, v in table["total"].drop("total").items()},
+        "per_group": {str(k): int(v) for k, v in table.loc["total"].drop("total").items()},
+        "per_template_group": {str(t): {str(g): int(n) for g, n in row.items()} for t, row in inner.iterrows()},
+    }
+
+
+@dataclass(frozen=True)
+class _ReadFile:
+    name: str
+    sha256: str
+    size: int
+    encoding: str
+    headers: frozenset[str]
+    rows: list
+
+
+def _read_upload(upload, role: str, problems: list[CorpusProblem]) -> _ReadFile | None:
+    """The rows of one uploaded file, or None with its problems added (size, type, encoding, malformed rows)."""
+    name = getattr(upload, "name", None) or f"{role} file"
+    limit = settings.CORPUS_UPLOAD_MAX_BYTES
+    size = getattr(upload, "size", None)
+    if size is not None and size > limit:
+        problems.append(CorpusProblem(f"the file is {size:,} bytes; at most {limit:,} are read "
+                                      "(CORPUS_UPLOAD_MAX_BYTES)", file=name))
+        return None
+    content = upload.read()
+    try:
+        file_format = file_format_from_name(name)
+        cost = item_file_reading_cost(content, file_format=file_format)
+        if cost > limit:
+            problems.append(CorpusProblem(f"the file holds {cost:,} bytes to read; at most {limit:,} are read "
+                                          "(CORPUS_UPLOAD_MAX_BYTES)", file=name))
+            return None
+        table = read_table_records(content, file_format=file_format)
+    except ItemFileError as error:
+        problems.extend(CorpusProblem(p.message, file=name, row=p.row, column=p.column) for p in error.problems)
+        return None
+    headers = frozenset(table.rows[0][1]) if table.rows else frozenset()
+    return _ReadFile(name=name, sha256=hashlib.sha256(content).hexdigest(), size=len(content),
+                     encoding=table.encoding, headers=headers, rows=table.rows)
+
+
+def bits_corpus_upload(*, perturbed_file, control_file, name: str, created_by=None,
+                       unmatched: str = "report") -> Corpus:
+    """Store a BITS corpus uploaded in the public repository's shape
+    (:mod:`auditapp.paradigms.bits.upload`): a file of perturbed sentences and one of controls, each CSV, TSV or
+    XLSX (read as item files are, :func:`annotation.item_files.read_table_records`), at most
+    ``CORPUS_UPLOAD_MAX_BYTES`` to read each.
+
+    All or nothing: any problem in either file raises :class:`CorpusError` naming the file, row and column of
+    every problem. Each score column becomes a recorded scorer with a score or a missing value with its reason
+    for every sentence; its provenance names the files that carry the column and their sha256.
+    """
+    problems: list[CorpusProblem] = []
+    perturbed = _read_upload(perturbed_file, "perturbed", problems)
+    controls = _read_upload(control_file, "control", problems)
+    if problems:
+        raise CorpusError(problems)
+    try:
+        parsed = parse_upload(perturbed.rows, controls.rows, perturbed_name=perturbed.name,
+                              controls_name=controls.name, unmatched=unmatched)
+    except BitsUploadError as error:
+        raise CorpusError([CorpusProblem(p.message, file=p.file, row=p.row, column=p.column)
+                           for p in error.problems], error.total) from None
+
+    def column_provenance(column: str) -> dict:
+        return {"imported": True, "column": column,
+                "files": [{"file": f.name, "sha256": f.sha256} for f in (perturbed, controls) if column in f.headers]}
+
+    units, columns = uploaded_units(parsed, column_provenance=column_provenance)
+    provenance = {
+        "generator": "upload",
+        "shape": "BITS repository (github.com/PranavNV/BITS): perturbed sentences and no-group controls",
+        "files": {role: {"file": f.name, "sha256": f.sha256, "bytes": f.size, "encoding": f.encoding,
+                         "rows": len(f.rows)}
+                  for role, f in (("perturbed", perturbed), ("control", controls))},
+        "unmatched_rule": unmatched,
+        "summary": parsed.summary(),
+    }
+    return corpus_store(paradigm="bits", name=name, units=units, provenance=provenance, created_by=created_by,
+                        recorded=columns)
+
+
+def corpus_units_frame(corpus: Corpus) -> pd.DataFrame:
+    """The corpus's units in order: ``key``, ``text``, one column per factor, ``fields`` (a dict each), ``pair``.
+
+    Read in chunks of values (no model instances). An empty corpus gives the columns and no rows.
+    """
+    rows = (CorpusUnit.objects.filter(corpus=corpus).order_by("position")
+            .values_list("key", "text", "factors", "fields", "pair").iterator(chunk_size=FRAME_CHUNK_SIZE))
+    frame = pd.DataFrame(list(rows), columns=["key", "text", "factors", "fields", "pair"])
+    names = corpus_factor_names(corpus)
+    factors = pd.DataFrame.from_records(frame["factors"].tolist(), index=frame.index, columns=names)
+    return pd.concat([frame[["key", "text"]], factors, frame[["fields", "pair"]]], axis=1)
+
+
+def corpus_factor_names(corpus: Corpus) -> list[str]:
+    """The corpus's factor names in the order its units gave them (sorted, for a corpus stored without it)."""
+    names = corpus.provenance.get("factor_names")
+    if names is None:
+        first = CorpusUnit.objects.filter(corpus=corpus).order_by("position").values_list("factors", flat=True).first()
+        names = sorted(first or {})
+    return list(names)
+
+
+def recorded_scores_frame(scorers: Iterable[RecordedScorer]) -> pd.DataFrame:
+    """Every score of the recorded scorers: ``scorer`` (its name), ``key`` (the unit's), ``value`` (NaN where
+    missing) and ``reason`` (why it is missing), ordered by scorer and unit position. Read in chunks."""
+    ids = [scorer.pk for scorer in scorers]
+    rows = (RecordedScore.objects.filter(scorer_id__in=ids).order_by("scorer__name", "unit__position")
+            .values_list("scorer__name", "unit__key", "value", "reason").iterator(chunk_size=FRAME_CHUNK_SIZE))
+    frame = pd.DataFrame(list(rows), columns=["scorer", "key", "value", "reason"])
+    frame["value"] = frame["value"].astype(float)
+    return frame
