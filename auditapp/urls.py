@@ -7,8 +7,8 @@ from annotation import api as annotation_api
 from annotation import dashboard_views
 from auditapp import audit_views, views
 from auditapp.api import audits as audit_api
-from auditapp.paradigms import registry
 from auditapp.api import corpora as corpus_api
+from auditapp.paradigms import registry
 
 admin.site.site_header = "auditapp: researcher admin"
 admin.site.site_title = "auditapp"
