@@ -100,6 +100,8 @@ class SelfReportRequests:
     def messages(self, request) -> list[dict]:
         return self.specs(request.condition, request.replicate)[request.unit].messages
 
+    payload = messages  # bridge until the coordinator's rename of messages to payload
+
     def key(self, audit_model: AuditModel, messages: list[dict], replicate: int) -> str:
         return audit_request_key(self.audit, audit_model, messages, replicate)
 
