@@ -74,10 +74,12 @@ Send = Callable[..., Awaitable[SendResult]]
 @dataclass(frozen=True)
 class ScorerKind:
     """One kind of endpoint. ``networked``: it has a base URL that is checked against the address policy, and
-    its requests take limiter slots and answer to the breaker."""
+    its requests take limiter slots and answer to the breaker. ``models_known``: its models are listed without
+    asking a server."""
 
     name: str
     networked: bool
+    models_known: bool
     list_models: Callable[[EndpointConfig], list[ModelInfo]]
     identity: Callable[[EndpointConfig, str], dict]
     send: Send
@@ -187,10 +189,10 @@ async def _send_local(session: aiohttp.ClientSession | None, config: EndpointCon
 # ---------------------------------------------------------------------------------------------- registry
 
 KINDS: dict[str, ScorerKind] = {kind.name: kind for kind in (
-    ScorerKind("openai", True, list_models_sync, _chat_identity, _send_chat),
-    ScorerKind("ollama", True, list_models_sync, _chat_identity, _send_chat),
-    ScorerKind("http_json", True, _http_json_models, _http_json_identity, _send_http_json),
-    ScorerKind("local", False, _local_models, _local_identity, _send_local),
+    ScorerKind("openai", True, False, list_models_sync, _chat_identity, _send_chat),
+    ScorerKind("ollama", True, False, list_models_sync, _chat_identity, _send_chat),
+    ScorerKind("http_json", True, True, _http_json_models, _http_json_identity, _send_http_json),
+    ScorerKind("local", False, True, _local_models, _local_identity, _send_local),
 )}
 
 
