@@ -100,11 +100,6 @@ def _chat_identity(config: EndpointConfig, model: str) -> dict:
     return {}
 
 
-async def _send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limiter: Limiter, model: str,
-                     payload: list[dict], params: dict, **options) -> SendResult:
-    return await send_chat(session, config, limiter, model, payload, params, **options)
-
-
 # ------------------------------------------------------------------------------------------- http_json
 
 def _http_json_identity(config: EndpointConfig, model: str) -> dict:
@@ -189,8 +184,8 @@ async def _send_local(session: aiohttp.ClientSession | None, config: EndpointCon
 # ---------------------------------------------------------------------------------------------- registry
 
 KINDS: dict[str, ScorerKind] = {kind.name: kind for kind in (
-    ScorerKind("openai", True, False, list_models_sync, _chat_identity, _send_chat),
-    ScorerKind("ollama", True, False, list_models_sync, _chat_identity, _send_chat),
+    ScorerKind("openai", True, False, list_models_sync, _chat_identity, send_chat),
+    ScorerKind("ollama", True, False, list_models_sync, _chat_identity, send_chat),
     ScorerKind("http_json", True, True, _http_json_models, _http_json_identity, _send_http_json),
     ScorerKind("local", False, True, _local_models, _local_identity, _send_local),
 )}
