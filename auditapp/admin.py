@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 
+from django import forms
 from django.contrib import admin, messages
 from django.db import models
 from django.http import Http404
@@ -13,6 +14,7 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from auditapp import audit_services as services
+from auditapp import scorer_kinds
 from auditapp.audit_selectors import audit_progress
 from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.llm_clients import EndpointError
@@ -20,14 +22,66 @@ from auditapp.models import Audit, LLMEndpoint, PromptTemplate
 from auditapp.paradigms import registry
 
 
+def _url_assumes_http(db_field, **kwargs):
+    # A URL typed without a scheme is a local model server's more often than not (http://127.0.0.1:8080).
+    if isinstance(db_field, models.URLField):
+        kwargs["assume_scheme"] = "http"
+    return db_field.formfield(**kwargs)
+
+
+class LLMEndpointForm(forms.ModelForm):
+    """An endpoint's settings, checked for its kind as the API checks them
+    (:func:`auditapp.scorer_kinds.endpoint_problems`): a local scorer leaves the base URL empty."""
+
+    class Meta:
+        model = LLMEndpoint
+        fields = "__all__"
+        formfield_callback = _url_assumes_http
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["base_url"].required = False
+
+    def clean(self):
+        data = super().clean()
+        if "protocol" not in data:
+            return data
+        problems = scorer_kinds.endpoint_problems(
+            kind=data["protocol"], base_url=data.get("base_url") or "", request_template=data.get("request_template"),
+            score_path=data.get("score_path") or "", score_min=data.get("score_min"), score_max=data.get("score_max"))
+        for field_name, reasons in problems.items():
+            if field_name not in self.errors:  # a field already refused says why itself
+                for message in reasons:
+                    self.add_error(field_name, message)
+        return data
+
+
 @admin.register(LLMEndpoint)
 class LLMEndpointAdmin(admin.ModelAdmin):
+    form = LLMEndpointForm
     list_display = ("name", "protocol", "base_url", "max_concurrency", "requests_per_minute", "api_key_status",
                     "n_models", "listed_at")
     readonly_fields = ("model_list", "listed_at")
+    fieldsets = (
+        (None, {"fields": ("name", "protocol", "base_url", "api_key_env"),
+                "description": "Chat LLMs (OpenAI-compatible, Ollama) and HTTP JSON scorers are servers at a base "
+                               "URL; local scorers (VADER, TextBlob) run in the worker: leave the base URL empty."}),
+        ("Limits", {"fields": ("max_concurrency", "requests_per_minute", "attempt_timeout_s", "deadline_s",
+                               "max_attempts")}),
+        ("HTTP JSON scorer", {"fields": ("request_template", "score_path", "score_min", "score_max"),
+                              "description": "Only for the HTTP JSON kind: the body POSTed to the base URL for each "
+                                             "text, where in the reply the score is, and the range it must be in; "
+                                             "a reply outside it is a failed request with its reason."}),
+        ("Models", {"fields": ("model_list", "listed_at")}),
+    )
     actions = ["list_models"]
     # A URL typed without a scheme is a local model server's more often than not (http://127.0.0.1:8080).
     formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, obj, form, change)
+        if scorer_kinds.scorer_kind(obj.protocol).models_known:
+            services.endpoint_list_models(obj)
 
     @admin.display(description="API key")
     def api_key_status(self, endpoint: LLMEndpoint) -> str:

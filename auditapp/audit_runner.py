@@ -6,8 +6,8 @@ A work task (``tasks.audits.audit_work_task``) calls :func:`audit_work`. It open
 - claim pending requests in dispatch order whenever the local queue runs low;
 - senders (one coroutine per unit of the endpoints' max concurrency) rebuild each request's messages,
   check that they still hash to the request's key, and send them through
-  :func:`auditapp.llm_clients.send_chat` (one aiohttp session with keep-alive connections), which holds the
-  endpoint's cross-worker limits and retries;
+  :func:`auditapp.scorer_kinds.send` (one aiohttp session with keep-alive connections), which holds the
+  endpoint's cross-worker limits and retries (a local scorer has none);
 - an endpoint that cannot be reached holds its requests (:mod:`auditapp.endpoint_breaker`, shared by all
   workers through Redis, else Django's cache) and is shown as "unreachable since" in the progress;
 - every :data:`FLUSH_SECONDS` the finished requests are written in bulk, the lease is renewed and the
@@ -45,11 +45,12 @@ from django.core.cache import cache
 from django.db import close_old_connections, connections
 
 from auditapp import audit_services as services
+from auditapp import scorer_kinds
 from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.endpoint_breaker import EndpointBreaker, RedisBreakerStore
 from auditapp.endpoint_breaker import decode as decode_breaker
 from auditapp.endpoint_breaker import encode as encode_breaker
-from auditapp.llm_clients import chat_session, send_chat
+from auditapp.llm_clients import chat_session
 from auditapp.llm_limits import limiter_for
 from auditapp.models import Audit, endpoint_address_policy
 
@@ -184,14 +185,14 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
 
     async def _send_one(session: aiohttp.ClientSession, request: services.ClaimedRequest) -> services.RequestResult:
         audit_model = builder.models[request.audit_model_id]
-        messages = builder.payload(request)
-        if builder.key(audit_model, messages, request.replicate) != request.key:
+        payload = builder.payload(request)
+        if builder.key(audit_model, payload, request.replicate) != request.key:
             return services.RequestResult(request, None, "the request no longer matches its key (its item, template, "
                                           "instrument or endpoint changed after the audit was prepared)", 0, 0.0)
         cell = f"{audit_model.id}:{request.condition}"
-        sent = await send_chat(session, configs[audit_model.endpoint_id], limiters[audit_model.endpoint_id],
-                               audit_model.model, messages, audit_model.params, rng=rng,
-                               on_retry=partial(tracker.note, cell), breaker=breakers[audit_model.endpoint_id])
+        sent = await scorer_kinds.send(session, configs[audit_model.endpoint_id], limiters[audit_model.endpoint_id],
+                                       audit_model.model, payload, audit_model.params, rng=rng,
+                                       on_retry=partial(tracker.note, cell), breaker=breakers[audit_model.endpoint_id])
         return services.RequestResult(request, sent.completion, sent.error, sent.attempts, sent.latency_ms)
 
     async def flush() -> str:

@@ -33,7 +33,7 @@ from django.db.models import Exists, F, Min, OuterRef, Q
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-from auditapp import llm_clients
+from auditapp import llm_clients, scorer_kinds
 from auditapp.endpoint_addresses import EndpointAddressRefused, check_endpoint_url
 from auditapp.models import (
     Audit,
@@ -82,20 +82,25 @@ def endpoint_config(endpoint: LLMEndpoint) -> llm_clients.EndpointConfig:
     return llm_clients.EndpointConfig(
         protocol=endpoint.protocol, base_url=endpoint.base_url, api_key=endpoint.api_key(),
         max_concurrency=endpoint.max_concurrency, requests_per_minute=endpoint.requests_per_minute,
-        attempt_timeout=endpoint.attempt_timeout_s, deadline=endpoint.deadline_s, max_attempts=endpoint.max_attempts)
+        attempt_timeout=endpoint.attempt_timeout_s, deadline=endpoint.deadline_s, max_attempts=endpoint.max_attempts,
+        request_template=endpoint.request_template, score_path=endpoint.score_path,
+        scale=(endpoint.score_min, endpoint.score_max))
 
 
 def endpoint_check_address(endpoint: LLMEndpoint) -> None:
     """Raise EndpointAddressRefused when the endpoint's host now is, or resolves to, a refused address
-    (checked before every use: a name may point elsewhere than when it was registered)."""
-    check_endpoint_url(endpoint.base_url, endpoint_address_policy())
+    (checked before every use: a name may point elsewhere than when it was registered). A local scorer has
+    no address."""
+    if scorer_kinds.scorer_kind(endpoint.protocol).networked:
+        check_endpoint_url(endpoint.base_url, endpoint_address_policy())
 
 
 def endpoint_list_models(endpoint: LLMEndpoint) -> list[llm_clients.ModelInfo]:
-    """Ask the endpoint for its models and remember the answer on the endpoint. Raises EndpointError, or
-    EndpointAddressRefused (before asking anything) when its address is refused."""
+    """Ask the endpoint for its models (a local or HTTP JSON scorer knows them without asking) and remember
+    the answer on the endpoint. Raises EndpointError, or EndpointAddressRefused (before asking anything) when
+    its address is refused."""
     endpoint_check_address(endpoint)
-    models = llm_clients.list_models_sync(endpoint_config(endpoint))
+    models = scorer_kinds.list_models(endpoint_config(endpoint))
     endpoint.listed_models = [{"name": m.name, "digest": m.digest, "details": m.details} for m in models]
     endpoint.listed_at = timezone.now()
     endpoint.save(update_fields=["listed_models", "listed_at"])
@@ -183,9 +188,11 @@ def request_builder(audit: Audit):
 def audit_request_key(audit: Audit, audit_model: AuditModel, messages, replicate: int) -> str:
     """The key of a request: what is sent (chat messages, or a scorer's payload) to which model, and the replicate;
     scoped to the audit when it does not use the cache."""
+    identity = scorer_kinds.identity(endpoint_config(audit_model.endpoint), audit_model.model)
     return request_key(protocol=audit_model.endpoint.protocol, base_url=audit_model.endpoint.base_url,
                        model=audit_model.model, digest=audit_model.digest, params=audit_model.params,
-                       messages=messages, replicate=replicate, scope="" if audit.use_cache else f"audit:{audit.id}")
+                       messages=messages, replicate=replicate, scope="" if audit.use_cache else f"audit:{audit.id}",
+                       identity=identity)
 
 
 def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING) -> None:

@@ -20,6 +20,8 @@ Protocols
 (``https://api.openai.com/v1``) only the rest (``/chat/completions``, ``/models``) is.
 ``"ollama"``: Ollama's native API, ``POST /api/chat`` and ``GET /api/tags`` under ``base_url``.
 ``api_key`` is sent as ``Authorization: Bearer <key>`` to either.
+The endpoint kinds that are not chat models (``"http_json"``, ``"local"``) are sent to by
+:mod:`auditapp.scorer_kinds`; an HTTP JSON scorer's requests go through the same :func:`post_json` loop.
 
 Generation parameters
 ---------------------
@@ -30,11 +32,12 @@ refused (replies are never streamed). ollama: ``"stream": false`` always, and th
 ``"options"``, under Ollama's names: ``max_tokens`` becomes ``num_predict``; every other name
 (``temperature``, ``top_p``, ``top_k``, ``seed``, ``stop``, ``num_ctx``, ...) is passed as is.
 
-Retry and failure policy of :func:`send_chat`
----------------------------------------------
+Retry and failure policy of :func:`send_chat` and :func:`post_json`
+-------------------------------------------------------------------
 - Retried: HTTP 429 and 5xx; transport errors (``aiohttp.ClientError``: refused or reset connections,
   broken responses); an attempt that exceeds ``attempt_timeout``; a 2xx whose body is not a usable chat
-  reply (garbage from a server is treated as transient).
+  reply (garbage from a server is treated as transient). A 2xx that is well formed but unusable in a way
+  asking again would only repeat (an HTTP JSON scorer's reply without a score in scale) fails at once.
 - Failed at once: any other status (4xx, and 1xx/3xx, which a chat request never expects), with the
   reason ``"HTTP 400: <the server's error message, at most 300 characters>"``; an invalid URL.
 - At most ``max_attempts`` attempts. Between them, exponential backoff with full jitter: a sleep drawn
@@ -76,7 +79,7 @@ import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import cached_property
+from functools import cached_property, partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import aiohttp
@@ -90,7 +93,8 @@ if TYPE_CHECKING:
     from auditapp.endpoint_breaker import EndpointBreaker
     from auditapp.llm_limits import Limiter
 
-Protocol = Literal["openai", "ollama"]
+Protocol = Literal["openai", "ollama", "http_json", "local"]
+KINDS = ("openai", "ollama", "http_json", "local")
 
 CHAT_PATHS = {"openai": "/v1/chat/completions", "ollama": "/api/chat"}
 MODEL_LIST_PATHS = {"openai": "/v1/models", "ollama": "/api/tags"}
@@ -102,11 +106,14 @@ UNREACHABLE_ERRNOS = {errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, 
 
 
 class MalformedReply(Exception):
-    """A response body that is not a usable chat reply."""
+    """A response body that is not a usable reply. ``retry``: garbage a server may not send again (retried,
+    reported as ``"malformed reply: <reason>"``); without it, a well-formed reply that asking again would only
+    repeat (fails at once with the reason as given)."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, *, retry: bool = True):
         super().__init__(reason)
         self.reason = reason
+        self.retry = retry
 
 
 class EndpointError(Exception):
@@ -119,7 +126,10 @@ class EndpointError(Exception):
 
 @dataclass(frozen=True)
 class EndpointConfig:
-    """Where an endpoint is and how to treat it; see the module docstring for ``base_url`` and the policy."""
+    """Where an endpoint is and how to treat it; see the module docstring for ``base_url`` and the policy.
+    ``protocol`` is the endpoint's kind (:mod:`auditapp.scorer_kinds`); ``request_template``, ``score_path`` and
+    ``scale`` describe an ``http_json`` scorer (:mod:`auditapp.scorers.http_json`), whose ``base_url`` is the
+    whole URL it is POSTed to."""
 
     protocol: Protocol
     base_url: str
@@ -132,10 +142,13 @@ class EndpointConfig:
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
     connect_timeout: float = 10.0
+    request_template: Any = None
+    score_path: str = ""
+    scale: tuple[float, float] = (-1.0, 1.0)
 
     def __post_init__(self):
-        if self.protocol not in CHAT_PATHS:
-            raise ValueError(f"unknown protocol {self.protocol!r}; expected one of {sorted(CHAT_PATHS)}")
+        if self.protocol not in KINDS:
+            raise ValueError(f"unknown protocol {self.protocol!r}; expected one of {sorted(KINDS)}")
         if self.max_attempts < 1 or self.attempt_timeout <= 0 or self.deadline <= 0:
             raise ValueError("max_attempts must be at least 1, attempt_timeout and deadline positive")
 
@@ -149,7 +162,7 @@ class EndpointConfig:
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}
 
-    def chat_headers(self) -> dict[str, str]:
+    def json_headers(self) -> dict[str, str]:
         return {**self.headers(), "Content-Type": "application/json"}
 
     @cached_property
@@ -166,7 +179,8 @@ class EndpointConfig:
 
 @dataclass(frozen=True)
 class Completion:
-    """A chat reply: its text (unstripped; may be empty) and what the server said about it."""
+    """A reply: its text (unstripped; may be empty) and what the server said about it. A scorer's reply has
+    only its text (the reply body, or a local scorer's scores as JSON)."""
 
     text: str
     finish_reason: str | None
@@ -178,7 +192,8 @@ class Completion:
 
 @dataclass(frozen=True)
 class ModelInfo:
-    """A model an endpoint serves; ``digest`` is Ollama's content hash (None for openai)."""
+    """A model an endpoint serves; ``digest`` is Ollama's content hash (None for openai), a short hash of a local
+    scorer's identity, or "" for an HTTP JSON scorer (its server says nothing about its version)."""
 
     name: str
     digest: str | None
@@ -187,7 +202,7 @@ class ModelInfo:
 
 @dataclass(frozen=True)
 class SendResult:
-    """How a chat request ended: a completion, or ``error`` (never both); see the module docstring."""
+    """How a request ended: a completion, or ``error`` (never both); see the module docstring."""
 
     completion: Completion | None
     error: str
@@ -374,8 +389,11 @@ def chat_session(max_connections: int, *, tls: ssl.SSLContext | None = None,
                                  timeout=aiohttp.ClientTimeout(total=None, sock_connect=None))
 
 
+ReplyParser = Callable[[bytes], Completion]
+
+
 async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limiter: Limiter, url: str,
-                   body: bytes, deadline_at: float, on_start: Callable[[], None]) -> _Attempt:
+                   body: bytes, parse: ReplyParser, deadline_at: float, on_start: Callable[[], None]) -> _Attempt:
     """One HTTP attempt inside a limiter slot; ``on_start`` is called once the slot is held."""
     async with limiter.slot():
         budget = min(config.attempt_timeout, deadline_at - time.perf_counter())
@@ -387,7 +405,7 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
 
         try:
             async with asyncio.timeout(budget):
-                async with session.post(url, data=body, headers=config.chat_headers(), proxy=config.proxy,
+                async with session.post(url, data=body, headers=config.json_headers(), proxy=config.proxy,
                                         allow_redirects=False,
                                         timeout=aiohttp.ClientTimeout(sock_connect=min(budget, config.connect_timeout))
                                         ) as response:
@@ -419,10 +437,10 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
         latency_ms = elapsed_ms()
         if 200 <= status < 300:
             try:
-                completion = parse_chat_reply(config.protocol, content)
+                completion = parse(content)
             except MalformedReply as error:
-                return _Attempt(reason=f"malformed reply: {error.reason}", retry=True, status_code=status,
-                                latency_ms=latency_ms)
+                return _Attempt(reason=f"malformed reply: {error.reason}" if error.retry else error.reason,
+                                retry=error.retry, status_code=status, latency_ms=latency_ms)
             await limiter.succeeded()
             return _Attempt(reason="", completion=completion, status_code=status, latency_ms=latency_ms)
         if status == 429:
@@ -436,7 +454,7 @@ async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limi
                     messages: list[dict], params: dict, *, rng: random.Random,
                     on_retry: Callable[[str, float], None] | None = None,
                     breaker: EndpointBreaker | None = None) -> SendResult:
-    """Send one chat request under the retry and failure policy of the module docstring.
+    """Send one chat request under the retry and failure policy of the module docstring (:func:`post_json`).
 
     Never raises for endpoint problems (they end in ``SendResult.error``); cancellation and the limiter's
     own errors (Redis unreachable) propagate.
@@ -445,7 +463,18 @@ async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limi
     that found it unreachable with the breaker open do not count against ``max_attempts``.
     """
     path, payload = chat_payload(config.protocol, model, messages, params)
-    url = config.url(path)
+    return await post_json(session, config, limiter, config.url(path), payload,
+                           partial(parse_chat_reply, config.protocol), rng=rng, on_retry=on_retry, breaker=breaker)
+
+
+async def post_json(session: aiohttp.ClientSession, config: EndpointConfig, limiter: Limiter, url: str,
+                    payload: Any, parse: ReplyParser, *, rng: random.Random,
+                    on_retry: Callable[[str, float], None] | None = None,
+                    breaker: EndpointBreaker | None = None) -> SendResult:
+    """POST ``payload`` as JSON to ``url`` under the retry and failure policy of the module docstring; a 2xx
+    body becomes the :class:`Completion` that ``parse`` makes of it (its :class:`MalformedReply` is retried or
+    not as it says). Every kind of HTTP endpoint sends through this one loop (:func:`send_chat`, and
+    :mod:`auditapp.scorer_kinds` for HTTP JSON scorers); it raises as :func:`send_chat` says."""
     body = json.dumps(payload).encode()
     deadline_at = time.perf_counter() + config.deadline
     retries: list[str] = []
@@ -481,7 +510,7 @@ async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limi
         in_flight_since = None
         try:
             async with asyncio.timeout(remaining) as deadline:
-                last = await _attempt(session, config, limiter, url, body, deadline_at, started)
+                last = await _attempt(session, config, limiter, url, body, parse, deadline_at, started)
         except TimeoutError:
             if not deadline.expired():
                 raise
@@ -541,7 +570,7 @@ def _parse_model_list(protocol: Protocol, response: httpx.Response) -> list[Mode
 
 
 def _model_list_request(config: EndpointConfig) -> tuple[str, dict[str, str]]:
-    if config.protocol not in MODEL_LIST_PATHS:
+    if config.protocol not in MODEL_LIST_PATHS:  # the other kinds list theirs in auditapp.scorer_kinds
         raise ValueError(f"unknown protocol {config.protocol!r}")
     return config.url(MODEL_LIST_PATHS[config.protocol]), config.headers()
 

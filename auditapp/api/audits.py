@@ -18,6 +18,7 @@ from rest_framework.views import APIView
 
 from annotation.selectors import Export
 from auditapp import audit_services as services
+from auditapp import scorer_kinds
 from auditapp.api.exports import ExportListAPIView
 from auditapp.api.launch import BIGINT_MAX
 from auditapp.audit_selectors import audit_list, audit_progress, audit_responses_export
@@ -32,17 +33,43 @@ class ErrorSerializer(serializers.Serializer):
 
 
 class EndpointSerializer(serializers.ModelSerializer):
+    """An endpoint of any kind (``protocol``), its settings checked for that kind
+    (:func:`auditapp.scorer_kinds.endpoint_problems`): a local scorer has no ``base_url``; an HTTP JSON scorer
+    needs ``request_template``, ``score_path`` and a finite ``score_min`` < ``score_max``. The models of a kind
+    that needs no server to list them are listed when the endpoint is registered."""
+
     api_key_set = serializers.SerializerMethodField(help_text="Whether the named environment variable is set.")
 
     class Meta:
         model = LLMEndpoint
         fields = ("id", "name", "protocol", "base_url", "api_key_env", "api_key_set", "max_concurrency",
-                  "requests_per_minute", "attempt_timeout_s", "deadline_s", "max_attempts", "listed_models",
-                  "listed_at", "created_at")
+                  "requests_per_minute", "attempt_timeout_s", "deadline_s", "max_attempts", "request_template",
+                  "score_path", "score_min", "score_max", "listed_models", "listed_at", "created_at")
         read_only_fields = ("listed_models", "listed_at", "created_at")
+        extra_kwargs = {"base_url": {"required": False, "allow_blank": True,
+                                     "help_text": "The server's URL (an HTTP JSON scorer's: the whole URL it is "
+                                                  "POSTed to); empty for a local scorer."}}
 
     def get_api_key_set(self, endpoint: LLMEndpoint) -> bool:
         return endpoint.api_key() is not None
+
+    def validate(self, attrs: dict) -> dict:
+        def value(name: str):
+            return attrs[name] if name in attrs else getattr(self.instance, name, LLMEndpoint._meta.get_field(name)
+                                                             .get_default())
+
+        problems = scorer_kinds.endpoint_problems(
+            kind=value("protocol"), base_url=value("base_url") or "", request_template=value("request_template"),
+            score_path=value("score_path"), score_min=value("score_min"), score_max=value("score_max"))
+        if problems:
+            raise serializers.ValidationError(problems)
+        return attrs
+
+    def create(self, validated_data: dict) -> LLMEndpoint:
+        endpoint = super().create(validated_data)
+        if scorer_kinds.scorer_kind(endpoint.protocol).models_known:
+            services.endpoint_list_models(endpoint)
+        return endpoint
 
 
 class EndpointListView(generics.ListCreateAPIView):

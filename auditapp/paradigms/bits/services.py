@@ -117,7 +117,7 @@ def recorded_scorers_of(audit: Audit) -> list[RecordedScorer]:
 def default_score_kind(choice: ModelChoice, prompt: ScorePrompt) -> str:
     """Which default label rule a scorer's scores take: VADER's own for VADER, the prompt's for a chat model
     (sentiment or toxicity), sentiment otherwise."""
-    if choice.endpoint.protocol == "local" and choice.model == "vader":
+    if scorer_kinds.takes(choice.endpoint.protocol) == asking.TEXTS and choice.model == "vader":
         return "vader"
     if scorer_kinds.takes(choice.endpoint.protocol) == asking.MESSAGES and prompt.name in LABEL_RULES:
         return prompt.name
