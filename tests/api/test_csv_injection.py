@@ -107,7 +107,7 @@ def get_paths(ids: dict) -> list[str]:
             pk = ids["self_report"].id
         else:
             pk = ids["audit"].id
-        paths.append("/api/" + route.replace("<int:pk>", str(pk)))
+        paths.append("/api/" + route.replace("<int:pk>", str(pk)).replace("<str:name>", "metrics"))
     return paths
 
 

@@ -2,9 +2,8 @@
 corpus and scorer of tests/auditapp/test_bits_analysis.py, whose docstring and comments work the figures, plus
 an imported toxicity scorer with a researcher-entered name that must show as text.
 
-``bits_dashboard_data`` builds the page's data in the shape the coordinator's selector passes (the same
-``audit``, ``models`` and ``conditions`` keys as the other dashboards); tests/browser/test_bits_dashboard.py
-shares it.
+``bits_audit`` stores an audit as the engine leaves it (corpus, a model, a recorded scorer, the analysis) and
+the page is rendered with the paradigm's own data (its adapter); tests/browser/test_bits_dashboard.py shares it.
 """
 from __future__ import annotations
 
@@ -14,9 +13,12 @@ import pandas as pd
 import pytest
 from django.template.loader import render_to_string
 
-from auditapp.models import Audit
-from auditapp.paradigms.bits.analysis import AnalysisSettings, analyse, dashboard_payload
+from auditapp.corpus_services import corpus_store
+from auditapp.models import Audit, AuditModel, LLMEndpoint, RecordedScorer
+from auditapp.paradigms import registry
+from auditapp.paradigms.bits.analysis import AnalysisSettings, analyse
 from auditapp.paradigms.bits.corpus import corpus_frame, generate
+from auditapp.paradigms.bits.units import sentence_units
 from tests.auditapp.test_bits_analysis import TOY, toy_scores
 from tests.auditapp.test_self_report_dashboard_view import page_text
 
@@ -31,32 +33,37 @@ def toy_analysis() -> dict:
     return analyse(corpus, scores, settings=AnalysisSettings()).to_dict()
 
 
-def bits_dashboard_data(audit: Audit, scorers: list[dict], corpus: dict) -> dict:
-    """The page's data: the header keys of the other dashboards, the payload of the stored analysis, the corpus
-    and the scorers."""
-    return {
-        "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
-                  "status_label": audit.get_status_display(), "status_reason": audit.status_reason,
-                  "n_requests": audit.n_requests, "analysed": bool(audit.analysis)},
-        "models": [], "conditions": [{"code": "score", "name": "Score"}],
-        "analysis": dashboard_payload(audit.analysis), "corpus": corpus, "scorers": scorers,
-    }
+def bits_audit(name: str, spec, *, status: str, analysis: dict | None, scorer: str, recorded: str,
+               kinds: dict[str, str], replicates: int = 1, corpus_name: str = "Toy corpus") -> Audit:
+    """A BITS audit as the engine leaves it: its corpus stored from ``spec``, one model (a local endpoint's, shown
+    as ``scorer``) and one recorded scorer of the corpus (``recorded``), ``analysis`` stored as JSON."""
+    corpus = corpus_store(paradigm="bits", name=corpus_name, units=sentence_units(generate(spec)),
+                          provenance={"generator": "tests"})
+    recorded_scorer = RecordedScorer.objects.create(corpus=corpus, name=recorded, provenance={"file": "tests"})
+    endpoint = LLMEndpoint.objects.create(name=f"local {name}", protocol="local", base_url="")
+    audit = Audit.objects.create(
+        name=name, paradigm="bits", corpus=corpus, status=status, replicates=replicates, analysis=analysis or {},
+        design={"prompt": {"name": "sentiment", "text": "{sentence}", "low": -1, "high": 1}, "batch_size": 64,
+                "score_kinds": kinds, "recorded_scorers": [recorded_scorer.id], "analysis": {}})
+    AuditModel.objects.create(audit=audit, endpoint=endpoint, model="vader", label=scorer)
+    audit.refresh_from_db()  # the analysis as stored: JSON, NaN as null
+    return audit
 
 
 def render(audit: Audit) -> str:
-    scorers = [{"name": "toy", "kind": "sentiment", "imported": False},
-               {"name": HOSTILE_SCORER, "kind": "toxicity", "imported": True}]
-    corpus = {"name": "Toy corpus", "n_units": 12, "content_hash": TOY.content_hash(),
-              "provenance": "tests/auditapp/test_bits_analysis.py"}
-    data = bits_dashboard_data(audit, scorers, corpus)
-    return render_to_string("auditapp/bits_dashboard.html", {"audit": audit, "data": data})
+    """The page as the dashboard view renders it (the paradigm's template and data)."""
+    paradigm = registry.get("bits")
+    return render_to_string(paradigm.dashboard_template, {"audit": audit, "data": paradigm.dashboard_data(audit)})
+
+
+def toy_audit(*, status: str, analysis: dict | None) -> Audit:
+    return bits_audit("BITS toy", TOY, status=status, analysis=analysis, scorer="toy", recorded=HOSTILE_SCORER,
+                      kinds={"toy": "sentiment", HOSTILE_SCORER: "toxicity"})
 
 
 @pytest.mark.django_db
 def test_the_page_shows_the_papers_tables_from_a_stored_analysis():
-    audit = Audit.objects.create(name="BITS toy", paradigm="bits", status=Audit.Status.COMPLETED,
-                                 analysis=toy_analysis())
-    audit.refresh_from_db()  # the analysis as stored: JSON, NaN as null
+    audit = toy_audit(status=Audit.Status.COMPLETED, analysis=toy_analysis())
     html = render(audit)
     page = page_text(html)
     rows = {attrs.get("data-scorer"): cells for attrs, cells in page.rows["table-7"] if attrs.get("data-scorer")}
@@ -92,7 +99,7 @@ def test_the_page_shows_the_papers_tables_from_a_stored_analysis():
 
 @pytest.mark.django_db
 def test_before_the_analysis_the_page_says_so_and_loads_no_charts():
-    audit = Audit.objects.create(name="BITS running", paradigm="bits", status=Audit.Status.RUNNING)
+    audit = toy_audit(status=Audit.Status.RUNNING, analysis=None)
     html = render(audit)
     assert 'id="no-metrics"' in html and "No analysis yet" in html
     assert "bits_dashboard.js" not in html and "plotly" not in html and 'id="table-7"' not in html

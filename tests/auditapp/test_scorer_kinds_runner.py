@@ -16,6 +16,7 @@ from textblob import TextBlob
 from auditapp import audit_runner
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditModel, AuditRequest, LLMEndpoint, LLMReply
+from auditapp.paradigms.base import ParsedReply
 from tests.scoring_server import (
     GARBAGE,
     MISSING_SCORE,
@@ -50,8 +51,8 @@ class TextBatches:
     def key(self, audit_model: AuditModel, payload: dict, replicate: int) -> str:
         return services.audit_request_key(self.audit, audit_model, payload, replicate)
 
-    def parse(self, request, text: str, finish_reason: str) -> services.Parsed:
-        return AuditRequest.Outcome.SCORE, None, "", ""
+    def parse(self, request, text: str, finish_reason: str) -> ParsedReply:
+        return ParsedReply(AuditRequest.Outcome.SCORE)
 
 
 def run_scorer_audit(monkeypatch, endpoint: LLMEndpoint, model: str, batches: dict[str, list[str]]) -> Audit:

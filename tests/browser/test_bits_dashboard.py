@@ -3,32 +3,29 @@ distributions drawn with the vendored plotly, Tables 7–10 and coverage filled,
 shown as text in the tables and the charts, and no console error.
 
 The analysis is a real ``analyse()`` on the paper's corpus: a scorer with a planted effect (−0.3 for PWD:C) and
-an imported one with none, some of whose sentences timed out. The page is the template rendered as the view
-will render it (tests/auditapp/test_bits_dashboard_page.py's data builder), served at a path of the live server
-so its static files, progress API and session are the real ones.
+an imported one with none, some of whose sentences timed out. The audit is stored as the engine leaves it
+(tests/auditapp/test_bits_dashboard_page.py's ``bits_audit``) and the page is the real dashboard view's.
 Set BITS_DASHBOARD_SCREENSHOT=/tmp/bits.png to keep a full-page screenshot.
 """
 from __future__ import annotations
 
 import pandas as pd
 import pytest
-from django.template.loader import render_to_string
 from playwright.sync_api import expect
 
 from auditapp.models import Audit
 from auditapp.paradigms.bits.analysis import AnalysisSettings, analyse
 from auditapp.paradigms.bits.corpus import corpus_frame, generate, paper_spec
 from tests.auditapp.test_bits_analysis import planted_scores
-from tests.auditapp.test_bits_dashboard_page import bits_dashboard_data
+from tests.auditapp.test_bits_dashboard_page import bits_audit
 from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 HOSTILE_SCORER = "<b>recorded</b>"
-PAGE_PATH = "/bits-dashboard-under-test/"
 
 
-def finished_bits_audit() -> tuple[Audit, str]:
+def finished_bits_audit() -> Audit:
     spec = paper_spec()
     corpus = corpus_frame(generate(spec))
     recorded = planted_scores(corpus, scorer=HOSTILE_SCORER, effect={}, seed=5).assign(imported=True)
@@ -36,23 +33,16 @@ def finished_bits_audit() -> tuple[Audit, str]:
     recorded.loc[timed_out, ["value", "reason"]] = [float("nan"), "timeout"]
     scores = pd.concat([planted_scores(corpus, scorer="planted", effect={"PWD:C": -0.3}, seed=11), recorded])
     analysis = analyse(corpus, scores, settings=AnalysisSettings())
-    audit = Audit.objects.create(name="BITS in the browser", paradigm="bits", status=Audit.Status.COMPLETED,
-                                 replicates=2, analysis=analysis.to_dict())
-    audit.refresh_from_db()
-    data = bits_dashboard_data(
-        audit, [{"name": "planted", "kind": "sentiment", "imported": False},
-                {"name": HOSTILE_SCORER, "kind": "sentiment", "imported": True}],
-        {"name": "BITS (seed 001 Tables 3–5)", "n_units": len(corpus), "content_hash": spec.content_hash(),
-         "provenance": "generated from the paper's tables"})
-    return audit, render_to_string("auditapp/bits_dashboard.html", {"audit": audit, "data": data})
+    return bits_audit("BITS in the browser", spec, status=Audit.Status.COMPLETED, analysis=analysis.to_dict(),
+                      scorer="planted", recorded=HOSTILE_SCORER, replicates=2,
+                      kinds={"planted": "sentiment", HOSTILE_SCORER: "sentiment"},
+                      corpus_name="BITS (seed 001 Tables 3–5)")
 
 
 def test_finished_bits_audit_draws_its_heatmap_distributions_and_tables(live_server, browser_context):
-    audit, html = finished_bits_audit()
+    audit = finished_bits_audit()
     page, problems, requests = logged_in_page(browser_context, live_server, "bits-dashboard-researcher")
-    page.route(f"{live_server.url}{PAGE_PATH}",
-               lambda route: route.fulfill(status=200, content_type="text/html; charset=utf-8", body=html))
-    page.goto(f"{live_server.url}{PAGE_PATH}")
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
 
     # Figure 1: one row per scorer, one column per group and the control, every cell annotated.
     expect(page.locator("#bits-heatmap .main-svg").first).to_be_attached()

@@ -14,7 +14,7 @@ from auditapp.paradigms import registry
 from auditapp.paradigms.classification import LABEL
 from auditapp.paradigms.classification import services as classification_services
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
-from auditapp.paradigms.classification.selectors import audit_dashboard_data, condition_cells
+from auditapp.paradigms.classification.selectors import audit_dashboard_data, audit_metrics_export, condition_cells
 
 NAME = "classification"
 
@@ -87,6 +87,9 @@ PARADIGM = registry.Paradigm(
     launch_from_form=launch_from_form,
     dashboard_template="auditapp/audit_dashboard.html",
     dashboard_data=audit_dashboard_data,
+    tables={"metrics": registry.Table(
+        "metrics", "One row per model × condition × reference: every metric with its bootstrap 95% CI, the counts "
+                   "of each outcome, and Δκ (seed 000 Tables 1–2).", lambda audit: audit_metrics_export(audit=audit))},
     api_urls=api_urls,
     after_migrate=classification_services.templates_sync_defaults,
 )
