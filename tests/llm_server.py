@@ -10,6 +10,12 @@ succeeds and a run is reproducible; permanent 500s and 400s stick to a fraction 
 ``GET /_stats`` and ``POST /_stats/reset`` expose counters tests assert on (concurrency, retries,
 requests sent again too early after a 429).
 
+Scorers (seed 001): a model whose name starts with ``scorer-`` answers a score prompt (the sentence on a line
+``Sentence: …``, as ``auditapp.paradigms.bits.llm_scoring``'s prompts write it) with ``{"score": x}``, where
+x = :func:`expected_score`: 0.2 plus a small deterministic jitter from the sentence, plus the planted effect of
+each term the sentence contains (``score_effects``: model → term → effect). A scorer with no effects planted
+finds no group different from its control.
+
 Self-report personas (issue 6): a model named ``persona-agree``, ``persona-refuse``, ``persona-key`` or
 ``persona-dummy`` (:data:`PERSONAS`; list it in ``models`` like any model) answers the Likert prompts of
 ``auditapp.paradigms.self_report.instruments`` (one item per request or a numbered batch) by the pure rule
@@ -105,6 +111,19 @@ def expected_label(model: str, content: str, positive_words: Iterable[str] = DEF
     return _decide(model, target_sentence(content), positive_words, models[0])[0]
 
 
+SCORER_PREFIX = "scorer-"
+SENTENCE_PREFIX = "Sentence: "
+
+
+def expected_score(model: str, content: str, effects: dict[str, dict[str, float]]) -> float:
+    """A scorer model's score of the sentence in a prompt (see the module docstring), rounded to 4 places."""
+    sentence = next((line[len(SENTENCE_PREFIX):] for line in content.splitlines() if line.startswith(SENTENCE_PREFIX)),
+                    content)
+    jitter = (int.from_bytes(hashlib.sha256(sentence.encode()).digest()[:2], "big") / 65535 - 0.5) * 0.1
+    planted = sum(effect for term, effect in effects.get(model, {}).items() if term.lower() in sentence.lower())
+    return round(0.2 + jitter + planted, 4)
+
+
 def _reply_text(label: int, digest: int) -> str:
     explanation = EXPLANATIONS[label]
     shape = (digest // 5) % 5
@@ -143,6 +162,7 @@ class Config:
     positive_words: tuple[str, ...] = DEFAULT_POSITIVE_WORDS
     seed: int = 0
     api_key: str | None = None
+    score_effects: str = "{}"
 
 
 class Stats:
@@ -197,6 +217,7 @@ class App:
         self.seed = f"{config.seed}|".encode()
         self.models = frozenset(config.models)
         self.personas = self.models & frozenset(PERSONAS)
+        self.score_effects = json.loads(config.score_effects)
         self.positive_words = tuple(word.lower() for word in config.positive_words)
         self.auth = f"Bearer {config.api_key}" if config.api_key is not None else None
         self.retry_after_header = f"Retry-After: {config.retry_after:g}\r\n"
@@ -305,6 +326,8 @@ class App:
             content = next((_text(message.get("content")) for message in reversed(request["messages"])
                             if message.get("role") == "user"), "")
             text = persona_reply(model, content) if model in self.personas else None
+            if model.startswith(SCORER_PREFIX):
+                text = json.dumps({"score": expected_score(model, content, self.score_effects)})
             if text is None:
                 label, digest = _decide(model, target_sentence(content), self.positive_words, config.models[0])
                 text = _reply_text(label, digest)
@@ -507,6 +530,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="comma list of words that make the label 1")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
+    parser.add_argument("--score-effects", default="{}",
+                        help='JSON: scorer model -> term -> effect added to its score, e.g. {"scorer-a": {"deaf": -0.3}}')
     parser.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when stdin closes (for LLMServer)")
     return parser.parse_args(argv)
 
@@ -516,7 +541,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     config = Config(latency=args.latency, fault_rate=args.fault_rate, fault_kinds=args.fault_kinds,
                     retry_after=args.retry_after, hang_seconds=args.hang_seconds,
                     permanent_error_rate=args.permanent_error_rate, bad_request_rate=args.bad_request_rate,
-                    models=args.models, positive_words=args.positive_words, seed=args.seed, api_key=args.api_key)
+                    models=args.models, positive_words=args.positive_words, seed=args.seed, api_key=args.api_key,
+                    score_effects=args.score_effects)
     uvloop.run(serve(config, args.port, args.exit_on_stdin_eof))
     return 0
 
@@ -530,12 +556,14 @@ class LLMServer:
                  fault_kinds: Sequence[str] = FAULT_KINDS, retry_after: float = 1.0, hang_seconds: float = 30.0,
                  permanent_error_rate: float = 0.0, bad_request_rate: float = 0.0,
                  models: Sequence[str] = DEFAULT_MODELS, positive_words: Sequence[str] = DEFAULT_POSITIVE_WORDS,
-                 seed: int = 0, api_key: str | None = None, ready_timeout: float = 20.0):
+                 seed: int = 0, api_key: str | None = None, score_effects: dict | None = None,
+                 ready_timeout: float = 20.0):
         self.args = ["--port", str(port), "--latency", repr(latency), "--fault-rate", repr(fault_rate),
                      "--fault-kinds", ",".join(fault_kinds), "--retry-after", repr(retry_after),
                      "--hang-seconds", repr(hang_seconds), "--permanent-error-rate", repr(permanent_error_rate),
                      "--bad-request-rate", repr(bad_request_rate), "--models", ",".join(models),
-                     "--positive-words", ",".join(positive_words), "--seed", str(seed), "--exit-on-stdin-eof"]
+                     "--positive-words", ",".join(positive_words), "--seed", str(seed),
+                     "--score-effects", json.dumps(score_effects or {}), "--exit-on-stdin-eof"]
         if api_key is not None:
             self.args += ["--api-key", api_key]
         self.models = tuple(models)
