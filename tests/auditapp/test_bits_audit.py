@@ -15,6 +15,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+from pathlib import Path
 
 import pytest
 from textblob import TextBlob
@@ -23,7 +24,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 from auditapp import audit_runner
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditJudgment, AuditRequest, Corpus, CorpusUnit, LLMEndpoint
-from auditapp.paradigms.bits.corpus import paper_spec, spec_from_dict
+from auditapp.paradigms.bits.corpus import spec_from_dict
 from tests import scoring_server
 from tests.llm_server import LLMServer, expected_score
 
@@ -61,7 +62,7 @@ def scores_by_unit(audit: Audit, model: str) -> dict[str, float | None]:
                 .values_list("unit", "value"))
 
 
-def test_vader_and_textblob_score_the_default_corpus_as_the_libraries_do(api_client, tasks_off):
+def test_vader_and_textblob_score_the_default_corpus_as_the_libraries_do(api_client, staff_client, tasks_off):
     local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
     audit = run(launch(api_client, models=[{"endpoint": local.id, "model": "vader"},
                                            {"endpoint": local.id, "model": "textblob"}]))
@@ -97,7 +98,7 @@ def test_vader_and_textblob_score_the_default_corpus_as_the_libraries_do(api_cli
     assert manifest["corpus"]["content_hash"] == corpus.content_hash
     assert {scorer["model"]: scorer["takes"] for scorer in manifest["scorers"]} == {"vader": "texts",
                                                                                       "textblob": "texts"}
-    page = api_client.get(f"/audits/{audit.id}/dashboard/")
+    page = staff_client.get(f"/audits/{audit.id}/dashboard/")
     assert page.status_code == 200 and 'id="table-7"' in page.content.decode()
 
     # The same scorers on the same corpus again: every request from the cache, the same scores.
@@ -106,10 +107,12 @@ def test_vader_and_textblob_score_the_default_corpus_as_the_libraries_do(api_cli
     assert scores_by_unit(again, "vader") == vader
 
 
-SMALL_SPEC = {**{key: value for key, value in paper_spec().to_dict().items() if key != "templates"},
-              "templates": [t for t in paper_spec().to_dict()["templates"] if t["id"] in ("T1", "T2", "T4", "T6")],
-              "emotions": [{**e, "emotional": e["emotional"][:1], "event": e["event"][:1]}
-                           for e in paper_spec().to_dict()["emotions"]]}
+PAPER = json.loads((Path(__file__).resolve().parents[2] / "auditapp" / "paradigms" / "bits" /
+                    "seed001_tables.json").read_text())
+SMALL_SPEC = {"templates": [t for t in PAPER["templates"] if t["id"] in ("T1", "T2", "T4", "T6")],
+              "emotions": [{**e, "emotional_words": e["emotional_words"][:1], "event_words": e["event_words"][:1]}
+                           for e in PAPER["emotions"]],
+              "groups": PAPER["groups"], "source": "tests: four of the paper's templates, one word per emotion"}
 
 
 def small_corpus(api_client) -> Corpus:
@@ -143,7 +146,6 @@ def test_a_chat_model_as_scorer_recovers_a_planted_effect_through_faults(api_cli
     sense = {(row["scorer"], row["group"]): row for row in table(api_client, audit.id, "score_sense")}
     planted = sense[("scorer-planted", "PWD:C")]
     assert planted["score_sense"] == pytest.approx(-0.3, abs=0.02) and planted["mark"] == "**"
-    assert planted["n_missing"] + planted["n"] > planted["n"] or failed.count() < 3
     for (scorer, group), row in sense.items():
         if (scorer, group) != ("scorer-planted", "PWD:C"):
             assert abs(row["score_sense"]) < 0.03 and row["mark"] == "", (scorer, group, row)
