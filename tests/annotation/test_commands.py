@@ -1,4 +1,4 @@
-"""The management commands: import_items, load_demo, create_researcher."""
+"""The management commands: import_items, load_demo, load_demo_audit, create_researcher."""
 from __future__ import annotations
 
 import pytest
@@ -75,3 +75,26 @@ def test_create_researcher_command(capsys):
     assert user.has_perm("annotation.add_item") and user.has_perm("annotation.view_label")
     with pytest.raises(CommandError, match="already exists"):
         call_command("create_researcher", "bob")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_load_demo_audit_runs_a_real_bits_audit_once_and_prints_its_dashboard(capsys, monkeypatch, staff_client):
+    from textblob import TextBlob
+
+    from auditapp.models import Audit, AuditJudgment, CorpusUnit
+
+    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+    call_command("load_demo_audit")
+    first = capsys.readouterr().out
+    call_command("load_demo_audit")
+    assert capsys.readouterr().out == first
+    audit = Audit.objects.get(paradigm="bits")
+    assert audit.status == Audit.Status.COMPLETED and f"/audits/{audit.id}/dashboard/" in first
+    # 2,310 sentences × VADER and TextBlob, each score the library's own.
+    judged = AuditJudgment.objects.filter(audit=audit, request__audit_model__model="textblob")
+    assert judged.count() == 2310
+    texts = dict(CorpusUnit.objects.filter(corpus=audit.corpus).values_list("key", "text"))
+    assert all(value == TextBlob(texts[unit]).sentiment.polarity for unit, value in judged.values_list("unit", "value"))
+    page = staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode()
+    assert 'id="table-7"' in page and 'id="bits-heatmap"' in page
