@@ -109,3 +109,20 @@ def test_self_report_judgments_are_each_items_answer_and_the_migration_judges_ol
     assert self_report_services.item_answers(audit) == answers
     services.audit_analyse(audit_id=audit.id)
     assert Audit.objects.get(pk=audit.id).analysis["scores"] == scores
+
+
+def test_a_classification_audit_snapshots_its_ground_truth_as_a_corpus_stored_once(tasks_off):
+    study = make_audit_study(10, n_examples=0)
+    endpoint = LLMEndpoint.objects.create(name="t", protocol="openai", base_url="http://127.0.0.1:9")
+    choice = [services.ModelChoice(endpoint=endpoint, model="model-a")]
+    first = classification_services.audit_create(study=study, name="a", conditions=["zs"], models=choice)
+    second = classification_services.audit_create(study=study, name="b", conditions=["cot"], models=choice)
+    assert first.corpus_id == second.corpus_id, "the same items and labels: one corpus"
+    corpus = first.corpus
+    assert corpus.paradigm == "classification" and corpus.provenance["study"] == study.slug
+    snapshot = {unit.key: (unit.text, unit.factors) for unit in corpus.units.all()}
+    expected = {item.external_id: (item.target, {"majority": str(majority) if majority is not None else "",
+                                                 "weighted": str(weighted) if weighted is not None else ""})
+                for item, majority, weighted in ((i.item, i.majority_label, i.weighted_label)
+                                                 for i in first.items.select_related("item"))}
+    assert snapshot == expected and len(snapshot) == 10

@@ -24,8 +24,18 @@ from auditapp.audit_services import (
     launch_problems,
     manifest_models,
 )
-from auditapp.models import Audit, AuditCondition, AuditItem, AuditMetric, AuditModel, AuditRequest, PromptTemplate
-from auditapp.paradigms.base import Judgment, ParsedReply
+from auditapp.corpus_services import corpus_store
+from auditapp.models import (
+    Audit,
+    AuditCondition,
+    AuditItem,
+    AuditMetric,
+    AuditModel,
+    AuditRequest,
+    Corpus,
+    PromptTemplate,
+)
+from auditapp.paradigms.base import Judgment, ParsedReply, Unit
 from auditapp.paradigms.classification import analysis as classification
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
 
@@ -104,7 +114,8 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
     truth = _evaluated_items(study)
     audit = Audit.objects.create(study=study, name=name, paradigm=PARADIGM, replicates=replicates, seed=seed,
                                  use_cache=use_cache, error_budget=error_budget, unparsed=unparsed,
-                                 n_resamples=n_resamples, parallel_tasks=parallel_tasks, created_by=created_by)
+                                 n_resamples=n_resamples, parallel_tasks=parallel_tasks, created_by=created_by,
+                                 corpus=ground_truth_corpus(study, truth, created_by=created_by))
     AuditModel.objects.bulk_create([
         AuditModel(audit=audit, endpoint=choice.endpoint, model=choice.model, params=choice.params,
                    label=choice.label, position=position) for position, choice in enumerate(models)])
@@ -120,6 +131,26 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
 
 
 # Tasks are sent after the commit with robust=True: a broker that is away is logged, never a 500 after the
+
+def ground_truth_corpus(study: Study, truth: list[tuple[int, int | None, int | None]], *, created_by=None) -> Corpus:
+    """The evaluated items and their references as a corpus: a snapshot of the study's ground truth, stored once
+    (an audit of the same items and labels reuses it) and named in the manifest by its content hash. A unit's key
+    is the item's external id; its factors the majority and weighted labels ("" where undefined); its fields the
+    item's id and context. The audit's metrics read :class:`AuditItem`, the same snapshot row by row."""
+    items = Item.objects.in_bulk([item for item, _, _ in truth])
+    units = [Unit(key=items[item].external_id, text=items[item].target,
+                  factors={"majority": "" if majority is None else str(majority),
+                           "weighted": "" if weighted is None else str(weighted)},
+                  fields={"item_id": item, "preceding": items[item].preceding, "following": items[item].following})
+             for item, majority, weighted in truth]
+    run = getattr(study, "analysis_run", None)
+    computed = run.computed_at.isoformat() if run else None
+    return corpus_store(paradigm=PARADIGM, name=f"{study.name}: ground truth of {computed or 'an unknown run'}"[:200],
+                        units=units, created_by=created_by,
+                        provenance={"snapshot_of": "the study's ground truth (seed 000 eq. 6 and majority vote)",
+                                    "study": study.slug, "study_id": study.id, "ground_truth_computed_at": computed,
+                                    "ground_truth_settings": run.settings if run else None})
+
 
 # ------------------------------------------------------------------------------------------------ requests
 
@@ -212,6 +243,8 @@ def _classification_manifest(audit: Audit, builder: ClassificationRequests) -> d
                       for c in builder.conditions],
         "models": manifest_models(builder.models.values()),
         "data": {"study": study.slug, "study_id": study.id, "n_items": len(evaluated),
+                 "corpus": {"id": audit.corpus_id, "content_hash": audit.corpus.content_hash} if audit.corpus_id
+                 else None,
                  "ground_truth_computed_at": run.computed_at.isoformat() if run else None,
                  "ground_truth_settings": run.settings if run else None,
                  "ground_truth_sha256": data_hash},
