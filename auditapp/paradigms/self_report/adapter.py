@@ -107,6 +107,22 @@ def launch_from_form(form: SelfReportLaunchForm, user) -> Audit:
         created_by=user, **form.launch_arguments())
 
 
+def _table(name: str):
+    def rows(audit: Audit):
+        from auditapp.paradigms.self_report import api
+
+        return getattr(api, f"{name}_export")(audit)
+    return rows
+
+
+TABLES = {
+    "answers": registry.Table("answers", "Item-level answers: one row per model × replicate × form × presented "
+                                         "item.", _table("answers")),
+    "scores": registry.Table("scores", "Scores per model × replicate × form × instrument.", _table("scores")),
+    "validity": registry.Table("validity", "Validity per model × form, with the rule.", _table("validity")),
+}
+
+
 def api_urls() -> list:
     from auditapp.paradigms.self_report import api
 
@@ -131,6 +147,7 @@ PARADIGM = registry.Paradigm(
     launch_from_form=launch_from_form,
     dashboard_template="auditapp/self_report_dashboard.html",
     dashboard_data=self_report_dashboard_data,
+    tables=TABLES,
     api_urls=api_urls,
     register_admin=register_admin,
 )

@@ -70,8 +70,7 @@ class AuditAnswersView(SelfReportScoped, ExportListAPIView):
     serializer_class = AnswerRowSerializer
 
     def export_rows(self):
-        rows = item_answers(self.audit)
-        return Export(ANSWER_COLUMNS, [tuple(row[c] for c in ANSWER_COLUMNS) for row in rows])
+        return answers_export(self.audit)
 
     def export_filename(self) -> str:
         return f"audit-{self.kwargs['pk']}-answers.csv"
@@ -100,9 +99,7 @@ class AuditScoresView(SelfReportScoped, ExportListAPIView):
     serializer_class = ScoreRowSerializer
 
     def export_rows(self):
-        scores = (self.audit.analysis or {}).get("scores", [])
-        return Export(SCORE_COLUMNS, [tuple(json.dumps(row[c], sort_keys=True) if c == "subscales" else row[c]
-                                            for c in SCORE_COLUMNS) for row in scores])
+        return scores_export(self.audit)
 
     def export_filename(self) -> str:
         return f"audit-{self.kwargs['pk']}-scores.csv"
@@ -137,11 +134,26 @@ class AuditValidityView(SelfReportScoped, ExportListAPIView):
     serializer_class = ValidityRowSerializer
 
     def export_rows(self):
-        analysis = self.audit.analysis or {}
-        rule = analysis.get("rule", {}).get("text", "")
-        rows = [tuple("; ".join(row["flag_reasons"]) if c == "flag_reasons" else rule if c == "rule" else row[c]
-                      for c in VALIDITY_COLUMNS) for row in analysis.get("validity", [])]
-        return Export(VALIDITY_COLUMNS, rows)
+        return validity_export(self.audit)
 
     def export_filename(self) -> str:
         return f"audit-{self.kwargs['pk']}-validity.csv"
+
+
+def answers_export(audit) -> Export:
+    rows = item_answers(audit)
+    return Export(ANSWER_COLUMNS, [tuple(row[c] for c in ANSWER_COLUMNS) for row in rows])
+
+
+def scores_export(audit) -> Export:
+    scores = (audit.analysis or {}).get("scores", [])
+    return Export(SCORE_COLUMNS, [tuple(json.dumps(row[c], sort_keys=True) if c == "subscales" else row[c]
+                                        for c in SCORE_COLUMNS) for row in scores])
+
+
+def validity_export(audit) -> Export:
+    analysis = audit.analysis or {}
+    rule = analysis.get("rule", {}).get("text", "")
+    rows = [tuple("; ".join(row["flag_reasons"]) if c == "flag_reasons" else rule if c == "rule" else row[c]
+                  for c in VALIDITY_COLUMNS) for row in analysis.get("validity", [])]
+    return Export(VALIDITY_COLUMNS, rows)
