@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from annotation.selectors import Export
 from auditapp import audit_services as services
 from auditapp import scorer_kinds
-from auditapp.api.exports import ExportListAPIView
+from auditapp.api.exports import ExportListAPIView, ModelListExportView
 from auditapp.api.launch import BIGINT_MAX
 from auditapp.audit_selectors import audit_list, audit_progress, audit_responses_export
 from auditapp.endpoint_addresses import EndpointAddressRefused
@@ -147,19 +147,13 @@ class AuditDetailSerializer(AuditSerializer):
         fields = (*AuditSerializer.Meta.fields, "analysis")
 
 
-class AuditListView(ExportListAPIView):
+class AuditListView(ModelListExportView):
     """Audits, newest first; POST launches one."""
 
     serializer_class = AuditSerializer
 
     def get_queryset(self):
         return audit_list().prefetch_related("models__endpoint", "conditions")
-
-    def list(self, request, *args, **kwargs):
-        if request.accepted_renderer.format == "csv":
-            return super().list(request, *args, **kwargs)
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def export_rows(self):
         columns = ["id", "name", "paradigm", "study", "status", "status_reason", "replicates", "seed", "use_cache",

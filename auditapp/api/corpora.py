@@ -16,7 +16,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.selectors import Export
-from auditapp.api.exports import ExportListAPIView
+from auditapp.api.exports import ExportListAPIView, ModelListExportView
 from auditapp.corpus_selectors import (
     corpus_factor_counts,
     corpus_list,
@@ -154,19 +154,13 @@ def _stored(corpus: Corpus) -> Response:
                     status.HTTP_201_CREATED)
 
 
-class CorpusListView(ExportListAPIView):
+class CorpusListView(ModelListExportView):
     """Corpora, newest first; POST generates a BITS corpus."""
 
     serializer_class = CorpusSerializer
 
     def get_queryset(self):
         return corpus_list()
-
-    def list(self, request, *args, **kwargs):
-        if request.accepted_renderer.format == "csv":
-            return super().list(request, *args, **kwargs)
-        page = self.paginate_queryset(self.get_queryset())
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
 
     def export_rows(self):
         fields = [("created_by__username" if c == "created_by" else c) for c in LIST_COLUMNS]

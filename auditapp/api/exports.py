@@ -36,3 +36,14 @@ class ExportListAPIView(generics.ListAPIView):
             page = [export.transform(row) for row in page]
         records = [dict(zip(export.columns, row, strict=True)) for row in page]
         return self.get_paginated_response(self.get_serializer(records, many=True).data)
+
+
+class ModelListExportView(ExportListAPIView):
+    """A list of model instances: JSON pages through the serializer (nested fields and all), CSV from
+    ``export_rows()`` (flat columns, streamed)."""
+
+    def list(self, request, *args, **kwargs):
+        if request.accepted_renderer.format == "csv":
+            return super().list(request, *args, **kwargs)
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(self.get_serializer(page, many=True).data)
