@@ -10,7 +10,13 @@ from functools import cached_property
 
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.extensions import OpenApiSerializerExtension
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_view,
+)
 from rest_framework import generics, serializers, status
 from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
@@ -274,17 +280,30 @@ class AuditResponsesView(AuditScoped, ExportListAPIView):
 
 
 class TableRowSerializer(serializers.Serializer):
-    """A row of a paradigm's named table, as its columns say (they differ from table to table)."""
+    """A row of a paradigm's named table, as its columns say (they differ from table to table; GET
+    /api/audits/{id}/tables/ describes each table)."""
 
     def to_representation(self, instance: dict) -> dict:
         return instance
 
 
-@extend_schema(summary="A named table of an audit's results",
+class TableRowSchema(OpenApiSerializerExtension):
+    """In the schema a table's row is an object with one member per column (a serializer without fields would
+    be documented as no body)."""
+
+    target_class = TableRowSerializer
+
+    def map_serializer(self, auto_schema, direction):
+        return {"type": "object", "additionalProperties": {},
+                "description": "One member per column of the table (GET /api/audits/{id}/tables/ lists them)."}
+
+
+@extend_schema_view(get=extend_schema(summary="A named table of an audit's results", operation_id="audits_table_rows",
+                                      responses={200: TableRowSerializer(many=True)},
                parameters=[OpenApiParameter("name", str, OpenApiParameter.PATH,
                                             description="The table's name; GET /api/audits/{id}/tables/ lists them.")],
                description="A table the audit's paradigm declares (e.g. a BITS audit's score_sense, Table 7 of "
-                           "seed 001), JSON pages or every row as CSV (?format=csv). 404 names the audit's tables.")
+                           "seed 001), JSON pages or every row as CSV (?format=csv). 404 names the audit's tables."))
 class AuditTableView(AuditScoped, ExportListAPIView):
     serializer_class = TableRowSerializer
 
@@ -300,8 +319,15 @@ class AuditTableView(AuditScoped, ExportListAPIView):
         return f"audit-{self.audit.id}-{self.kwargs['name']}.csv"
 
 
-@extend_schema(summary="The named tables of an audit's results", responses={200: dict})
+class TableEntrySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField()
+    url = serializers.CharField(help_text="JSON pages; add ?format=csv for every row as CSV.")
+
+
 class AuditTablesView(AuditScoped, APIView):
+    @extend_schema(summary="The named tables of an audit's results", responses={200: TableEntrySerializer(many=True)},
+                   operation_id="audits_tables_index")
     def get(self, request, pk: int):
         return Response([{"name": table.name, "description": table.description,
                           "url": reverse("api:audit-table", args=[self.audit.id, table.name])}
