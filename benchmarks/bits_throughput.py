@@ -164,12 +164,19 @@ def main() -> None:
                     "launch → recorded": (last_write - audit.created_at).total_seconds(),
                     "scoring → recorded": (last_write - first_claim).total_seconds(),
                 }
+                # Where the time went, from the audit's own timestamps: the launch to the end of the preparation
+                # (its task through the broker, keys, requests stored), the hand-over to the work task, the work
+                # (scoring, replies and judgments written), the analysis (its task through the broker, seed 001 §4).
+                phases = {"prepare": audit.started_at - audit.created_at, "hand-over": first_claim - audit.started_at,
+                          "work": last_write - first_claim, "analysis": audit.analysed_at - last_write}
                 figures[name].append({"direct": len(texts) / direct, **{span: len(texts) / seconds
                                                                          for span, seconds in spans.items()}})
-                print(f"run {run} {name:8} direct {len(texts) / direct:8.0f} sentences/s ({direct * 1000:.0f} ms) | "
-                      + " | ".join(f"{span} {seconds * 1000:5.0f} ms = {len(texts) / seconds:6.0f}/s "
-                                   f"= {direct / seconds:.2f}" for span, seconds in spans.items())
-                      + f" | waited {waited * 1000:.0f} ms, worker CPU {worker_cpu * 1000:.0f} ms, "
+                print(f"run {run} {name:8} direct {len(texts) / direct:6.0f}/s ({direct * 1000:.0f} ms) | "
+                      + " | ".join(f"{span} {seconds * 1000:4.0f} ms = {len(texts) / seconds:5.0f}/s "
+                                   f"= {direct / seconds:.2f}" for span, seconds in spans.items()))
+                print("    " + ", ".join(f"{phase} {seconds.total_seconds() * 1000:.0f} ms"
+                                         for phase, seconds in phases.items())
+                      + f"; waited {waited * 1000:.0f} ms, worker CPU {worker_cpu * 1000:.0f} ms, "
                         f"{scored} of {len(texts)} scored")
     finally:
         worker.stop()
