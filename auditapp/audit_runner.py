@@ -10,9 +10,9 @@ A work task (``tasks.audits.audit_work_task``) calls :func:`audit_work`. It open
   endpoint's cross-worker limits and retries (a local scorer has none);
 - an endpoint that cannot be reached holds its requests (:mod:`auditapp.endpoint_breaker`, shared by all
   workers through Redis, else Django's cache) and is shown as "unreachable since" in the progress;
-- every :data:`FLUSH_SECONDS`, or at once when nothing is queued or in flight, the finished requests are written in bulk, the lease is renewed and the
-  audit's status is read: pause, cancel and an exceeded error budget stop the loop (requests in flight are
-  abandoned and stay pending, so a resume sends them again).
+- every :data:`FLUSH_SECONDS`, or at once when nothing is queued or in flight, the finished requests are
+  written in bulk, the lease is renewed and the audit's status is read: pause, cancel and an exceeded error
+  budget stop the loop (requests in flight are abandoned and stay pending, so a resume sends them again).
 
 Database work runs in one dedicated thread (Django's ORM is synchronous; one thread means one connection).
 A task works for at most :data:`SLICE_SECONDS` and then hands over to a fresh task, so no task meets the

@@ -98,6 +98,9 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per request (default: 64)")
     parser.add_argument("--parallel-tasks", type=int, default=1, help="the audit's work tasks (default: 1)")
     parser.add_argument("--worker-concurrency", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
+                        help="count the first audit of each scorer too (by default it only warms the worker up: "
+                             "its first task imports the scorer and hashes its lexicon)")
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
     parser.add_argument("--redis-url", default=os.environ.get("CELERY_BROKER_URL", ""))
     args = parser.parse_args()
@@ -136,7 +139,7 @@ def main() -> None:
         worker.wait_for_output(r"ready\.", timeout=60)
         time.sleep(1)  # the worker's start-up recovery is not part of the measure
         worker_process = psutil.Process(worker.process.pid)
-        for run in range(1, args.runs + 1):
+        for run in range(0 if args.warm_up else 1, args.runs + 1):
             for name in scorers:
                 direct = direct_seconds(name, texts)
                 cpu_before = cpu_seconds(worker_process)
@@ -169,6 +172,10 @@ def main() -> None:
                 # (scoring, replies and judgments written), the analysis (its task through the broker, seed 001 §4).
                 phases = {"prepare": audit.started_at - audit.created_at, "hand-over": first_claim - audit.started_at,
                           "work": last_write - first_claim, "analysis": audit.analysed_at - last_write}
+                if run == 0:
+                    print(f"warm-up {name}: launch → completed {spans['launch → completed'] * 1000:.0f} ms "
+                          "(not counted)")
+                    continue
                 figures[name].append({"direct": len(texts) / direct, **{span: len(texts) / seconds
                                                                          for span, seconds in spans.items()}})
                 print(f"run {run} {name:8} direct {len(texts) / direct:6.0f}/s ({direct * 1000:.0f} ms) | "
