@@ -16,6 +16,10 @@ Each run, for each scorer, times the same 2,310 sentences of the default corpus 
   - *scoring → recorded*: from the first request's claim (its lease's creation) to the last write, the work
     task's own part (without the broker's hand-overs and the preparation).
 
+With ``--llm`` it then scores the same sentences with a chat model on the test LLM server (``tests/llm_server.py``,
+``scorer-null``, ``--llm-latency`` per reply, ``--llm-concurrency``), one sentence per request, and prints
+requests/s as a share of the endpoint's capacity (concurrency ÷ latency).
+
 The broker's hand-overs are the broker's: Redis pushes a task to the worker at once, kombu's file-system
 transport (the embedded default) polls its folder (``settings.CELERY_BROKER_TRANSPORT_OPTIONS``).
 
@@ -77,6 +81,37 @@ def direct_seconds(name: str, texts: list[str]) -> float:
     return time.perf_counter() - started
 
 
+def llm_run(run: int, args, corpus, texts: list[str]) -> None:
+    """A BITS audit scored by a chat model on the test LLM server: requests/s against the endpoint's capacity
+    (max concurrency ÷ latency)."""
+    from django.db.models import F, Max, Min
+
+    from auditapp.audit_services import ModelChoice
+    from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, LLMEndpoint
+    from auditapp.paradigms.bits.services import bits_audit_create
+    from tests.llm_server import LLMServer
+
+    with LLMServer(latency=args.llm_latency, models=["scorer-null"]) as server:
+        endpoint = LLMEndpoint.objects.create(name=f"llm-{time.time_ns()}", protocol="openai",
+                                              base_url=server.base_url, max_concurrency=args.llm_concurrency,
+                                              attempt_timeout_s=30, max_attempts=3)
+        audit = bits_audit_create(name=f"throughput llm {run}", corpus=corpus, use_cache=False,
+                                  models=[ModelChoice(endpoint=endpoint, model="scorer-null")])
+        while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running", "analysing"]).exists():
+            time.sleep(0.05)
+    audit.refresh_from_db()
+    first_claim = AuditChunk.objects.filter(audit=audit, released_at__gt=F("created_at")).aggregate(
+        first=Min("created_at"))["first"]
+    last_write = AuditRequest.objects.filter(audit=audit).aggregate(last=Max("finished_at"))["last"]
+    work = (last_write - first_claim).total_seconds()
+    capacity = args.llm_concurrency / args.llm_latency
+    scored = AuditJudgment.objects.filter(audit=audit, value__isnull=False).count()
+    print(f"run {run} llm      {audit.n_requests} requests ({audit.status}, {scored} of {len(texts)} scored) | "
+          f"work {work * 1000:.0f} ms = {audit.n_requests / work:.0f} requests/s = {audit.n_requests / work / capacity:.0%} "
+          f"of the endpoint's capacity ({capacity:.0f}/s) | launch → completed "
+          f"{(audit.analysed_at - audit.created_at).total_seconds() * 1000:.0f} ms")
+
+
 def environment(args) -> tuple[dict[str, str], str]:
     """The worker's and this process's environment, and a name for the backend."""
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test", "LOG_LEVEL": "WARNING"}
@@ -98,6 +133,11 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=64, help="sentences per request (default: 64)")
     parser.add_argument("--parallel-tasks", type=int, default=1, help="the audit's work tasks (default: 1)")
     parser.add_argument("--worker-concurrency", type=int, default=1, help="worker processes (default: 1)")
+    parser.add_argument("--llm", action="store_true",
+                        help="also score with a chat model on the test LLM server (tests/llm_server.py, model "
+                             "scorer-null), one sentence per request, and print requests/s")
+    parser.add_argument("--llm-latency", type=float, default=0.05, help="the LLM server's latency (default: 0.05 s)")
+    parser.add_argument("--llm-concurrency", type=int, default=64, help="the chat endpoint's max concurrency")
     parser.add_argument("--no-warm-up", dest="warm_up", action="store_false",
                         help="count the first audit of each scorer too (by default it only warms the worker up: "
                              "its first task imports the scorer and hashes its lexicon)")
@@ -185,6 +225,9 @@ def main() -> None:
                                          for phase, seconds in phases.items())
                       + f"; waited {waited * 1000:.0f} ms, worker CPU {worker_cpu * 1000:.0f} ms, "
                         f"{scored} of {len(texts)} scored")
+        if args.llm:
+            for run in range(1, args.runs + 1):
+                llm_run(run, args, corpus, texts)
     finally:
         worker.stop()
 
