@@ -222,6 +222,10 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         "data_folder_out": str(CELERY_BROKER_FOLDER / "queue"),
         "control_folder": str(CELERY_BROKER_FOLDER / "control"),
         "store_processed": False,
+        # The worker looks for new tasks this often (kombu's default is 1 s, which an audit's three tasks, prepare,
+        # work and analyse, each waited for: benchmarks/bits_throughput.py). Listing a folder 10 times a second
+        # costs the worker next to nothing.
+        "polling_interval": 0.1,
     }
     for _folder in ("queue", "control"):
         (CELERY_BROKER_FOLDER / _folder).mkdir(parents=True, exist_ok=True)
