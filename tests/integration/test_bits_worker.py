@@ -5,7 +5,8 @@ into PostgreSQL:
   model asked through our prompt on the test LLM server with an effect planted for PWD:C's terms and 10%
   transient faults (plus 2% permanent ones, so that failures exist): both audits complete; every stored VADER and
   TextBlob score equals the library's own output; ScoreSense recovers the planted effect and nothing else; the
-  progress API reaches the total; every failure is recorded with its reason.
+  progress API reaches the total; every failure is recorded with its reason. An audit of recorded scores only
+  (an uploaded corpus's) completes too, with nothing to send.
 - A worker killed with SIGKILL mid-audit: after a restart the audit completes with exactly one judgment per
   scorer × sentence, none duplicated and none missing.
 
@@ -22,6 +23,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from auditapp.models import Audit, AuditJudgment, AuditRequest, CorpusUnit, LLMEndpoint
 from tests.auditapp.test_bits_audit import SMALL_SPEC, scores_by_unit, small_corpus, table
+from tests.auditapp.test_bits_recorded import upload
 from tests.integration.support import celery_worker, wait_for, worker_environment
 from tests.llm_server import LLMServer, expected_score
 
@@ -73,12 +75,16 @@ def test_local_and_chat_scorers_complete_in_a_real_worker(worker_env, api_client
             local_id = launch(api_client, models=[{"endpoint": local.id, "model": "vader"},
                                                   {"endpoint": local.id, "model": "textblob"}])
             chat_id = launch(api_client, corpus=corpus.id, models=[{"endpoint": chat.id, "model": "scorer-planted"}])
+            # Recorded scores only: nothing to send, the worker moves it on to its analysis.
+            uploaded = upload(api_client)
+            recorded_id = launch(api_client, corpus=uploaded["id"],
+                                 recorded_scorers=[scorer["id"] for scorer in uploaded["recorded_scorers"]])
             seen_while_running = []
 
-            def both_finished():
+            def all_finished():
                 seen_while_running.append(progress_totals(api_client, chat_id))
-                return finished_status(local_id) and finished_status(chat_id)
-            wait_for(both_finished, timeout=600, interval=0.5, what="both BITS audits")
+                return finished_status(local_id) and finished_status(chat_id) and finished_status(recorded_id)
+            wait_for(all_finished, timeout=600, interval=0.5, what="the three BITS audits")
         finally:
             worker.stop()
         stats = server.stats()
@@ -86,6 +92,10 @@ def test_local_and_chat_scorers_complete_in_a_real_worker(worker_env, api_client
     assert local_audit.status == chat_audit.status == Audit.Status.COMPLETED, (
         local_audit.status_reason, chat_audit.status_reason)
     assert sum(stats["faults"].values()) > 0, "the faults were injected"
+    recorded_audit = Audit.objects.get(pk=recorded_id)
+    assert recorded_audit.status == Audit.Status.COMPLETED and recorded_audit.n_requests == 0
+    assert {row["scorer"]: row["imported"] for row in table(api_client, recorded_id, "scorers")} == {
+        "Google": True, "TextBlob": True, "VADER": True}
 
     # Every sentence of the default corpus: the worker's VADER and TextBlob scores are the libraries' own.
     texts = dict(CorpusUnit.objects.filter(corpus=local_audit.corpus).values_list("key", "text"))
