@@ -148,6 +148,10 @@ async def _send_claimed(audit_id: int, chunk_id: int, db, slice_seconds: float) 
 async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
                       builder) -> str:
     endpoints = {m.endpoint_id: m.endpoint for m in builder.models.values()}
+    if not endpoints:
+        # An audit of recorded scores only has nothing to send; with no sender the claim loop below would never
+        # claim and never end.
+        return "exhausted"
     refused = await db(_refused_address, endpoints=list(endpoints.values()))
     if refused:
         await db(services.audit_fail, audit_id=audit_id, reason=refused)

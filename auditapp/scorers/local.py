@@ -18,10 +18,13 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata
 import math
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+
+WARM_UP_TEXT = "A good day."
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,14 @@ def _vader_lexicon() -> Path:
 def _textblob() -> Callable[[str], float]:
     from textblob import TextBlob
 
-    return lambda text: TextBlob(text).sentiment.polarity
+    # TextBlob loads its sentiment lexicon on first use and fills it in steps with no lock; a thread that scores
+    # meanwhile sees half a lexicon and returns other polarities. Scoring one text here loads it before any
+    # caller can score (``_loaded`` holds a lock while loading).
+    def polarity(text: str) -> float:
+        return TextBlob(text).sentiment.polarity
+
+    polarity(WARM_UP_TEXT)
+    return polarity
 
 
 def _textblob_lexicon() -> Path:
@@ -96,8 +106,18 @@ def _identity(name: str) -> dict[str, str]:
             "version": importlib.metadata.version(scorer.distribution), "lexicon_sha256": digest}
 
 
-@cache
+_LOADING = threading.Lock()
+
+
 def _loaded(name: str) -> Callable[[str], float]:
+    """The scorer's function, loaded once per process; the worker scores batches in several threads at once, and
+    a library that loads lazily must finish loading before any of them scores."""
+    with _LOADING:
+        return _load_once(name)
+
+
+@cache
+def _load_once(name: str) -> Callable[[str], float]:
     return local_scorer(name).load()
 
 

@@ -224,12 +224,20 @@ def scores_frame(audit: Audit, builder: BitsRequests | None = None) -> pd.DataFr
     asked = pd.concat([frame for frame in (judged, failed) if not frame.empty]) if failed_rows or not judged.empty \
         else judged
     asked = asked.assign(scorer=asked["model"].map(names), imported=False)
-    recorded = recorded_scores_frame(recorded_scorers_of(audit))
+    recorded_scorers = recorded_scorers_of(audit)
+    recorded = recorded_scores_frame(recorded_scorers)
     recorded = recorded.rename(columns={"key": "unit"}).assign(imported=True, replicate=0)
     frame = pd.concat([asked.drop(columns="model"), recorded], ignore_index=True)
     frame["kind"] = frame["scorer"].map(kinds)
     frame["value"] = frame["value"].astype(float)
     frame["reason"] = frame["reason"].fillna("")
+    # The database returns judgments in no set order (a re-parse writes them anew); the analysis lists scorers in
+    # the order they first appear and sums floats in row order, so rows are put in one order: the audit's scorers
+    # (its models by position, then the recorded ones), the corpus's units, the replicates.
+    scorer_order = {name: n for n, name in enumerate([*names.values(), *(scorer.name for scorer in recorded_scorers)])}
+    unit_order = {unit.key: n for n, unit in enumerate(builder.units)}
+    frame = frame.assign(_scorer=frame["scorer"].map(scorer_order), _unit=frame["unit"].map(unit_order)).sort_values(
+        ["_scorer", "_unit", "replicate"], kind="stable", ignore_index=True)
     return frame[SCORE_COLUMNS]
 
 
