@@ -83,8 +83,8 @@ def corpus_store(*, paradigm: str, name: str, units: Sequence[Unit], provenance:
     The provenance is stored with ``factor_names`` added: the factors in the order of the first unit's.
 
     The returned corpus's ``reused`` attribute says which. A reused corpus keeps its name and provenance; a
-    recorded column it does not have yet is added to it, and one it has under the same name is kept if it came
-    from the same place (same provenance), else it is a problem (rename the column). Raises :class:`CorpusError`
+    recorded column it does not have yet is added to it, and one it has under the same name is kept if it comes
+    with the same scores (a file saved again), else it is a problem (rename the column). Raises :class:`CorpusError`
     with every problem and stores nothing.
     """
     problems: list[CorpusProblem] = []
@@ -129,14 +129,25 @@ def _corpus_create(*, paradigm: str, name: str, units: Sequence[Unit], provenanc
 
 
 def _recorded_store(*, corpus: Corpus, columns: Sequence[RecordedColumn]) -> None:
-    """Add the recorded columns the corpus does not have yet (see :func:`corpus_store`)."""
+    """Add the recorded columns the corpus does not have yet (see :func:`corpus_store`). A column the corpus has
+    under the same name is kept when its scores are the same (a file saved again has another sha256, not other
+    scores); other scores under that name are a problem: rename the column."""
     if not columns:
         return
     existing = dict(RecordedScorer.objects.filter(corpus=corpus, name__in=[c.name for c in columns])
-                    .values_list("name", "provenance"))
-    conflicts = [CorpusProblem(f"recorded scorer {c.name!r}: the corpus already has a recorded scorer of this name "
-                               f"from elsewhere ({existing[c.name]}); rename the column", column=c.name)
-                 for c in columns if c.name in existing and existing[c.name] != dict(c.provenance)]
+                    .values_list("name", "id"))
+    conflicts = []
+    for column in columns:
+        if column.name in existing:
+            stored = {key: (value, reason) for key, value, reason in RecordedScore.objects.filter(
+                scorer_id=existing[column.name]).values_list("unit__key", "value", "reason").iterator(
+                chunk_size=FRAME_CHUNK_SIZE)}
+            differ = sum(stored.get(key) != (value, reason[:MAX_REASON]) for key, value, reason in column.scores)
+            differ += len(stored) - len(column.scores) if len(stored) > len(column.scores) else 0
+            if differ:
+                conflicts.append(CorpusProblem(
+                    f"recorded scorer {column.name!r}: the corpus already has a recorded scorer of this name with "
+                    f"other scores ({differ} unit(s) differ); rename the column", column=column.name))
     if conflicts:
         raise CorpusError(conflicts)
     new = [c for c in columns if c.name not in existing]

@@ -149,15 +149,21 @@ def test_an_upload_in_the_public_shape_is_stored_with_its_recorded_scorers(fmt):
                                                                                       "of a child."}
 
 
-def test_the_same_upload_twice_is_one_corpus_and_a_conflicting_column_is_refused():
+def test_the_same_upload_twice_is_one_corpus_and_a_column_with_other_scores_is_refused():
     first = bits_corpus_upload(perturbed_file=uploads()[0], control_file=uploads()[1], name="one")
-    # The same sentences from a workbook: the same corpus; its columns come from other files, so they conflict.
     again = bits_corpus_upload(perturbed_file=uploads()[0], control_file=uploads()[1], name="two")
     assert again.pk == first.pk and again.reused
+    # The same scores saved as a workbook (another file, another sha256): the same columns, nothing added.
+    workbook = bits_corpus_upload(perturbed_file=uploads("xlsx")[0], control_file=uploads("xlsx")[1], name="three")
+    assert workbook.pk == first.pk
     assert RecordedScorer.objects.count() == 3 and RecordedScore.objects.count() == 18
-    with pytest.raises(CorpusError, match="recorded scorer 'Google': the corpus already has"):
-        bits_corpus_upload(perturbed_file=uploads("xlsx")[0], control_file=uploads("xlsx")[1], name="three")
+    # VADER's score of one sentence changed: the column is refused, naming it and how many units differ.
+    rows = [list(row) for row in PERTURBED_ROWS]
+    rows[0][7] = "-0.5"
+    with pytest.raises(CorpusError, match=r"recorded scorer 'VADER': .* other scores \(1 unit\(s\) differ\)"):
+        bits_corpus_upload(perturbed_file=uploads(perturbed_rows=rows)[0], control_file=uploads()[1], name="four")
     assert RecordedScorer.objects.count() == 3 and Corpus.objects.count() == 1
+    assert RecordedScore.objects.filter(scorer__name="VADER", unit__key__contains="Blind").get().value == -0.4
 
 
 def test_a_bad_row_names_file_row_and_column_and_nothing_is_stored():
