@@ -108,10 +108,20 @@ def endpoint_list_models(endpoint: LLMEndpoint) -> list[llm_clients.ModelInfo]:
 
 
 def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget: float,
-                    other_scorers: int = 0) -> list[str]:
+                    other_scorers: int = 0, accepts: tuple[str, ...] = ("messages",)) -> list[str]:
     """What every paradigm's launch checks: at least one model (or another scorer the paradigm has, such as
-    recorded scores), the replicates, the error budget."""
+    recorded scores), each model's endpoint of a kind the paradigm can ask (``accepts``: the payloads it builds,
+    see ``scorer_kinds.takes``) with generation parameters only for chat models, the replicates, the error
+    budget."""
     problems = [] if models or other_scorers else ["choose at least one model"]
+    for choice in models:
+        takes = scorer_kinds.takes(choice.endpoint.protocol)
+        if takes not in accepts:
+            problems.append(f"endpoint {choice.endpoint.name} ({choice.endpoint.get_protocol_display()}) cannot "
+                            f"be asked by this paradigm: it asks {', '.join(accepts)}, the endpoint takes {takes}")
+        elif takes != "messages" and choice.params:
+            problems.append(f"endpoint {choice.endpoint.name} is a scorer, not a chat model: it takes no generation "
+                            f"parameters ({sorted(choice.params)})")
     if not 1 <= replicates <= MAX_REPLICATES:
         problems.append(f"replicates must be between 1 and {MAX_REPLICATES}")
     if not 0 <= error_budget <= 1:
@@ -119,6 +129,7 @@ def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget:
     return problems
 
 
+# Tasks are sent after the commit with robust=True: a broker that is away is logged, never a 500 after the
 # audit was stored; the periodic recovery (tasks.recovery) sends what was not sent.
 
 def enqueue_prepare(audit_id: int) -> None:
@@ -445,8 +456,14 @@ def chunk_record(*, chunk_id: int, results: list[RequestResult], parse) -> None:
             parameters.append((*values, result.request.id, AuditRequest.State.PENDING))
         with connection.cursor() as cursor:
             cursor.executemany(_record_statement(), parameters)
-        # A duplicate completion (its request no longer pending) finds its judgments there already.
-        _judgments_create(_audit_of_chunk(chunk_id), judged)
+        # Judgments only for requests this reply answered: a duplicate completion of a request answered before
+        # finds its judgments there already (and is skipped by the insert), one another worker recorded as failed
+        # stays failed without any.
+        answered_now = set(AuditRequest.objects.filter(
+            id__in=[request_id for request_id, _ in judged], state=AuditRequest.State.ANSWERED).values_list(
+            "id", flat=True)) if judged else set()
+        _judgments_create(_audit_of_chunk(chunk_id),
+                          [(request_id, parsed) for request_id, parsed in judged if request_id in answered_now])
 
 
 def _audit_of_chunk(chunk_id: int) -> int:
@@ -558,6 +575,7 @@ def audit_resume(*, audit: Audit) -> None:
 
 
 def _requeue_failed(audit: Audit) -> int:
+    AuditJudgment.objects.filter(audit=audit, request__state=AuditRequest.State.FAILED).delete()
     return AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.FAILED).update(
         state=AuditRequest.State.PENDING, error="", outcome="", attempts=0, finished_at=None, chunk=None)
 
@@ -588,23 +606,46 @@ def audit_retry_failed(*, audit: Audit) -> int:
 
 def audit_reparse(*, audit_id: int) -> int:
     """Parse every stored reply of the audit again (no model is asked) and rewrite its judgments; returns how many
-    replies were parsed."""
+    replies were parsed. Only the judgments of the requests parsed here are replaced, in one transaction, so a
+    reply recorded meanwhile keeps its own."""
     builder = request_builder(Audit.objects.get(pk=audit_id))
-    rows = list(AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.ANSWERED)
-                .select_related("reply").only("id", "audit_model_id", "condition", "item_id", "unit", "replicate",
-                                              "reply__text", "reply__finish_reason"))
-    judged = []
-    for row in rows:
-        parsed = builder.parse(row, row.reply.text, row.reply.finish_reason)
-        row.outcome, row.label, row.explanation, row.parse_reason = (parsed.outcome, parsed.label,
-                                                                     parsed.explanation, parsed.reason)
-        judged.append((row.id, parsed))
     with transaction.atomic():
+        rows = list(AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.ANSWERED)
+                    .select_related("reply").only("id", "audit_model_id", "condition", "item_id", "unit", "replicate",
+                                                  "reply__text", "reply__finish_reason"))
+        judged = []
+        for row in rows:
+            parsed = builder.parse(row, row.reply.text, row.reply.finish_reason)
+            row.outcome, row.label, row.explanation, row.parse_reason = (parsed.outcome, parsed.label,
+                                                                         parsed.explanation, parsed.reason)
+            judged.append((row.id, parsed))
         AuditRequest.objects.bulk_update(rows, ["outcome", "label", "explanation", "parse_reason"],
                                          batch_size=BULK_BATCH_SIZE)
-        AuditJudgment.objects.filter(audit_id=audit_id).delete()
+        ids = [row.id for row in rows]
+        for start in range(0, len(ids), BULK_BATCH_SIZE):
+            AuditJudgment.objects.filter(request_id__in=ids[start:start + BULK_BATCH_SIZE]).delete()
         _judgments_create(audit_id, judged)
     return len(rows)
+
+
+def audit_judge_unjudged(*, audit_id: int) -> int:
+    """Write the judgments of answered requests that have none (replies stored before judgments existed), parsing
+    their stored replies in batches; nothing else changes. Returns how many requests were judged."""
+    builder = request_builder(Audit.objects.get(pk=audit_id))
+    unjudged = (AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.ANSWERED)
+                .exclude(Exists(AuditJudgment.objects.filter(request=OuterRef("pk")))).order_by("id"))
+    judged_total, last_id = 0, 0
+    while True:
+        rows = list(unjudged.filter(id__gt=last_id).select_related("reply").only(
+            "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "reply__text",
+            "reply__finish_reason")[:BULK_BATCH_SIZE])
+        if not rows:
+            return judged_total
+        last_id = rows[-1].id
+        with transaction.atomic():
+            _judgments_create(audit_id, [(row.id, builder.parse(row, row.reply.text, row.reply.finish_reason))
+                                         for row in rows])
+        judged_total += len(rows)
 
 
 def audit_reparse_and_analyse(*, audit: Audit) -> int:
@@ -617,6 +658,15 @@ def audit_reparse_and_analyse(*, audit: Audit) -> int:
 
 
 def audit_analyse(*, audit_id: int) -> None:
-    """Compute and store the audit's results: its paradigm's analysis (then a completed audit)."""
+    """Compute and store the audit's results: its paradigm's analysis (then a completed audit). An analysis that
+    cannot be computed fails the audit with the reason, instead of leaving it analysing for every worker start to
+    try again; a transient fault (the database away) is raised, for the task to retry."""
     audit = Audit.objects.get(pk=audit_id)
-    registry.get(audit.paradigm).analyse(audit)
+    try:
+        registry.get(audit.paradigm).analyse(audit)
+    except TRANSIENT_ERRORS:
+        raise
+    except Exception as error:  # noqa: BLE001 - any other failure is the audit's, recorded with its reason
+        logger.exception("Audit %s: the analysis failed", audit_id)
+        audit_fail(audit_id=audit_id, status=Audit.Status.ANALYSING,
+                   reason=f"the analysis failed: {type(error).__name__}: {error}")

@@ -133,7 +133,7 @@ class AuditSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Audit
-        fields = ("id", "name", "paradigm", "study", "study_slug", "status", "status_reason", "models",
+        fields = ("id", "name", "paradigm", "study", "study_slug", "corpus", "status", "status_reason", "models",
                   "conditions", "design", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
                   "parallel_tasks", "n_requests", "n_answered", "n_failed", "created_at", "started_at",
                   "finished_at", "analysed_at", "dashboard")

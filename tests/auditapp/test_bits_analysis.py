@@ -263,8 +263,16 @@ def test_settings_round_trip_through_a_dict():
                                 groups=("G1",))
     assert AnalysisSettings.from_dict(json.loads(json.dumps(settings.to_dict()))) == settings
     assert AnalysisSettings.from_dict({}) == AnalysisSettings()
-    with pytest.raises(ValueError, match="not BITS analysis settings"):
+    with pytest.raises(ValueError, match=r"label_rules\['v'\]: give"):
         AnalysisSettings.from_dict({"label_rules": {"v": {"inclusive": True}}})
+    # Shapes that would be read as something else are refused by name, not guessed.
+    with pytest.raises(ValueError, match=r"label_rules\['v'\]: give .* true or false"):
+        AnalysisSettings.from_dict({"label_rules": {"v": {"threshold": 0, "inclusive": "false"}}})
+    with pytest.raises(ValueError, match=r"unknown analysis settings \['ttest'\]"):
+        AnalysisSettings.from_dict({"ttest": "welch"})
+    with pytest.raises(ValueError, match="groups: a list of group names, not str"):
+        AnalysisSettings.from_dict({"groups": "PWD:C"})
+    assert AnalysisSettings(groups=(("x",),)).problems() == ["groups: every group must be a non-empty name"]
 
 
 def test_the_stored_dict_is_json_with_nan_as_none(toy):

@@ -23,6 +23,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from auditapp import audit_runner
 from auditapp import audit_services as services
+from auditapp.llm_clients import Completion
 from auditapp.models import Audit, AuditJudgment, AuditRequest, Corpus, CorpusUnit, LLMEndpoint
 from auditapp.paradigms.bits.corpus import spec_from_dict
 from tests import scoring_server
@@ -194,3 +195,82 @@ def test_launch_problems_are_named_and_nothing_is_stored(api_client, tasks_off):
                                format="json")
     assert response.status_code == 400 and "prompt" in response.json()
     assert json.dumps(spec_from_dict(SMALL_SPEC).to_dict())  # the small spec is a valid spec
+
+
+def test_a_request_failed_by_one_worker_and_answered_by_another_keeps_no_judgment(api_client, tasks_off):
+    """Two workers finish the same request (a lease expired while its worker lived): the first records it failed,
+    the second's reply finds it no longer pending. It stays failed, with no judgments (else the analysis would
+    count its sentences twice)."""
+    local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
+    audit_id = launch(api_client, corpus=small_corpus(api_client).id, models=[{"endpoint": local.id, "model": "vader"}])
+    services.audit_prepare(audit_id=audit_id)
+    request = AuditRequest.objects.filter(audit_id=audit_id).order_by("id").first()
+    claimed = services.ClaimedRequest(request.id, request.audit_model_id, request.condition, None, request.unit,
+                                      request.replicate, request.key)
+    chunk = services.chunk_open(audit_id=audit_id)
+    builder = services.request_builder(Audit.objects.get(pk=audit_id))
+    services.chunk_record(chunk_id=chunk, results=[services.RequestResult(claimed, None, "timed out", 3, 0.0)],
+                          parse=builder.parse)
+    texts = json.dumps([0.1] * len(builder.units_of(request)))
+    completion = Completion(text=texts, finish_reason=None, prompt_tokens=None, completion_tokens=None,
+                            model_reported="vader")
+    services.chunk_record(chunk_id=chunk, results=[services.RequestResult(claimed, completion, "", 1, 1.0)],
+                          parse=builder.parse)
+    request.refresh_from_db()
+    assert request.state == "failed" and not AuditJudgment.objects.filter(request=request).exists()
+
+
+def test_an_analysis_that_cannot_be_computed_fails_the_audit_with_its_reason(api_client, tasks_off, monkeypatch):
+    from dataclasses import replace
+
+    from auditapp.paradigms import registry
+
+    local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
+    audit_id = launch(api_client, corpus=small_corpus(api_client).id, models=[{"endpoint": local.id, "model": "vader"}])
+    services.audit_prepare(audit_id=audit_id)
+    assert audit_runner.audit_work(audit_id) == "finished"
+    bits = registry.get("bits")
+
+    def broken(audit):
+        raise ValueError("scores: 3 repeated rows")
+
+    monkeypatch.setattr(registry, "get", lambda name: replace(bits, analyse=broken))
+    services.audit_analyse(audit_id=audit_id)
+    audit = Audit.objects.get(pk=audit_id)
+    assert audit.status == Audit.Status.FAILED
+    assert audit.status_reason == "the analysis failed: ValueError: scores: 3 repeated rows"
+
+
+def test_launch_refuses_what_the_analysis_or_the_scorers_could_not_take(api_client, tasks_off):
+    local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
+    vader = [{"endpoint": local.id, "model": "vader"}]
+    response = api_client.post("/api/audits/", {"paradigm": "bits", "name": "x", "models": vader,
+                                                "analysis": {"groups": ["PWD:C", "Martians"]}}, format="json")
+    assert response.status_code == 400 and "['Martians'] are not in the corpus" in response.json()["detail"]
+    response = api_client.post("/api/audits/", {"paradigm": "bits", "name": "x", "analysis": {"groups": "PWD:C"},
+                                                "models": vader}, format="json")
+    assert response.status_code == 400 and "groups: a list of group names" in response.json()["detail"]
+    response = api_client.post("/api/audits/", {"paradigm": "bits", "name": "x", "models": [
+        {"endpoint": local.id, "model": "vader", "params": {"temperature": 0}}]}, format="json")
+    assert response.status_code == 400 and "takes no generation parameters" in response.json()["detail"]
+    # A classification audit asks chat models only: a local scorer is refused at launch, not failed in the worker.
+    from tests.factories import make_audit_study
+
+    study = make_audit_study(6, n_examples=0)
+    response = api_client.post("/api/audits/", {"study": study.id, "name": "x", "conditions": ["zs"],
+                                                "models": vader}, format="json")
+    assert response.status_code == 400 and "cannot be asked by this paradigm" in response.json()["detail"]
+    assert not Audit.objects.exists()
+    # "All" names ScoreDev over every group: no term group may take it.
+    response = api_client.post("/api/corpora/", {"paradigm": "bits", "name": "all", "spec": {
+        **SMALL_SPEC, "groups": [*SMALL_SPEC["groups"], {"group": "all", "terms": ["tall"]}]}}, format="json")
+    assert response.status_code == 400 and "'All' is reserved for ScoreDev over all groups" in str(response.json())
+
+
+def test_an_http_json_scorer_on_a_probability_scale_takes_the_toxicity_rule(api_client, tasks_off):
+    endpoint = LLMEndpoint.objects.create(name="tox", protocol="http_json", base_url="http://127.0.0.1:9/score",
+                                          request_template={"text": "{{text}}"}, score_path="score", score_min=0,
+                                          score_max=1, listed_models=[{"name": "score", "digest": ""}])
+    audit = Audit.objects.get(pk=launch(api_client, corpus=small_corpus(api_client).id,
+                                        models=[{"endpoint": endpoint.id, "model": "score"}]))
+    assert audit.design["score_kinds"] == {"score": "toxicity"}

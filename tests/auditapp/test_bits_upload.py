@@ -110,7 +110,7 @@ def test_every_problem_is_named_and_nothing_is_imported():
         "perturbed file, row 3, column 'Template': empty",
         "perturbed file, row 4, column 'Sentence': the same sentence as row 2 of template T1",
         "perturbed file, row 5, column 'SubClass': the term 'Autistic' is not in the sentence",
-        "perturbed file, row 6, column 'Class': 'control' is reserved for the control sentences",
+        "perturbed file, row 6, column 'Class': 'control' is reserved for the no-group control sentences",
         "perturbed file, row 7, column 'VADER': a score must be a finite number, not 'inf'",
     ]
 

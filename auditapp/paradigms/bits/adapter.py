@@ -95,6 +95,17 @@ class BitsLaunchForm(ModelsFieldsMixin, forms.ModelForm):
                                          "scores against the control's, unpaired.")
     batch_size = forms.IntegerField(initial=bits_services.DEFAULT_BATCH_SIZE, min_value=1, max_value=MAX_BATCH_SIZE,
                                     help_text="Sentences per request of a local scorer.")
+    score_kinds = forms.JSONField(
+        required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 2}),
+        help_text='Scorer name → vader, sentiment or toxicity, e.g. {"Perspective": "toxicity"}: which default label '
+                  "rule its scores take (default: VADER's for vader, the prompt's for chat models, toxicity for an "
+                  "HTTP JSON scorer whose scale starts at 0, sentiment otherwise, recorded scorers included).")
+
+    def clean_score_kinds(self):
+        kinds = self.cleaned_data.get("score_kinds") or {}
+        if not isinstance(kinds, dict) or not all(isinstance(v, str) for v in kinds.values()):
+            raise forms.ValidationError('Give an object of scorer name → kind, e.g. {"Perspective": "toxicity"}.')
+        return kinds
 
     class Meta:
         model = Audit
@@ -109,6 +120,7 @@ class BitsLaunchForm(ModelsFieldsMixin, forms.ModelForm):
         return {"models": self.model_choices(), "corpus": data["corpus"],
                 "recorded_scorers": list(data["recorded_scorers"]), "prompt": DEFAULT_PROMPTS[data["prompt"]],
                 "batch_size": data["batch_size"], "analysis": {"t_test": data["t_test"]},
+                "score_kinds": data["score_kinds"],
                 "replicates": data["replicates"], "error_budget": data["error_budget"]}
 
     def clean(self):
@@ -117,7 +129,7 @@ class BitsLaunchForm(ModelsFieldsMixin, forms.ModelForm):
             arguments = self.launch_arguments()
             for problem in bits_services.bits_problems(
                     corpus=arguments["corpus"], models=arguments["models"], recorded=arguments["recorded_scorers"],
-                    prompt=arguments["prompt"], score_kinds={}, batch_size=arguments["batch_size"],
+                    prompt=arguments["prompt"], score_kinds=arguments["score_kinds"], batch_size=arguments["batch_size"],
                     analysis=arguments["analysis"], replicates=arguments["replicates"],
                     error_budget=arguments["error_budget"]):
                 self.add_error(None, problem)
@@ -132,7 +144,20 @@ def launch_from_form(form: BitsLaunchForm, user) -> Audit:
 
 
 def cells(audit: Audit) -> list[tuple[str, str]]:
-    return [(bits_services.CONDITION, "Sentences scored")]
+    """One progress column per scorer: its requests (a local scorer's hold a batch of sentences each)."""
+    return [(bits_services.CONDITION, "Scoring requests")]
+
+
+def provenance_text(provenance: dict) -> str:
+    """Where a corpus came from, in words (the whole record is in the manifest and GET /api/corpora/{id}/)."""
+    if provenance.get("generator") == "bits":
+        return ("generated from seed 001's Tables 3–5" if provenance.get("paper_tables")
+                else f"generated from a spec (sha256 {str(provenance.get('spec_hash', ''))[:12]})")
+    files = provenance.get("files") or {}
+    if files:
+        return "uploaded: " + ", ".join(f"{entry.get('file')} (sha256 {str(entry.get('sha256', ''))[:12]})"
+                                        for entry in files.values() if isinstance(entry, dict))
+    return str(provenance.get("snapshot_of") or provenance.get("generator") or "")
 
 
 def dashboard_data(audit: Audit) -> dict:
@@ -149,7 +174,7 @@ def dashboard_data(audit: Audit) -> dict:
         "models": [{"id": m.id, "label": m.display_name, "model": m.model} for m in models],
         "conditions": [{"code": code, "name": name} for code, name in cells(audit)],
         "corpus": {"id": corpus.id, "name": corpus.name, "n_units": corpus.n_units,
-                   "content_hash": corpus.content_hash, "provenance": corpus.provenance},
+                   "content_hash": corpus.content_hash, "provenance": provenance_text(corpus.provenance)},
         "scorers": [{"name": m.display_name, "kind": kinds.get(m.display_name, ""), "imported": False}
                     for m in models] + [{"name": s.name, "kind": kinds.get(s.name, ""), "imported": True}
                                         for s in recorded],
@@ -207,8 +232,8 @@ PARADIGM = registry.Paradigm(
     launch_serializer=BitsLaunchSerializer,
     launch=launch,
     launch_form=BitsLaunchForm,
-    launch_fields=("name", "corpus", "models", "params", "recorded_scorers", "prompt", "t_test", "batch_size",
-                   "replicates", "seed", "use_cache", "error_budget", "parallel_tasks"),
+    launch_fields=("name", "corpus", "models", "params", "recorded_scorers", "prompt", "score_kinds", "t_test",
+                   "batch_size", "replicates", "seed", "use_cache", "error_budget", "parallel_tasks"),
     launch_from_form=launch_from_form,
     dashboard_template="auditapp/bits_dashboard.html",
     dashboard_data=dashboard_data,

@@ -55,6 +55,7 @@ DDOFS = (0, 1)
 REPLICATE_RULE = ReplicateRule("mean")
 NOT_SCORED = "not scored (no row for this unit)"
 NO_REASON = "missing (no reason recorded)"
+SETTING_KEYS = frozenset({"t_test", "score_dev_ddof", "label_rules", "groups"})
 TABLES = ("scorers", "score_sense", "label_dist", "score_dev", "template_means", "term_sense", "group_means",
           "distributions", "coverage", "missing")
 
@@ -89,10 +90,11 @@ class AnalysisSettings:
                 problems.append(f"label_rules[{scorer!r}]: the threshold {rule.threshold!r} is not a finite number")
         if any(not isinstance(group, str) or not group.strip() for group in self.groups):
             problems.append("groups: every group must be a non-empty name")
-        elif CONTROL in self.groups:
-            problems.append(f"groups: {CONTROL!r} is the no-group control, always shown; it is not a group")
-        if len(set(self.groups)) != len(self.groups):
-            problems.append("groups: a group is listed twice")
+        else:
+            if CONTROL in self.groups:
+                problems.append(f"groups: {CONTROL!r} is the no-group control, always shown; it is not a group")
+            if len(set(self.groups)) != len(self.groups):
+                problems.append("groups: a group is listed twice")
         return problems
 
     def to_dict(self) -> dict:
@@ -103,16 +105,29 @@ class AnalysisSettings:
 
     @classmethod
     def from_dict(cls, data: Mapping) -> AnalysisSettings:
-        """Settings from their :meth:`to_dict` shape (missing keys take the defaults); shape errors raise
-        ``ValueError``, content problems are for :meth:`problems`."""
-        try:
-            rules = {str(scorer): LabelRule(threshold=rule["threshold"], inclusive=bool(rule["inclusive"]),
+        """Settings from their :meth:`to_dict` shape (missing keys take the defaults). A shape that would be read
+        as something else (an unknown key, a string where a list or a true/false belongs) raises ``ValueError``
+        naming it; content problems are for :meth:`problems`."""
+        if not isinstance(data, Mapping):
+            raise ValueError(f"the analysis settings are an object, not {type(data).__name__}")
+        unknown = sorted(set(data) - SETTING_KEYS)
+        if unknown:
+            raise ValueError(f"unknown analysis settings {unknown}; known: {sorted(SETTING_KEYS)}")
+        groups = data.get("groups") or []
+        if not isinstance(groups, list | tuple):
+            raise ValueError(f"groups: a list of group names, not {type(groups).__name__}")
+        rules = data.get("label_rules") or {}
+        if not isinstance(rules, Mapping):
+            raise ValueError(f"label_rules: an object of scorer name → rule, not {type(rules).__name__}")
+        parsed = {}
+        for scorer, rule in rules.items():
+            if not isinstance(rule, Mapping) or "threshold" not in rule or not isinstance(rule.get("inclusive"), bool):
+                raise ValueError(f"label_rules[{scorer!r}]: give {{\"threshold\": a number, \"inclusive\": true or "
+                                 f"false}}, not {rule!r}")
+            parsed[str(scorer)] = LabelRule(threshold=rule["threshold"], inclusive=rule["inclusive"],
                                             note=str(rule.get("note", "")))
-                     for scorer, rule in (data.get("label_rules") or {}).items()}
-            return cls(t_test=data.get("t_test", "paired"), score_dev_ddof=data.get("score_dev_ddof", 0),
-                       label_rules=rules, groups=tuple(data.get("groups") or ()))
-        except (KeyError, TypeError, AttributeError) as error:
-            raise ValueError(f"not BITS analysis settings: {error!r}") from None
+        return cls(t_test=data.get("t_test", "paired"), score_dev_ddof=data.get("score_dev_ddof", 0),
+                   label_rules=parsed, groups=tuple(groups))
 
 
 @dataclass(frozen=True)

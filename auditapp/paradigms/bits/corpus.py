@@ -43,6 +43,11 @@ import pandas as pd
 GROUP_SLOT = "<group>"
 WORD_SLOTS = {"<emotional word>": "emotional", "<event word>": "event"}
 CONTROL = "control"
+ALL_GROUPS = "All"
+"""The name of ScoreDev's figure over all groups (Table 8's "All"): no group may be called so either."""
+RESERVED_GROUPS = {CONTROL.casefold(): (CONTROL, "the no-group control sentences"),
+                   ALL_GROUPS.casefold(): (ALL_GROUPS, "ScoreDev over all groups")}
+"""Group names no term group may take (compared without case): the name and what it stands for."""
 """The group name of control sentences; reserved, so a researcher's group cannot take it."""
 TERM_CASES = ("lower", "as_printed")
 PAPER_TABLES = Path(__file__).with_name("seed001_tables.json")
@@ -130,6 +135,15 @@ def spec_from_dict(data: dict) -> BitsSpec:
     """A :class:`BitsSpec` from the JSON shape of ``seed001_tables.json`` (plus optional ``term_case``,
     ``article_agreement``). Shape errors raise ``ValueError``; content problems are for
     :func:`validate_spec`."""
+    lists = [("templates", data.get("templates")), ("emotions", data.get("emotions", [])),
+             ("groups", data.get("groups"))]
+    lists += [(f"groups[{i}].terms", g.get("terms")) for i, g in enumerate(data.get("groups") or [])
+              if isinstance(g, dict)]
+    lists += [(f"emotions[{i}].{kind}", e.get(kind, [])) for i, e in enumerate(data.get("emotions") or [])
+              if isinstance(e, dict) for kind in ("emotional_words", "event_words")]
+    not_lists = [name for name, value in lists if not isinstance(value, list | tuple)]
+    if not_lists:
+        raise ValueError(f"not a BITS spec: {', '.join(not_lists)} must be lists")
     try:
         return BitsSpec(
             templates=tuple(Template(id=str(t["id"]), text=str(t["text"])) for t in data["templates"]),
@@ -196,8 +210,9 @@ def validate_spec(spec: BitsSpec) -> list[str]:
         where = f"groups[{index}] ({group.name or 'no name'})"
         if not group.name.strip():
             problems.append(f"{where}: the name is empty")
-        elif group.name.casefold() == CONTROL:
-            problems.append(f"{where}: {CONTROL!r} is reserved for the no-group control sentences")
+        elif group.name.casefold() in RESERVED_GROUPS:
+            name, purpose = RESERVED_GROUPS[group.name.casefold()]
+            problems.append(f"{where}: {name!r} is reserved for {purpose}")
         elif group.name in seen_groups:
             problems.append(f"{where}: the name {group.name!r} is used twice")
         seen_groups.add(group.name)

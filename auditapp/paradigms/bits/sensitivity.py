@@ -21,9 +21,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
-from auditapp.paradigms.bits.corpus import CONTROL
+from auditapp.paradigms.bits.corpus import ALL_GROUPS, CONTROL
 
-ALL_GROUPS = "All"
 T_TESTS = ("paired", "welch")
 FACTORS = ["template", "emotion", "word", "group", "term"]
 

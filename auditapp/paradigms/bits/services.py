@@ -20,6 +20,7 @@ from auditapp.audit_services import (
     ModelChoice,
     PlannedRequest,
     audit_request_key,
+    endpoint_config,
     enqueue_prepare,
     launch_problems,
     manifest_models,
@@ -29,6 +30,7 @@ from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, Corp
 from auditapp.paradigms.base import Unit
 from auditapp.paradigms.bits import analysis as bits_analysis
 from auditapp.paradigms.bits import requests as asking
+from auditapp.paradigms.bits.corpus import CONTROL, paper_spec
 from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, ScorePrompt
 from auditapp.paradigms.bits.sensitivity import LABEL_RULES
 from auditapp.paradigms.bits.units import corpus_frame_of_units
@@ -92,6 +94,7 @@ class BitsRequests:
                        "note": "ours, not from seed 001 (which scores with the tools' own outputs)"},
             "batch_size": self.batch_size,
             "scorers": [{**entry, "takes": self.readers[model.id].takes,
+                         "identity": scorer_kinds.identity(endpoint_config(model.endpoint), model.model),
                          "score_kind": design["score_kinds"].get(model.display_name, "")}
                         for model, entry in zip(self.models.values(), manifest_models(self.models.values()),
                                                 strict=True)],
@@ -115,12 +118,17 @@ def recorded_scorers_of(audit: Audit) -> list[RecordedScorer]:
 
 
 def default_score_kind(choice: ModelChoice, prompt: ScorePrompt) -> str:
-    """Which default label rule a scorer's scores take: VADER's own for VADER, the prompt's for a chat model
-    (sentiment or toxicity), sentiment otherwise."""
-    if scorer_kinds.takes(choice.endpoint.protocol) == asking.TEXTS and choice.model == "vader":
+    """Which default label rule a scorer's scores take: VADER's own for VADER; for a chat model the prompt's kind
+    (ours are named sentiment and toxicity; a researcher's prompt on a [0, 1]-like scale is read as a toxicity
+    probability); for an HTTP JSON scorer toxicity when its scale starts at 0 or above; sentiment otherwise.
+    ``score_kinds`` overrides any of them."""
+    takes = scorer_kinds.takes(choice.endpoint.protocol)
+    if takes == asking.TEXTS and choice.model == "vader":
         return "vader"
-    if scorer_kinds.takes(choice.endpoint.protocol) == asking.MESSAGES and prompt.name in LABEL_RULES:
-        return prompt.name
+    if takes == asking.MESSAGES:
+        return prompt.name if prompt.name in LABEL_RULES else "toxicity" if prompt.low >= 0 else "sentiment"
+    if takes == asking.TEXT and choice.endpoint.score_min >= 0:
+        return "toxicity"
     return "sentiment"
 
 
@@ -133,7 +141,7 @@ def bits_problems(*, corpus: Corpus | None, models: list[ModelChoice], recorded:
                   replicates: int, error_budget: float) -> list[str]:
     """Everything that stops a BITS audit from being launched as asked (empty when it can be)."""
     problems = launch_problems(models=models, replicates=replicates, error_budget=error_budget,
-                               other_scorers=len(recorded))
+                               other_scorers=len(recorded), accepts=(asking.MESSAGES, asking.TEXT, asking.TEXTS))
     if corpus is not None and corpus.paradigm != PARADIGM:
         problems.append(f"corpus {corpus.id} is a {corpus.paradigm} corpus, not a BITS one")
     if corpus is not None:
@@ -163,7 +171,20 @@ def bits_problems(*, corpus: Corpus | None, models: list[ModelChoice], recorded:
     unknown = sorted(set(settings.label_rules) - set(names))
     if unknown:
         problems.append(f"analysis: label rules name no scorer of the audit: {unknown}")
+    if settings.groups and not settings.problems():
+        present = corpus_groups(corpus)
+        absent = [group for group in settings.groups if group not in present]
+        if absent:
+            problems.append(f"analysis: groups {absent} are not in the corpus (it has {sorted(present)})")
     return problems
+
+
+def corpus_groups(corpus: Corpus | None) -> set[str]:
+    """The term groups of a corpus (of the default corpus when none is given), the control left out."""
+    if corpus is None:
+        return {group.name for group in paper_spec().groups}
+    return set(CorpusUnit.objects.filter(corpus=corpus).values_list("factors__group", flat=True).distinct()) - {
+        CONTROL, None}
 
 
 @transaction.atomic
@@ -202,9 +223,6 @@ def bits_audit_create(*, name: str, models: list[ModelChoice], corpus: Corpus | 
 
 # ------------------------------------------------------------------------------------------------ analysis
 
-SCORE_COLUMNS = ["scorer", "imported", "kind", "unit", "replicate", "value", "reason"]
-
-
 def scores_frame(audit: Audit, builder: BitsRequests | None = None) -> pd.DataFrame:
     """One row per scorer × sentence × replicate: the judgments of answered requests, the sentences of failed
     requests (missing, with the request's error) and every recorded score (imported, replicate 0)."""
@@ -238,7 +256,7 @@ def scores_frame(audit: Audit, builder: BitsRequests | None = None) -> pd.DataFr
     unit_order = {unit.key: n for n, unit in enumerate(builder.units)}
     frame = frame.assign(_scorer=frame["scorer"].map(scorer_order), _unit=frame["unit"].map(unit_order)).sort_values(
         ["_scorer", "_unit", "replicate"], kind="stable", ignore_index=True)
-    return frame[SCORE_COLUMNS]
+    return frame[list(bits_analysis.SCORE_COLUMNS)]
 
 
 def bits_analyse(audit: Audit) -> None:

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from auditapp.paradigms.bits.corpus import CONTROL, BitsSentence
+from auditapp.paradigms.bits.corpus import CONTROL, RESERVED_GROUPS, BitsSentence
 
 Records = Iterable[tuple[int, Mapping[str, str]]]
 UNMATCHED_RULES = ("report", "refuse")
@@ -208,8 +208,9 @@ def parse_upload(perturbed: Records, controls: Records, *, perturbed_name: str =
         if not (template and text and raw_group and term):
             continue
         group = renamed.get(raw_group, raw_group)
-        if group.casefold() == CONTROL:
-            reader.problem(row, reader.column["class"], f"{CONTROL!r} is reserved for the control sentences")
+        if group.casefold() in RESERVED_GROUPS:
+            name, purpose = RESERVED_GROUPS[group.casefold()]
+            reader.problem(row, reader.column["class"], f"{name!r} is reserved for {purpose}")
             continue
         key = f"{template}|{text}"
         if key in seen:

@@ -130,7 +130,6 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
     return audit
 
 
-# Tasks are sent after the commit with robust=True: a broker that is away is logged, never a 500 after the
 
 def ground_truth_corpus(study: Study, truth: list[tuple[int, int | None, int | None]], *, created_by=None) -> Corpus:
     """The evaluated items and their references as a corpus: a snapshot of the study's ground truth, stored once
