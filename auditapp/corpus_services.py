@@ -4,9 +4,8 @@
   (:func:`auditapp.corpora.units_hash`): an identical corpus (same paradigm, same units in the same order) is
   not stored twice, the stored one is returned. Units and recorded scores are written with ``bulk_create`` in
   batches, in one transaction: a corpus is stored whole or not at all.
-- :func:`bits_corpus_generate` stores a BITS corpus generated from seed 001's tables or a researcher's spec;
-  :func:`bits_corpus_upload` one uploaded in the public BITS repository's shape (seed 001 §3.2), with each of
-  its per-tool score columns as a recorded scorer.
+- A paradigm's own corpora (generated from its tables, uploaded in its shape) are built in its package and
+  stored through :func:`corpus_store` (BITS: :mod:`auditapp.paradigms.bits.corpora`).
 - :func:`corpus_units_frame` and :func:`recorded_scores_frame` read a corpus's units and recorded scores into
   DataFrames in chunks, without model instances.
 
@@ -15,36 +14,22 @@ before anything is written.
 """
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 import pandas as pd
-from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from annotation.item_files import (
-    ItemFileError,
-    file_format_from_name,
-    item_file_reading_cost,
-    read_table_records,
-)
 from auditapp.corpora import MAX_REPORTED, RecordedColumn, recorded_problems, units_hash, units_problems
 from auditapp.models import Corpus, CorpusUnit, RecordedScore, RecordedScorer
 from auditapp.paradigms import registry
 from auditapp.paradigms.base import Unit
-from auditapp.paradigms.bits.corpus import CONTROL, corpus_counts, generate, paper_spec, spec_from_dict, validate_spec
-from auditapp.paradigms.bits.units import sentence_units, uploaded_units
-from auditapp.paradigms.bits.upload import BitsUploadError, parse_upload
 
 BULK_BATCH_SIZE = 2000
 FRAME_CHUNK_SIZE = 5000
 MAX_CORPUS_NAME = 200
 MAX_REASON = 200
-BITS_COUNTS_NOTE = (
-    "The full cross-product of the printed Tables 3-5 (auditapp.paradigms.bits.corpus): the paper's text reports "
-    "1,920 sentences and 420 controls, which do not follow from its tables.")
 
 
 @dataclass(frozen=True)
@@ -163,127 +148,6 @@ def _recorded_store(*, corpus: Corpus, columns: Sequence[RecordedColumn]) -> Non
         (RecordedScore(scorer_id=scorer_ids[c.name], unit_id=unit_ids[key], value=value, reason=reason[:MAX_REASON])
          for c in new for key, value, reason in c.scores),
         batch_size=BULK_BATCH_SIZE)
-
-
-def bits_corpus_generate(*, spec: Mapping[str, Any] | None, name: str, created_by=None) -> Corpus:
-    """Generate and store a BITS corpus: from seed 001's Tables 3–5 when ``spec`` is None, else from the
-    researcher's spec (the JSON shape of ``seed001_tables.json``). An invalid spec raises :class:`CorpusError`
-    naming every problem (``spec: templates[2] (T3): …``) and nothing is stored.
-
-    Provenance: the generator, the spec and its hash, whether it is the paper's tables, and the counts of
-    sentences per template, per group and of controls, with a note on how they differ from the paper's text.
-    """
-    if spec is None:
-        bits_spec = paper_spec()
-    else:
-        try:
-            bits_spec = spec_from_dict(dict(spec))
-        except (ValueError, TypeError) as error:
-            raise CorpusError([CorpusProblem(f"spec: {error}")]) from None
-        problems = validate_spec(bits_spec)
-        if problems:
-            raise CorpusError([CorpusProblem(f"spec: {problem}") for problem in problems])
-    sentences = generate(bits_spec)
-    provenance = {
-        "generator": "bits",
-        "spec": bits_spec.to_dict(),
-        "spec_hash": bits_spec.content_hash(),
-        "paper_tables": bits_spec == paper_spec(),
-        "counts": bits_counts(sentences),
-        "counts_note": BITS_COUNTS_NOTE,
-    }
-    return corpus_store(paradigm="bits", name=name, units=sentence_units(sentences), provenance=provenance,
-                        created_by=created_by)
-
-
-def bits_counts(sentences) -> dict:
-    """Sentences per template, per group (``control`` included), per template × group, and the totals."""
-    table = corpus_counts(sentences)
-    inner = table.drop(index="total", columns="total")
-    return {
-        "total": int(table.loc["total", "total"]),
-        "controls": int(table.loc["total", CONTROL]) if CONTROL in table.columns else 0,
-        "per_template": {str(k): int(v) for k, v in table["total"].drop("total").items()},
-        "per_group": {str(k): int(v) for k, v in table.loc["total"].drop("total").items()},
-        "per_template_group": {str(t): {str(g): int(n) for g, n in row.items()} for t, row in inner.iterrows()},
-    }
-
-
-@dataclass(frozen=True)
-class _ReadFile:
-    name: str
-    sha256: str
-    size: int
-    encoding: str
-    headers: frozenset[str]
-    rows: list
-
-
-def _read_upload(upload, role: str, problems: list[CorpusProblem]) -> _ReadFile | None:
-    """The rows of one uploaded file, or None with its problems added (size, type, encoding, malformed rows)."""
-    name = getattr(upload, "name", None) or f"{role} file"
-    limit = settings.CORPUS_UPLOAD_MAX_BYTES
-    size = getattr(upload, "size", None)
-    if size is not None and size > limit:
-        problems.append(CorpusProblem(f"the file is {size:,} bytes; at most {limit:,} are read "
-                                      "(CORPUS_UPLOAD_MAX_BYTES)", file=name))
-        return None
-    content = upload.read()
-    try:
-        file_format = file_format_from_name(name)
-        cost = item_file_reading_cost(content, file_format=file_format)
-        if cost > limit:
-            problems.append(CorpusProblem(f"the file holds {cost:,} bytes to read; at most {limit:,} are read "
-                                          "(CORPUS_UPLOAD_MAX_BYTES)", file=name))
-            return None
-        table = read_table_records(content, file_format=file_format)
-    except ItemFileError as error:
-        problems.extend(CorpusProblem(p.message, file=name, row=p.row, column=p.column) for p in error.problems)
-        return None
-    headers = frozenset(table.rows[0][1]) if table.rows else frozenset()
-    return _ReadFile(name=name, sha256=hashlib.sha256(content).hexdigest(), size=len(content),
-                     encoding=table.encoding, headers=headers, rows=table.rows)
-
-
-def bits_corpus_upload(*, perturbed_file, control_file, name: str, created_by=None,
-                       unmatched: str = "report") -> Corpus:
-    """Store a BITS corpus uploaded in the public repository's shape
-    (:mod:`auditapp.paradigms.bits.upload`): a file of perturbed sentences and one of controls, each CSV, TSV or
-    XLSX (read as item files are, :func:`annotation.item_files.read_table_records`), at most
-    ``CORPUS_UPLOAD_MAX_BYTES`` to read each.
-
-    All or nothing: any problem in either file raises :class:`CorpusError` naming the file, row and column of
-    every problem. Each score column becomes a recorded scorer with a score or a missing value with its reason
-    for every sentence; its provenance names the files that carry the column and their sha256.
-    """
-    problems: list[CorpusProblem] = []
-    perturbed = _read_upload(perturbed_file, "perturbed", problems)
-    controls = _read_upload(control_file, "control", problems)
-    if problems:
-        raise CorpusError(problems)
-    try:
-        parsed = parse_upload(perturbed.rows, controls.rows, perturbed_name=perturbed.name,
-                              controls_name=controls.name, unmatched=unmatched)
-    except BitsUploadError as error:
-        raise CorpusError([CorpusProblem(p.message, file=p.file, row=p.row, column=p.column)
-                           for p in error.problems], error.total) from None
-
-    def column_provenance(column: str) -> dict:
-        return {"imported": True, "column": column,
-                "files": [{"file": f.name, "sha256": f.sha256} for f in (perturbed, controls) if column in f.headers]}
-
-    units, columns = uploaded_units(parsed, column_provenance=column_provenance)
-    provenance = {
-        "generator": "upload",
-        "shape": "BITS repository (github.com/PranavNV/BITS): perturbed sentences and no-group controls",
-        "files": {role: {"file": f.name, "sha256": f.sha256, "bytes": f.size, "encoding": f.encoding,
-                         "rows": len(f.rows)}
-                  for role, f in (("perturbed", perturbed), ("control", controls))},
-        "unmatched_rule": unmatched,
-        "summary": parsed.summary(),
-    }
-    return corpus_store(paradigm="bits", name=name, units=units, provenance=provenance, created_by=created_by,
-                        recorded=columns)
 
 
 def corpus_units_frame(corpus: Corpus) -> pd.DataFrame:

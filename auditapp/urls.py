@@ -31,7 +31,6 @@ api_patterns = [
     path("endpoints/", audit_api.EndpointListView.as_view(), name="endpoint-list"),
     path("endpoints/<int:pk>/models/", audit_api.EndpointModelsView.as_view(), name="endpoint-models"),
     path("corpora/", corpus_api.CorpusListView.as_view(), name="corpus-list"),
-    path("corpora/upload/", corpus_api.CorpusUploadView.as_view(), name="corpus-upload"),
     path("corpora/<int:pk>/", corpus_api.CorpusDetailView.as_view(), name="corpus-detail"),
     path("corpora/<int:pk>/units/", corpus_api.CorpusUnitsView.as_view(), name="corpus-units"),
     path("audits/", audit_api.AuditListView.as_view(), name="audit-list"),

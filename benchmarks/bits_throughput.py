@@ -158,8 +158,8 @@ def main() -> None:
     from django.db.models import F, Max, Min
 
     from auditapp.audit_services import ModelChoice
-    from auditapp.corpus_services import bits_corpus_generate
     from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, CorpusUnit, LLMEndpoint
+    from auditapp.paradigms.bits.corpora import bits_corpus_generate
     from auditapp.paradigms.bits.services import DEFAULT_CORPUS_NAME, bits_audit_create
     from tests.integration.support import celery_worker
 

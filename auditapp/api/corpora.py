@@ -11,9 +11,7 @@ from functools import cached_property
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
-from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
-from rest_framework.views import APIView
 
 from annotation.selectors import Export
 from auditapp.api.exports import ExportListAPIView, ModelListExportView
@@ -23,12 +21,14 @@ from auditapp.corpus_selectors import (
     corpus_recorded_scorers,
     corpus_units_export,
 )
-from auditapp.corpus_services import CorpusError, bits_corpus_generate, bits_corpus_upload
+from auditapp.corpus_services import CorpusError
 from auditapp.models import Corpus
-from auditapp.paradigms.bits.upload import UNMATCHED_RULES
+from auditapp.paradigms import registry
 
-GENERATED_PARADIGMS = [("bits", "Perturbation sensitivity (BITS, seed 001)")]
-"""The paradigms whose corpora ``POST /api/corpora/`` generates."""
+
+def generated_paradigms() -> list[tuple[str, str]]:
+    """(name, label) of the paradigms whose corpora ``POST /api/corpora/`` generates (``Paradigm.corpus_generate``)."""
+    return [(paradigm.name, paradigm.label) for paradigm in registry.every() if paradigm.corpus_generate]
 LIST_COLUMNS = ["id", "paradigm", "name", "content_hash", "n_units", "n_recorded_scorers", "created_by",
                 "created_at"]
 
@@ -100,27 +100,23 @@ class StrictCharField(serializers.CharField):
 class CorpusCreateSerializer(serializers.Serializer):
     """The body of ``POST /api/corpora/``."""
 
-    paradigm = serializers.ChoiceField(choices=GENERATED_PARADIGMS, default="bits",
-                                       help_text="Only BITS corpora are generated (seed 001).")
+    paradigm = serializers.ChoiceField(choices=(), required=False,
+                                       help_text="The paradigm whose corpus is generated (default: the first that "
+                                                 "generates corpora).")
     name = StrictCharField(max_length=200)
     spec = serializers.DictField(required=False, allow_null=True, default=None,
-                                 help_text="Omit for seed 001's Tables 3–5. Else the JSON shape of "
-                                           "auditapp/paradigms/bits/seed001_tables.json: templates [{id, text}], "
-                                           "emotions [{emotion, emotional_words, event_words}], groups "
+                                 help_text="The paradigm's generator's parameters; omitted, its paper's tables. BITS: "
+                                           "the JSON shape of auditapp/paradigms/bits/seed001_tables.json: templates "
+                                           "[{id, text}], emotions [{emotion, emotional_words, event_words}], groups "
                                            "[{group, terms}], and optionally term_case, article_agreement, source.")
 
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # From the registry when used, not when imported (the paradigms' adapters import this module).
+        self.fields["paradigm"].choices = generated_paradigms()
 
-class CorpusUploadSerializer(serializers.Serializer):
-    """The multipart fields of ``POST /api/corpora/upload/``."""
-
-    perturbed_file = serializers.FileField(help_text="CSV, TSV or XLSX: Template, Sentence, Class, SubClass "
-                                                     "(optional Sentiment, Control) and one column per tool's score.")
-    control_file = serializers.FileField(help_text="CSV, TSV or XLSX: Template, Sentence (optional Sentiment) "
-                                                   "and score columns.")
-    name = serializers.CharField(max_length=200)
-    unmatched = serializers.ChoiceField(choices=UNMATCHED_RULES, default="report",
-                                        help_text="A perturbed sentence whose control is not found: imported and "
-                                                  "reported (report) or a problem (refuse).")
+    def validate(self, data):
+        return {**data, "paradigm": data.get("paradigm") or generated_paradigms()[0][0]}
 
 
 class CorpusProblemSerializer(serializers.Serializer):
@@ -136,17 +132,17 @@ class CorpusRejectedSerializer(serializers.Serializer):
                                        help_text="Every problem; absent when the body itself cannot be read.")
 
 
-def _rejected(problems: list[dict], detail: str) -> Response:
+def rejected_response(problems: list[dict], detail: str) -> Response:
     return Response({"detail": detail, "problems": problems}, status=status.HTTP_400_BAD_REQUEST)
 
 
-def _invalid_body(errors: dict) -> Response:
+def invalid_body_response(errors: dict) -> Response:
     problems = [{"file": None, "row": None, "column": field, "message": " ".join(str(e) for e in messages)}
                 for field, messages in errors.items()]
-    return _rejected(problems, "invalid request: " + "; ".join(f"{p['column']}: {p['message']}" for p in problems))
+    return rejected_response(problems, "invalid request: " + "; ".join(f"{p['column']}: {p['message']}" for p in problems))
 
 
-def _stored(corpus: Corpus) -> Response:
+def stored_response(corpus: Corpus) -> Response:
     reused = corpus.reused
     corpus = corpus_list().get(pk=corpus.pk)
     corpus.reused = reused
@@ -171,44 +167,20 @@ class CorpusListView(ModelListExportView):
 
     @extend_schema(request=CorpusCreateSerializer,
                    responses={201: CorpusDetailSerializer, 200: CorpusDetailSerializer, 400: CorpusRejectedSerializer},
-                   summary="Generate a BITS corpus",
-                   description="From seed 001's Tables 3–5 (spec omitted) or a researcher's spec. 400 names every "
-                               "problem of the spec and stores nothing; 200 returns an identical corpus stored "
-                               "before.")
+                   summary="Generate a corpus",
+                   description="A paradigm's corpus from its paper's tables (spec omitted) or a researcher's spec "
+                               "(BITS: seed 001's Tables 3–5). 400 names every problem of the spec and stores "
+                               "nothing; 200 returns an identical corpus stored before.")
     def post(self, request):
         body = CorpusCreateSerializer(data=request.data)
         if not body.is_valid():
-            return _invalid_body(body.errors)
+            return invalid_body_response(body.errors)
         try:
-            corpus = bits_corpus_generate(spec=body.validated_data["spec"], name=body.validated_data["name"],
-                                          created_by=request.user)
+            corpus = registry.get(body.validated_data["paradigm"]).corpus_generate(
+                spec=body.validated_data["spec"], name=body.validated_data["name"], created_by=request.user)
         except CorpusError as error:
-            return _rejected([p.as_dict() for p in error.problems], str(error))
-        return _stored(corpus)
-
-
-class CorpusUploadView(APIView):
-    parser_classes = [MultiPartParser, FormParser]
-
-    @extend_schema(request={"multipart/form-data": CorpusUploadSerializer},
-                   responses={201: CorpusDetailSerializer, 200: CorpusDetailSerializer, 400: CorpusRejectedSerializer},
-                   summary="Upload a BITS corpus",
-                   description="Two files in the public BITS repository's shape (github.com/PranavNV/BITS): the "
-                               "perturbed sentences and the no-group controls; every other column is a tool's "
-                               "score, stored as a recorded scorer. All or nothing: 400 names the file, row and "
-                               "column of every problem and stores nothing. Each file may hold at most "
-                               "CORPUS_UPLOAD_MAX_BYTES to read (16 MiB by default).")
-    def post(self, request):
-        body = CorpusUploadSerializer(data=request.data)
-        if not body.is_valid():
-            return _invalid_body(body.errors)
-        data = body.validated_data
-        try:
-            corpus = bits_corpus_upload(perturbed_file=data["perturbed_file"], control_file=data["control_file"],
-                                        name=data["name"], unmatched=data["unmatched"], created_by=request.user)
-        except CorpusError as error:
-            return _rejected([p.as_dict() for p in error.problems], str(error))
-        return _stored(corpus)
+            return rejected_response([p.as_dict() for p in error.problems], str(error))
+        return stored_response(corpus)
 
 
 class CorpusDetailView(generics.RetrieveAPIView):

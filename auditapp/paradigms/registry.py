@@ -59,7 +59,9 @@ class Paradigm:
     - ``dashboard_template`` and ``dashboard_data(audit)``;
     - ``tables``: named exports under ``/api/audits/{id}/tables/{name}/``; ``api_urls()`` its own routes;
     - ``register_admin(site)``: the admin of its own records (a corpus, item variants);
-    - ``after_migrate()``: what it ships into the database after every migrate (default prompt templates).
+    - ``after_migrate()``: what it ships into the database after every migrate (default prompt templates);
+    - ``corpus_generate(spec=, name=, created_by=)``: its corpus from its paper's tables (spec None) or a
+      researcher's spec, for ``POST /api/corpora/``; None when it generates none.
     """
 
     name: str
@@ -78,6 +80,7 @@ class Paradigm:
     api_urls: Callable[[], list] = list
     register_admin: Callable[[Any], None] = lambda site: None
     after_migrate: Callable[[], None] = lambda: None
+    corpus_generate: Callable[..., Any] | None = None
 
 
 class UnknownParadigm(KeyError):

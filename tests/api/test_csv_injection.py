@@ -16,8 +16,8 @@ from django.urls import URLPattern
 from annotation.models import Item, Label, Participant
 from annotation.services import items_import_file
 from auditapp import audit_services as services
-from auditapp.corpus_services import bits_corpus_generate
 from auditapp.models import AuditModel, AuditRequest, LLMEndpoint, LLMReply
+from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.self_report.services import self_report_audit_create
 from auditapp.urls import api_patterns
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit

@@ -22,8 +22,8 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from annotation.models import ItemImport
 from annotation.services import items_import_file
-from auditapp.corpus_services import bits_corpus_generate
 from auditapp.models import LLMEndpoint
+from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.self_report.services import self_report_audit_create
 from tests.factories import autalic_like_csv, make_audit_study, make_researcher
 from tests.llm_server import LLMServer

@@ -9,16 +9,10 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import override_settings
 
 from auditapp.corpora import RecordedColumn, units_hash
-from auditapp.corpus_services import (
-    CorpusError,
-    bits_corpus_generate,
-    bits_corpus_upload,
-    corpus_store,
-    corpus_units_frame,
-    recorded_scores_frame,
-)
+from auditapp.corpus_services import CorpusError, corpus_store, corpus_units_frame, recorded_scores_frame
 from auditapp.models import Corpus, CorpusUnit, RecordedScore, RecordedScorer
 from auditapp.paradigms.base import Unit
+from auditapp.paradigms.bits.corpora import bits_corpus_generate, bits_corpus_upload
 from auditapp.paradigms.bits.corpus import PAPER_TABLES, corpus_counts, corpus_frame, generate, paper_spec
 from auditapp.paradigms.bits.units import sentence_units
 from tests.auditapp.bits_upload_files import PERTURBED_ROWS, public_shape_files

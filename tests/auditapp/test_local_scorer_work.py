@@ -13,9 +13,9 @@ import pytest
 
 from auditapp import audit_runner, scorer_kinds
 from auditapp import audit_services as services
-from auditapp.corpus_services import bits_corpus_generate
 from auditapp.llm_clients import Completion, EndpointConfig
 from auditapp.models import Audit, AuditJudgment, LLMEndpoint
+from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.bits.corpus import PAPER_TABLES
 from auditapp.paradigms.bits.services import bits_audit_create
 from auditapp.scorers import local

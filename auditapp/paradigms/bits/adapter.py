@@ -3,17 +3,19 @@ its request builder, analysis, dashboard and named tables (seed 001 Tables 7–1
 from __future__ import annotations
 
 from django import forms
+from django.urls import path
 from rest_framework import serializers
 
 from annotation.selectors import Export
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
-from auditapp.corpus_admin import register_admin as register_corpus_admin
 from auditapp.launch_forms import ModelsFieldsMixin
 from auditapp.models import Audit, Corpus, RecordedScorer
 from auditapp.paradigms import registry
 from auditapp.paradigms.bits import LABEL
 from auditapp.paradigms.bits import analysis as bits_analysis
 from auditapp.paradigms.bits import services as bits_services
+from auditapp.paradigms.bits.admin import register_admin as register_corpus_admin
+from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, ScorePrompt
 from auditapp.paradigms.bits.requests import MAX_BATCH_SIZE
 from auditapp.paradigms.bits.sensitivity import T_TESTS
@@ -223,6 +225,12 @@ TABLES = {
 }
 
 
+def api_urls() -> list:
+    from auditapp.paradigms.bits.api import CorpusUploadView
+
+    return [path("corpora/upload/", CorpusUploadView.as_view(), name="corpus-upload")]
+
+
 PARADIGM = registry.Paradigm(
     name=NAME,
     label=LABEL,
@@ -238,5 +246,7 @@ PARADIGM = registry.Paradigm(
     dashboard_template="auditapp/bits_dashboard.html",
     dashboard_data=dashboard_data,
     tables=TABLES,
+    api_urls=api_urls,
     register_admin=register_corpus_admin,
+    corpus_generate=bits_corpus_generate,
 )

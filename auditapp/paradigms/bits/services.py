@@ -25,11 +25,12 @@ from auditapp.audit_services import (
     launch_problems,
     manifest_models,
 )
-from auditapp.corpus_services import bits_corpus_generate, corpus_units_frame, recorded_scores_frame
+from auditapp.corpus_services import corpus_units_frame, recorded_scores_frame
 from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, Corpus, CorpusUnit, RecordedScorer
 from auditapp.paradigms.base import Unit
 from auditapp.paradigms.bits import analysis as bits_analysis
 from auditapp.paradigms.bits import requests as asking
+from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.bits.corpus import CONTROL, paper_spec
 from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, ScorePrompt
 from auditapp.paradigms.bits.sensitivity import LABEL_RULES

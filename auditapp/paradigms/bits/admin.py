@@ -2,7 +2,7 @@
 counts per factor, recorded scorers), and an "Add" page that generates a BITS corpus (seed 001's tables or a
 spec) or uploads one in the public BITS repository's shape, listing every problem when nothing could be stored.
 
-Imported by :mod:`auditapp.admin`, which registers the rest of the audit domain.
+Registered by the BITS paradigm (``Paradigm.register_admin``).
 """
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
 from auditapp.corpus_selectors import corpus_factor_counts, corpus_recorded_scorers
-from auditapp.corpus_services import CorpusError, bits_corpus_generate, bits_corpus_upload
+from auditapp.corpus_services import CorpusError
 from auditapp.models import Corpus
+from auditapp.paradigms.bits.corpora import bits_corpus_generate, bits_corpus_upload
 from auditapp.paradigms.bits.upload import UNMATCHED_RULES
 
 
