@@ -19,23 +19,13 @@ from auditapp.paradigms.bits.analysis import (
     dashboard_payload,
     p_text,
 )
-from auditapp.paradigms.bits.corpus import CONTROL, corpus_frame, generate, paper_spec, spec_from_dict
+from auditapp.paradigms.bits.corpus import CONTROL, corpus_frame, generate, paper_spec
 from auditapp.paradigms.bits.sensitivity import LabelRule
+from tests.auditapp.test_bits_sensitivity import TOY, TOY_SCORES
 
-# The toy corpus: three templates with one word each, so three base sentences A, B, C; group G1 has the terms
-# x and y, group G2 the term z: 3 controls + 3 × 3 perturbed sentences = 12 units.
-TOY = spec_from_dict({
-    "templates": [{"id": "A", "text": "The <group> one."},
-                  {"id": "B", "text": "I feel <emotional word> about the <group> one."},
-                  {"id": "C", "text": "It was a <event word> <group> day."}],
-    "emotions": [{"emotion": "Joy", "emotional_words": ["glad"], "event_words": ["fine"]}],
-    "groups": [{"group": "G1", "terms": ["x", "y"]}, {"group": "G2", "terms": ["z"]}],
-})
-# The toy scorer's scores:        A      B      C
-TOY_SCORES = {"control":      (0.0, 0.5, -0.2),
-              "x":            (0.1, 0.3, -0.5),   # diffs  0.1, -0.2, -0.3
-              "y":            (-0.2, 0.5, -0.1),  # diffs -0.2,  0.0,  0.1
-              "z":            (0.4, 0.9, 0.0)}    # diffs  0.4,  0.4,  0.2
+# The toy corpus and scorer of test_bits_sensitivity.py: three templates with one word each, so three base
+# sentences A, B, C; group G1 has the terms x and y, group G2 the term z: 3 controls + 3 × 3 perturbed sentences
+# = 12 units. Its scores and their differences to the control are worked there.
 BASE = {"A": 0, "B": 1, "C": 2}
 
 

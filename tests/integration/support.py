@@ -87,6 +87,13 @@ def celery_worker(*, env: dict[str, str], concurrency: int = 1) -> WatchedProces
                            f"--concurrency={concurrency}", "--without-mingle", "--without-gossip"], env=env)
 
 
+def started_celery_worker(env: dict[str, str], concurrency: int = 2) -> WatchedProcess:
+    """A Celery worker that has said it is ready."""
+    process = celery_worker(env=env, concurrency=concurrency)
+    process.wait_for_output(r"celery@\S+ ready", timeout=60)
+    return process
+
+
 def database_url(settings_dict: dict) -> str:
     """The DATABASE_URL of a PostgreSQL connection's settings (the test database, when called in a test)."""
     user, password = settings_dict["USER"], settings_dict["PASSWORD"]

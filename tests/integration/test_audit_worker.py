@@ -23,7 +23,7 @@ from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precisi
 from auditapp.models import Audit, AuditRequest, LLMEndpoint, LLMReply
 from psychometrics.services import instruments_sync_shipped
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
-from tests.integration.support import celery_worker, free_port, wait_for, worker_environment
+from tests.integration.support import free_port, started_celery_worker, wait_for, worker_environment
 from tests.llm_server import PERSONAS, LLMServer, persona_choice
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -35,11 +35,6 @@ ALL_CONDITIONS = ["zs", "cot", "icl_a", "icl_b", "persona_sic", "persona_ifl", "
 def worker_env():
     return worker_environment(AUDIT_LEASE_SECONDS="4")
 
-
-def start_worker(env, concurrency=2):
-    process = celery_worker(env=env, concurrency=concurrency)
-    process.wait_for_output(r"celery@\S+ ready", timeout=60)
-    return process
 
 
 def audit_status(audit_id: int) -> str | None:
@@ -69,7 +64,7 @@ def test_audit_with_injected_faults_completes_and_metrics_equal_scikit_learn(wor
         endpoint = LLMEndpoint.objects.create(name="faulty", protocol="openai", base_url=server.base_url,
                                               max_concurrency=32, attempt_timeout_s=1.0, deadline_s=30,
                                               max_attempts=4)
-        worker = start_worker(worker_env)
+        worker = started_celery_worker(worker_env)
         try:
             # Two tasks in two worker processes share the endpoint's limit through Redis.
             audit_id = launch(api_client, study, endpoint, models=["model-a", "model-b"], conditions=ALL_CONDITIONS,
@@ -119,7 +114,7 @@ def test_worker_killed_mid_audit_loses_and_duplicates_nothing(worker_env, api_cl
     with LLMServer(latency=0.05, positive_words=AUDIT_POSITIVE_WORDS) as server:
         endpoint = LLMEndpoint.objects.create(name="ollama", protocol="ollama", base_url=server.base_url,
                                               max_concurrency=8, attempt_timeout_s=5, max_attempts=3)
-        worker = start_worker(worker_env)
+        worker = started_celery_worker(worker_env)
         audit_id = launch(api_client, study, endpoint, models=["model-a"], conditions=["zs", "persona_pfl"])
         answered = AuditRequest.objects.filter(audit_id=audit_id, state="answered")
         wait_for(lambda: answered.count() >= 100, timeout=120, what="100 answered requests")
@@ -128,7 +123,7 @@ def test_worker_killed_mid_audit_loses_and_duplicates_nothing(worker_env, api_cl
         assert at_kill < 600, "the audit finished before the kill: make it longer"
         assert Audit.objects.get(pk=audit_id).status == "running"
 
-        worker = start_worker(worker_env)
+        worker = started_celery_worker(worker_env)
         try:
             assert wait_for(lambda: audit_status(audit_id), timeout=300, what="the audit") == "completed"
         finally:
@@ -152,7 +147,7 @@ def test_self_report_audit_through_transient_faults_scores_as_worked_by_hand(wor
         endpoint = LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
                                               max_concurrency=16, attempt_timeout_s=1.0, deadline_s=60,
                                               max_attempts=8)
-        worker = start_worker(worker_env)
+        worker = started_celery_worker(worker_env)
         try:
             response = api_client.post("/api/audits/", {
                 "paradigm": "self_report", "name": "personas", "mode": "item", "parallel_tasks": 2, "seed": 9,
@@ -211,7 +206,7 @@ def test_an_endpoint_down_for_seconds_mid_audit_fails_no_request_and_the_audit_r
     server = LLMServer(port=port, latency=0.1, positive_words=AUDIT_POSITIVE_WORDS).start()
     endpoint = LLMEndpoint.objects.create(name="flaky", protocol="openai", base_url=server.base_url,
                                           max_concurrency=8, attempt_timeout_s=5, deadline_s=120, max_attempts=2)
-    worker = start_worker(worker_env)
+    worker = started_celery_worker(worker_env)
     try:
         audit_id = launch(api_client, study, endpoint, models=["model-a"], conditions=["zs", "persona_pfl"])
         answered = AuditRequest.objects.filter(audit_id=audit_id, state="answered")

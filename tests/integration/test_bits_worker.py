@@ -24,7 +24,7 @@ from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 from auditapp.models import Audit, AuditJudgment, AuditRequest, CorpusUnit, LLMEndpoint
 from tests.auditapp.test_bits_audit import SMALL_SPEC, scores_by_unit, small_corpus, table
 from tests.auditapp.test_bits_recorded import upload
-from tests.integration.support import celery_worker, wait_for, worker_environment
+from tests.integration.support import started_celery_worker, wait_for, worker_environment
 from tests.llm_server import LLMServer, expected_score
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -37,11 +37,6 @@ SMALL_CORPUS_SIZE = 210  # SMALL_SPEC: 10 (template, word) bases × (4 groups ×
 def worker_env():
     return worker_environment(AUDIT_LEASE_SECONDS="4")
 
-
-def start_worker(env, concurrency=2):
-    process = celery_worker(env=env, concurrency=concurrency)
-    process.wait_for_output(r"celery@\S+ ready", timeout=60)
-    return process
 
 
 def finished_status(audit_id: int) -> str | None:
@@ -70,7 +65,7 @@ def test_local_and_chat_scorers_complete_in_a_real_worker(worker_env, api_client
                    retry_after=0.05, hang_seconds=2) as server:
         chat = LLMEndpoint.objects.create(name="llm", protocol="openai", base_url=server.base_url,
                                           max_concurrency=8, attempt_timeout_s=1, max_attempts=4)
-        worker = start_worker(worker_env)
+        worker = started_celery_worker(worker_env)
         try:
             local_id = launch(api_client, models=[{"endpoint": local.id, "model": "vader"},
                                                   {"endpoint": local.id, "model": "textblob"}])
@@ -141,7 +136,7 @@ def test_a_worker_killed_mid_audit_leaves_one_judgment_per_scorer_and_sentence(w
     with LLMServer(models=["scorer-null"], latency=0.05) as server:
         chat = LLMEndpoint.objects.create(name="llm", protocol="openai", base_url=server.base_url,
                                           max_concurrency=4, attempt_timeout_s=5, max_attempts=3)
-        worker = start_worker(worker_env)
+        worker = started_celery_worker(worker_env)
         # The default corpus: 2,310 chat requests at ~80 per second, and VADER in batches of 8 (289 requests).
         audit_id = launch(api_client, batch_size=8, models=[{"endpoint": local.id, "model": "vader"},
                                                             {"endpoint": chat.id, "model": "scorer-null"}])
@@ -152,7 +147,7 @@ def test_a_worker_killed_mid_audit_leaves_one_judgment_per_scorer_and_sentence(w
         assert answered.count() < audit.n_requests, "the audit finished before the kill: make it longer"
         assert audit.status == "running"
 
-        worker = start_worker(worker_env)
+        worker = started_celery_worker(worker_env)
         try:
             assert wait_for(lambda: finished_status(audit_id), timeout=400, what="the audit") == "completed", \
                 Audit.objects.get(pk=audit_id).status_reason
