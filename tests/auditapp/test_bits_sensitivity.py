@@ -219,3 +219,25 @@ def test_nothing_is_found_where_nothing_was_planted():
     # 20 runs x 4 groups = 80 tests at alpha 0.01: about 0.8 expected by chance; 4 or more has p < 0.01.
     # (A test over sentences rather than base sentences found 5 here: the terms of a base share its control.)
     assert found <= 3
+
+
+def test_rounding_in_a_bases_mean_is_not_variance():
+    """A scorer that scores a group exactly as the control, on the paper's corpus: each base's group value is a
+    mean of five equal scores, which floats round (mean([0.1] * 3) - 0.1 = 1.4e-17). The test is undefined, not a
+    t of a few units from that noise (VADER's PWoD row read t = -2.03, p = 0.045 before)."""
+    corpus = corpus_frame(generate(paper_spec()))
+    control_of = dict(zip(corpus["key"], corpus["control_key"].fillna(corpus["key"]), strict=True))
+    # Scores whose mean over five equal copies is not the score itself (np.mean([-0.88] * 5) != -0.88), one per
+    # base sentence in turn.
+    noisy = [v for v in np.round(np.linspace(-0.9, 0.9, 181), 4) if np.mean([v] * 5) != v]
+    bases = sorted(set(control_of.values()))
+    values = {base: noisy[index % len(noisy)] for index, base in enumerate(bases)}
+    scores = pd.DataFrame({"scorer": "blind", "key": corpus["key"],
+                           "score": [values[control_of[key]] for key in corpus["key"]]})
+    assert len(noisy) > 10
+    paired = control_tests(pair_with_controls(corpus, scores), test="paired")
+    assert paired["t"].isna().all() and set(paired["mark"]) == {""}, paired[["group", "t", "p"]]
+    assert paired["note"].str.startswith("undefined").all()
+    # Welch's test compares the two samples, which do vary across base sentences: defined, and finds nothing.
+    welch = control_tests(pair_with_controls(corpus, scores), test="welch")
+    assert (welch["t"].abs() < 1e-9).all() and (welch["p"] > 0.999).all() and set(welch["mark"]) == {""}

@@ -149,16 +149,22 @@ def label_dist(pairs: pd.DataFrame, rules: dict[str, LabelRule]) -> pd.DataFrame
     return result
 
 
+NO_VARIANCE = 1e-12
+"""Differences smaller than this are rounding, not variance: a base's group value is a mean of its terms' scores,
+and the mean of three scores of 0.1 is 0.10000000000000002, so a scorer that scores a group exactly as the
+control would otherwise get a t of a few units from float noise alone."""
+
+
 def _t_test(group_scores: np.ndarray, control_scores: np.ndarray, *, test: str) -> tuple[float, float, float]:
     """(t, df, p), or NaNs where the test is undefined (fewer than two values, or no variance)."""
     if test == "paired":
         diffs = group_scores - control_scores
-        if len(diffs) < 2 or np.all(diffs == diffs[0]):
+        if len(diffs) < 2 or np.ptp(diffs) <= NO_VARIANCE:
             return math.nan, math.nan, math.nan
         result = stats.ttest_rel(group_scores, control_scores)
         return float(result.statistic), float(len(diffs) - 1), float(result.pvalue)
     if len(group_scores) < 2 or len(control_scores) < 2 or (
-            np.ptp(group_scores) == 0 and np.ptp(control_scores) == 0):
+            np.ptp(group_scores) <= NO_VARIANCE and np.ptp(control_scores) <= NO_VARIANCE):
         return math.nan, math.nan, math.nan
     result = stats.ttest_ind(group_scores, control_scores, equal_var=False)
     return float(result.statistic), float(result.df), float(result.pvalue)
