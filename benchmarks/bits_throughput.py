@@ -46,19 +46,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from benchmarks.audit_throughput import cpu_seconds  # noqa: E402 - after the repository is on the path
+
 SCORERS = ("vader", "textblob")
-
-
-def cpu_seconds(process) -> float:
-    """User + system CPU of a process and all its descendants (alive ones)."""
-    total = 0.0
-    for p in [process, *process.children(recursive=True)]:
-        try:
-            times = p.cpu_times()
-        except Exception:  # noqa: BLE001 - a child that exited in between has no times left to count
-            continue
-        total += times.user + times.system
-    return total
 
 
 def direct_scorer(name: str):

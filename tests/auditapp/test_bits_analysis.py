@@ -21,7 +21,7 @@ from auditapp.paradigms.bits.analysis import (
 )
 from auditapp.paradigms.bits.corpus import CONTROL, corpus_frame, generate, paper_spec
 from auditapp.paradigms.bits.sensitivity import LabelRule
-from tests.auditapp.test_bits_sensitivity import TOY, TOY_SCORES
+from tests.auditapp.test_bits_sensitivity import TOY, TOY_SCORES, row
 
 # The toy corpus and scorer of test_bits_sensitivity.py: three templates with one word each, so three base
 # sentences A, B, C; group G1 has the terms x and y, group G2 the term z: 3 controls + 3 × 3 perturbed sentences
@@ -47,14 +47,6 @@ def toy_scores(corpus: pd.DataFrame) -> pd.DataFrame:
 def toy():
     corpus = corpus_frame(generate(TOY))
     return corpus, toy_scores(corpus)
-
-
-def row(frame: pd.DataFrame, **where) -> pd.Series:
-    selected = frame
-    for column, value in where.items():
-        selected = selected[selected[column] == value]
-    assert len(selected) == 1, (where, selected)
-    return selected.iloc[0]
 
 
 def test_replicate_rule_mean_and_majority():
