@@ -1,5 +1,6 @@
 """Reads of corpora for the API and the admin: the list with counts, the counts per factor, the recorded
-scorers with their missing scores, and the unit export (one row per unit, one column per factor).
+scorers with their missing scores, the unit export (one row per unit, one column per factor), and a corpus's
+units as the protocol's :class:`~auditapp.paradigms.base.Unit` (:func:`corpus_units`, for request builders).
 
 The DataFrames analyses take are :func:`auditapp.corpus_services.corpus_units_frame` and
 :func:`auditapp.corpus_services.recorded_scores_frame`.
@@ -13,6 +14,7 @@ from django.db.models.functions import Coalesce
 from annotation.selectors import Export
 from auditapp.corpus_services import corpus_factor_names
 from auditapp.models import Corpus, CorpusUnit, RecordedScorer
+from auditapp.paradigms.base import Unit
 
 MAX_FACTOR_VALUES = 1000
 """Values listed per factor in a corpus's counts (the most frequent first); ``distinct`` counts them all."""
@@ -59,3 +61,10 @@ def corpus_units_export(corpus: Corpus) -> Export:
         return (position, key, text, *(factors.get(name, "") for name in names), fields, pair)
 
     return Export(["position", "key", "text", *names, "fields", "pair"], rows, expand)
+
+
+def corpus_units(corpus_id: int) -> list[Unit]:
+    """The corpus's units in order, as the pure protocol's :class:`Unit` (read without model instances)."""
+    return [Unit(key, text, factors, fields, pair) for key, text, factors, fields, pair in (
+        CorpusUnit.objects.filter(corpus_id=corpus_id).order_by("position")
+        .values_list("key", "text", "factors", "fields", "pair").iterator(chunk_size=5000))]

@@ -25,6 +25,7 @@ from auditapp.audit_services import (
     launch_problems,
     manifest_models,
 )
+from auditapp.corpus_selectors import corpus_units
 from auditapp.corpus_services import corpus_units_frame, recorded_scores_frame
 from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, Corpus, CorpusUnit, RecordedScorer
 from auditapp.paradigms.base import Unit
@@ -104,13 +105,6 @@ class BitsRequests:
                                  for scorer in recorded_scorers_of(self.audit)],
             "analysis": design["analysis"],
         }
-
-
-def corpus_units(corpus_id: int) -> list[Unit]:
-    """The corpus's units in order, as the pure protocol's :class:`Unit` (read without model instances)."""
-    return [Unit(key, text, factors, fields, pair) for key, text, factors, fields, pair in (
-        CorpusUnit.objects.filter(corpus_id=corpus_id).order_by("position")
-        .values_list("key", "text", "factors", "fields", "pair").iterator(chunk_size=5000))]
 
 
 def recorded_scorers_of(audit: Audit) -> list[RecordedScorer]:
