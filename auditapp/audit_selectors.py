@@ -82,7 +82,7 @@ RESPONSE_EXPORT = {
     "finish_reason": "reply__finish_reason", "latency_ms": "reply__latency_ms",
     "prompt_tokens": "reply__prompt_tokens", "completion_tokens": "reply__completion_tokens",
     "attempts": "attempts", "error": "error", "from_cache": "from_cache", "model_reported": "reply__model_reported",
-    "finished_at": "finished_at",
+    "finished_at": "finished_at", "request_id": "id",
 }
 
 
@@ -114,3 +114,27 @@ def audit_responses_export(*, audit: Audit, model: int | None = None, condition:
     rows = rows.order_by("order", "item_id", "audit_model__position", "condition", "replicate").values_list(
         *RESPONSE_EXPORT.values())
     return Export(list(RESPONSE_EXPORT), rows, _response_row)
+
+
+def audit_request_detail(*, audit: Audit, request_id: int) -> dict | None:
+    """One request whole, for a drill-down: what was sent (rebuilt by the paradigm's request builder; its key
+    proves it is what was sent), the stored reply, the parse and each judgment. None when the audit has no such
+    request."""
+    request = (AuditRequest.objects.filter(audit=audit, pk=request_id)
+               .select_related("audit_model__endpoint", "reply").first())
+    if request is None:
+        return None
+    builder = registry.get(audit.paradigm).builder(audit)
+    sent = builder.payload(request)
+    reply = request.reply
+    return {
+        "id": request.id, "model": request.audit_model.display_name, "condition": request.condition,
+        "unit": request.unit, "item": request.item_id, "replicate": request.replicate, "state": request.state,
+        "key": request.key, "key_matches": builder.key(request.audit_model, sent, request.replicate) == request.key,
+        "sent": sent,
+        "reply": None if reply is None else {"text": reply.text, "finish_reason": reply.finish_reason,
+                                             "latency_ms": reply.latency_ms, "from_cache": request.from_cache},
+        "outcome": request.outcome, "label": request.label, "parse_reason": request.parse_reason,
+        "error": request.error,
+        "judgments": list(request.judgments.order_by("id").values("unit", "outcome", "label", "value", "reason")),
+    }

@@ -39,6 +39,8 @@ api_patterns = [
     path("audits/<int:pk>/responses/", audit_api.AuditResponsesView.as_view(), name="audit-responses"),
     path("audits/<int:pk>/manifest/", audit_api.AuditManifestView.as_view(), name="audit-manifest"),
     path("audits/<int:pk>/tables/", audit_api.AuditTablesView.as_view(), name="audit-tables"),
+    path("audits/<int:pk>/requests/<int:request_id>/", audit_api.AuditRequestDetailView.as_view(),
+         name="audit-request"),
     path("audits/<int:pk>/tables/<str:name>/", audit_api.AuditTableView.as_view(), name="audit-table"),
     *(route for paradigm in registry.every() for route in paradigm.api_urls()),
     path("audits/<int:pk>/<str:action>/", audit_api.AuditActionView.as_view(), name="audit-action"),

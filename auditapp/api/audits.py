@@ -27,7 +27,7 @@ from auditapp import audit_services as services
 from auditapp import scorer_kinds
 from auditapp.api.exports import ExportListAPIView, ModelListExportView
 from auditapp.api.launch import BIGINT_MAX
-from auditapp.audit_selectors import audit_list, audit_progress, audit_responses_export
+from auditapp.audit_selectors import audit_list, audit_progress, audit_request_detail, audit_responses_export
 from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
@@ -277,6 +277,17 @@ class AuditResponsesView(AuditScoped, ExportListAPIView):
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-responses.csv"
+
+
+@extend_schema(summary="One request of an audit, whole", responses={200: dict},
+               description="What was sent (rebuilt from the design; key_matches proves it is what was sent), the "
+                           "stored reply, the parse and each judgment: the drill-down of any cell.")
+class AuditRequestDetailView(AuditScoped, APIView):
+    def get(self, request, pk: int, request_id: int):
+        detail = audit_request_detail(audit=self.audit, request_id=request_id)
+        if detail is None:
+            raise NotFound(f"audit {self.audit.id} has no request {request_id}")
+        return Response(detail)
 
 
 class TableRowSerializer(serializers.Serializer):

@@ -361,7 +361,7 @@
   function replyRow(row) {
     var tr = document.createElement("tr");
     tr.setAttribute("data-outcome", row.outcome);
-    tr.appendChild(element("td", row.item));
+    tr.appendChild(requestCell(row));
     tr.appendChild(element("td", row.replicate, "num"));
     var outcome = element("td");
     outcome.appendChild(element("span", row.outcome, "outcome outcome-" + row.outcome));
@@ -386,6 +386,42 @@
     }
     tr.appendChild(reply);
     return tr;
+  }
+
+  // The whole request (what was sent, rebuilt and checked against its key; the reply; each judgment), fetched
+  // when asked for: a counterfactual request holds 60 texts.
+  function requestCell(row) {
+    var td = element("td", row.item || row.unit || "");
+    if (row.request_id === undefined || row.request_id === null) { return td; }
+    var details = document.createElement("details");
+    details.className = "request-detail";
+    details.appendChild(element("summary", "request " + row.request_id));
+    details.addEventListener("toggle", function () {
+      if (!details.open || details.getAttribute("data-loaded")) { return; }
+      details.setAttribute("data-loaded", "1");
+      var url = root.getAttribute("data-request-url").replace(/0\/$/, row.request_id + "/");
+      request(url).then(function (detail) {
+        var sent = Array.isArray(detail.sent) ? detail.sent.map(function (message) {
+          return message.role + ": " + message.content;
+        }).join("\n\n") : JSON.stringify(detail.sent, null, 1);
+        details.appendChild(element("h3", detail.key_matches ? "Sent (rebuilt; matches its key)" :
+                                          "Sent (rebuilt; does NOT match its key)"));
+        details.appendChild(element("pre", sent, "sent"));
+        var list = document.createElement("ol");
+        list.className = "judgments";
+        detail.judgments.forEach(function (j) {
+          var value = j.label !== null ? j.label : (known(j.value) ? j.value : "missing");
+          list.appendChild(element("li", j.unit + ": " + value + (j.reason ? " (" + j.reason + ")" : "")));
+        });
+        details.appendChild(element("h3", detail.judgments.length + " judgment" +
+                                          (detail.judgments.length === 1 ? "" : "s")));
+        details.appendChild(list);
+      }, function (error) {
+        details.appendChild(element("p", "Not available: " + error.message, "reason"));
+      });
+    });
+    td.appendChild(details);
+    return td;
   }
 
   function loadReplies(url, append) {
