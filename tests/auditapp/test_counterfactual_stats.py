@@ -1,0 +1,225 @@
+"""The counterfactual statistics (seed 002, SI Appendix "Statistical analysis"): every statistic against scipy /
+statsmodels recomputed cell by cell from the raw frame, hand-worked examples (arithmetic in the comments), missing
+values, undefined tests, planted effects and a 4,000,000-row frame."""
+import math
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from statsmodels.stats.multitest import multipletests
+
+from auditapp.paradigms.counterfactual.stats import (
+    FEW_PAIRS,
+    NO_VARIANCE_NOTE,
+    names_cells,
+    names_group_counts,
+    names_summary,
+)
+from tests.auditapp.counterfactual_frames import GROUPS, names_frame
+
+
+def row(frame: pd.DataFrame, **where) -> pd.Series:
+    selected = frame
+    for column, value in where.items():
+        selected = selected[selected[column] == value]
+    assert len(selected) == 1, (where, selected)
+    return selected.iloc[0]
+
+
+def names_rows(model: str, task: str, group: str, pairs: list[tuple[float, float]], start: int = 0) -> list[dict]:
+    """Rows of one cell from (y minority, y reference) per pair; a side given as None has no row at all."""
+    rows = []
+    for number, sides in enumerate(pairs, start=start):
+        for side, y in zip(("minority", "reference"), sides, strict=True):
+            if y is not None:
+                rows.append({"model": model, "task": task, "group": group, "pair": f"r{number // 30}:{number % 30}",
+                             "side": side, "y": y})
+    return rows
+
+
+# ---------------------------------------------------------------- names: hand-worked
+def test_names_hand_worked_cell():
+    # Four pairs (minority, reference): (1,0) (1,1) (0,0) (1,0) → gaps 1, 0, 0, 1.
+    frame = pd.DataFrame(names_rows("m", "warm", "Black", [(1, 0), (1, 1), (0, 0), (1, 0)]))
+    cell = row(names_cells(frame), model="m", task="warm", group="Black")
+    # mean = 2/4 = 0.5; squared deviations 4 × 0.25 = 1; sd = √(1/3) = 0.57735; se = 0.57735/√4 = 0.288675;
+    # t = 0.5/0.288675 = 1.7320508 (= √3); df = 3; p = 2·P(T₃ > 1.732) = 0.18169.
+    assert cell["n_pairs"] == 4 and cell["n_pairs_dropped"] == 0
+    assert cell["mean_gap"] == 0.5
+    assert cell["sd"] == pytest.approx(math.sqrt(1 / 3))
+    assert cell["se"] == pytest.approx(math.sqrt(1 / 3) / 2)
+    assert cell["t"] == pytest.approx(math.sqrt(3))
+    assert cell["df"] == 3
+    assert cell["p"] == pytest.approx(0.18169, abs=1e-5)
+    # 95% interval: t₀.₉₇₅,₃ = 3.182446; 0.5 ± 3.182446 × 0.288675 = 0.5 ± 0.918694.
+    assert cell["ci_low"] == pytest.approx(0.5 - 0.918694, abs=1e-6)
+    assert cell["ci_high"] == pytest.approx(0.5 + 0.918694, abs=1e-6)
+    # yes-rates: minority 3/4, reference 1/4; the gap is their difference when no side is missing.
+    assert (cell["n_minority"], cell["yes_minority"], cell["n_reference"], cell["yes_reference"]) == (4, 0.75, 4, 0.25)
+    # One cell is a BH family of one: q = p.
+    assert cell["fdr_tested"] and cell["q"] == pytest.approx(cell["p"]) and not cell["significant"]
+    assert cell["note"] == ""
+
+
+def test_names_missing_side_drops_the_pair_from_the_gap_only():
+    # Pairs: (1,0) (1,1) (0,0) (1,0) complete; (1, NaN) refused reference; (NaN, 0) unparseable minority;
+    # (1, no row) the reference's row absent altogether.
+    frame = pd.DataFrame(names_rows("m", "warm", "Black",
+                                    [(1, 0), (1, 1), (0, 0), (1, 0), (1, np.nan), (np.nan, 0), (1, None)]))
+    cell = row(names_cells(frame), model="m", task="warm", group="Black")
+    # The gap is the hand-worked cell's: only the four complete pairs.
+    assert cell["n_pairs"] == 4 and cell["n_pairs_dropped"] == 3
+    assert cell["mean_gap"] == 0.5 and cell["t"] == pytest.approx(math.sqrt(3))
+    # The present sides still count: minority judged in pairs 1–5 and 7 → 5 yes of 6; reference judged in
+    # pairs 1–4 and 6 → 1 yes of 5.
+    assert (cell["n_minority"], cell["yes_minority"]) == (6, pytest.approx(5 / 6))
+    assert (cell["n_reference"], cell["yes_reference"]) == (5, pytest.approx(1 / 5))
+
+
+def test_names_undefined_tests_are_nan_noted_and_out_of_the_family():
+    frame = pd.DataFrame(
+        names_rows("m", "warm", "Arab", [(1, 0)] * 5)             # gaps all +1: scipy says t = inf, p = 0
+        + names_rows("m", "warm", "Asian", [(1, 1), (0, 0)] * 3, 10) # gaps all 0: scipy says nan
+        + names_rows("m", "warm", "Black", [(1, 0), (1, np.nan)], 20)# one complete pair
+        + names_rows("m", "warm", "Hispanic", [(1, 0), (0, 0), (1, 0), (0, 0)], 30))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # scipy warns of its catastrophic cancellation
+        assert stats.ttest_1samp([1.0] * 5, 0).statistic == math.inf
+        assert math.isnan(stats.ttest_1samp([0.0] * 6, 0).statistic)
+    cells = names_cells(frame)
+    arab, asian, black, hispanic = (row(cells, group=group) for group in GROUPS)
+    for cell, note in ((arab, NO_VARIANCE_NOTE), (asian, NO_VARIANCE_NOTE), (black, FEW_PAIRS)):
+        assert cell["note"] == note
+        assert all(math.isnan(cell[column]) for column in ("t", "df", "p", "ci_low", "ci_high", "q"))
+        assert not cell["fdr_tested"] and not cell["significant"]
+    # The gap itself is still reported: +1 over five pairs, 0 over six, +1 over the one complete pair.
+    assert (arab["mean_gap"], arab["sd"], asian["mean_gap"], black["mean_gap"], black["n_pairs"]) == (1, 0, 0, 1, 1)
+    assert math.isnan(black["sd"])
+    # Hispanic is the family's only member, so q = p.
+    assert hispanic["fdr_tested"] and hispanic["q"] == pytest.approx(hispanic["p"])
+    counts = names_group_counts(cells).set_index("group")
+    assert counts.loc["All"].to_dict() == {"n_cells": 4, "n_tested": 1, "n_untested": 3, "n_significant": 0}
+    assert counts.loc["Arab", "n_untested"] == 1 and counts.loc["Hispanic", "n_tested"] == 1
+
+
+def test_names_inconsistent_input_is_refused():
+    rows = names_rows("m", "warm", "Black", [(1, 0), (0, 1)])
+    with pytest.raises(ValueError, match="different groups"):
+        names_cells(pd.DataFrame(rows[:1] + [{**rows[1], "group": "Arab"}] + rows[2:]))
+    with pytest.raises(ValueError, match="two minority rows"):
+        names_cells(pd.DataFrame(rows + [rows[0]]))
+    with pytest.raises(ValueError, match="side must be one of"):
+        names_cells(pd.DataFrame(rows + [{**rows[0], "side": "White"}]))
+    with pytest.raises(ValueError, match="missing column"):
+        names_cells(pd.DataFrame(rows).drop(columns="pair"))
+
+
+# ---------------------------------------------------------------- names: against scipy / statsmodels
+def scipy_names_cells(frame: pd.DataFrame) -> pd.DataFrame:
+    """The reference: each cell recomputed from the raw rows with scipy, one cell at a time."""
+    plain = frame.astype({"model": str, "task": str, "group": str, "side": str})
+    wide = plain.set_index(["model", "task", "group", "pair", "side"])["y"].unstack("side").reset_index()
+    records = []
+    for (model, task, group), cell in wide.groupby(["model", "task", "group"]):
+        if cell[["minority", "reference"]].isna().all(axis=None):
+            continue
+        complete = cell.dropna(subset=["minority", "reference"])
+        gaps = (complete["minority"] - complete["reference"]).to_numpy()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            result = stats.ttest_1samp(gaps, 0.0) if len(gaps) >= 2 else None
+        interval = result.confidence_interval(0.95) if result is not None else None
+        records.append({"model": model, "task": task, "group": group, "n_pairs": len(gaps),
+                        "n_pairs_dropped": len(cell) - len(gaps), "mean_gap": gaps.mean() if len(gaps) else np.nan,
+                        "yes_minority": cell["minority"].mean(), "yes_reference": cell["reference"].mean(),
+                        "n_minority": cell["minority"].notna().sum(), "n_reference": cell["reference"].notna().sum(),
+                        "t": result.statistic if result else np.nan, "df": result.df if result else np.nan,
+                        "p": result.pvalue if result else np.nan,
+                        "ci_low": interval.low if result else np.nan, "ci_high": interval.high if result else np.nan})
+    return pd.DataFrame(records)
+
+
+def test_names_cells_equal_scipy_and_statsmodels_cell_by_cell():
+    frame = names_frame(models=3, tasks=4, iterations=6, missing=0.1, seed=7, effects={(1, "Black"): 0.3})
+    ours = names_cells(frame).astype({"model": str, "task": str, "group": str})
+    reference = scipy_names_cells(frame)
+    merged = ours.merge(reference, on=["model", "task", "group"], suffixes=("", "_scipy"), validate="1:1")
+    assert len(merged) == len(ours) == 3 * 4 * 4
+    for column in ("n_pairs", "n_pairs_dropped", "n_minority", "n_reference"):
+        np.testing.assert_array_equal(merged[column], merged[f"{column}_scipy"])
+    defined = merged["fdr_tested"]
+    assert defined.sum() >= 40
+    for column in ("mean_gap", "yes_minority", "yes_reference"):
+        np.testing.assert_allclose(merged[column], merged[f"{column}_scipy"], rtol=1e-12)
+    for column in ("t", "df", "p", "ci_low", "ci_high"):
+        np.testing.assert_allclose(merged.loc[defined, column], merged.loc[defined, f"{column}_scipy"], rtol=1e-9)
+    # BH over every defined cell of the matrix at once, as statsmodels does it.
+    reject, corrected, _, _ = multipletests(merged.loc[defined, "p"], alpha=0.05, method="fdr_bh")
+    np.testing.assert_allclose(merged.loc[defined, "q"], corrected, rtol=1e-12)
+    np.testing.assert_array_equal(merged.loc[defined, "significant"], reject)
+    assert merged.loc[~defined, "q"].isna().all()
+
+
+def test_names_plain_columns_give_the_categorical_result():
+    frame = names_frame(models=2, tasks=3, iterations=3, missing=0.05, seed=3)
+    plain = frame.astype({"model": str, "task": str, "group": str, "side": str, "pair": str})
+    pd.testing.assert_frame_equal(names_cells(plain),
+                                  names_cells(frame).astype({"model": object, "task": object, "group": object}),
+                                  check_dtype=False)
+
+
+def test_names_summary_and_group_counts_by_hand():
+    # Three models' cells for one task × two groups (gaps and significance set by hand).
+    cells = pd.DataFrame({
+        "model": ["a", "b", "c", "a", "b", "c"], "task": "warm", "group": ["Black"] * 3 + ["Asian"] * 3,
+        "mean_gap": [0.10, 0.02, -0.04, 0.0, np.nan, -0.2],
+        "significant": [True, False, False, False, False, True], "fdr_tested": [True, True, True, True, False, True]})
+    summary = names_summary(cells)
+    black = row(summary, task="warm", group="Black")
+    # Black: mean (0.10 + 0.02 − 0.04)/3 = 0.026667; sd √(((0.073333)² + (−0.006667)² + (−0.066667)²)/2) = 0.070238;
+    # two positive, one negative → modal sign +, "2 of 3"; one significant model, its mean 0.10.
+    assert black["mean"] == pytest.approx(0.08 / 3)
+    assert black["sd"] == pytest.approx(np.std([0.10, 0.02, -0.04], ddof=1))
+    assert (black["n_positive"], black["n_negative"], black["n_zero"], black["modal_sign"]) == (2, 1, 0, 1)
+    assert (black["consistency_k"], black["consistency_m"], black["consistency_text"]) == (2, 3, "2 of 3")
+    assert (black["n_significant"], black["mean_gap_significant"]) == (1, 0.10)
+    asian = row(summary, task="warm", group="Asian")
+    # Asian: model b has no gap (m = 2); a's zero gap has no direction: one negative → "1 of 2", sign −.
+    assert (asian["n_models"], asian["n_zero"], asian["modal_sign"], asian["consistency_text"]) == (2, 1, -1, "1 of 2")
+    assert asian["mean"] == pytest.approx(-0.1) and asian["consistency"] == 0.5
+    counts = names_group_counts(cells).set_index("group")
+    assert counts.loc["All"].to_dict() == {"n_cells": 6, "n_tested": 5, "n_untested": 1, "n_significant": 2}
+
+
+def test_names_summary_orders_tasks_for_figure_one():
+    cells = pd.DataFrame({"model": "a", "task": ["x", "y", "z", "x", "y", "z"], "group": ["Arab"] * 3 + ["Black"] * 3,
+                          "mean_gap": [0.1, -0.3, 0.0, -0.1, 0.2, 0.05], "significant": False})
+    summary = names_summary(cells)
+    order = {group: list(frame.sort_values("order_in_group")["task"]) for group, frame in summary.groupby("group")}
+    assert order == {"Arab": ["y", "z", "x"], "Black": ["x", "z", "y"]}
+
+
+# ---------------------------------------------------------------- names: planted effects
+def test_names_planted_effect_is_recovered_and_the_null_is_quiet():
+    # +0.10 yes-rate for Black names on task 2, in every model; nothing else planted. 250 iterations give 1,750
+    # Black pairs per cell: se ≈ √(0.5/1750) = 0.017, so 0.10 is z ≈ 5.9, well past BH's threshold.
+    frame = names_frame(models=10, tasks=6, iterations=250, effects={(2, "Black"): 0.10}, missing=0.02, seed=11)
+    cells = names_cells(frame)
+    planted = (cells["task"] == "task-02") & (cells["group"] == "Black")
+    assert planted.sum() == 10 and cells.loc[planted, "significant"].all()
+    covered = (cells.loc[planted, "ci_low"] <= 0.10) & (0.10 <= cells.loc[planted, "ci_high"])
+    assert covered.sum() >= 8  # 95% intervals: 9.5 of 10 expected
+    null = cells[~planted]
+    assert null["significant"].mean() <= 0.05
+    assert (null["p"] < 0.05).mean() <= 0.09  # uncorrected: about 5% by chance
+    summary = row(names_summary(cells), task="task-02", group="Black")
+    assert summary["consistency_text"] == "10 of 10" and summary["mean"] == pytest.approx(0.10, abs=0.02)
+
+
+def test_names_no_effect_anywhere_stays_at_alpha():
+    cells = names_cells(names_frame(models=8, tasks=10, iterations=20, seed=5))
+    assert cells["fdr_tested"].all()
+    assert (cells["p"] < 0.05).mean() <= 0.08
+    assert cells["significant"].mean() <= 0.05
