@@ -40,3 +40,30 @@ def names_frame(*, models: int = 19, tasks: int = 39, iterations: int = 90, effe
         "pair": request * PAIRS_PER_REQUEST + pair_no,
         "side": pd.Categorical.from_codes(np.where(is_minority, 0, 1), categories=["minority", "reference"]),
         "y": y})
+
+
+def dialect_frame(*, models: int = 4, tasks: int = 3, iterations: int = 50, pairs: int = 15,
+                  effects: dict | None = None, missing: float = 0.0, seed: int = 0) -> pd.DataFrame:
+    """One request per model × task × iteration with 10 texts, each SAE or AAVE with p = 0.5 and a pair drawn
+    uniformly from ``pairs``; ``effects`` maps a task index to a yes-rate added to AAVE texts; each model × task has
+    its own SAE yes-rate in [0.3, 0.7] (pairs add ±0.1 so that pairs differ)."""
+    rng = np.random.default_rng(seed)
+    n = models * tasks * iterations * 10
+    request = np.arange(n) // 10
+    model = request // (tasks * iterations)
+    task = (request // iterations) % tasks
+    pair = rng.integers(0, pairs, size=n)
+    aave = rng.random(n) < 0.5
+    shift = np.zeros(tasks)
+    for task_index, delta in (effects or {}).items():
+        shift[task_index] = delta
+    rate = (rng.uniform(0.3, 0.7, size=(models, tasks))[model, task] + rng.uniform(-0.1, 0.1, size=pairs)[pair]
+            + np.where(aave, shift[task], 0.0))
+    y = (rng.random(n) < rate).astype(float)
+    if missing:
+        y[rng.random(n) < missing] = np.nan
+    return pd.DataFrame({
+        "model": pd.Categorical.from_codes(model, categories=[f"model-{i:02d}" for i in range(models)]),
+        "task": pd.Categorical.from_codes(task, categories=[f"task-{i:02d}" for i in range(tasks)]),
+        "pair": pd.Categorical.from_codes(pair, categories=[f"intro-{i:02d}" for i in range(pairs)]),
+        "dialect": pd.Categorical.from_codes(aave.astype(int), categories=["SAE", "AAVE"]), "y": y})

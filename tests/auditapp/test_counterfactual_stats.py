@@ -12,12 +12,18 @@ from statsmodels.stats.multitest import multipletests
 
 from auditapp.paradigms.counterfactual.stats import (
     FEW_PAIRS,
+    FEW_TEXT_PAIRS,
+    FEW_TEXTS,
     NO_VARIANCE_NOTE,
+    NO_VARIANCE_PAIRED,
+    NO_VARIANCE_WELCH,
+    dialect_cells,
+    dialect_summary,
     names_cells,
     names_group_counts,
     names_summary,
 )
-from tests.auditapp.counterfactual_frames import GROUPS, names_frame
+from tests.auditapp.counterfactual_frames import GROUPS, dialect_frame, names_frame
 
 
 def row(frame: pd.DataFrame, **where) -> pd.Series:
@@ -223,3 +229,104 @@ def test_names_no_effect_anywhere_stays_at_alpha():
     assert cells["fdr_tested"].all()
     assert (cells["p"] < 0.05).mean() <= 0.08
     assert cells["significant"].mean() <= 0.05
+
+
+# ---------------------------------------------------------------- dialect
+def dialect_rows(model: str, task: str, texts: list[tuple[str, str, float]]) -> list[dict]:
+    return [{"model": model, "task": task, "pair": pair, "dialect": dialect, "y": y} for pair, dialect, y in texts]
+
+
+def test_dialect_hand_worked_cell():
+    # SAE: p1 judged 1 and 1, p2 judged 1 and 0; AAVE: p1 judged 0, p2 judged 0 and 1, p3 judged 0 (its SAE
+    # never drawn), and one AAVE text of p1 refused (NaN: out of everything).
+    frame = pd.DataFrame(dialect_rows("m", "professional", [
+        ("p1", "SAE", 1), ("p1", "SAE", 1), ("p2", "SAE", 1), ("p2", "SAE", 0),
+        ("p1", "AAVE", 0), ("p2", "AAVE", 0), ("p2", "AAVE", 1), ("p3", "AAVE", 0), ("p1", "AAVE", np.nan)]))
+    cell = row(dialect_cells(frame), model="m", task="professional")
+    # yes-rates: SAE 3/4 = 0.75, AAVE 1/4 = 0.25 → Δ = −0.5.
+    assert (cell["n_sae"], cell["yes_sae"], cell["n_aave"], cell["yes_aave"], cell["gap"]) == (4, 0.75, 4, 0.25, -0.5)
+    # CI: √(0.25·0.75/4 + 0.75·0.25/4) = √0.09375 = 0.306186; × 1.96 = 0.600125.
+    assert cell["ci_low"] == pytest.approx(-0.5 - 0.600125, abs=1e-6)
+    assert cell["ci_high"] == pytest.approx(-0.5 + 0.600125, abs=1e-6)
+    # Cohen's h: 2·asin(√0.25) − 2·asin(√0.75) = 2·π/6 − 2·π/3 = −π/3.
+    assert cell["cohens_h"] == pytest.approx(-math.pi / 3)
+    # Welch: each side's variance (ddof 1) is (3·0.25² + 0.75²)/3 = 0.25; se = √(0.25/4 + 0.25/4) = 0.353553;
+    # t = −0.5/0.353553 = −√2; df = 0.125² / (2 · 0.0625²/3) = 6.
+    assert cell["welch_t"] == pytest.approx(-math.sqrt(2)) and cell["welch_df"] == pytest.approx(6)
+    assert cell["welch_p"] == pytest.approx(stats.t.sf(math.sqrt(2), 6) * 2)
+    # Paired: p1 AAVE mean 0, SAE mean 1 → −1; p2 AAVE 0.5, SAE 0.5 → 0; p3 has no SAE → dropped.
+    # d = (−1, 0): mean −0.5, sd √0.5, se 0.5, t = −1, df 1, p = P(|T₁| > 1) = 0.5 exactly.
+    assert (cell["paired_n"], cell["paired_n_dropped"], cell["paired_mean"]) == (2, 1, -0.5)
+    assert cell["paired_t"] == pytest.approx(-1) and cell["paired_df"] == 1 and cell["paired_p"] == pytest.approx(0.5)
+    # One task: a family of one, q = the paired p.
+    assert cell["primary"] == "paired" and cell["q"] == pytest.approx(0.5) and not cell["significant"]
+    welch = row(dialect_cells(frame, primary="welch"), task="professional")
+    assert welch["q"] == pytest.approx(welch["welch_p"])
+
+
+def test_dialect_undefined_tests():
+    frame = pd.DataFrame(
+        dialect_rows("m", "same", [("p1", "SAE", 1), ("p1", "SAE", 1), ("p1", "AAVE", 1), ("p1", "AAVE", 1)])
+        + dialect_rows("m", "few", [("p1", "SAE", 1), ("p1", "AAVE", 0), ("p2", "AAVE", 1)])
+        + dialect_rows("m", "flat", [("p1", "SAE", 1), ("p1", "SAE", 0), ("p1", "AAVE", 0), ("p1", "AAVE", 1),
+                                     ("p2", "SAE", 1), ("p2", "AAVE", 1)]))
+    cells = dialect_cells(frame)
+    same, few, flat = (row(cells, task=task) for task in ("same", "few", "flat"))
+    assert same["welch_note"] == NO_VARIANCE_WELCH and math.isnan(same["welch_p"]) and same["gap"] == 0
+    assert same["paired_note"] == FEW_TEXT_PAIRS and same["paired_n"] == 1
+    assert few["welch_note"] == FEW_TEXTS and math.isnan(few["welch_t"])
+    # flat: the pairs' differences are 0.5 − 0.5 = 0 and 1 − 1 = 0: no variance, though Welch is defined.
+    assert flat["paired_note"] == NO_VARIANCE_PAIRED and math.isnan(flat["paired_p"]) and flat["paired_n"] == 2
+    assert flat["welch_note"] == "" and math.isfinite(flat["welch_p"])
+    assert not cells["fdr_tested"].any() and cells["q"].isna().all() and not cells["significant"].any()
+    with pytest.raises(ValueError, match="dialect must be one of"):
+        dialect_cells(pd.DataFrame(dialect_rows("m", "t", [("p1", "AAE", 1)])))
+    with pytest.raises(ValueError, match="primary must be one of"):
+        dialect_cells(frame, primary="wilcoxon")
+
+
+def test_dialect_cells_equal_scipy_and_statsmodels_cell_by_cell():
+    frame = dialect_frame(models=4, tasks=5, iterations=30, effects={1: -0.3}, missing=0.08, seed=2)
+    for primary in ("paired", "welch"):
+        ours = dialect_cells(frame, primary=primary).astype({"model": str, "task": str})
+        judged = frame.dropna(subset=["y"]).astype({"model": str, "task": str, "pair": str, "dialect": str})
+        for (model, task), texts in judged.groupby(["model", "task"]):
+            cell = row(ours, model=model, task=task)
+            aave = texts.loc[texts["dialect"] == "AAVE", "y"].to_numpy()
+            sae = texts.loc[texts["dialect"] == "SAE", "y"].to_numpy()
+            assert (cell["n_aave"], cell["n_sae"]) == (len(aave), len(sae))
+            np.testing.assert_allclose([cell["yes_aave"], cell["yes_sae"], cell["gap"]],
+                                       [aave.mean(), sae.mean(), aave.mean() - sae.mean()], rtol=1e-12)
+            h = 2 * np.arcsin(np.sqrt(aave.mean())) - 2 * np.arcsin(np.sqrt(sae.mean()))
+            np.testing.assert_allclose(cell["cohens_h"], h, rtol=1e-12)
+            welch = stats.ttest_ind(aave, sae, equal_var=False)
+            np.testing.assert_allclose([cell["welch_t"], cell["welch_df"], cell["welch_p"]],
+                                       [welch.statistic, welch.df, welch.pvalue], rtol=1e-9)
+            per_pair = texts.groupby(["pair", "dialect"])["y"].mean().unstack("dialect").dropna()
+            paired = stats.ttest_rel(per_pair["AAVE"], per_pair["SAE"])
+            assert cell["paired_n"] == len(per_pair) and cell["paired_n_dropped"] == texts["pair"].nunique() - len(
+                per_pair)
+            np.testing.assert_allclose([cell["paired_t"], cell["paired_df"], cell["paired_p"]],
+                                       [paired.statistic, paired.df, paired.pvalue], rtol=1e-9)
+        # BH within each model across its tasks.
+        p_column = "paired_p" if primary == "paired" else "welch_p"
+        for _, tasks in ours.groupby("model"):
+            reject, corrected, _, _ = multipletests(tasks[p_column], alpha=0.05, method="fdr_bh")
+            np.testing.assert_allclose(tasks["q"], corrected, rtol=1e-12)
+            np.testing.assert_array_equal(tasks["significant"], reject)
+
+
+def test_dialect_planted_effect_is_recovered_and_summarised():
+    # −0.3 yes-rate for AAVE texts on task 0 in every model; 50 iterations of 10 texts, as the paper.
+    frame = dialect_frame(models=6, tasks=8, iterations=50, effects={0: -0.3}, missing=0.03, seed=4)
+    cells = dialect_cells(frame)
+    planted = cells["task"] == "task-00"
+    assert cells.loc[planted, "significant"].all()
+    covered = (cells.loc[planted, "ci_low"] <= -0.3) & (-0.3 <= cells.loc[planted, "ci_high"])
+    assert covered.sum() >= 5  # 5.7 of 6 expected
+    assert cells.loc[~planted, "significant"].mean() <= 0.05
+    summary = dialect_summary(cells).set_index("task")
+    assert summary.loc["task-00", "consistency_text"] == "6 of 6" and summary.loc["task-00", "modal_sign"] == -1
+    assert summary.loc["task-00", "n_significant"] == 6
+    assert summary.loc["task-00", "mean"] == pytest.approx(-0.3, abs=0.05)
+    assert list(summary.index) == [f"task-{i:02d}" for i in range(8)]

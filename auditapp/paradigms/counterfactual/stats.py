@@ -270,3 +270,101 @@ def names_group_counts(cells: pd.DataFrame) -> pd.DataFrame:
     counts["n_untested"] = counts["n_cells"] - counts["n_tested"]
     return counts[["group", "n_cells", "n_tested", "n_untested", "n_significant"]].astype(
         {"n_cells": int, "n_tested": int, "n_untested": int, "n_significant": int})
+
+
+DIALECT_COLUMNS = ("model", "task", "pair", "dialect", "y")
+DIALECT_CELL_COLUMNS = ("model", "task", "n_sae", "n_aave", "yes_sae", "yes_aave", "gap", "ci_low", "ci_high",
+                        "cohens_h", "welch_t", "welch_df", "welch_p", "welch_note", "paired_n", "paired_n_dropped",
+                        "paired_mean", "paired_t", "paired_df", "paired_p", "paired_note", "primary", "fdr_tested",
+                        "q", "significant")
+
+
+def dialect_cells(frame: pd.DataFrame, *, alpha: float = 0.05, primary: str = "paired") -> pd.DataFrame:
+    """The dialect paradigm's gaps and tests, one row per model × task (SI Appendix, Experiment 2 "Statistical
+    analysis"; Figure 2).
+
+    ``frame``: one row per judged text with ``model``, ``task``, ``pair`` (the text pair's key), ``dialect``
+    ("SAE" or "AAVE") and ``y``. A text with a missing value drops out of every statistic.
+
+    Per cell: ``n_sae`` / ``n_aave`` judged texts and their yes-rates (averaged across texts and iterations);
+    ``gap`` Δ = ȳ(AAVE) − ȳ(SAE); ``ci_low`` / ``ci_high``, the approximate 95% interval of Figure 2, which the
+    paper does not define: ours is the normal (Wald) interval of a difference of proportions,
+    Δ ± 1.96·√(p₁(1−p₁)/n₁ + p₂(1−p₂)/n₂) (zero width where both yes-rates are 0 or 1); ``cohens_h`` =
+    2·asin(√ȳ(AAVE)) − 2·asin(√ȳ(SAE)); Welch's two-sample t-test on the 0/1 values (AAVE first, so t has Δ's sign;
+    ``welch_df`` Welch–Satterthwaite); the paired t-test over text pairs (the paper's primary test): per pair,
+    the mean y of its AAVE texts and of its SAE texts across iterations, the AAVE − SAE differences tested against
+    0 (``paired_n`` pairs with both dialects judged, ``paired_n_dropped`` pairs with one dialect unobserved,
+    ``paired_mean`` their mean difference, which weights pairs equally and so may differ from Δ). ``q``:
+    Benjamini–Hochberg within each model across its tasks (16 in the paper) on the ``primary`` test's p
+    ("paired" or "welch"); ``significant``: q ≤ ``alpha``. A test with fewer than two values per side or no
+    variance is undefined (NaN, with its note) and out of the BH family.
+    """
+    if primary not in PRIMARY_TESTS:
+        raise ValueError(f"primary must be one of {', '.join(PRIMARY_TESTS)}, not {primary!r}")
+    _require(frame, DIALECT_COLUMNS, "dialect frame")
+    judged = frame["y"].notna().to_numpy(bool)
+    model, model_decoder, _ = _codes(frame["model"])
+    task, task_decoder, n_tasks = _codes(frame["task"])
+    pair, _, n_pair_codes = _codes(frame["pair"])
+    dialect = frame["dialect"]
+    is_aave = (dialect == DIALECTS[1]).to_numpy(bool)
+    if not (is_aave | (dialect == DIALECTS[0]).to_numpy(bool)).all():
+        unknown = sorted(map(str, pd.unique(dialect[~dialect.isin(DIALECTS)])))[:5]
+        raise ValueError(f"dialect must be one of {', '.join(DIALECTS)}; found {', '.join(unknown)}")
+    cell_keys, cell = np.unique(model * n_tasks + task, return_inverse=True)
+    n_cells = len(cell_keys)
+    y = frame["y"].to_numpy(float)[judged]
+    cell, pair, is_aave = cell[judged], pair[judged], is_aave[judged]
+
+    side = cell * 2 + is_aave
+    n_side, yes_side, sd_side = (values.reshape(n_cells, 2) for values in _moments(side, y, n_cells * 2))
+    n_sae, n_aave = n_side[:, 0], n_side[:, 1]
+    yes_sae, yes_aave = yes_side[:, 0], yes_side[:, 1]
+    gap = yes_aave - yes_sae
+    with np.errstate(invalid="ignore", divide="ignore"):
+        half_width = NORMAL_95 * np.sqrt(yes_aave * (1 - yes_aave) / n_aave + yes_sae * (1 - yes_sae) / n_sae)
+        cohens_h = 2 * np.arcsin(np.sqrt(yes_aave)) - 2 * np.arcsin(np.sqrt(yes_sae))
+        share = sd_side ** 2 / n_side
+        welch_se = np.sqrt(share.sum(axis=1))
+        enough = (n_sae >= 2) & (n_aave >= 2)
+        welch_defined = enough & (welch_se > NO_VARIANCE)
+        welch_df = np.where(welch_defined, share.sum(axis=1) ** 2 / (share ** 2 / (n_side - 1)).sum(axis=1), np.nan)
+        welch_t = np.where(welch_defined, gap / welch_se, np.nan)
+    welch_p = 2 * stats.t.sf(np.abs(welch_t), welch_df)
+    welch_note = np.where(enough, np.where(welch_defined, "", NO_VARIANCE_WELCH), FEW_TEXTS)
+
+    pair_index, pair_keys = pd.factorize(cell * n_pair_codes + pair)
+    pair_side = pair_index * 2 + is_aave
+    pair_n = np.bincount(pair_side, minlength=len(pair_keys) * 2).reshape(-1, 2)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        pair_mean = np.bincount(pair_side, weights=y, minlength=len(pair_keys) * 2).reshape(-1, 2) / pair_n
+    pair_cell = pair_keys // n_pair_codes
+    both = (pair_n > 0).all(axis=1)
+    paired_n, paired_mean, paired_sd = _moments(pair_cell[both], pair_mean[both, 1] - pair_mean[both, 0], n_cells)
+    paired = _one_sample_t(paired_n, paired_mean, paired_sd)
+    paired_note = np.where(paired_n < 2, FEW_TEXT_PAIRS, np.where(paired["defined"], "", NO_VARIANCE_PAIRED))
+
+    cell_model = cell_keys // n_tasks
+    primary_p = paired["p"] if primary == "paired" else welch_p
+    tested = np.zeros(n_cells, dtype=bool)
+    q = np.full(n_cells, np.nan)
+    significant = np.zeros(n_cells, dtype=bool)
+    for each_model in np.unique(cell_model):
+        mask = cell_model == each_model
+        tested[mask], q[mask], significant[mask] = _bh(primary_p[mask], alpha=alpha)
+    return pd.DataFrame({
+        "model": _decode(cell_model, model_decoder), "task": _decode(cell_keys % n_tasks, task_decoder),
+        "n_sae": n_sae, "n_aave": n_aave, "yes_sae": yes_sae, "yes_aave": yes_aave, "gap": gap,
+        "ci_low": gap - half_width, "ci_high": gap + half_width, "cohens_h": cohens_h, "welch_t": welch_t,
+        "welch_df": welch_df, "welch_p": welch_p, "welch_note": welch_note, "paired_n": paired_n,
+        "paired_n_dropped": np.bincount(pair_cell, minlength=n_cells) - paired_n, "paired_mean": paired_mean,
+        "paired_t": paired["t"], "paired_df": paired["df"], "paired_p": paired["p"], "paired_note": paired_note,
+        "primary": primary, "fdr_tested": tested, "q": q, "significant": significant},
+        columns=list(DIALECT_CELL_COLUMNS))
+
+
+def dialect_summary(cells: pd.DataFrame) -> pd.DataFrame:
+    """Across models, per task (Figure 2's bold line, the Results' "all 19 models", "9/19 FDR-significant"): the
+    cross-model mean and SD of the gaps Δ, their signs and directional consistency "k of m" (as
+    :func:`names_summary`), the FDR-significant models and their mean gap. Rows in the task order."""
+    return _sign_consistency(cells, ["task"], "gap", "significant")
