@@ -17,6 +17,9 @@ from auditapp.paradigms.counterfactual.stats import (
     NO_VARIANCE_NOTE,
     NO_VARIANCE_PAIRED,
     NO_VARIANCE_WELCH,
+    NOT_RECORDED,
+    REQUEST_FAILED,
+    completion,
     dialect_cells,
     dialect_summary,
     names_cells,
@@ -330,3 +333,59 @@ def test_dialect_planted_effect_is_recovered_and_summarised():
     assert summary.loc["task-00", "n_significant"] == 6
     assert summary.loc["task-00", "mean"] == pytest.approx(-0.3, abs=0.05)
     assert list(summary.index) == [f"task-{i:02d}" for i in range(8)]
+
+
+# ---------------------------------------------------------------- completion (Table 1)
+def test_completion_rates_and_reasons_by_hand():
+    # Model a, task warm: 2 requests of 60 texts (120 asked), one failed (60 texts, no rows); the other's 60 rows:
+    # 57 labelled, 2 refused, 1 unparseable. Task cold: 60 asked, 60 rows, 60 labelled.
+    # Model b, task warm: 60 asked, 58 rows (2 texts never recorded), 55 labelled, 3 missing without a reason.
+    frame = pd.DataFrame(
+        [{"model": "a", "task": "warm", "y": 1.0, "reason": ""}] * 57
+        + [{"model": "a", "task": "warm", "y": np.nan, "reason": "refused"}] * 2
+        + [{"model": "a", "task": "warm", "y": np.nan, "reason": "unparseable"}]
+        + [{"model": "a", "task": "cold", "y": 0.0, "reason": ""}] * 60
+        + [{"model": "b", "task": "warm", "y": 0.0, "reason": None}] * 55
+        + [{"model": "b", "task": "warm", "y": np.nan, "reason": None}] * 3)
+    targets = pd.DataFrame({"model": ["a", "a", "b"], "task": ["warm", "cold", "warm"],
+                            "n_texts_asked": [120, 60, 60], "n_texts_failed_requests": [60, 0, 0]})
+    per_model, per_task, reasons = completion(frame, targets)
+    warm_a = row(per_task, model="a", task="warm")
+    # a × warm: 57 of 120 = 0.475; missing 63 = 3 in replies + 60 in the failed request.
+    assert warm_a[["n_asked", "n_labelled", "n_missing", "n_missing_in_replies", "n_failed_requests",
+                   "n_not_recorded"]].tolist() == [120, 57, 63, 3, 60, 0]
+    assert warm_a["rate"] == pytest.approx(0.475)
+    # Model a: (57 + 60) of 180 = 0.65; model b: 55 of 60, 2 never recorded.
+    assert row(per_model, model="a")["rate"] == pytest.approx(117 / 180)
+    b = row(per_model, model="b")
+    assert (b["n_labelled"], b["n_missing"], b["n_not_recorded"], b["rate"]) == (55, 5, 2, pytest.approx(55 / 60))
+    assert reasons.to_dict(orient="records") == [
+        {"model": "a", "task": "warm", "reason": REQUEST_FAILED, "n": 60},
+        {"model": "a", "task": "warm", "reason": "refused", "n": 2},
+        {"model": "a", "task": "warm", "reason": "unparseable", "n": 1},
+        {"model": "b", "task": "warm", "reason": "missing (no reason recorded)", "n": 3},
+        {"model": "b", "task": "warm", "reason": NOT_RECORDED, "n": 2}]
+    assert reasons.groupby("model")["n"].sum().to_dict() == per_model.set_index("model")["n_missing"].to_dict()
+
+
+def test_completion_refuses_inconsistent_targets():
+    frame = pd.DataFrame({"model": ["a"] * 3, "task": "warm", "y": [1.0, 0.0, 1.0], "reason": ""})
+    with pytest.raises(ValueError, match="without a target"):
+        completion(frame, pd.DataFrame({"model": ["a"], "task": ["cold"], "n_texts_asked": [3],
+                                        "n_texts_failed_requests": [0]}))
+    with pytest.raises(ValueError, match="more judgments than texts asked"):
+        completion(frame, pd.DataFrame({"model": ["a"], "task": ["warm"], "n_texts_asked": [3],
+                                        "n_texts_failed_requests": [1]}))
+
+
+def test_completion_of_a_categorical_frame_with_a_target_per_request():
+    frame = names_frame(models=3, tasks=2, iterations=4, missing=0.1, seed=9).assign(reason="refused")
+    frame.loc[frame["y"].notna(), "reason"] = ""
+    targets = pd.DataFrame({"model": np.repeat([f"model-{i:02d}" for i in range(3)], 2 * 4),
+                            "task": np.tile(np.repeat(["task-00", "task-01"], 4), 3),
+                            "n_texts_asked": 60, "n_texts_failed_requests": 0})
+    per_model, per_task, reasons = completion(frame, targets)
+    assert per_task["n_asked"].tolist() == [240] * 6
+    expected = frame.groupby("model", observed=True)["y"].count()
+    assert per_model.set_index("model")["n_labelled"].to_dict() == {str(k): v for k, v in expected.items()}
+    assert reasons["n"].sum() == frame["y"].isna().sum() and set(reasons["reason"]) == {"refused"}
