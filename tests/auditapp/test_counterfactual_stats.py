@@ -234,6 +234,35 @@ def test_names_no_effect_anywhere_stays_at_alpha():
     assert cells["significant"].mean() <= 0.05
 
 
+def test_names_four_million_judgments():
+    # The paper's scale: 19 models × 39 tasks × 90 iterations × 60 texts = 4,001,400 judgments, 2% missing,
+    # +0.15 for Black names on task 5 (630 pairs a cell: se ≈ 0.028, z ≈ 5.3). Results only; the seconds are
+    # benchmarks/counterfactual_stats.py's.
+    frame = names_frame(effects={(5, "Black"): 0.15}, missing=0.02, seed=21)
+    assert len(frame) == 4_001_400
+    cells = names_cells(frame)
+    assert len(cells) == 19 * 39 * 4 and cells["fdr_tested"].all()
+    assert (cells["n_pairs"] + cells["n_pairs_dropped"]).sum() == 4_001_400 // 2
+    minority = frame["side"] == "minority"
+    assert cells["n_minority"].sum() == frame.loc[minority, "y"].notna().sum()
+    assert cells["n_reference"].sum() == frame.loc[~minority, "y"].notna().sum()
+    planted = (cells["task"] == "task-05") & (cells["group"] == "Black")
+    assert cells.loc[planted, "significant"].all() and cells.loc[~planted, "significant"].mean() <= 0.05
+    summary = row(names_summary(cells), task="task-05", group="Black")
+    assert summary["consistency_text"] == "19 of 19" and summary["n_significant"] == 19
+    assert summary["order_in_group"] == 39 and summary["mean"] == pytest.approx(0.15, abs=0.02)
+    assert row(names_group_counts(cells), group="All")["n_tested"] == 2964
+    # Spot checks against scipy on three cells of the big frame.
+    for model, task, group in (("model-00", "task-00", "Arab"), ("model-18", "task-05", "Black"),
+                               ("model-09", "task-38", "Hispanic")):
+        raw = frame[(frame["model"] == model) & (frame["task"] == task) & (frame["group"] == group)]
+        wide = raw.astype({"side": str}).pivot(index="pair", columns="side", values="y").dropna()
+        result = stats.ttest_1samp(wide["minority"] - wide["reference"], 0.0)
+        cell = row(cells, model=model, task=task, group=group)
+        np.testing.assert_allclose([cell["t"], cell["p"], cell["n_pairs"]],
+                                   [result.statistic, result.pvalue, len(wide)], rtol=1e-9)
+
+
 # ---------------------------------------------------------------- dialect
 def dialect_rows(model: str, task: str, texts: list[tuple[str, str, float]]) -> list[dict]:
     return [{"model": model, "task": task, "pair": pair, "dialect": dialect, "y": y} for pair, dialect, y in texts]

@@ -63,16 +63,17 @@ def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
         raise ValueError(f"{what}: missing column(s) {', '.join(absent)} (needs {', '.join(columns)})")
 
 
-def _codes(column: pd.Series) -> tuple[np.ndarray, pd.Series, int]:
+def _codes(column: pd.Series, *, ordered: bool = True) -> tuple[np.ndarray, pd.Series, int]:
     """Integer codes of a column, the means to decode them and their number: a categorical keeps its categories'
-    order, other columns are coded in sorted order. A missing value (code −1) is refused: every row belongs to a
+    order, other columns are coded in sorted order (``ordered``; a key that is never shown, such as a pair id,
+    skips the sort of its millions of values). A missing value (code −1) is refused: every row belongs to a
     cell."""
     if isinstance(column.dtype, pd.CategoricalDtype):
         codes = column.cat.codes.to_numpy(np.int64)
         decoder = column
         size = len(column.cat.categories)
     else:
-        codes, uniques = pd.factorize(column, sort=True)
+        codes, uniques = pd.factorize(column, sort=ordered)
         codes = codes.astype(np.int64, copy=False)
         decoder = pd.Series(uniques)
         size = len(uniques)
@@ -186,7 +187,7 @@ def names_cells(frame: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     model, model_decoder, _ = _codes(frame["model"])
     task, task_decoder, n_tasks = _codes(frame["task"])
     group, group_decoder, n_groups = _codes(frame["group"])
-    pair, _, n_pair_codes = _codes(frame["pair"])
+    pair, _, n_pair_codes = _codes(frame["pair"], ordered=False)
     side = frame["side"]
     is_minority = (side == SIDES[0]).to_numpy(bool)
     is_reference = (side == SIDES[1]).to_numpy(bool)
@@ -305,7 +306,7 @@ def dialect_cells(frame: pd.DataFrame, *, alpha: float = 0.05, primary: str = "p
     judged = frame["y"].notna().to_numpy(bool)
     model, model_decoder, _ = _codes(frame["model"])
     task, task_decoder, n_tasks = _codes(frame["task"])
-    pair, _, n_pair_codes = _codes(frame["pair"])
+    pair, _, n_pair_codes = _codes(frame["pair"], ordered=False)
     dialect = frame["dialect"]
     is_aave = (dialect == DIALECTS[1]).to_numpy(bool)
     if not (is_aave | (dialect == DIALECTS[0]).to_numpy(bool)).all():
@@ -405,9 +406,10 @@ def completion(frame: pd.DataFrame, targets: pd.DataFrame) -> tuple[pd.DataFrame
     _require(frame, COMPLETION_COLUMNS, "completion frame")
     _require(targets, TARGET_COLUMNS, "completion targets")
     keys = ["model", "task"]
-    rows = pd.DataFrame({"model": frame["model"].astype(object), "task": frame["task"].astype(object),
-                         "labelled": frame["y"].notna()})
-    replied = rows.groupby(keys, sort=False).agg(n_rows=("labelled", "size"), n_labelled=("labelled", "sum"))
+    replied = frame["y"].notna().groupby([frame["model"], frame["task"]], observed=True, sort=False).agg(
+        n_rows="size", n_labelled="sum")
+    replied.index = pd.MultiIndex.from_arrays(
+        [replied.index.get_level_values(key).astype(object) for key in keys], names=keys)
     asked = targets.assign(model=targets["model"].astype(object), task=targets["task"].astype(object)).groupby(
         keys, sort=False)[["n_texts_asked", "n_texts_failed_requests"]].sum()
     unknown = replied.index.difference(asked.index)
