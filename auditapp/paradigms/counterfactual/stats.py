@@ -36,6 +36,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats
 
+from auditapp.paradigms.counterfactual.material import DIALECTS
+
 NO_VARIANCE = 1e-12
 """A standard deviation at or below this is no variance (0/1 data give exactly 0; this guards float rounding)."""
 CONFIDENCE = 0.95
@@ -49,7 +51,6 @@ NO_VARIANCE_WELCH = "no variance in either dialect"
 FEW_TEXT_PAIRS = "fewer than 2 text pairs with both dialects judged"
 NO_VARIANCE_PAIRED = "all text-pair gaps equal: no variance"
 SIDES = ("minority", "reference")
-DIALECTS = ("SAE", "AAVE")
 PRIMARY_TESTS = ("paired", "welch")
 REQUEST_FAILED = "request failed"
 NOT_RECORDED = "no judgment recorded"
@@ -374,8 +375,6 @@ def dialect_summary(cells: pd.DataFrame) -> pd.DataFrame:
 COMPLETION_COLUMNS = ("model", "task", "y", "reason")
 TARGET_COLUMNS = ("model", "task", "n_texts_asked", "n_texts_failed_requests")
 NO_REASON = "missing (no reason recorded)"
-COMPLETION_COUNTS = ("n_asked", "n_labelled", "n_missing", "n_missing_in_replies", "n_failed_requests",
-                     "n_not_recorded")
 
 
 def _completion_rates(counts: pd.DataFrame) -> pd.DataFrame:
