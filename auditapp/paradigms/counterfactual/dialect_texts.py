@@ -28,8 +28,7 @@ import re
 from collections.abc import Sequence
 
 from auditapp.paradigms.counterfactual.material import TEXT_SETS, DialectPair
-from auditapp.paradigms.counterfactual.names import records_of
-from auditapp.paradigms.counterfactual.problems import MaterialProblem, raise_if_any, text_problems
+from auditapp.paradigms.counterfactual.problems import MaterialProblem, raise_if_any, records_of, text_problems
 
 FEATURES = ("HB", "CD", "NC", "AIN'T", "-IN", "DEM", "GON'", "REAL", "NSTD")
 FEATURE_DESCRIPTIONS = {

@@ -15,12 +15,10 @@ list can make pairs: a reference group with names of every gender the minority g
 """
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Mapping, Sequence
 
 from auditapp.paradigms.counterfactual.material import PersonName
-from auditapp.paradigms.counterfactual.problems import MaterialProblem, raise_if_any, text_problems
+from auditapp.paradigms.counterfactual.problems import MaterialProblem, raise_if_any, records_of, text_problems
 
 GROUPS = ("Arab", "Asian", "Black", "Hispanic", "White")
 GENDERS = ("Female", "Male")
@@ -59,45 +57,6 @@ TABLE_2: tuple[PersonName, ...] = tuple(
     PersonName(name=name, group=group, gender=gender, source="paper")
     for group, gender, names in _TABLE_2_ROWS for name in names.split(", ")
 )
-
-
-def _csv_records(text: str) -> tuple[list[tuple[int, Mapping]], list[str] | None]:
-    """The data rows of CSV text as (spreadsheet row, {lower-cased header: cell}) and the header (None when the
-    text is empty)."""
-    reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
-    header = next(reader, None)
-    if header is None:
-        return [], None
-    columns = [cell.strip().lower() for cell in header]
-    records = [(row, dict(zip(columns, cells, strict=False)))
-               for row, cells in enumerate(reader, start=2) if any(cell.strip() for cell in cells)]
-    return records, columns
-
-
-def records_of(source: str | Sequence[Mapping], *, part: str, columns: Sequence[str],
-               optional: Sequence[str] = ()) -> tuple[list[tuple[int, Mapping]], list[MaterialProblem]]:
-    """Numbered records of CSV text (spreadsheet rows, header = row 1) or of a list (entries from 1), keys
-    lower-cased, and the problems of their shape: an empty file, an entry that is not an object, an unknown
-    column, a required column that no record has (once each)."""
-    problems = []
-    if isinstance(source, str):
-        records, header = _csv_records(source)
-        if header is None:
-            return [], [MaterialProblem(part, "the file is empty")]
-        present = set(header)
-    else:
-        records = []
-        for row, entry in enumerate(source, start=1):
-            if isinstance(entry, Mapping):
-                records.append((row, {str(key).strip().lower(): value for key, value in entry.items()}))
-            else:
-                problems.append(MaterialProblem(part, f"must be an object with {list(columns)}", row))
-        present = set().union(*(record.keys() for _, record in records)) if records else set(columns)
-    problems += [MaterialProblem(part, f"unknown column; expected {list(columns)}", None, column)
-                 for column in sorted(present - set(columns) - set(optional)) if column]
-    problems += [MaterialProblem(part, "missing column", None, column) for column in columns
-                 if column not in present]
-    return records, problems
 
 
 def _cell(record: Mapping, column: str):

@@ -26,8 +26,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from auditapp.paradigms.counterfactual.material import NAME_PLACEHOLDER, Vignette
-from auditapp.paradigms.counterfactual.names import records_of
-from auditapp.paradigms.counterfactual.problems import MaterialProblem, raise_if_any, text_problems
+from auditapp.paradigms.counterfactual.problems import MaterialProblem, raise_if_any, records_of, text_problems
 
 VIGNETTE_OPENING = "Hi, I'm " + NAME_PLACEHOLDER + "."
 DEFAULT_VIGNETTE_COUNT = 211
