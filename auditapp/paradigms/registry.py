@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-PARADIGMS = ("classification", "self_report", "bits")
+PARADIGMS = ("classification", "self_report", "bits", "names", "dialect")
 DEFAULT = PARADIGMS[0]
 """The paradigm of a launch that names none (the API's and the admin's default)."""
 

@@ -1,0 +1,97 @@
+"""What the two counterfactual analyses share (seed 002): their settings, the completion tables of the paper's
+Table 1, and tables as JSON-ready records. Pure: no Django.
+
+Completion counts every text a request asked: a labelled text is complete; a text without a label is missing
+with its reason (the reply's, or "request failed: …" for a request that got no reply, "not asked" for a request
+an audit stopped before sending).
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from auditapp.paradigms.counterfactual import stats
+from auditapp.paradigms.counterfactual.replies import reason_kind
+
+PRIMARY_TESTS = ("paired", "welch")
+
+
+@dataclass(frozen=True)
+class AnalysisSettings:
+    """``alpha``: the FDR level of Benjamini–Hochberg (0.05 in seed 002); ``primary``: the dialect test whose p
+    enters the correction (seed 002: the paired t-test over text pairs; Welch's as the robustness check)."""
+
+    alpha: float = 0.05
+    primary: str = "paired"
+
+    def problems(self) -> list[str]:
+        problems = []
+        if not (isinstance(self.alpha, int | float) and not isinstance(self.alpha, bool)
+                and math.isfinite(self.alpha) and 0 < self.alpha < 1):
+            problems.append(f"alpha must be a number between 0 and 1, not {self.alpha!r}")
+        if self.primary not in PRIMARY_TESTS:
+            problems.append(f"primary must be one of {list(PRIMARY_TESTS)}, not {self.primary!r}")
+        return problems
+
+
+def settings_of(design: Mapping) -> AnalysisSettings:
+    return AnalysisSettings(**(design.get("analysis") or {}))
+
+
+def analysis_problems(analysis: Mapping) -> list[str]:
+    """What is wrong with an audit's analysis settings (unknown keys included)."""
+    if not isinstance(analysis, Mapping):
+        return ["analysis must be an object"]
+    unknown = sorted(set(analysis) - {"alpha", "primary"})
+    if unknown:
+        return [f"analysis: unknown settings {unknown} (known: alpha, primary)"]
+    return [f"analysis: {problem}" for problem in AnalysisSettings(**analysis).problems()]
+
+
+def records(frame: pd.DataFrame) -> list[dict]:
+    """A table as JSON-ready records: NaN and ±inf become None, numpy scalars Python ones."""
+    if frame.empty:
+        return []
+    clean = frame.astype(object).where(frame.notna(), None)
+    out = []
+    for row in clean.to_dict("records"):
+        out.append({key: _plain(value) for key, value in row.items()})
+    return out
+
+
+def _plain(value):
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def completion_tables(judged: pd.DataFrame, requests: pd.DataFrame, model_names: Mapping[int, str],
+                      texts_per_request: int) -> dict[str, list[dict]]:
+    """Table 1's completion per model and per model × task, and the reasons texts are missing (per model, by kind:
+    "value not 0 or 1: 2" counts as "value not 0 or 1"; per model × task, as recorded).
+
+    ``judged``: one row per judgment (model_id, task, label, reason); ``requests``: per model_id × task × state,
+    ``n`` requests (answered, failed or pending: a pending request's texts count as asked and not recorded)."""
+    reasons = judged["reason"].astype("category")
+    frame = pd.DataFrame({"model": judged["model_id"].map(model_names).to_numpy(),
+                          "task": judged["task"].astype(str).to_numpy(), "y": judged["label"].to_numpy(float),
+                          "reason": reasons.to_numpy()})
+    texts = requests["n"] * texts_per_request
+    targets = pd.DataFrame({"model": requests["model_id"].map(model_names), "task": requests["task"].astype(str),
+                            "n_texts_asked": texts,
+                            "n_texts_failed_requests": texts.where(requests["state"] == "failed", 0)})
+    per_model, per_model_task, missing = stats.completion(frame, targets)
+    by_kind = (missing.assign(reason=missing["reason"].astype(str).map(reason_kind))
+               .groupby(["model", "reason"], sort=False, observed=True)["n"].sum().reset_index())
+    return {"completion": records(_with_percent(per_model)), "completion_tasks": records(_with_percent(per_model_task)),
+            "missing": records(by_kind), "missing_tasks": records(missing)}
+
+
+def _with_percent(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.assign(rate_percent=frame["rate"] * 100)

@@ -1,0 +1,242 @@
+"""What the two counterfactual paradigms' adapters share (seed 002): the launch body and admin form, the dashboard's
+data and the named tables, each built from a paradigm's :class:`Flavour` (its name, design class, material, its
+own settings). The adapters (:mod:`auditapp.paradigms.names.adapter`, :mod:`auditapp.paradigms.dialect.adapter`)
+declare their flavour and call :func:`paradigm_of`.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django import forms
+from rest_framework import serializers
+
+from annotation.selectors import Export
+from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
+from auditapp.audit_services import AuditError
+from auditapp.launch_forms import ModelsFieldsMixin
+from auditapp.models import Audit, AuditJudgment, Corpus
+from auditapp.paradigms import registry
+from auditapp.paradigms.counterfactual import services
+from auditapp.paradigms.counterfactual.analysis import analysis_problems
+from auditapp.paradigms.counterfactual.prompt import DEFAULT_TEMPLATE
+
+MAX_ITERATIONS = 10_000
+
+
+@dataclass(frozen=True)
+class Flavour:
+    """One counterfactual paradigm: ``design_class`` (from_audit, texts, analyse, …), ``units_of(spec, settings)``
+    (the material's units and provenance; MaterialError), its settings' defaults and serializer fields, its tables'
+    descriptions and the judgment export's extra columns (``judgment_columns(audit)`` → columns, a row function)."""
+
+    name: str
+    label: str
+    design_class: type
+    units_of: Callable
+    default_corpus_name: str
+    defaults: dict
+    extra_fields: dict
+    material_help: str
+    dashboard_template: str
+    tables: dict[str, str]
+    judgment_columns: Callable
+    form_fields: dict = field(default_factory=dict)
+
+
+def launch_serializer(flavour: Flavour) -> type:
+    """The body of ``POST /api/audits/`` for this paradigm."""
+
+    attributes = {
+        "__doc__": f"The body of POST /api/audits/ for a {flavour.label} audit.",
+        "paradigm": serializers.ChoiceField(choices=registry.choices()),
+        "models": ModelChoiceSerializer(many=True, help_text="Chat models (OpenAI-compatible or Ollama)."),
+        "corpus": serializers.PrimaryKeyRelatedField(
+            queryset=Corpus.objects.filter(paradigm=flavour.name), required=False, allow_null=True, default=None,
+            help_text="A stored material corpus (GET /api/corpora/); omit to use `material`."),
+        "material": serializers.DictField(required=False, allow_null=True, default=None,
+                                          help_text=flavour.material_help),
+        "iterations": serializers.IntegerField(default=flavour.defaults["iterations"], min_value=1,
+                                               max_value=MAX_ITERATIONS,
+                                               help_text="Requests per model × task, each a new sample of texts."),
+        "prompt": serializers.CharField(required=False, max_length=20000, default=DEFAULT_TEMPLATE,
+                                        help_text="The prompt template, with {description} and {texts} once "
+                                                  "each (default: seed 002's instruction and our JSON Lines one)."),
+        "analysis": serializers.DictField(default=dict, help_text="alpha (0.05), primary (paired or welch)."),
+        **{name: make() for name, make in flavour.extra_fields.items()},
+    }
+    return type(f"{flavour.name.title()}LaunchSerializer", (LaunchSerializer,), attributes)
+
+
+def settings_from(flavour: Flavour, values: dict) -> dict:
+    return {"iterations": values["iterations"], **{name: values[name] for name in flavour.extra_fields},
+            "analysis": dict(values.get("analysis") or {})}
+
+
+def _arguments(flavour: Flavour, values: dict, models) -> dict:
+    return {"paradigm": flavour.name, "design_class": flavour.design_class, "models": models,
+            "corpus": values.get("corpus"), "material": values.get("material"),
+            "settings": settings_from(flavour, values), "prompt_text": values.get("prompt") or DEFAULT_TEMPLATE,
+            "seed": values.get("seed", 0), "error_budget": values.get("error_budget", 0.2),
+            "replicates": values.get("replicates", 1), "units_of": flavour.units_of}
+
+
+def problems_of(flavour: Flavour, *, values: dict, models) -> list[str]:
+    """Every problem of a launch, nothing written."""
+    arguments = _arguments(flavour, values, models)
+    problems = analysis_problems(arguments["settings"]["analysis"])
+    return problems or services.counterfactual_prepare(**arguments).problems
+
+
+def create(flavour: Flavour, *, values: dict, models, created_by) -> Audit:
+    problems = analysis_problems(settings_from(flavour, values)["analysis"])
+    if problems:
+        raise AuditError("; ".join(problems))
+    return services.counterfactual_audit_create(
+        **_arguments(flavour, values, models), name=values["name"], use_cache=values.get("use_cache", True),
+        parallel_tasks=values.get("parallel_tasks", 1), created_by=created_by,
+        default_corpus_name=flavour.default_corpus_name)
+
+
+def launch_function(flavour: Flavour) -> Callable:
+    def launch(values: dict, *, created_by=None) -> Audit:
+        return create(flavour, values=values, models=model_choices(values["models"]), created_by=created_by)
+    return launch
+
+
+def launch_form(flavour: Flavour) -> type:
+    """The admin's launch form: models, a stored corpus (or the default material), iterations, settings."""
+
+    class CounterfactualLaunchForm(ModelsFieldsMixin, forms.ModelForm):
+        corpus = forms.ModelChoiceField(queryset=Corpus.objects.filter(paradigm=flavour.name), required=False,
+                                        empty_label=f"the default material ({flavour.default_corpus_name})")
+        iterations = forms.IntegerField(initial=flavour.defaults["iterations"], min_value=1,
+                                        max_value=MAX_ITERATIONS,
+                                        help_text="Requests per model × task, each a new sample of texts.")
+        alpha = forms.FloatField(initial=0.05, min_value=0.0001, max_value=0.5,
+                                 help_text="Benjamini–Hochberg FDR level.")
+
+        class Meta:
+            model = Audit
+            fields = ("name", "seed", "use_cache", "error_budget", "parallel_tasks")
+
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            for name, make in flavour.form_fields.items():
+                self.fields[name] = make()
+
+        def values(self) -> dict:
+            data = self.cleaned_data
+            return {"name": data["name"], "corpus": data["corpus"], "material": None,
+                    "iterations": data["iterations"], "analysis": {"alpha": data["alpha"]},
+                    **{name: data[name] for name in flavour.extra_fields},
+                    "seed": data["seed"], "use_cache": data["use_cache"], "error_budget": data["error_budget"],
+                    "parallel_tasks": data["parallel_tasks"]}
+
+        def clean(self):
+            data = super().clean()
+            if not self.errors:
+                for problem in problems_of(flavour, values=self.values(), models=self.model_choices()):
+                    self.add_error(None, problem)
+            return data
+
+    CounterfactualLaunchForm.__name__ = f"{flavour.name.title()}LaunchForm"
+    return CounterfactualLaunchForm
+
+
+def launch_from_form_function(flavour: Flavour) -> Callable:
+    def launch_from_form(form, user) -> Audit:
+        return create(flavour, values=form.values(), models=form.model_choices(), created_by=user)
+    return launch_from_form
+
+
+def cells(audit: Audit) -> list[tuple[str, str]]:
+    """One progress column per task."""
+    return [(task["slug"], task["name"]) for task in audit.design.get("tasks", [])]
+
+
+def dashboard_data_function(flavour: Flavour) -> Callable:
+    def dashboard_data(audit: Audit) -> dict:
+        corpus = audit.corpus
+        models = list(audit.models.all())
+        return {
+            "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
+                      "status_label": audit.get_status_display(), "status_reason": audit.status_reason,
+                      "n_requests": audit.n_requests, "analysed": bool(audit.analysis)},
+            "models": [{"id": m.id, "label": m.display_name, "model": m.model} for m in models],
+            "conditions": [{"code": code, "name": name} for code, name in cells(audit)],
+            "corpus": {"id": corpus.id, "name": corpus.name, "n_units": corpus.n_units,
+                       "content_hash": corpus.content_hash},
+            "design": {"iterations": audit.design.get("iterations"), "seed": audit.seed,
+                       **(audit.manifest or {}).get("design", {})},
+            "analysis": audit.analysis or None,
+            "tables": list(flavour.tables) + ["judgments"],
+        }
+    return dashboard_data
+
+
+def _analysis_table(name: str) -> Callable:
+    def rows(audit: Audit) -> Export:
+        records = (audit.analysis or {}).get("tables", {}).get(name) or []
+        columns = list(records[0]) if records else []
+        return Export(columns, [tuple(record[column] for column in columns) for record in records])
+    return rows
+
+
+JUDGMENT_COLUMNS = ("request", "model", "task", "iteration", "unit", "label", "outcome", "reason")
+
+
+def judgments_table(flavour: Flavour) -> Callable:
+    """One row per judgment, in request order: the request, model, task, iteration, the judgment's unit key, the
+    label (empty when missing), outcome and reason, and the paradigm's columns rebuilt from the design (the
+    text's number, pair, group, name, dialect…)."""
+    def rows(audit: Audit) -> Export:
+        names = services.model_names(audit)
+        extra_columns, extra = flavour.judgment_columns(audit)
+        queryset = (AuditJudgment.objects.filter(audit=audit).order_by("request_id", "id")
+                    .values_list("request_id", "request__audit_model_id", "request__condition", "request__unit",
+                                 "unit", "label", "outcome", "reason"))
+
+        def transform(row: tuple) -> tuple:
+            request_id, model_id, task, unit, key, label, outcome, reason = row
+            iteration = services.iteration_of(unit)
+            return (request_id, names.get(model_id), task, iteration, key, label, outcome, reason,
+                    *extra(iteration, key))
+        return Export([*JUDGMENT_COLUMNS, *extra_columns], queryset, transform)
+    return rows
+
+
+def tables_of(flavour: Flavour) -> dict[str, registry.Table]:
+    return {
+        **{name: registry.Table(name, description, _analysis_table(name))
+           for name, description in flavour.tables.items()},
+        "judgments": registry.Table("judgments", "Every judgment: one row per numbered text of every request, "
+                                                 "its label or why it is missing, with the text's design "
+                                                 "columns.", judgments_table(flavour)),
+    }
+
+
+def paradigm_of(flavour: Flavour) -> registry.Paradigm:
+    from auditapp.paradigms.counterfactual.corpora import corpus_generate_function
+
+    builder_class = flavour.design_class
+
+    return registry.Paradigm(
+        name=flavour.name,
+        label=flavour.label,
+        builder=lambda audit: services.CounterfactualRequests(audit, builder_class),
+        cells=cells,
+        analyse=lambda audit: services.counterfactual_analyse(audit, builder_class),
+        launch_serializer=launch_serializer(flavour),
+        launch=launch_function(flavour),
+        launch_form=launch_form(flavour),
+        launch_fields=("name", "corpus", "models", "params", *flavour.form_fields, "iterations", "alpha", "seed",
+                       "use_cache", "error_budget", "parallel_tasks"),
+        launch_from_form=launch_from_form_function(flavour),
+        dashboard_template=flavour.dashboard_template,
+        dashboard_data=dashboard_data_function(flavour),
+        tables=tables_of(flavour),
+        corpus_generate=corpus_generate_function(flavour),
+    )
+
+

@@ -1,0 +1,243 @@
+"""Counterfactual audits (seed 002), the Django side both paradigms share: launching one over a stored material
+corpus, its requests for the engine, its analysis from the judgments, its named tables.
+
+Each paradigm (names, dialect) gives a *design* (:class:`auditapp.paradigms.names.design.NamesDesign`,
+:class:`auditapp.paradigms.dialect.design.DialectDesign`): how its material is read from the corpus's units, which
+numbered texts one request (a model × a task × an iteration) holds, and how its judgments are analysed. This
+module never asks which paradigm it serves; it takes the design's class from the adapter.
+
+``Audit.design`` holds the iterations, the paradigm's own settings (pairs per iteration and reference group, or
+batch size), the prompt's text and the analysis settings.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pandas as pd
+from django.db import transaction
+from django.db.models import Count
+from django.utils import timezone
+
+from auditapp import scorer_kinds
+from auditapp.audit_services import (
+    AuditError,
+    ModelChoice,
+    PlannedRequest,
+    audit_request_key,
+    enqueue_prepare,
+    launch_problems,
+    manifest_models,
+)
+from auditapp.corpus_selectors import corpus_units
+from auditapp.corpus_services import corpus_store
+from auditapp.models import Audit, AuditModel, AuditRequest, Corpus
+from auditapp.paradigms.base import ParsedReply
+from auditapp.paradigms.counterfactual import judgments as reading
+from auditapp.paradigms.counterfactual.problems import MaterialError
+from auditapp.paradigms.counterfactual.prompt import BatchPrompt
+from auditapp.paradigms.counterfactual.replies import judgments as reply_judgments
+from auditapp.paradigms.counterfactual.replies import parse_batch
+
+ITERATION_PREFIX = "iteration:"
+MAX_REQUESTS = 2_000_000
+"""The most requests one audit plans (the paper's names experiment is 74,100: 19 models × 39 tasks × 100)."""
+
+
+def iteration_of(unit: str) -> int:
+    return int(unit.removeprefix(ITERATION_PREFIX))
+
+
+def dispatch_order(seed: int, model_id: int, task: str, iteration: int) -> int:
+    """A seeded position (smaller goes first): models, tasks and iterations interleaved in the sending, so an
+    audit stopped early has a bit of every cell rather than all of the first."""
+    digest = hashlib.sha256(f"cf-order:{seed}:{model_id}:{task}:{iteration}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+class CounterfactualRequests:
+    """Rebuilds any request of a counterfactual audit (see :func:`auditapp.audit_services.request_builder`)."""
+
+    design_class: type
+
+    def __init__(self, audit: Audit, design_class):
+        self.audit = audit
+        self.models = {m.id: m for m in audit.models.select_related("endpoint")}
+        self.design = design_class.from_audit(corpus_units(audit.corpus_id), seed=audit.seed,
+                                              settings=audit.design)
+        self.prompt = BatchPrompt(template=audit.design["prompt"]["template"])
+        self.iterations = audit.design["iterations"]
+        self._messages = lru_cache(maxsize=256)(self._build_messages)
+
+    def _build_messages(self, task: str, iteration: int):
+        texts = self.design.texts(iteration, task)
+        return texts, self.prompt.messages(self.design.task(task).description, texts)
+
+    def requests(self):
+        for task in self.design.tasks:
+            for iteration in range(self.iterations):
+                _, messages = self._build_messages(task.slug, iteration)
+                for audit_model in self.models.values():
+                    yield PlannedRequest(audit_model, task.slug, None, f"{ITERATION_PREFIX}{iteration}", 0,
+                                         dispatch_order(self.audit.seed, audit_model.id, task.slug, iteration),
+                                         self.key(audit_model, messages, 0))
+
+    def payload(self, request):
+        return self._messages(request.condition, iteration_of(request.unit))[1]
+
+    def key(self, audit_model: AuditModel, payload, replicate: int) -> str:
+        return audit_request_key(self.audit, audit_model, payload, replicate)
+
+    def parse(self, request, text: str, finish_reason: str) -> ParsedReply:
+        texts = self._messages(request.condition, iteration_of(request.unit))[0]
+        reading_ = parse_batch(text, [planned.index for planned in texts], finish_reason or None)
+        return reply_judgments(reading_, texts)
+
+    def manifest(self) -> dict:
+        corpus = self.audit.corpus
+        return {
+            "paradigm": self.audit.paradigm,
+            "seed": self.audit.seed,
+            "iterations": self.iterations,
+            "use_cache": self.audit.use_cache,
+            "error_budget": self.audit.error_budget,
+            "corpus": {"id": corpus.id, "name": corpus.name, "content_hash": corpus.content_hash,
+                       "n_units": corpus.n_units, "provenance": corpus.provenance},
+            "design": self.design.describe(),
+            "prompt": self.prompt.manifest(),
+            "models": [{**entry, "identity": scorer_kinds.identity(
+                _endpoint_config(model.endpoint), model.model)}
+                for model, entry in zip(self.models.values(), manifest_models(self.models.values()), strict=True)],
+            "analysis": self.audit.design.get("analysis", {}),
+            "missing_values": "a text whose answer cannot be read is missing with its reason and excluded from "
+                              "the statistics that need it; never coded 0 or 1 (seed 002 SI Appendix)",
+        }
+
+
+def _endpoint_config(endpoint):
+    from auditapp.audit_services import endpoint_config
+
+    return endpoint_config(endpoint)
+
+
+def material_corpus(*, paradigm: str, spec: dict | None, name: str, created_by, units_of: Callable) -> Corpus:
+    """Store (or find) the corpus of a material spec; ``units_of(spec)`` gives its units and provenance (raising
+    MaterialError with every problem)."""
+    units, provenance = units_of(spec)
+    return corpus_store(paradigm=paradigm, name=name, units=units, provenance=provenance, created_by=created_by)
+
+
+def counterfactual_problems(*, paradigm: str, corpus: Corpus | None, material: dict | None,
+                            models: list[ModelChoice], replicates: int, error_budget: float,
+                            n_requests: Callable[[], int]) -> list[str]:
+    problems = launch_problems(models=models, replicates=1, error_budget=error_budget, accepts=("messages",))
+    if replicates != 1:
+        problems.append("a counterfactual audit repeats by iterations (each a new sample of texts), not "
+                        "replicates: leave replicates at 1")
+    if corpus is not None and corpus.paradigm != paradigm:
+        problems.append(f"corpus {corpus.id} is a {corpus.paradigm} corpus, not a {paradigm} one")
+    if corpus is not None and material:
+        problems.append("give either a stored corpus or the material, not both")
+    if not problems:
+        total = n_requests()
+        if total > MAX_REQUESTS:
+            problems.append(f"{total:,} requests planned; at most {MAX_REQUESTS:,} per audit (split the models or "
+                            "tasks over several audits)")
+    return problems
+
+
+@dataclass
+class Prepared:
+    """A launch checked: the units (None for a stored corpus), their provenance, the design, the prompt and every
+    problem found (empty when the audit can be recorded)."""
+
+    units: list | None
+    provenance: dict | None
+    design: object | None
+    prompt: BatchPrompt
+    problems: list[str]
+
+
+def counterfactual_prepare(*, paradigm: str, design_class, models: list[ModelChoice], corpus: Corpus | None,
+                           material: dict | None, settings: dict, prompt_text: str, seed: int, error_budget: float,
+                           replicates: int, units_of: Callable) -> Prepared:
+    """Check a launch without writing anything: the material (or the stored corpus), the design over it, the
+    prompt, the models and the size."""
+    problems: list[str] = []
+    units = provenance = design = None
+    if corpus is None:
+        try:
+            units, provenance = units_of(material, settings)
+        except MaterialError as error:
+            problems += [f"material: {problem}" for problem in error.problems]
+        design_units = units
+    else:
+        design_units = corpus_units(corpus.id) if corpus.paradigm == paradigm else None
+    if design_units is not None:
+        try:
+            design = design_class.from_audit(design_units, seed=seed, settings=settings)
+        except MaterialError as error:
+            problems += [str(problem) for problem in error.problems]
+    prompt = BatchPrompt(template=prompt_text)
+    problems += [f"prompt: {problem}" for problem in prompt.problems()]
+    problems += counterfactual_problems(
+        paradigm=paradigm, corpus=corpus, material=material, models=models, replicates=replicates,
+        error_budget=error_budget,
+        n_requests=lambda: len(models) * (len(design.tasks) if design else 0) * settings["iterations"])
+    return Prepared(units, provenance, design, prompt, problems)
+
+
+@transaction.atomic
+def counterfactual_audit_create(*, paradigm: str, design_class, name: str, models: list[ModelChoice],
+                                corpus: Corpus | None, material: dict | None, settings: dict, prompt_text: str,
+                                seed: int = 0, use_cache: bool = True, error_budget: float = 0.2,
+                                parallel_tasks: int = 1, replicates: int = 1, created_by=None,
+                                default_corpus_name: str, units_of: Callable) -> Audit:
+    """Record a counterfactual audit (every model × task × iteration) over the corpus (a stored one, or the one
+    the material spec makes: the paper's and our defaults when none is given) and have a worker prepare and run
+    it. Raises AuditError naming every problem (nothing is stored)."""
+    prepared = counterfactual_prepare(paradigm=paradigm, design_class=design_class, models=models, corpus=corpus,
+                                      material=material, settings=settings, prompt_text=prompt_text, seed=seed,
+                                      error_budget=error_budget, replicates=replicates, units_of=units_of)
+    if prepared.problems:
+        raise AuditError("; ".join(prepared.problems))
+    if corpus is None:
+        corpus = corpus_store(paradigm=paradigm, name=f"{name}: material" if material else default_corpus_name,
+                              units=prepared.units, provenance=prepared.provenance, created_by=created_by)
+    tasks = [{"slug": task.slug, "name": task.name} for task in prepared.design.tasks]
+    audit = Audit.objects.create(
+        name=name, paradigm=paradigm, corpus=corpus, replicates=1, seed=seed, use_cache=use_cache,
+        error_budget=error_budget, parallel_tasks=parallel_tasks, created_by=created_by,
+        design={**settings, "tasks": tasks,
+                "prompt": {"template": prepared.prompt.template, "version": prepared.prompt.version}})
+    AuditModel.objects.bulk_create([
+        AuditModel(audit=audit, endpoint=choice.endpoint, model=choice.model, params=choice.params,
+                   label=choice.label, position=position) for position, choice in enumerate(models)])
+    enqueue_prepare(audit.id)
+    return audit
+
+
+def model_names(audit: Audit) -> dict[int, str]:
+    return {m.id: m.display_name for m in audit.models.order_by("position", "id")}
+
+
+def requests_frame(audit_id: int) -> pd.DataFrame:
+    """Per model × task × state: how many requests (the completion's targets)."""
+    rows = (AuditRequest.objects.filter(audit_id=audit_id).order_by().values("audit_model_id", "condition", "state")
+            .annotate(n=Count("id")).values_list("audit_model_id", "condition", "state", "n"))
+    return pd.DataFrame(list(rows), columns=["model_id", "task", "state", "n"])
+
+
+def counterfactual_analyse(audit: Audit, design_class) -> None:
+    """The paradigm's analysis over every judgment, stored on the audit (``Audit.analysis``: named tables and the
+    notes stating each choice)."""
+    design = design_class.from_audit(corpus_units(audit.corpus_id), seed=audit.seed, settings=audit.design)
+    judged = reading.judgments_frame(audit.id)
+    failed = reading.failed_requests_frame(audit.id)
+    requests = requests_frame(audit.id)
+    result = design.analyse(judged, failed, requests, model_names(audit))
+    with transaction.atomic():
+        Audit.objects.filter(pk=audit.pk).update(analysis=result, analysed_at=timezone.now())
+        Audit.objects.filter(pk=audit.pk, status=Audit.Status.ANALYSING).update(status=Audit.Status.COMPLETED)

@@ -1,0 +1,66 @@
+"""The dialect paradigm's entry in the registry (:mod:`auditapp.paradigms.registry`), built from the counterfactual
+paradigms' shared interface (:mod:`auditapp.paradigms.counterfactual.interface`): its material, its batch size,
+its tables (seed 002 Figure 2, Table 1)."""
+from __future__ import annotations
+
+from django import forms
+from rest_framework import serializers
+
+from auditapp.models import Audit
+from auditapp.paradigms.counterfactual.interface import Flavour, paradigm_of
+from auditapp.paradigms.counterfactual.units import dialect_spec_material, dialect_units
+from auditapp.paradigms.dialect import LABEL
+from auditapp.paradigms.dialect.design import DEFAULTS, MAX_BATCH_SIZE, DialectDesign
+
+NAME = "dialect"
+
+
+def units_of(spec: dict | None, settings: dict):
+    """The units and provenance of a material spec (None: the paper's 16 tasks, our pairs)."""
+    material = dialect_spec_material(spec)
+    provenance = {"generator": NAME, "spec": spec, "sources": material.provenance()}
+    return dialect_units(material.tasks, material.pairs), provenance
+
+
+def judgment_columns(audit: Audit):
+    """The judgment export's design columns: the text's number, its pair and its dialect."""
+    def extra(iteration: int, key: str) -> tuple:
+        index, rest = key.split(":", 1)
+        pair, dialect = rest.rsplit(":", 1)
+        return int(index), pair, dialect
+    return ("index", "pair", "dialect"), extra
+
+
+FLAVOUR = Flavour(
+    name=NAME,
+    label=LABEL,
+    design_class=DialectDesign,
+    units_of=units_of,
+    default_corpus_name="Dialect: seed 002's 16 tasks, our SAE/AAVE pairs",
+    defaults=DEFAULTS,
+    extra_fields={
+        "batch_size": lambda: serializers.IntegerField(default=DEFAULTS["batch_size"], min_value=1,
+                                                       max_value=MAX_BATCH_SIZE,
+                                                       help_text="Texts per request (10 in seed 002)."),
+    },
+    form_fields={
+        "batch_size": lambda: forms.IntegerField(initial=DEFAULTS["batch_size"], min_value=1,
+                                                 max_value=MAX_BATCH_SIZE, help_text="10 in seed 002."),
+    },
+    material_help='Omit for seed 002\'s 16 tasks with our introduction and message pairs. Any of: "tasks" (slugs '
+                  'of the paper\'s tasks, or {slug, name, domain, description, text_set} objects), "pairs" '
+                  '({key, text_set, sae, aave} objects; the AAVE may mark its features inline, e.g. [HB]).',
+    dashboard_template="auditapp/dialect_dashboard.html",
+    tables={
+        "cells": "Per model × task: SAE and AAVE yes-rates and counts, the gap (AAVE − SAE) with its approximate "
+                 "95% CI, Cohen's h, Welch's and the paired t-test, BH q within the model, FDR-significant.",
+        "summary": "Per task (Figure 2): the cross-model mean gap and SD, the models with the modal sign, the "
+                   "FDR-significant models.",
+        "completion": "Per model (Table 1): texts asked, labelled, missing, the completion rate.",
+        "completion_tasks": "Per model × task: texts asked, labelled, missing, the completion rate.",
+        "missing": "Per model × reason: the texts without a label.",
+    },
+    judgment_columns=judgment_columns,
+)
+
+PARADIGM = paradigm_of(FLAVOUR)

@@ -1,0 +1,134 @@
+"""A dialect audit's design (seed 002, Experiment 2): its material read from the corpus, the numbered texts of each
+request, and its analysis over the judgments. Pure: no Django.
+
+A request is one model × task × iteration: a batch of texts (10 in the paper) each drawn independently, SAE or
+AAVE with equal probability and a pair uniformly from the task's text set (introduction texts for the 14 tasks
+shared with Experiment 1, message texts for toxic and angry), numbered, without dialect labels
+(:func:`auditapp.paradigms.counterfactual.plan.dialect_texts`). The batch depends on the seed, the iteration and
+the task, so every model is asked the same batches. The analysis gives per model × task the gap
+Δ = ȳ(AAVE) − ȳ(SAE), Welch's t-test, the paired t-test over per-pair mean yes-rates, Cohen's h, an approximate
+95% CI and Benjamini–Hochberg within each model across its tasks (SI Appendix "Statistical analysis"), the
+cross-model summaries of Figure 2 and the completion rates of Table 1.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import pandas as pd
+
+from auditapp.paradigms.base import Unit
+from auditapp.paradigms.counterfactual import plan, stats
+from auditapp.paradigms.counterfactual.analysis import completion_tables, records, settings_of
+from auditapp.paradigms.counterfactual.dialect_texts import strip_features
+from auditapp.paradigms.counterfactual.material import Task
+from auditapp.paradigms.counterfactual.problems import MaterialError, MaterialProblem
+from auditapp.paradigms.counterfactual.units import dialect_material
+
+DEFAULTS = {"iterations": 50, "batch_size": 10}
+MAX_BATCH_SIZE = 100
+
+
+@dataclass(eq=False)
+class DialectDesign:
+    seed: int
+    tasks: list[Task]
+    pairs: list
+    batch_size: int
+    alpha: float
+    primary: str
+
+    @classmethod
+    def from_audit(cls, units: Sequence[Unit], *, seed: int, settings: Mapping) -> DialectDesign:
+        """The design of an audit over these units with these settings (``Audit.design``); raises MaterialError
+        naming every problem (a task whose text set has no pair)."""
+        material = dialect_material(units)
+        settings = {**DEFAULTS, **settings}
+        analysis = settings_of(settings)
+        design = cls(seed=seed, tasks=list(material.tasks), pairs=list(material.pairs),
+                     batch_size=settings["batch_size"], alpha=analysis.alpha, primary=analysis.primary)
+        problems = design.problems()
+        if problems:
+            raise MaterialError([MaterialProblem("settings", problem) for problem in problems])
+        return design
+
+    def problems(self) -> list[str]:
+        problems = []
+        if not 1 <= self.batch_size <= MAX_BATCH_SIZE:
+            problems.append(f"the batch size must be between 1 and {MAX_BATCH_SIZE}")
+        sets = {pair.text_set for pair in self.pairs}
+        for task in self.tasks:
+            if task.text_set not in sets:
+                problems.append(f"task {task.slug!r} is asked about {task.text_set} texts and the material has none")
+        if not self.tasks:
+            problems.append("no task")
+        return problems
+
+    def task(self, slug: str) -> Task:
+        return self._tasks_by_slug()[slug]
+
+    @lru_cache(maxsize=1)  # noqa: B019 (a design lives as long as its builder)
+    def _tasks_by_slug(self) -> dict[str, Task]:
+        return {task.slug: task for task in self.tasks}
+
+    @lru_cache(maxsize=8)  # noqa: B019
+    def _texts_of_set(self, text_set: str) -> dict[str, dict[str, str]]:
+        """Each pair of the text set: the texts sent in SAE and in AAVE (its feature tags stripped)."""
+        return {pair.key: {"SAE": pair.sae, "AAVE": strip_features(pair.aave_annotated)}
+                for pair in self.pairs if pair.text_set == text_set}
+
+    def texts(self, iteration: int, task_slug: str) -> list[plan.PlannedText]:
+        return plan.dialect_texts(self.seed, iteration, task_slug, self._texts_of_set(self.task(task_slug).text_set),
+                                  batch_size=self.batch_size)
+
+    @property
+    def texts_per_request(self) -> int:
+        return self.batch_size
+
+    def describe(self) -> dict:
+        return {"batch_size": self.batch_size, "n_tasks": len(self.tasks),
+                "n_pairs": {text_set: sum(p.text_set == text_set for p in self.pairs)
+                            for text_set in sorted({p.text_set for p in self.pairs})},
+                "sampling": "each text of a batch independently: SAE or AAVE with p = 0.5, a pair uniformly from "
+                            "the task's text set (seed 002 SI Appendix, Experimental procedure); the batch depends "
+                            "on the seed, the iteration and the task"}
+
+    def judgment_frame(self, judged: pd.DataFrame, model_names: Mapping[int, str]) -> pd.DataFrame:
+        """The judgments as the statistics take them: model, task, pair, dialect, y (NaN when missing)."""
+        parts = plan.dialect_unit_parts(judged["unit"])
+        return pd.DataFrame({
+            "model": pd.Categorical(judged["model_id"].map(model_names).to_numpy(),
+                                    categories=list(dict.fromkeys(model_names.values()))),
+            "task": judged["task"].to_numpy(),
+            "pair": parts["pair_key"].to_numpy(),
+            "dialect": parts["dialect"].to_numpy(),
+            "y": judged["label"].to_numpy(float),
+        })
+
+    def analyse(self, judged: pd.DataFrame, failed: pd.DataFrame, requests: pd.DataFrame,
+                model_names: Mapping[int, str]) -> dict:
+        """Everything the dashboard and the tables show, as JSON-ready records (see the module docstring)."""
+        frame = self.judgment_frame(judged, model_names)
+        cells = stats.dialect_cells(frame, alpha=self.alpha, primary=self.primary)
+        summary = stats.dialect_summary(cells)
+        tables = {"cells": records(cells), "summary": records(summary),
+                  **completion_tables(judged, requests, model_names, self.texts_per_request)}
+        return {
+            "analysed": True,
+            "settings": {"alpha": self.alpha, "primary": self.primary},
+            "models": list(dict.fromkeys(model_names.values())),
+            "tasks": [{"slug": t.slug, "name": t.name, "domain": t.domain, "text_set": t.text_set}
+                      for t in self.tasks],
+            "notes": [
+                "Gap Δ = ȳ(AAVE) − ȳ(SAE) per model × task, yes-rates over every judged text of every iteration "
+                "(seed 002 SI Appendix, Statistical analysis); approximate 95% CI from the normal approximation of "
+                "a difference of proportions; Cohen's h = 2·asin √ȳ(AAVE) − 2·asin √ȳ(SAE).",
+                "Paired t-test over text pairs (each pair's mean yes-rate in AAVE and in SAE across iterations; a "
+                "pair seen in one dialect only drops out) and Welch's two-sample t-test on the 0/1 answers.",
+                f"Benjamini–Hochberg within each model across its tasks on the {self.primary} test's p, "
+                f"α = {self.alpha}.",
+                "A text whose answer cannot be read is missing and excluded (never coded 0 or 1).",
+            ],
+            "tables": tables,
+        }

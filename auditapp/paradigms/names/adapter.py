@@ -1,0 +1,81 @@
+"""The names paradigm's entry in the registry (:mod:`auditapp.paradigms.registry`), built from the counterfactual
+paradigms' shared interface (:mod:`auditapp.paradigms.counterfactual.interface`): its material, its own settings
+(pairs per iteration, the reference group), its tables (seed 002 Figure 1, Supplementary Table 3, Table 1)."""
+from __future__ import annotations
+
+from django import forms
+from rest_framework import serializers
+
+from auditapp.corpus_selectors import corpus_units
+from auditapp.models import Audit
+from auditapp.paradigms.counterfactual.interface import Flavour, paradigm_of
+from auditapp.paradigms.counterfactual.units import names_spec_material, names_units
+from auditapp.paradigms.names import LABEL
+from auditapp.paradigms.names.design import DEFAULTS, MAX_PAIRS, NamesDesign
+
+NAME = "names"
+
+
+def units_of(spec: dict | None, settings: dict):
+    """The units and provenance of a material spec (None: the paper's tasks and names, our vignettes), checked
+    against the audit's reference group and pairs per iteration (a corpus stored alone: against one pair)."""
+    material = names_spec_material(spec, reference_group=settings.get("reference_group", DEFAULTS["reference_group"]),
+                                   pairs_per_iteration=settings.get("pairs_per_iteration", 1))
+    provenance = {"generator": NAME, "spec": spec, "sources": material.provenance()}
+    return names_units(material.tasks, material.names, material.vignettes), provenance
+
+
+def judgment_columns(audit: Audit):
+    """The judgment export's design columns: the text's number, its pair, side, group, gender, name, vignette."""
+    design = NamesDesign.from_audit(corpus_units(audit.corpus_id), seed=audit.seed, settings=audit.design)
+
+    def extra(iteration: int, key: str) -> tuple:
+        index, pair_no, side = key.split(":")
+        pair = design.pairs(iteration)[int(pair_no)]
+        name = pair.minority_name if side == "minority" else pair.reference_name
+        group = pair.group if side == "minority" else design.reference_group
+        return int(index), int(pair_no), side, group, pair.gender, name, pair.vignette_key
+    return ("index", "pair_no", "side", "group", "gender", "name", "vignette"), extra
+
+
+FLAVOUR = Flavour(
+    name=NAME,
+    label=LABEL,
+    design_class=NamesDesign,
+    units_of=units_of,
+    default_corpus_name="Names: seed 002 Table 2 and tasks, our vignettes",
+    defaults=DEFAULTS,
+    extra_fields={
+        "pairs_per_iteration": lambda: serializers.IntegerField(
+            default=DEFAULTS["pairs_per_iteration"], min_value=1, max_value=MAX_PAIRS,
+            help_text="Within-gender name pairs per request (30 in seed 002: 60 texts)."),
+        "reference_group": lambda: serializers.CharField(
+            default=DEFAULTS["reference_group"], max_length=100,
+            help_text="The group every other group's names are paired with (White in seed 002)."),
+    },
+    form_fields={
+        "pairs_per_iteration": lambda: forms.IntegerField(
+            initial=DEFAULTS["pairs_per_iteration"], min_value=1, max_value=MAX_PAIRS,
+            help_text="Within-gender name pairs per request (30 in seed 002: 60 texts)."),
+        "reference_group": lambda: forms.CharField(initial=DEFAULTS["reference_group"], max_length=100,
+                                                   help_text="White in seed 002."),
+    },
+    material_help='Omit for seed 002\'s 39 tasks and 200 names (Table 2) with our 211 vignettes. Any of: "tasks" '
+                  '(slugs of the paper\'s tasks, or {slug, name, domain, description} objects), "domains", "names" '
+                  '({name, group, gender} objects), "vignettes" (texts with {NAME} once) or "pools" '
+                  '({"a": [...], "b": [...], "n": 211, "seed": 0}).',
+    dashboard_template="auditapp/names_dashboard.html",
+    tables={
+        "cells": "Per model × task × minority group: the pairs, yes-rates, mean gap (minority − reference) with its "
+                 "one-sample t-test, 95% CI, BH q over the whole matrix and whether it is FDR-significant.",
+        "summary": "Per task × group (Figure 1, Supplementary Table 3): the cross-model mean gap and SD, the models "
+                   "with the modal sign (\"18 of 19\"), the FDR-significant models and their mean gap.",
+        "group_counts": "Per minority group: the FDR-significant effects.",
+        "completion": "Per model (Table 1): texts asked, labelled, missing, the completion rate.",
+        "completion_tasks": "Per model × task: texts asked, labelled, missing, the completion rate.",
+        "missing": "Per model × reason: the texts without a label.",
+    },
+    judgment_columns=judgment_columns,
+)
+
+PARADIGM = paradigm_of(FLAVOUR)

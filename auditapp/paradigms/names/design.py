@@ -1,0 +1,158 @@
+"""A names audit's design (seed 002, Experiment 1): its material read from the corpus, the numbered texts of each
+request, and its analysis over the judgments. Pure: no Django.
+
+An iteration's 30 pairs depend only on the audit's seed and the iteration (every model and task sees the same
+texts; :func:`auditapp.paradigms.counterfactual.plan.plan_name_pairs`); a request is one model × task × iteration,
+its 60 texts numbered in an order drawn from the seed, the iteration and the task. The analysis joins each
+judgment to its pair (the judgment's unit key names the pair and the side) and computes, per model × task ×
+minority group, the mean within-pair gap δ = y(minority) − y(reference), its one-sample t-test against 0 and
+Benjamini–Hochberg over the whole matrix (SI Appendix "Statistical analysis"), the cross-model summaries of
+Figure 1 and Supplementary Table 3, and the completion rates of Table 1.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import pandas as pd
+
+from auditapp.paradigms.base import Unit
+from auditapp.paradigms.counterfactual import plan, stats
+from auditapp.paradigms.counterfactual.analysis import completion_tables, records, settings_of
+from auditapp.paradigms.counterfactual.material import Task
+from auditapp.paradigms.counterfactual.problems import MaterialError, MaterialProblem
+from auditapp.paradigms.counterfactual.units import names_material
+
+DEFAULTS = {"iterations": 100, "pairs_per_iteration": 30, "reference_group": "White"}
+MAX_PAIRS = 100
+
+
+@dataclass(eq=False)
+class NamesDesign:
+    seed: int
+    tasks: list[Task]
+    names: list
+    vignettes: list
+    reference_group: str
+    pairs_per_iteration: int
+    alpha: float
+
+    @classmethod
+    def from_audit(cls, units: Sequence[Unit], *, seed: int, settings: Mapping) -> NamesDesign:
+        """The design of an audit over these units with these settings (``Audit.design``); raises MaterialError
+        naming every problem (a reference group without names, too few vignettes for the pairs)."""
+        material = names_material(units)
+        settings = {**DEFAULTS, **settings}
+        design = cls(seed=seed, tasks=list(material.tasks), names=list(material.names),
+                     vignettes=list(material.vignettes), reference_group=settings["reference_group"],
+                     pairs_per_iteration=settings["pairs_per_iteration"],
+                     alpha=settings_of(settings).alpha)
+        problems = design.problems()
+        if problems:
+            raise MaterialError([MaterialProblem("settings", problem) for problem in problems])
+        return design
+
+    def problems(self) -> list[str]:
+        problems = []
+        groups = {name.group for name in self.names}
+        if self.reference_group not in groups:
+            problems.append(f"reference group {self.reference_group!r} has no names (groups: {sorted(groups)})")
+        if not groups - {self.reference_group}:
+            problems.append("no minority group: the names hold only the reference group")
+        if not 1 <= self.pairs_per_iteration <= MAX_PAIRS:
+            problems.append(f"pairs per iteration must be between 1 and {MAX_PAIRS}")
+        elif len(self.vignettes) < self.pairs_per_iteration:
+            problems.append(f"{len(self.vignettes)} vignettes for {self.pairs_per_iteration} pairs per iteration: "
+                            "an iteration uses each vignette at most once")
+        if not self.tasks:
+            problems.append("no task")
+        return problems
+
+    @property
+    def minority_groups(self) -> list[str]:
+        return sorted({name.group for name in self.names} - {self.reference_group})
+
+    def task(self, slug: str) -> Task:
+        return self._tasks_by_slug()[slug]
+
+    @lru_cache(maxsize=1)  # noqa: B019 (a design lives as long as its builder)
+    def _tasks_by_slug(self) -> dict[str, Task]:
+        return {task.slug: task for task in self.tasks}
+
+    @lru_cache(maxsize=512)  # noqa: B019
+    def pairs(self, iteration: int) -> list[plan.NamePair]:
+        return plan.plan_name_pairs(self.seed, iteration, self.vignettes, self.names,
+                                    reference_group=self.reference_group, n_pairs=self.pairs_per_iteration)
+
+    @lru_cache(maxsize=1)  # noqa: B019
+    def _vignettes_by_key(self) -> dict:
+        return {vignette.key: vignette for vignette in self.vignettes}
+
+    def texts(self, iteration: int, task_slug: str) -> list[plan.PlannedText]:
+        return plan.name_texts(self.seed, iteration, task_slug, self.pairs(iteration), self._vignettes_by_key())
+
+    @property
+    def texts_per_request(self) -> int:
+        return 2 * self.pairs_per_iteration
+
+    def describe(self) -> dict:
+        return {"reference_group": self.reference_group, "minority_groups": self.minority_groups,
+                "pairs_per_iteration": self.pairs_per_iteration, "texts_per_request": self.texts_per_request,
+                "n_tasks": len(self.tasks), "n_names": len(self.names), "n_vignettes": len(self.vignettes),
+                "pairing": "an iteration's pairs depend on the seed and the iteration only (the same texts for every "
+                           "model and task); genders alternate, minority groups are cycled in a seeded order, "
+                           "each vignette is used at most once per iteration (ours: seed 002 does not say how "
+                           "pairs were drawn)"}
+
+    def pair_frame(self, iterations: Sequence[int]) -> pd.DataFrame:
+        """Every pair of these iterations: iteration, pair_no, group, gender, vignette, minority and reference name."""
+        rows = [(iteration, pair.pair_no, pair.group, pair.gender, pair.vignette_key, pair.minority_name,
+                 pair.reference_name) for iteration in iterations for pair in self.pairs(int(iteration))]
+        return pd.DataFrame(rows, columns=["iteration", "pair_no", "group", "gender", "vignette", "minority_name",
+                                           "reference_name"])
+
+    def judgment_frame(self, judged: pd.DataFrame, model_names: Mapping[int, str]) -> pd.DataFrame:
+        """The judgments as the statistics take them: model, task, group, pair, side, y (NaN when missing)."""
+        parts = plan.name_unit_parts(judged["unit"])
+        pairs = self.pair_frame(sorted(judged["iteration"].unique()))
+        keyed = pd.DataFrame({"iteration": judged["iteration"].to_numpy(), "pair_no": parts["pair_no"].to_numpy()})
+        group = keyed.merge(pairs[["iteration", "pair_no", "group"]], on=["iteration", "pair_no"], how="left")["group"]
+        return pd.DataFrame({
+            "model": pd.Categorical(judged["model_id"].map(model_names).to_numpy(),
+                                    categories=list(dict.fromkeys(model_names.values()))),
+            "task": judged["task"].to_numpy(),
+            "group": pd.Categorical(group.to_numpy(), categories=self.minority_groups),
+            "pair": judged["request_id"].to_numpy(np.int64) * MAX_PAIRS + parts["pair_no"].to_numpy(np.int64),
+            "side": parts["side"].to_numpy(),
+            "y": judged["label"].to_numpy(float),
+        })
+
+    def analyse(self, judged: pd.DataFrame, failed: pd.DataFrame, requests: pd.DataFrame,
+                model_names: Mapping[int, str]) -> dict:
+        """Everything the dashboard and the tables show, as JSON-ready records (see the module docstring)."""
+        frame = self.judgment_frame(judged, model_names)
+        cells = stats.names_cells(frame, alpha=self.alpha)
+        summary = stats.names_summary(cells)
+        counts = stats.names_group_counts(cells)
+        tables = {"cells": records(cells), "summary": records(summary), "group_counts": records(counts),
+                  **completion_tables(judged, requests, model_names, self.texts_per_request)}
+        return {
+            "analysed": True,
+            "settings": {"alpha": self.alpha, "reference_group": self.reference_group},
+            "models": list(dict.fromkeys(model_names.values())),
+            "groups": self.minority_groups,
+            "tasks": [{"slug": t.slug, "name": t.name, "domain": t.domain} for t in self.tasks],
+            "notes": [
+                "Gap δ = y(minority name) − y(reference name) for each pair of texts that differ only in the name "
+                f"(reference group: {self.reference_group}); the mean gap per model × task × group is tested "
+                "against 0 with a one-sample t-test (seed 002 SI Appendix, Statistical analysis).",
+                f"Benjamini–Hochberg over the whole model × task × group matrix ({int(cells['p'].notna().sum())} "
+                f"tests with a defined p), α = {self.alpha}.",
+                "A text whose answer cannot be read is missing and excluded (never coded 0 or 1); a pair with a "
+                "missing side drops out of the gap, its other side still counts in the yes-rates.",
+                "Directional consistency: of the models with a defined gap, how many share the modal sign.",
+            ],
+            "tables": tables,
+        }
