@@ -23,6 +23,16 @@ Self-report personas (issue 6): a model named ``persona-agree``, ``persona-refus
 shapes. A persona still gets the configured latency and faults, and answers any other prompt with the
 classification rule. Other model names never look at self-report prompts.
 
+Batched annotators (seed 002, the counterfactual names and dialect audits): a model whose name starts with
+``annotator-`` answers a prompt listing texts one per line as ``Text {i}: {text}`` (the task is everything before
+the first such line) with one JSON Lines line ``{"i": i, "y": 0 or 1}`` per text, in the order listed. y = 1 when a
+uniform number drawn from SHA-256 of (model, the whole prompt, i) is below p = the annotator's base rate plus the
+sum of its planted effects that match (an effect names a substring of the task part and strings any of which in
+the text makes it apply), clipped to [0, 1]; :func:`expected_annotation` computes it. Per annotator
+(``annotators``: model → :class:`AnnotatorSettings` as JSON) a task can be refused as a whole, answered as a
+numbered list (``1: yes`` / ``2: no``), and every n-th index dropped (absent from the reply) or hedged (``{i}: maybe``,
+a numbered line, in either form). A prompt without ``Text`` lines gets the classification rule.
+
 The server is plain ``asyncio.Protocol`` with a minimal HTTP/1.1 parser and timer callbacks instead of
 tasks, because a benchmark drives it at over a thousand requests per second on a machine whose CPU the
 client needs too. ``LLMServer`` starts it as a subprocess for tests and benchmarks.
@@ -38,12 +48,13 @@ import http.client
 import itertools
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,6 +135,105 @@ def expected_score(model: str, content: str, effects: dict[str, dict[str, float]
     return round(0.2 + jitter + planted, 4)
 
 
+ANNOTATOR_PREFIX = "annotator-"
+ANNOTATED_TEXT = re.compile(r"^Text (\d+): (.*)$", re.MULTILINE)
+ANNOTATOR_REFUSAL = "I'm sorry, but I can't make judgments about people from a name or a short text."
+
+
+@dataclass(frozen=True)
+class AnnotationEffect:
+    """A planted effect: ``delta`` added to the yes-probability of a text that contains any of ``contains`` (every
+    text when empty), in a prompt whose task part contains ``task`` (every prompt when empty)."""
+
+    delta: float
+    task: str = ""
+    contains: tuple[str, ...] = ()
+
+    def applies(self, task: str, text: str) -> bool:
+        return self.task in task and (not self.contains or any(part in text for part in self.contains))
+
+
+@dataclass(frozen=True)
+class AnnotatorSettings:
+    """How one ``annotator-`` model answers; tasks are matched as substrings of the prompt's task part and
+    ``every`` counts 1-based indices (``drop_every=5`` drops 5, 10, …; 0 never)."""
+
+    base: float = 0.5
+    effects: tuple[AnnotationEffect, ...] = ()
+    refuse_tasks: tuple[str, ...] = ()
+    off_format_tasks: tuple[str, ...] = ()
+    drop_every: int = 0
+    hedge_every: int = 0
+
+    @classmethod
+    def from_json(cls, settings: Mapping) -> AnnotatorSettings:
+        return cls(base=float(settings.get("base", 0.5)),
+                   effects=tuple(AnnotationEffect(delta=float(effect["delta"]), task=effect.get("task", ""),
+                                                  contains=tuple(effect.get("contains", ())))
+                                 for effect in settings.get("effects", ())),
+                   refuse_tasks=tuple(settings.get("refuse_tasks", ())),
+                   off_format_tasks=tuple(settings.get("off_format_tasks", ())),
+                   drop_every=int(settings.get("drop_every", 0)), hedge_every=int(settings.get("hedge_every", 0)))
+
+
+def annotation_prompt(prompt: str) -> tuple[str, list[tuple[int, str]]]:
+    """The task part of a batched prompt (the text before its first ``Text {i}:`` line) and its numbered texts."""
+    texts = [(int(match[1]), match[2]) for match in ANNOTATED_TEXT.finditer(prompt)]
+    first = ANNOTATED_TEXT.search(prompt)
+    return (prompt[:first.start()] if first else prompt), texts
+
+
+def _annotator_settings(model: str, config: Mapping[str, Mapping | AnnotatorSettings]) -> AnnotatorSettings:
+    settings = config.get(model, {})
+    return settings if isinstance(settings, AnnotatorSettings) else AnnotatorSettings.from_json(settings)
+
+
+def _every(n: int, index: int) -> bool:
+    return n > 0 and index % n == 0
+
+
+def _annotation(model: str, prompt: str, index: int, text: str, task: str, settings: AnnotatorSettings) -> int:
+    digest = hashlib.sha256(f"{model}|{prompt}|{index}".encode()).digest()
+    draw = int.from_bytes(digest[:8], "big") / 2**64
+    p = settings.base + sum(effect.delta for effect in settings.effects if effect.applies(task, text))
+    return int(draw < min(max(p, 0.0), 1.0))
+
+
+def expected_annotation(model: str, prompt: str, index: int,
+                        config: Mapping[str, Mapping | AnnotatorSettings]) -> int | None:
+    """The 0/1 an ``annotator-`` model answers for text ``index`` of ``prompt`` (the last user message), or None
+    when the reply carries no 0/1 for it: the task is refused, the index is dropped or hedged, or no line
+    ``Text {index}:`` is in the prompt. ``config`` maps annotator models to their settings (as ``annotators``)."""
+    settings = _annotator_settings(model, config)
+    task, texts = annotation_prompt(prompt)
+    text = next((text for number, text in texts if number == index), None)
+    if (text is None or any(refused in task for refused in settings.refuse_tasks)
+            or _every(settings.drop_every, index) or _every(settings.hedge_every, index)):
+        return None
+    return _annotation(model, prompt, index, text, task, settings)
+
+
+def annotation_reply(model: str, prompt: str, config: Mapping[str, Mapping | AnnotatorSettings]) -> str | None:
+    """An ``annotator-`` model's reply to a batched prompt, or None for a prompt that lists no texts."""
+    settings = _annotator_settings(model, config)
+    task, texts = annotation_prompt(prompt)
+    if not texts:
+        return None
+    if any(refused in task for refused in settings.refuse_tasks):
+        return ANNOTATOR_REFUSAL
+    numbered = any(off_format in task for off_format in settings.off_format_tasks)
+    lines = []
+    for index, text in texts:
+        if _every(settings.drop_every, index):
+            continue
+        if _every(settings.hedge_every, index):
+            lines.append(f"{index}: maybe")
+            continue
+        answer = _annotation(model, prompt, index, text, task, settings)
+        lines.append(f"{index}: {('no', 'yes')[answer]}" if numbered else json.dumps({"i": index, "y": answer}))
+    return "\n".join(lines)
+
+
 def _reply_text(label: int, digest: int) -> str:
     explanation = EXPLANATIONS[label]
     shape = (digest // 5) % 5
@@ -163,6 +273,7 @@ class Config:
     seed: int = 0
     api_key: str | None = None
     score_effects: str = "{}"
+    annotators: str = "{}"
 
 
 class Stats:
@@ -218,6 +329,8 @@ class App:
         self.models = frozenset(config.models)
         self.personas = self.models & frozenset(PERSONAS)
         self.score_effects = json.loads(config.score_effects)
+        self.annotators = {model: AnnotatorSettings.from_json(settings)
+                           for model, settings in json.loads(config.annotators).items()}
         self.positive_words = tuple(word.lower() for word in config.positive_words)
         self.auth = f"Bearer {config.api_key}" if config.api_key is not None else None
         self.retry_after_header = f"Retry-After: {config.retry_after:g}\r\n"
@@ -328,6 +441,8 @@ class App:
             text = persona_reply(model, content) if model in self.personas else None
             if model.startswith(SCORER_PREFIX):
                 text = json.dumps({"score": expected_score(model, content, self.score_effects)})
+            if model.startswith(ANNOTATOR_PREFIX):
+                text = annotation_reply(model, content, self.annotators)
             if text is None:
                 label, digest = _decide(model, target_sentence(content), self.positive_words, config.models[0])
                 text = _reply_text(label, digest)
@@ -532,6 +647,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--api-key", default=None, help="require 'Authorization: Bearer KEY'")
     parser.add_argument("--score-effects", default="{}",
                         help='JSON: scorer model -> term -> effect added to its score, e.g. {"scorer-a": {"deaf": -0.3}}')
+    parser.add_argument("--annotators", default="{}",
+                        help='JSON: annotator model -> settings, e.g. {"annotator-a": {"base": 0.4, "effects": '
+                             '[{"task": "leader", "contains": ["Jamal"], "delta": 0.1}], "refuse_tasks": ["crime"]}}')
     parser.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when stdin closes (for LLMServer)")
     return parser.parse_args(argv)
 
@@ -542,7 +660,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     retry_after=args.retry_after, hang_seconds=args.hang_seconds,
                     permanent_error_rate=args.permanent_error_rate, bad_request_rate=args.bad_request_rate,
                     models=args.models, positive_words=args.positive_words, seed=args.seed, api_key=args.api_key,
-                    score_effects=args.score_effects)
+                    score_effects=args.score_effects, annotators=args.annotators)
     uvloop.run(serve(config, args.port, args.exit_on_stdin_eof))
     return 0
 
@@ -557,17 +675,19 @@ class LLMServer:
                  permanent_error_rate: float = 0.0, bad_request_rate: float = 0.0,
                  models: Sequence[str] = DEFAULT_MODELS, positive_words: Sequence[str] = DEFAULT_POSITIVE_WORDS,
                  seed: int = 0, api_key: str | None = None, score_effects: dict | None = None,
-                 ready_timeout: float = 20.0):
+                 annotators: dict | None = None, ready_timeout: float = 20.0):
         self.args = ["--port", str(port), "--latency", repr(latency), "--fault-rate", repr(fault_rate),
                      "--fault-kinds", ",".join(fault_kinds), "--retry-after", repr(retry_after),
                      "--hang-seconds", repr(hang_seconds), "--permanent-error-rate", repr(permanent_error_rate),
                      "--bad-request-rate", repr(bad_request_rate), "--models", ",".join(models),
                      "--positive-words", ",".join(positive_words), "--seed", str(seed),
-                     "--score-effects", json.dumps(score_effects or {}), "--exit-on-stdin-eof"]
+                     "--score-effects", json.dumps(score_effects or {}), "--annotators", json.dumps(annotators or {}),
+                     "--exit-on-stdin-eof"]
         if api_key is not None:
             self.args += ["--api-key", api_key]
         self.models = tuple(models)
         self.positive_words = tuple(positive_words)
+        self.annotators = dict(annotators or {})
         self.ready_timeout = ready_timeout
         self.process: subprocess.Popen | None = None
         self.reader: threading.Thread | None = None
@@ -619,6 +739,9 @@ class LLMServer:
 
     def expected_label(self, model: str, content: str) -> int:
         return expected_label(model, content, self.positive_words, self.models)
+
+    def expected_annotation(self, model: str, prompt: str, index: int) -> int | None:
+        return expected_annotation(model, prompt, index, self.annotators)
 
     def stop(self, timeout: float = 10) -> int | None:
         """SIGTERM and wait; SIGKILL if it does not exit in time. Returns the exit code."""
