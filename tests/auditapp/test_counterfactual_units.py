@@ -37,11 +37,13 @@ def test_names_units_take_the_designs_shape():
     units = names_units([HIREABLE], [TABLE_2[0]], [vignette])
     assert units == [
         Unit(key="task:hireable", text="The person is someone an employer would want to hire.",
-             factors={"role": "task", "task": "hireable", "domain": "Employability"},
+             factors={"role": "task", "task": "hireable", "domain": "Employability", "group": "", "gender": ""},
              fields={"name": "hireable", "text_set": "introduction", "source": "ours"}),
-        Unit(key="name:Arab:Female:Farah", text="Farah", factors={"role": "name", "group": "Arab", "gender": "Female"},
+        Unit(key="name:Arab:Female:Farah", text="Farah",
+             factors={"role": "name", "task": "", "domain": "", "group": "Arab", "gender": "Female"},
              fields={"source": "paper"}),
-        Unit(key="vignette:v001", text="Hi, I'm {NAME}. I hum.", factors={"role": "vignette"},
+        Unit(key="vignette:v001", text="Hi, I'm {NAME}. I hum.",
+             factors={"role": "vignette", "task": "", "domain": "", "group": "", "gender": ""},
              fields={"source": "ours"}),
     ]
     for unit in units:
@@ -62,9 +64,11 @@ def test_dialect_units_take_the_designs_shape():
     units = dialect_units([DIALECT_TASKS[-1]], [pair])
     assert units[0].key == "task:angry" and units[0].fields["text_set"] == "message"
     assert units[1:] == [
-        Unit(key="pair:p1:SAE", text="You are late.", factors={"role": "text", "dialect": "SAE", "text_set": "message"},
+        Unit(key="pair:p1:SAE", text="You are late.", factors={"role": "text", "task": "", "domain": "", "dialect": "SAE",
+                                                       "text_set": "message"},
              fields={"source": "ours"}, pair="p1"),
-        Unit(key="pair:p1:AAVE", text="You late.", factors={"role": "text", "dialect": "AAVE", "text_set": "message"},
+        Unit(key="pair:p1:AAVE", text="You late.", factors={"role": "text", "task": "", "domain": "", "dialect": "AAVE",
+                                                   "text_set": "message"},
              fields={"annotated": "You [CD] late.", "features": ["CD"], "source": "ours"}, pair="p1"),
     ]
 

@@ -101,14 +101,21 @@ def _task_of(unit: Unit) -> Task:
 
 def names_units(tasks: Sequence[Task], names: Sequence[PersonName], vignettes: Sequence[Vignette]) -> list[Unit]:
     """The units of a names corpus: the tasks, then the names, then the vignettes, each in the order given."""
-    return [
+    return _same_factors([
         *(task_unit(task) for task in tasks),
         *(Unit(key=f"name:{n.group}:{n.gender}:{n.name}", text=n.name,
                factors={"role": "name", "group": n.group, "gender": n.gender}, fields={"source": n.source})
           for n in names),
         *(Unit(key=f"vignette:{v.key}", text=v.template, factors={"role": "vignette"}, fields={"source": v.source})
           for v in vignettes),
-    ]
+    ])
+
+
+def _same_factors(units: list[Unit]) -> list[Unit]:
+    """Every unit with every factor of the corpus (a corpus's units share their factors: a task has no group, a
+    name no task), an empty string where a unit has none, in the order they first appear."""
+    names = list(dict.fromkeys(name for unit in units for name in unit.factors))
+    return [replace(unit, factors={name: unit.factors.get(name, "") for name in names}) for unit in units]
 
 
 def _unknown_role(unit: Unit, roles: Sequence[str]) -> MaterialProblem:
@@ -147,7 +154,7 @@ def dialect_units(tasks: Sequence[Task], pairs: Sequence[DialectPair]) -> list[U
                           fields={"annotated": pair.aave_annotated, "features": list(features_of(pair.aave_annotated)),
                                   "source": pair.source},
                           pair=pair.key))
-    return units
+    return _same_factors(units)
 
 
 def dialect_material(units: Sequence[Unit]) -> DialectMaterial:
