@@ -1,8 +1,8 @@
 """Reading a counterfactual audit's judgments for its analysis: millions of rows into one DataFrame, fast and small
 (seed 002's names experiment holds 4,009,521 judgments).
 
-On PostgreSQL the rows leave the server with ``COPY (SELECT …) TO STDOUT`` as CSV and are read by pyarrow, the
-text columns as categories (a few thousand distinct unit keys and reasons among millions of rows); elsewhere
+On PostgreSQL the rows leave the server with ``COPY (SELECT …) TO STDOUT`` as CSV and are read by pandas' C
+parser, the text columns as categories (a few thousand distinct unit keys and reasons among millions of rows); elsewhere
 (SQLite) they are read in chunks of tuples. Both give the same frame.
 """
 from __future__ import annotations
@@ -18,11 +18,15 @@ ITERATION_PREFIX = "iteration:"
 COLUMNS = ["request_id", "model_id", "task", "request_unit", "unit", "label", "outcome", "reason"]
 CATEGORIES = ("task", "unit", "outcome", "reason")
 CHUNK_SIZE = 50_000
+NO_LABEL = -1
 
 
 def _select() -> str:
     judgment, request = AuditJudgment._meta.db_table, AuditRequest._meta.db_table
-    return (f'SELECT j.request_id, r.audit_model_id, r.condition, r.unit, j.unit, j.label, j.outcome, j.reason '
+    # A missing label leaves the server as NO_LABEL: text columns are then read with no value taken for missing
+    # (an empty reason stays an empty string).
+    return (f'SELECT j.request_id, r.audit_model_id, r.condition, r.unit, j.unit, COALESCE(j.label, {NO_LABEL}), '
+            f'j.outcome, j.reason '
             f'FROM "{judgment}" j JOIN "{request}" r ON r.id = j.request_id WHERE j.audit_id = %s '
             f'ORDER BY j.request_id, j.unit')
 
@@ -36,6 +40,7 @@ def judgments_frame(audit_id: int) -> pd.DataFrame:
         frame = _read_copy(sql, audit_id)
     else:
         frame = _read_chunks(sql, audit_id)
+    frame["label"] = frame["label"].astype("float64").where(frame["label"] != NO_LABEL)
     frame["iteration"] = _iterations(frame.pop("request_unit"))
     return frame[["request_id", "model_id", "task", "iteration", "unit", "label", "outcome", "reason"]]
 
@@ -52,9 +57,7 @@ def _read_copy(sql: str, audit_id: int) -> pd.DataFrame:
         return _empty()
     dtypes = {"request_id": "int64", "model_id": "int64", "label": "float64", "request_unit": "category",
               **{name: "category" for name in CATEGORIES}}
-    frame = pd.read_csv(buffer, names=COLUMNS, header=None, dtype=dtypes, engine="pyarrow",
-                        keep_default_na=False, na_values={"label": [""]})
-    return frame
+    return pd.read_csv(buffer, names=COLUMNS, header=None, dtype=dtypes, engine="c", keep_default_na=False)
 
 
 def _read_chunks(sql: str, audit_id: int) -> pd.DataFrame:
@@ -66,7 +69,6 @@ def _read_chunks(sql: str, audit_id: int) -> pd.DataFrame:
     if not frames:
         return _empty()
     frame = pd.concat(frames, ignore_index=True)
-    frame["label"] = frame["label"].astype("float64")
     for name in (*CATEGORIES, "request_unit"):
         frame[name] = frame[name].astype(str).astype("category")
     return frame.astype({"request_id": "int64", "model_id": "int64"})
