@@ -1,0 +1,90 @@
+"""Storing judgments in bulk (auditapp.audit_services._judgments_create): the COPY path on PostgreSQL and the
+executemany path (SQLite, and small batches on PostgreSQL) store the same rows with the same rules."""
+from __future__ import annotations
+
+import pytest
+from django.db import connection, transaction
+
+from auditapp import audit_services
+from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, LLMEndpoint
+from auditapp.paradigms.base import Judgment, ParsedReply
+
+PATHS = ["copy", "executemany"]
+
+
+def make_requests(n: int) -> tuple[int, list[int]]:
+    endpoint = LLMEndpoint.objects.create(name="storage", base_url="http://127.0.0.1:9/v1")
+    audit = Audit.objects.create(name="storage")
+    audit_model = AuditModel.objects.create(audit=audit, endpoint=endpoint, model="annotator-a")
+    requests = AuditRequest.objects.bulk_create([
+        AuditRequest(audit=audit, audit_model=audit_model, condition="leader", unit=f"iteration:{k}", order=k,
+                     key=f"k{k}") for k in range(n)])
+    return audit.id, [request.id for request in requests]
+
+
+def reply(n: int, *, label: int = 1, explanation: str = "") -> ParsedReply:
+    """n judgments: every third missing with a reason (and a None label), a score on the others."""
+    return ParsedReply(outcome="label", judgments=tuple(
+        Judgment(unit=f"{i}:pair:side", outcome="unparseable", reason="index absent", explanation=explanation)
+        if i % 3 == 0 else Judgment(unit=f"{i}:pair:side", outcome="label", label=label, value=0.25 * i,
+                                    explanation=explanation)
+        for i in range(1, n + 1)))
+
+
+def stored(audit_id: int) -> list[tuple]:
+    return list(AuditJudgment.objects.filter(audit_id=audit_id).order_by("request_id", "unit").values_list(
+        "request_id", "unit", "outcome", "value", "label", "reason", "explanation"))
+
+
+@pytest.fixture(params=PATHS)
+def path(request, monkeypatch):
+    if request.param == "copy" and connection.vendor != "postgresql":
+        pytest.skip("the COPY path is PostgreSQL's")
+    # Every batch takes the path under test: the COPY path from one row, executemany never switching to COPY.
+    monkeypatch.setattr(audit_services, "JUDGMENT_COPY_MIN_ROWS", 1 if request.param == "copy" else 10**9)
+    return request.param
+
+
+@pytest.mark.django_db(transaction=True)
+def test_both_paths_store_every_field_and_keep_an_existing_judgment(path):
+    audit_id, (first, second) = make_requests(2)
+    with transaction.atomic():
+        audit_services._judgments_create(audit_id, [(first, reply(60, explanation="tab\there, new\nline, \\N"))])
+    # A second delivery of the first request with other answers, and a reply to the second request with a
+    # duplicated unit: the stored judgment and the first of the two duplicates are kept.
+    duplicated = ParsedReply(outcome="label", judgments=(Judgment(unit="1:pair:side", outcome="label", label=0),
+                                                         Judgment(unit="1:pair:side", outcome="label", label=1)))
+    with transaction.atomic():
+        audit_services._judgments_create(audit_id, [(first, reply(60, label=0)), (second, duplicated)])
+        audit_services._judgments_create(audit_id, [])
+    rows = stored(audit_id)
+    assert len(rows) == 61
+    by_unit = {(request_id, unit): rest for request_id, unit, *rest in rows}
+    assert by_unit[(first, "1:pair:side")] == ["label", 0.25, 1, "", "tab\there, new\nline, \\N"]
+    assert by_unit[(first, "3:pair:side")] == ["unparseable", None, None, "index absent", "tab\there, new\nline, \\N"]
+    assert by_unit[(second, "1:pair:side")] == ["label", None, 0, "", ""]
+    assert {rest[2] for (request_id, _), rest in by_unit.items() if request_id == first and rest[0] == "label"} == {1}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rolled_back_transaction_stores_nothing_and_the_next_one_stores_all(path):
+    audit_id, requests = make_requests(3)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        audit_services._judgments_create(audit_id, [(requests[0], reply(10))])
+        raise RuntimeError("the caller fails after storing")
+    assert stored(audit_id) == []
+    with transaction.atomic():
+        audit_services._judgments_create(audit_id, [(request_id, reply(10)) for request_id in requests])
+    assert len(stored(audit_id)) == 30
+
+
+@pytest.mark.django_db
+def test_the_copy_path_takes_large_batches_on_postgresql(monkeypatch):
+    """Which path a batch takes: COPY on PostgreSQL from JUDGMENT_COPY_MIN_ROWS judgments, else executemany."""
+    taken = []
+    monkeypatch.setattr(audit_services, "_judgments_copy", lambda rows: taken.append(len(rows)))
+    audit_id, (request_id,) = make_requests(1)
+    audit_services._judgments_create(audit_id, [(request_id, reply(audit_services.JUDGMENT_COPY_MIN_ROWS - 1))])
+    audit_services._judgments_create(audit_id, [(request_id, reply(audit_services.JUDGMENT_COPY_MIN_ROWS))])
+    expected = [audit_services.JUDGMENT_COPY_MIN_ROWS] if connection.vendor == "postgresql" else []
+    assert taken == expected
