@@ -252,6 +252,7 @@ class ResponseRowSerializer(serializers.Serializer):
     from_cache = serializers.BooleanField()
     model_reported = serializers.CharField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
+    request_id = serializers.IntegerField(help_text="GET /api/audits/{id}/requests/{request_id}/ gives it whole.")
 
 
 class ResponseFilterSerializer(serializers.Serializer):
