@@ -6,7 +6,8 @@ A synthetic names audit of 19 models × 39 tasks × ``--iterations`` (90 by defa
 preparation does. Replies are made by a rule (JSON Lines, yes-rate 0.5, 0.10 less for Black names on
 "self-disciplined", every 50th text left out) and recorded by the engine's own path,
 ``auditapp.audit_services.chunk_record`` (replies stored, parsed by the paradigm's parser, judgments written in
-bulk), 50 replies per transaction as a worker records them; only those calls are timed ("judgments/s stored").
+bulk), 50 replies per transaction as a worker records them, each request built first as the worker builds it
+before sending; only the recording calls are timed ("judgments/s stored").
 The analysis (``counterfactual_analyse``: the judgments read back, every t-test, Benjamini–Hochberg over the
 whole matrix, the summaries and completion) then runs ``--runs`` times, each in a fresh process, printing its wall
 time and the process's peak memory (``ru_maxrss``). Targets (issue 13): 50,000 judgments/s or more stored, the
@@ -98,6 +99,7 @@ def create(models: int, iterations: int) -> int:
         batch = claimed[start:start + REPLIES_PER_TRANSACTION]
         results = []
         for request in batch:
+            builder.payload(request)  # as the worker builds each request before sending it
             iteration = int(request.unit.removeprefix("iteration:"))
             texts = builder.design.texts(iteration, request.condition)
             text = reply_text(texts, builder.design.pairs(iteration), request.condition, rng)

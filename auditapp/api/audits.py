@@ -281,6 +281,8 @@ class AuditResponsesView(AuditScoped, ExportListAPIView):
 
 
 @extend_schema(summary="One request of an audit, whole", responses={200: dict},
+               parameters=[OpenApiParameter("request_id", int, OpenApiParameter.PATH,
+                                            description="The request's id (request_id in the responses export).")],
                description="What was sent (rebuilt from the design; key_matches proves it is what was sent), the "
                            "stored reply, the parse and each judgment: the drill-down of any cell.")
 class AuditRequestDetailView(AuditScoped, APIView):
