@@ -120,11 +120,6 @@ def launch_form(flavour: Flavour) -> type:
             model = Audit
             fields = ("name", "seed", "use_cache", "error_budget", "parallel_tasks")
 
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            for name, make in flavour.form_fields.items():
-                self.fields[name] = make()
-
         def values(self) -> dict:
             data = self.cleaned_data
             return {"name": data["name"], "corpus": data["corpus"], "material": None,
@@ -140,8 +135,9 @@ def launch_form(flavour: Flavour) -> type:
                     self.add_error(None, problem)
             return data
 
-    CounterfactualLaunchForm.__name__ = f"{flavour.name.title()}LaunchForm"
-    return CounterfactualLaunchForm
+    # The paradigm's own fields are declared on a subclass, so the admin (which lists the form's fields) sees them.
+    return type(f"{flavour.name.title()}LaunchForm", (CounterfactualLaunchForm,),
+                {name: make() for name, make in flavour.form_fields.items()})
 
 
 def launch_from_form_function(flavour: Flavour) -> Callable:

@@ -58,7 +58,8 @@ FLAVOUR = Flavour(
                    "FDR-significant models.",
         "completion": "Per model (Table 1): texts asked, labelled, missing, the completion rate.",
         "completion_tasks": "Per model × task: texts asked, labelled, missing, the completion rate.",
-        "missing": "Per model × reason: the texts without a label.",
+        "missing": "Per model × kind of reason: the texts without a label.",
+        "missing_tasks": "Per model × task × reason, as recorded: the texts without a label.",
     },
     judgment_columns=judgment_columns,
 )
