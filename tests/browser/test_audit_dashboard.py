@@ -78,10 +78,17 @@ def test_completed_audit_tables_figures_and_drill_down(live_server, browser_cont
     expect(page.locator("#drill-table tbody td.text", has_text=HOSTILE)).to_have_count(1)
     assert page.locator("#drill-table img").count() == 0
     assert page.evaluate("() => window.__xss") is None
-    first_reply = page.locator("#drill-table tbody tr").first.locator("details")
+    first_reply = page.locator("#drill-table tbody tr").first.locator("td.reply details")
     expect(first_reply.locator("pre")).to_be_hidden()
     first_reply.locator("summary").click()
     expect(first_reply.locator("pre")).to_be_visible()
+    # Its request whole: the messages as sent, rebuilt and checked against the request's key (this audit's rows
+    # were stored by the test with made-up keys, so the check says so; a real audit's match, see
+    # tests/browser/test_counterfactual_dashboard.py).
+    first_request = page.locator("#drill-table tbody tr").first.locator("details.request-detail")
+    first_request.locator("summary").click()
+    expect(first_request.locator("h3").first).to_have_text("Sent (rebuilt; does NOT match its key)")
+    expect(first_request.locator("pre.sent")).to_contain_text("user: ")
 
     for outcome in ("refusal", "unparseable", "label", "error"):
         page.locator(f'#drill-filters button[data-outcome="{outcome}"]').click()
