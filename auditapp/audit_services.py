@@ -58,6 +58,7 @@ TRANSIENT_ERRORS = (redis.ConnectionError, redis.TimeoutError, BrokerError, Data
 WAITING_NOTE = "waiting since"
 
 BULK_BATCH_SIZE = 1000
+REPARSE_BATCH_SIZE = 2000
 MAX_REPLICATES = 100
 REPO = Path(__file__).resolve().parent.parent
 
@@ -643,25 +644,30 @@ def audit_retry_failed(*, audit: Audit) -> int:
 def audit_reparse(*, audit_id: int) -> int:
     """Parse every stored reply of the audit again (no model is asked) and rewrite its judgments; returns how many
     replies were parsed. Only the judgments of the requests parsed here are replaced, in one transaction, so a
-    reply recorded meanwhile keeps its own."""
+    reply recorded meanwhile keeps its own. Replies are read and judged in batches of REPARSE_BATCH_SIZE requests,
+    so an audit of millions of judgments is re-parsed in bounded memory."""
     builder = request_builder(Audit.objects.get(pk=audit_id))
+    answered = AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.ANSWERED).order_by("id")
+    parsed_count = 0
     with transaction.atomic():
-        rows = list(AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.ANSWERED)
-                    .select_related("reply").only("id", "audit_model_id", "condition", "item_id", "unit", "replicate",
-                                                  "reply__text", "reply__finish_reason"))
-        judged = []
-        for row in rows:
-            parsed = builder.parse(row, row.reply.text, row.reply.finish_reason)
-            row.outcome, row.label, row.explanation, row.parse_reason = (parsed.outcome, parsed.label,
-                                                                         parsed.explanation, parsed.reason)
-            judged.append((row.id, parsed))
-        AuditRequest.objects.bulk_update(rows, ["outcome", "label", "explanation", "parse_reason"],
-                                         batch_size=BULK_BATCH_SIZE)
-        ids = [row.id for row in rows]
-        for start in range(0, len(ids), BULK_BATCH_SIZE):
-            AuditJudgment.objects.filter(request_id__in=ids[start:start + BULK_BATCH_SIZE]).delete()
-        _judgments_create(audit_id, judged)
-    return len(rows)
+        ids = list(answered.values_list("id", flat=True))
+        for start in range(0, len(ids), REPARSE_BATCH_SIZE):
+            batch_ids = ids[start:start + REPARSE_BATCH_SIZE]
+            rows = list(answered.filter(id__in=batch_ids).select_related("reply").only(
+                "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "reply__text",
+                "reply__finish_reason"))
+            judged = []
+            for row in rows:
+                parsed = builder.parse(row, row.reply.text, row.reply.finish_reason)
+                row.outcome, row.label, row.explanation, row.parse_reason = (parsed.outcome, parsed.label,
+                                                                             parsed.explanation, parsed.reason)
+                judged.append((row.id, parsed))
+            AuditRequest.objects.bulk_update(rows, ["outcome", "label", "explanation", "parse_reason"],
+                                             batch_size=BULK_BATCH_SIZE)
+            AuditJudgment.objects.filter(request_id__in=batch_ids).delete()
+            _judgments_create(audit_id, judged)
+            parsed_count += len(rows)
+    return parsed_count
 
 
 def audit_judge_unjudged(*, audit_id: int) -> int:

@@ -157,6 +157,11 @@ def test_dialect_audit_recovers_a_planted_gap_and_equals_scipy(api_client, serve
                        material={"tasks": ["professional_tone", "intelligent", "toxic"]}, iterations=40, seed=5))
     assert audit.status == Audit.Status.COMPLETED, audit.status_reason
     cells = records(api_client, audit.id, "cells")
+    # Tables list tasks in the design's order (the material's), not alphabetically.
+    assert list(dict.fromkeys(cells.task)) == ["professional_tone", "intelligent", "toxic"]
+    # Nothing is missing: the empty table still exports its header.
+    response = api_client.get(f"/api/audits/{audit.id}/tables/missing/", {"format": "csv"})
+    assert b"".join(response.streaming_content).decode("utf-8-sig").strip() == "model,reason,n"
     planted = cells[(cells.model == "annotator-dialect") & (cells.task == "professional_tone")].iloc[0]
     assert planted.significant and planted.ci_low <= -0.3 <= planted.ci_high, planted.to_dict()
     assert not cells[(cells.model == "annotator-fair")].significant.any()
@@ -192,3 +197,18 @@ def test_launch_names_every_problem_and_stores_nothing(api_client, server):
     text = response.content.decode()
     assert response.status_code == 400 and "no_such_task" in text and "gender" in text and "replicates" in text
     assert not Audit.objects.exists()
+
+
+def test_a_reparse_in_small_batches_rewrites_every_judgment_as_it_was(api_client, server, tasks_off, monkeypatch):
+    source = endpoint(server)
+    audit = run(launch(api_client, "dialect", [{"endpoint": source.id, "model": "annotator-refuses"}],
+                       material={"tasks": ["hireable", "angry"]}, iterations=5, seed=2))
+
+    def judgments() -> list[tuple]:
+        return sorted(AuditJudgment.objects.filter(audit=audit).values_list("request_id", "unit", "outcome",
+                                                                            "label", "reason"))
+    before = judgments()
+    monkeypatch.setattr(services, "REPARSE_BATCH_SIZE", 3)  # 10 requests: four batches
+    assert services.audit_reparse(audit_id=audit.id) == 10
+    assert judgments() == before and len(before) == 10 * 10
+    assert {outcome for _, _, outcome, _, _ in before} == {"label", "refusal"}

@@ -87,7 +87,7 @@ def test_absent_indices_of_a_reply_stopped_at_the_token_limit_are_cut_off():
 
 
 def test_answers_to_indices_not_asked_are_ignored_and_counted():
-    reading = parse_batch('{"i": 0, "y": 1}\n{"i": 1, "y": 1}\n{"i": 2, "y": 0}\n{"i": 7, "y": 1}', [1, 2])
+    reading = parse_batch('{"i": 9, "y": 1}\n{"i": 1, "y": 1}\n{"i": 2, "y": 0}\n{"i": 7, "y": 1}', [1, 2])
     assert labels(reading) == {1: 1, 2: 0}
     assert (reading.ignored, reading.reason) == (2, "2 of 2 texts labelled; 2 answers to indices not asked ignored")
 
@@ -179,3 +179,15 @@ def test_a_text_the_reading_does_not_know_is_absent():
     reply = judgments(reading, PLANNED[:2])
     assert [(j.outcome, j.reason) for j in reply.judgments] == [("label", ""), ("unparseable", "index absent")]
     assert reply.outcome == Outcome.UNPARSEABLE
+
+
+def test_an_answer_holding_a_nested_object_is_read_whole():
+    reading = parse_batch('{"i": 1, "y": 0, "why": {"cue": "none"}}\n{"i": 2, "y": 1}', [1, 2])
+    assert [(text.index, text.label) for text in reading.texts] == [(1, 0), (2, 1)]
+
+
+def test_answers_numbered_from_zero_are_matched_to_no_text():
+    # The texts are 1..3; a reply numbering 0..2 would shift every label onto the wrong text: all missing.
+    reading = parse_batch('{"i": 0, "y": 1}\n{"i": 1, "y": 0}\n{"i": 2, "y": 1}', [1, 2, 3])
+    assert reading.labelled == 0
+    assert {text.reason for text in reading.texts} == {"numbered from 0"}

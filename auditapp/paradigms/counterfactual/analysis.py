@@ -2,13 +2,13 @@
 Table 1, and tables as JSON-ready records. Pure: no Django.
 
 Completion counts every text a request asked: a labelled text is complete; a text without a label is missing
-with its reason (the reply's, or "request failed: …" for a request that got no reply, "not asked" for a request
-an audit stopped before sending).
+with its reason (the reply's, "request failed" for a request that got no reply, "no judgment recorded" for a
+request an audit stopped before sending).
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -63,6 +63,13 @@ def records(frame: pd.DataFrame) -> list[dict]:
     return out
 
 
+def tables_payload(frames: Mapping[str, pd.DataFrame]) -> dict:
+    """The stored form of named tables: ``tables`` (records) and ``columns`` (each table's columns, so an empty
+    table still exports its header)."""
+    return {"tables": {name: records(frame) for name, frame in frames.items()},
+            "columns": {name: [str(column) for column in frame.columns] for name, frame in frames.items()}}
+
+
 def _plain(value):
     if isinstance(value, np.generic):
         value = value.item()
@@ -71,17 +78,29 @@ def _plain(value):
     return value
 
 
+def model_column(model_ids: pd.Series, model_names: Mapping[int, str]) -> pd.Categorical:
+    """Each row's model name as a category, in the audit's model order (renaming the distinct ids, never
+    building a string per row)."""
+    ids = pd.Categorical(model_ids.to_numpy(), categories=list(model_names))
+    return ids.rename_categories([model_names[model_id] for model_id in model_names])
+
+
+def task_column(tasks: pd.Series, order: Sequence[str]) -> pd.Categorical:
+    """Each row's task as a category in the design's order (the paper's), not the reader's sorted one."""
+    return pd.Categorical(tasks, categories=list(order)) if not isinstance(tasks.dtype, pd.CategoricalDtype) \
+        else tasks.cat.set_categories(list(order)).array
+
+
 def completion_tables(judged: pd.DataFrame, requests: pd.DataFrame, model_names: Mapping[int, str],
-                      texts_per_request: int) -> dict[str, list[dict]]:
+                      texts_per_request: int) -> dict[str, pd.DataFrame]:
     """Table 1's completion per model and per model × task, and the reasons texts are missing (per model, by kind:
     "value not 0 or 1: 2" counts as "value not 0 or 1"; per model × task, as recorded).
 
     ``judged``: one row per judgment (model_id, task, label, reason); ``requests``: per model_id × task × state,
-    ``n`` requests (answered, failed or pending: a pending request's texts count as asked and not recorded)."""
-    reasons = judged["reason"].astype("category")
-    frame = pd.DataFrame({"model": judged["model_id"].map(model_names).to_numpy(),
-                          "task": judged["task"].astype(str).to_numpy(), "y": judged["label"].to_numpy(float),
-                          "reason": reasons.to_numpy()})
+    ``n`` requests (answered, failed or pending: a pending request's texts, those an audit stopped before sending,
+    count as asked and not recorded, "no judgment recorded")."""
+    frame = pd.DataFrame({"model": model_column(judged["model_id"], model_names), "task": judged["task"].to_numpy(),
+                          "y": judged["label"].to_numpy(float), "reason": judged["reason"].astype("category")})
     texts = requests["n"] * texts_per_request
     targets = pd.DataFrame({"model": requests["model_id"].map(model_names), "task": requests["task"].astype(str),
                             "n_texts_asked": texts,
@@ -89,8 +108,8 @@ def completion_tables(judged: pd.DataFrame, requests: pd.DataFrame, model_names:
     per_model, per_model_task, missing = stats.completion(frame, targets)
     by_kind = (missing.assign(reason=missing["reason"].astype(str).map(reason_kind))
                .groupby(["model", "reason"], sort=False, observed=True)["n"].sum().reset_index())
-    return {"completion": records(_with_percent(per_model)), "completion_tasks": records(_with_percent(per_model_task)),
-            "missing": records(by_kind), "missing_tasks": records(missing)}
+    return {"completion": _with_percent(per_model), "completion_tasks": _with_percent(per_model_task),
+            "missing": by_kind, "missing_tasks": missing}
 
 
 def _with_percent(frame: pd.DataFrame) -> pd.DataFrame:

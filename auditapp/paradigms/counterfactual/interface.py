@@ -52,7 +52,7 @@ def launch_serializer(flavour: Flavour) -> type:
         "paradigm": serializers.ChoiceField(choices=registry.choices()),
         "models": ModelChoiceSerializer(many=True, help_text="Chat models (OpenAI-compatible or Ollama)."),
         "corpus": serializers.PrimaryKeyRelatedField(
-            queryset=Corpus.objects.filter(paradigm=flavour.name), required=False, allow_null=True, default=None,
+            queryset=Corpus.objects.all(), required=False, allow_null=True, default=None,
             help_text="A stored material corpus (GET /api/corpora/); omit to use `material`."),
         "material": serializers.DictField(required=False, allow_null=True, default=None,
                                           help_text=flavour.material_help),
@@ -173,8 +173,9 @@ def dashboard_data_function(flavour: Flavour) -> Callable:
 
 def _analysis_table(name: str) -> Callable:
     def rows(audit: Audit) -> Export:
-        records = (audit.analysis or {}).get("tables", {}).get(name) or []
-        columns = list(records[0]) if records else []
+        analysis = audit.analysis or {}
+        records = analysis.get("tables", {}).get(name) or []
+        columns = list(records[0]) if records else analysis.get("columns", {}).get(name, [])
         return Export(columns, [tuple(record[column] for column in columns) for record in records])
     return rows
 

@@ -80,6 +80,9 @@ def parse_names(source: str | Sequence[Mapping], *, part: str = "names") -> list
             found.append(MaterialProblem(part, "a name may not hold '{', '}' or a line break", row, "name"))
         for column, value in (("group", group), ("gender", gender)):
             found += text_problems(value, part=part, row=row, column=column, max_chars=MAX_FACTOR_CHARS)
+            if isinstance(value, str) and ":" in value:
+                # A name's unit key joins group, gender and name with ":" (name:<group>:<gender>:<name>).
+                found.append(MaterialProblem(part, f"a {column} may not hold ':'", row, column))
         if not found:
             identity = (group, gender, name.casefold())
             if identity in first_row:

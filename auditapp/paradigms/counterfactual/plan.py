@@ -76,6 +76,23 @@ class PlannedText:
     text: str
 
 
+def paired_genders(names: Sequence[PersonName], reference_group: str) -> list[str]:
+    """The genders an iteration pairs: those with names in the reference group and in every other group (a name
+    of another gender is never drawn; :func:`unpaired_names` lists them)."""
+    by_group: dict[str, set[str]] = {}
+    for person in names:
+        by_group.setdefault(person.group, set()).add(person.gender)
+    reference = by_group.pop(reference_group, set())
+    return sorted(reference.intersection(*by_group.values())) if by_group else []
+
+
+def unpaired_names(names: Sequence[PersonName], reference_group: str) -> list[tuple[str, str]]:
+    """(group, gender) of the names an iteration never draws: their gender is not paired (see
+    :func:`paired_genders`)."""
+    genders = set(paired_genders(names, reference_group))
+    return sorted({(person.group, person.gender) for person in names if person.gender not in genders})
+
+
 def plan_name_pairs(seed: int, iteration: int, vignettes: Sequence[Vignette], names: Sequence[PersonName], *,
                     reference_group: str = REFERENCE_GROUP, n_pairs: int = N_PAIRS) -> list[NamePair]:
     """The ``n_pairs`` pairs of ``iteration`` (see the module docstring). The lists are sorted first, so the plan
@@ -91,8 +108,7 @@ def plan_name_pairs(seed: int, iteration: int, vignettes: Sequence[Vignette], na
         raise ValueError(f"no names of the reference group {reference_group!r}")
     if not groups:
         raise ValueError(f"no names of any group other than the reference group {reference_group!r}")
-    genders = sorted(reference_genders.intersection(
-        *({gender for cell_group, gender in cells if cell_group == group} for group in groups)))
+    genders = paired_genders(names, reference_group)
     if not genders:
         raise ValueError(f"no gender has names in the reference group {reference_group!r} and in every minority "
                          f"group ({', '.join(groups)})")

@@ -73,9 +73,19 @@ def _csv_records(text: str) -> tuple[list[tuple[int, Mapping]], list[str] | None
     if header is None:
         return [], None
     columns = [cell.strip().lower() for cell in header]
-    records = [(row, dict(zip(columns, cells, strict=False)))
+    records = [(row, {**dict(zip(columns, cells, strict=False)),
+                      **({EXTRA_CELLS: len(cells) - len(columns)} if len(cells) > len(columns) else {})})
                for row, cells in enumerate(reader, start=2) if any(cell.strip() for cell in cells)]
     return records, columns
+
+
+EXTRA_CELLS = "\x00extra cells"
+"""Marks a CSV row with more cells than its header (never a column name: a header cell is text)."""
+
+
+def is_list(source: object) -> bool:
+    """A JSON list (or tuple): what a part given as entries must be."""
+    return isinstance(source, list | tuple)
 
 
 def records_of(source: str | Sequence[Mapping], *, part: str, columns: Sequence[str],
@@ -89,6 +99,12 @@ def records_of(source: str | Sequence[Mapping], *, part: str, columns: Sequence[
         if header is None:
             return [], [MaterialProblem(part, "the file is empty")]
         present = set(header)
+        problems += [MaterialProblem(part, f"{record.pop(EXTRA_CELLS)} cell(s) beyond the header's "
+                                           f"{len(header)} columns", row)
+                     for row, record in records if EXTRA_CELLS in record]
+    elif not is_list(source):
+        return [], [MaterialProblem(part, f"must be CSV text or a list of objects with {list(columns)}, not "
+                                          f"{type(source).__name__}")]
     else:
         records = []
         for row, entry in enumerate(source, start=1):

@@ -10,7 +10,8 @@ missing: never imputed, never read as a yes or a no. The exact rules of its pars
 2. **JSON Lines**: every ``{…}`` object in the reply with an ``"i"`` is an answer (so a ```json fence, blank lines,
    prose around the lines, extra keys, several objects on a line and a JSON array of objects are all read).
    ``"y"`` may be 0 or 1 (also ``1.0``, ``true``), or the strings ``"0"``, ``"1"``, ``"yes"``, ``"no"``,
-   ``"true"``, ``"false"``.
+   ``"true"``, ``"false"``. An answer object holding another object (``{"i": 1, "y": 0, "why": {…}}``) is
+   read whole.
 3. **Numbered list**, only when no JSON answer is found: a line ``1: 0``, ``1. yes``, ``1) No``, ``Text 1 — 1``,
    ``**Text 1:** 1``, ``- 1 = false``… whose value starts with yes/no/true/false/0/1, or is a hedge, or is short
    (at most four words, e.g. ``2`` or ``N/A``). A long value that is none of these (a text echoed back) is not an
@@ -28,6 +29,9 @@ Per text, the reason when there is no label (the exact phrases are counted on th
 - when no answer at all could be read: ``refused`` if the reply is a refusal ("I can't", "I cannot", "I won't",
   "I'm sorry", "As an AI"…) or was stopped by the provider's content filter, else ``cut off`` if it stopped at the
   token limit, else ``off-format``.
+
+- ``numbered from 0``: the reply answers an index 0 while the texts are numbered from 1, so its answers
+  cannot be matched to texts without a guess: every text of the reply is missing.
 
 Answers to indices the request did not ask are ignored and counted in the summary.
 """
@@ -49,8 +53,9 @@ REASON_CUT_OFF = "cut off"
 REASON_ABSENT = "index absent"
 REASON_REFUSED = "refused"
 REASON_OFF_FORMAT = "off-format"
+REASON_MISNUMBERED = "numbered from 0"
 REASONS = (REASON_HEDGED, REASON_NOT_BINARY, REASON_DUPLICATED, REASON_CUT_OFF, REASON_ABSENT, REASON_REFUSED,
-           REASON_OFF_FORMAT)
+           REASON_OFF_FORMAT, REASON_MISNUMBERED)
 
 FORMAT_JSONL, FORMAT_NUMBERED, FORMAT_NONE = "jsonl", "numbered", "none"
 
@@ -158,22 +163,36 @@ def _json_index(value: object) -> int | None:
     return None
 
 
-def _json_answers(reply: str) -> list[tuple[int, int | str]]:
-    answers = []
-    for match in _JSON_OBJECT.finditer(reply):
-        canonical = _CANONICAL_OBJECT.fullmatch(match.group())
+def _json_objects(reply: str):
+    """Every JSON object in the reply, outermost first (one with a nested object is read whole); an object
+    written with single quotes is read with them turned into double ones."""
+    decoder = json.JSONDecoder()
+    position = 0
+    while (start := reply.find("{", position)) != -1:
+        canonical = _CANONICAL_OBJECT.match(reply, start)
         if canonical:
-            answers.append((int(canonical.group(1)), int(canonical.group(2))))
+            yield {"i": int(canonical.group(1)), "y": int(canonical.group(2))}
+            position = canonical.end()
             continue
         try:
-            data = json.loads(match.group())
+            data, position = decoder.raw_decode(reply, start)
         except ValueError:
+            flat = _JSON_OBJECT.match(reply, start)
+            position = start + 1
+            if flat is None:
+                continue
             try:
-                data = json.loads(match.group().replace("'", '"'))
+                data = json.loads(flat.group().replace("'", '"'))
             except ValueError:
                 continue
-        if not isinstance(data, dict):
-            continue
+            position = flat.end()
+        if isinstance(data, dict):
+            yield data
+
+
+def _json_answers(reply: str) -> list[tuple[int, int | str]]:
+    answers = []
+    for data in _json_objects(reply):
         data = {str(key).strip().lower(): value for key, value in data.items()}
         index = _json_index(data.get("i"))
         if index is None:
@@ -233,6 +252,10 @@ def parse_batch(text: str | None, indices: Sequence[int], finish_reason: str | N
     by_index: dict[int, list[int | str]] = {}
     for index, value in answers:
         by_index.setdefault(index, []).append(value)
+    if 0 in by_index and 0 not in asked and min(asked, default=0) == 1:
+        # The texts are numbered from 1: answers from 0 cannot be matched to texts without a guess.
+        texts = tuple(TextReading(index, None, REASON_MISNUMBERED) for index in asked)
+        return BatchReading(texts, found, len(answers), _summary(texts, 0))
     absent = REASON_CUT_OFF if finish_reason == "length" else REASON_ABSENT
     texts = []
     for index in asked:

@@ -32,7 +32,7 @@ from auditapp.audit_services import (
     manifest_models,
 )
 from auditapp.corpus_selectors import corpus_units
-from auditapp.corpus_services import corpus_store
+from auditapp.corpus_services import CorpusError, corpus_store
 from auditapp.models import Audit, AuditModel, AuditRequest, Corpus
 from auditapp.paradigms.base import ParsedReply
 from auditapp.paradigms.counterfactual import judgments as reading
@@ -140,6 +140,11 @@ def counterfactual_problems(*, paradigm: str, corpus: Corpus | None, material: d
         problems.append(f"corpus {corpus.id} is a {corpus.paradigm} corpus, not a {paradigm} one")
     if corpus is not None and material:
         problems.append("give either a stored corpus or the material, not both")
+    labels = [choice.label or choice.model for choice in models]
+    repeated = sorted({label for label in labels if labels.count(label) > 1})
+    if repeated:
+        problems.append(f"two models have the same name ({', '.join(repeated)}): give each a label, as the tables "
+                        "are per model")
     if not problems:
         total = n_requests()
         if total > MAX_REQUESTS:
@@ -204,8 +209,11 @@ def counterfactual_audit_create(*, paradigm: str, design_class, name: str, model
     if prepared.problems:
         raise AuditError("; ".join(prepared.problems))
     if corpus is None:
-        corpus = corpus_store(paradigm=paradigm, name=f"{name}: material" if material else default_corpus_name,
-                              units=prepared.units, provenance=prepared.provenance, created_by=created_by)
+        try:
+            corpus = corpus_store(paradigm=paradigm, name=f"{name}: material" if material else default_corpus_name,
+                                  units=prepared.units, provenance=prepared.provenance, created_by=created_by)
+        except CorpusError as error:
+            raise AuditError(f"material: {error}") from None
     tasks = [{"slug": task.slug, "name": task.name} for task in prepared.design.tasks]
     audit = Audit.objects.create(
         name=name, paradigm=paradigm, corpus=corpus, replicates=1, seed=seed, use_cache=use_cache,

@@ -26,12 +26,20 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 
 from auditapp.paradigms.counterfactual.material import NAME_PLACEHOLDER, Vignette
-from auditapp.paradigms.counterfactual.problems import MaterialProblem, raise_if_any, records_of, text_problems
+from auditapp.paradigms.counterfactual.problems import (
+    MaterialProblem,
+    is_list,
+    raise_if_any,
+    records_of,
+    text_problems,
+)
 
 VIGNETTE_OPENING = "Hi, I'm " + NAME_PLACEHOLDER + "."
 DEFAULT_VIGNETTE_COUNT = 211
 DEFAULT_VIGNETTE_SEED = 0
 MAX_SENTENCE_CHARS = 300
+MAX_POOL_SENTENCES = 500
+"""A pool's most sentences: vignettes are drawn from every (A, B, order) combination, 500 × 500 × 2 at most."""
 MAX_VIGNETTE_CHARS = 2000
 KEY_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,40}")
 SENTENCE_END = (".", "!", "?")
@@ -203,12 +211,22 @@ def _lines(source: str | Sequence) -> list[tuple[int, object]]:
     return list(enumerate(source, start=1))
 
 
+def _not_text_or_list(source: object, part: str) -> list[MaterialProblem]:
+    if isinstance(source, str) or is_list(source):
+        return []
+    return [MaterialProblem(part, f"must be text (one a line) or a list, not {type(source).__name__}")]
+
+
 def parse_pool(source: str | Sequence[str], *, part: str = "pools") -> list[str]:
     """A researcher's sentence pool: text with one sentence a line (blank lines skipped; rows are line numbers)
     or a list of strings (entries from 1). Each sentence is stripped; it must be non-empty, at most 300
     characters, end with ".", "!" or "?", hold no brace or line break, and not repeat. Raises
     :class:`~auditapp.paradigms.counterfactual.problems.MaterialError` with every problem."""
-    problems = []
+    problems = _not_text_or_list(source, part)
+    raise_if_any(problems)
+    if len(_lines(source)) > MAX_POOL_SENTENCES:
+        raise_if_any([MaterialProblem(part, f"{len(_lines(source))} sentences; at most {MAX_POOL_SENTENCES} "
+                                            "per pool")])
     sentences: dict[str, int] = {}
     for row, sentence in _lines(source):
         found = text_problems(sentence, part=part, row=row, column="sentence", max_chars=MAX_SENTENCE_CHARS)
@@ -251,6 +269,7 @@ def parse_vignettes(source: str | Sequence[str | Mapping], *, part: str = "vigne
     position and must match ``[A-Za-z0-9_-]{1,40}`` and not repeat; templates must pass
     :func:`template_problems` and not repeat. Raises
     :class:`~auditapp.paradigms.counterfactual.problems.MaterialError` with every problem."""
+    raise_if_any(_not_text_or_list(source, part))
     if not isinstance(source, str) and all(isinstance(entry, str) for entry in source):
         source = [{"template": entry} for entry in source]
     records, problems = records_of(source, part=part, columns=("template",), optional=("key",))

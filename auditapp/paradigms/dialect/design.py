@@ -20,7 +20,13 @@ import pandas as pd
 
 from auditapp.paradigms.base import Unit
 from auditapp.paradigms.counterfactual import plan, stats
-from auditapp.paradigms.counterfactual.analysis import completion_tables, records, settings_of
+from auditapp.paradigms.counterfactual.analysis import (
+    completion_tables,
+    model_column,
+    settings_of,
+    tables_payload,
+    task_column,
+)
 from auditapp.paradigms.counterfactual.dialect_texts import strip_features
 from auditapp.paradigms.counterfactual.material import Task
 from auditapp.paradigms.counterfactual.problems import MaterialError, MaterialProblem
@@ -98,9 +104,8 @@ class DialectDesign:
         """The judgments as the statistics take them: model, task, pair, dialect, y (NaN when missing)."""
         parts = plan.dialect_unit_parts(judged["unit"])
         return pd.DataFrame({
-            "model": pd.Categorical(judged["model_id"].map(model_names).to_numpy(),
-                                    categories=list(dict.fromkeys(model_names.values()))),
-            "task": judged["task"].to_numpy(),
+            "model": model_column(judged["model_id"], model_names),
+            "task": task_column(judged["task"], [task.slug for task in self.tasks]),
             "pair": parts["pair_key"].to_numpy(),
             "dialect": parts["dialect"].to_numpy(),
             "y": judged["label"].to_numpy(float),
@@ -112,7 +117,7 @@ class DialectDesign:
         frame = self.judgment_frame(judged, model_names)
         cells = stats.dialect_cells(frame, alpha=self.alpha, primary=self.primary)
         summary = stats.dialect_summary(cells)
-        tables = {"cells": records(cells), "summary": records(summary),
+        tables = {"cells": cells, "summary": summary,
                   **completion_tables(judged, requests, model_names, self.texts_per_request)}
         return {
             "analysed": True,
@@ -130,5 +135,5 @@ class DialectDesign:
                 f"α = {self.alpha}.",
                 "A text whose answer cannot be read is missing and excluded (never coded 0 or 1).",
             ],
-            "tables": tables,
+            **tables_payload(tables),
         }

@@ -20,7 +20,13 @@ import pandas as pd
 
 from auditapp.paradigms.base import Unit
 from auditapp.paradigms.counterfactual import plan, stats
-from auditapp.paradigms.counterfactual.analysis import completion_tables, records, settings_of
+from auditapp.paradigms.counterfactual.analysis import (
+    completion_tables,
+    model_column,
+    settings_of,
+    tables_payload,
+    task_column,
+)
 from auditapp.paradigms.counterfactual.material import Task
 from auditapp.paradigms.counterfactual.problems import MaterialError, MaterialProblem
 from auditapp.paradigms.counterfactual.units import names_material
@@ -61,6 +67,9 @@ class NamesDesign:
             problems.append(f"reference group {self.reference_group!r} has no names (groups: {sorted(groups)})")
         if not groups - {self.reference_group}:
             problems.append("no minority group: the names hold only the reference group")
+        elif self.reference_group in groups and not plan.paired_genders(self.names, self.reference_group):
+            problems.append(f"no gender has names in the reference group {self.reference_group!r} and in every "
+                            f"other group, so no within-gender pair can be made")
         if not 1 <= self.pairs_per_iteration <= MAX_PAIRS:
             problems.append(f"pairs per iteration must be between 1 and {MAX_PAIRS}")
         elif len(self.vignettes) < self.pairs_per_iteration:
@@ -101,30 +110,30 @@ class NamesDesign:
         return {"reference_group": self.reference_group, "minority_groups": self.minority_groups,
                 "pairs_per_iteration": self.pairs_per_iteration, "texts_per_request": self.texts_per_request,
                 "n_tasks": len(self.tasks), "n_names": len(self.names), "n_vignettes": len(self.vignettes),
+                "genders_paired": plan.paired_genders(self.names, self.reference_group),
+                "names_never_drawn": [f"{group} {gender}" for group, gender in
+                                      plan.unpaired_names(self.names, self.reference_group)],
                 "pairing": "an iteration's pairs depend on the seed and the iteration only (the same texts for every "
                            "model and task); genders alternate, minority groups are cycled in a seeded order, "
                            "each vignette is used at most once per iteration (ours: seed 002 does not say how "
                            "pairs were drawn)"}
 
-    def pair_frame(self, iterations: Sequence[int]) -> pd.DataFrame:
-        """Every pair of these iterations: iteration, pair_no, group, gender, vignette, minority and reference name."""
-        rows = [(iteration, pair.pair_no, pair.group, pair.gender, pair.vignette_key, pair.minority_name,
-                 pair.reference_name) for iteration in iterations for pair in self.pairs(int(iteration))]
-        return pd.DataFrame(rows, columns=["iteration", "pair_no", "group", "gender", "vignette", "minority_name",
-                                           "reference_name"])
-
     def judgment_frame(self, judged: pd.DataFrame, model_names: Mapping[int, str]) -> pd.DataFrame:
-        """The judgments as the statistics take them: model, task, group, pair, side, y (NaN when missing)."""
+        """The judgments as the statistics take them: model, task, group, pair, side, y (NaN when missing). A
+        judgment's group is looked up by (iteration, pair number) in an array of the iterations' pairs."""
         parts = plan.name_unit_parts(judged["unit"])
-        pairs = self.pair_frame(sorted(judged["iteration"].unique()))
-        keyed = pd.DataFrame({"iteration": judged["iteration"].to_numpy(), "pair_no": parts["pair_no"].to_numpy()})
-        group = keyed.merge(pairs[["iteration", "pair_no", "group"]], on=["iteration", "pair_no"], how="left")["group"]
+        iterations = judged["iteration"].to_numpy(np.int64)
+        pair_no = parts["pair_no"].to_numpy(np.int64)
+        groups = self.minority_groups
+        lookup = np.full((int(iterations.max(initial=-1)) + 1, self.pairs_per_iteration), -1, dtype=np.int64)
+        code = {group: n for n, group in enumerate(groups)}
+        for iteration in np.unique(iterations):
+            lookup[iteration, :] = [code[pair.group] for pair in self.pairs(int(iteration))]
         return pd.DataFrame({
-            "model": pd.Categorical(judged["model_id"].map(model_names).to_numpy(),
-                                    categories=list(dict.fromkeys(model_names.values()))),
-            "task": judged["task"].to_numpy(),
-            "group": pd.Categorical(group.to_numpy(), categories=self.minority_groups),
-            "pair": judged["request_id"].to_numpy(np.int64) * MAX_PAIRS + parts["pair_no"].to_numpy(np.int64),
+            "model": model_column(judged["model_id"], model_names),
+            "task": task_column(judged["task"], [task.slug for task in self.tasks]),
+            "group": pd.Categorical.from_codes(lookup[iterations, pair_no], categories=groups),
+            "pair": judged["request_id"].to_numpy(np.int64) * MAX_PAIRS + pair_no,
             "side": parts["side"].to_numpy(),
             "y": judged["label"].to_numpy(float),
         })
@@ -136,7 +145,7 @@ class NamesDesign:
         cells = stats.names_cells(frame, alpha=self.alpha)
         summary = stats.names_summary(cells)
         counts = stats.names_group_counts(cells)
-        tables = {"cells": records(cells), "summary": records(summary), "group_counts": records(counts),
+        tables = {"cells": cells, "summary": summary, "group_counts": counts,
                   **completion_tables(judged, requests, model_names, self.texts_per_request)}
         return {
             "analysed": True,
@@ -154,5 +163,5 @@ class NamesDesign:
                 "missing side drops out of the gap, its other side still counts in the yes-rates.",
                 "Directional consistency: of the models with a defined gap, how many share the modal sign.",
             ],
-            "tables": tables,
+            **tables_payload(tables),
         }
