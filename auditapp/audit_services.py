@@ -133,6 +133,13 @@ def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget:
 # Tasks are sent after the commit with robust=True: a broker that is away is logged, never a 500 after the
 # audit was stored; the periodic recovery (tasks.recovery) sends what was not sent.
 
+def audit_models_create(audit: Audit, models: list[ModelChoice]) -> None:
+    """The audit's models, in the order chosen (their position)."""
+    AuditModel.objects.bulk_create([
+        AuditModel(audit=audit, endpoint=choice.endpoint, model=choice.model, params=choice.params,
+                   label=choice.label, position=position) for position, choice in enumerate(models)])
+
+
 def enqueue_prepare(audit_id: int) -> None:
     from tasks.audits import audit_prepare_task
 

@@ -1,4 +1,5 @@
-"""The list view every export endpoint uses: paginated JSON, or every row streamed as CSV.
+"""The list view every export endpoint uses: paginated JSON, or every row streamed as CSV; and the export of a
+table a paradigm's analysis stored (:func:`stored_analysis_table`).
 
 A view names a selector that returns an ``Export`` (columns, rows, optional transform). JSON pages and the CSV
 stream are built from the same columns and the same rows, so the two formats always agree; the CSV
@@ -7,8 +8,11 @@ however many rows there are.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from rest_framework import generics
 
+from annotation.selectors import Export
 from auditapp.api.csv_export import streaming_csv_response
 
 EXPORT_CHUNK_SIZE = 5000
@@ -47,3 +51,14 @@ class ModelListExportView(ExportListAPIView):
             return super().list(request, *args, **kwargs)
         page = self.paginate_queryset(self.get_queryset())
         return self.get_paginated_response(self.get_serializer(page, many=True).data)
+
+
+def stored_analysis_table(name: str) -> Callable:
+    """The rows of a table stored in ``Audit.analysis["tables"][name]`` (records; none until analysed), with its
+    columns from ``Audit.analysis["columns"][name]`` when it has no row, so an empty table keeps its header."""
+    def rows(audit) -> Export:
+        analysis = audit.analysis or {}
+        records = analysis.get("tables", {}).get(name) or []
+        columns = list(records[0]) if records else list(analysis.get("columns", {}).get(name, []))
+        return Export(columns, [tuple(record.get(column) for column in columns) for record in records])
+    return rows

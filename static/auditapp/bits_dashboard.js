@@ -7,22 +7,9 @@
   var source = document.getElementById("audit-data");
   if (!source || typeof Plotly === "undefined") { return; }
   var analysis = JSON.parse(source.textContent).analysis || {};
-  var config = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
-  var palette = ["#2f5d7c", "#c0792a", "#5b8c4a", "#7a4f8c", "#a33b3b", "#3b8c8c", "#8c7a3b", "#555555"];
-
-  function plotlyText(value) {
-    return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  }
-
-  function known(value) { return value !== null && value !== undefined && isFinite(value); }
-
-  function empty(node, text) {
-    node.textContent = "";
-    var p = document.createElement("p");
-    p.className = "chart-empty";
-    p.textContent = text;
-    node.appendChild(p);
-  }
+  var charts = window.AuditCharts;
+  var config = charts.config, palette = charts.palette, plotlyText = charts.plotlyText, known = charts.known,
+      empty = charts.empty;
 
   function heatmap(node, heat) {
     if (!heat || !heat.scorers || !heat.scorers.length) { empty(node, "No scores to draw."); return; }

@@ -10,11 +10,8 @@
   if (!source || typeof Plotly === "undefined") { return; }
   var data = JSON.parse(source.textContent);
   var COLOURS = { none: "#9ecae1", threshold: "#4292c6", tier: "#08306b" };
-  var config = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
-
-  function plotlyText(value) {
-    return String(value).replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-  }
+  var charts = window.AuditCharts;
+  var config = charts.config, plotlyText = charts.plotlyText, empty = charts.empty;
 
   function signed(value, digits) {
     var text = Number(value).toFixed(digits);
@@ -23,14 +20,6 @@
 
   function score(value) {
     return value === null || value === undefined ? "—" : String(Math.round(value * 100) / 100);
-  }
-
-  function empty(node, text) {
-    node.textContent = "";
-    var p = document.createElement("p");
-    p.className = "chart-empty";
-    p.textContent = text;
-    node.appendChild(p);
   }
 
   function figureTwo(node, instrument) {

@@ -7,6 +7,7 @@ from django.urls import path
 from rest_framework import serializers
 
 from annotation.selectors import Export
+from auditapp.api.exports import stored_analysis_table
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
 from auditapp.launch_forms import ModelsFieldsMixin
 from auditapp.models import Audit, Corpus, RecordedScorer
@@ -194,15 +195,6 @@ def _scores_table(audit: Audit) -> Export:
                                 .itertuples(index=False, name=None)))
 
 
-def _analysis_table(name: str):
-    """A table of the stored analysis (records; empty until the audit is analysed)."""
-    def rows(audit: Audit) -> Export:
-        records = (audit.analysis or {}).get("tables", {}).get(name) or []
-        columns = list(records[0]) if records else []
-        return Export(columns, [tuple(record[column] for column in columns) for record in records])
-    return rows
-
-
 ANALYSIS_TABLES = {
     "scorers": "Each scorer: its kind, whether it was imported, its label rule and scale.",
     "score_sense": "Table 7: ScoreSense per scorer × group, with the t-test against the control (t, df, exact p, "
@@ -220,7 +212,7 @@ ANALYSIS_TABLES = {
 TABLES = {
     "scores": registry.Table("scores", "Every score: scorer × sentence × replicate, with the sentence's factors, "
                                        "the score (or why it is missing) and whether it was imported.", _scores_table),
-    **{name: registry.Table(name, description, _analysis_table(name))
+    **{name: registry.Table(name, description, stored_analysis_table(name))
        for name, description in ANALYSIS_TABLES.items()},
 }
 

@@ -19,6 +19,7 @@ from auditapp.audit_services import (
     AuditError,
     ModelChoice,
     PlannedRequest,
+    audit_models_create,
     audit_request_key,
     endpoint_config,
     enqueue_prepare,
@@ -209,9 +210,7 @@ def bits_audit_create(*, name: str, models: list[ModelChoice], corpus: Corpus | 
         design={"prompt": {"name": prompt.name, "text": prompt.text, "low": prompt.low, "high": prompt.high},
                 "batch_size": batch_size, "score_kinds": kinds,
                 "recorded_scorers": [scorer.id for scorer in recorded], "analysis": analysis})
-    AuditModel.objects.bulk_create([
-        AuditModel(audit=audit, endpoint=choice.endpoint, model=choice.model, params=choice.params,
-                   label=choice.label, position=position) for position, choice in enumerate(models)])
+    audit_models_create(audit, models)
     enqueue_prepare(audit.id)
     return audit
 

@@ -19,6 +19,7 @@ from auditapp.audit_services import (
     AuditError,
     ModelChoice,
     PlannedRequest,
+    audit_models_create,
     audit_request_key,
     enqueue_prepare,
     launch_problems,
@@ -116,9 +117,7 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
                                  use_cache=use_cache, error_budget=error_budget, unparsed=unparsed,
                                  n_resamples=n_resamples, parallel_tasks=parallel_tasks, created_by=created_by,
                                  corpus=ground_truth_corpus(study, truth, created_by=created_by))
-    AuditModel.objects.bulk_create([
-        AuditModel(audit=audit, endpoint=choice.endpoint, model=choice.model, params=choice.params,
-                   label=choice.label, position=position) for position, choice in enumerate(models)])
+    audit_models_create(audit, models)
     AuditCondition.objects.bulk_create([
         AuditCondition(audit=audit, condition=condition, template=template_current(condition),
                        example_set=EXAMPLE_SETS.get(condition, ""), position=position)

@@ -12,6 +12,7 @@ from django import forms
 from rest_framework import serializers
 
 from annotation.selectors import Export
+from auditapp.api.exports import stored_analysis_table
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
 from auditapp.audit_services import AuditError
 from auditapp.launch_forms import ModelsFieldsMixin
@@ -22,6 +23,13 @@ from auditapp.paradigms.counterfactual.analysis import analysis_problems
 from auditapp.paradigms.counterfactual.prompt import DEFAULT_TEMPLATE
 
 MAX_ITERATIONS = 10_000
+COMPLETION_TABLES = {
+    "completion": "Per model (Table 1): texts asked, labelled, missing, the completion rate.",
+    "completion_tasks": "Per model × task: texts asked, labelled, missing, the completion rate.",
+    "missing": "Per model × kind of reason: the texts without a label.",
+    "missing_tasks": "Per model × task × reason, as recorded: the texts without a label.",
+}
+"""The tables both paradigms store beside their own (:func:`auditapp.paradigms.counterfactual.analysis.completion_tables`)."""
 
 
 @dataclass(frozen=True)
@@ -166,18 +174,9 @@ def dashboard_data_function(flavour: Flavour) -> Callable:
             "design": {"iterations": audit.design.get("iterations"), "seed": audit.seed,
                        **(audit.manifest or {}).get("design", {})},
             "analysis": audit.analysis or None,
-            "tables": list(flavour.tables) + ["judgments"],
+            "tables": [*flavour.tables, *COMPLETION_TABLES, "judgments"],
         }
     return dashboard_data
-
-
-def _analysis_table(name: str) -> Callable:
-    def rows(audit: Audit) -> Export:
-        analysis = audit.analysis or {}
-        records = analysis.get("tables", {}).get(name) or []
-        columns = list(records[0]) if records else analysis.get("columns", {}).get(name, [])
-        return Export(columns, [tuple(record[column] for column in columns) for record in records])
-    return rows
 
 
 JUDGMENT_COLUMNS = ("request", "model", "task", "iteration", "unit", "label", "outcome", "reason")
@@ -205,8 +204,8 @@ def judgments_table(flavour: Flavour) -> Callable:
 
 def tables_of(flavour: Flavour) -> dict[str, registry.Table]:
     return {
-        **{name: registry.Table(name, description, _analysis_table(name))
-           for name, description in flavour.tables.items()},
+        **{name: registry.Table(name, description, stored_analysis_table(name))
+           for name, description in {**flavour.tables, **COMPLETION_TABLES}.items()},
         "judgments": registry.Table("judgments", "Every judgment: one row per numbered text of every request, "
                                                  "its label or why it is missing, with the text's design "
                                                  "columns.", judgments_table(flavour)),

@@ -26,6 +26,7 @@ from auditapp.audit_services import (
     AuditError,
     ModelChoice,
     PlannedRequest,
+    audit_models_create,
     audit_request_key,
     enqueue_prepare,
     launch_problems,
@@ -220,9 +221,7 @@ def counterfactual_audit_create(*, paradigm: str, design_class, name: str, model
         error_budget=error_budget, parallel_tasks=parallel_tasks, created_by=created_by,
         design={**settings, "tasks": tasks,
                 "prompt": {"template": prepared.prompt.template, "version": prepared.prompt.version}})
-    AuditModel.objects.bulk_create([
-        AuditModel(audit=audit, endpoint=choice.endpoint, model=choice.model, params=choice.params,
-                   label=choice.label, position=position) for position, choice in enumerate(models)])
+    audit_models_create(audit, models)
     enqueue_prepare(audit.id)
     return audit
 

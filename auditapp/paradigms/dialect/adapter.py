@@ -56,10 +56,6 @@ FLAVOUR = Flavour(
                  "95% CI, Cohen's h, Welch's and the paired t-test, BH q within the model, FDR-significant.",
         "summary": "Per task (Figure 2): the cross-model mean gap and SD, the models with the modal sign, the "
                    "FDR-significant models.",
-        "completion": "Per model (Table 1): texts asked, labelled, missing, the completion rate.",
-        "completion_tasks": "Per model × task: texts asked, labelled, missing, the completion rate.",
-        "missing": "Per model × kind of reason: the texts without a label.",
-        "missing_tasks": "Per model × task × reason, as recorded: the texts without a label.",
     },
     judgment_columns=judgment_columns,
 )

@@ -71,10 +71,6 @@ FLAVOUR = Flavour(
         "summary": "Per task × group (Figure 1, Supplementary Table 3): the cross-model mean gap and SD, the models "
                    "with the modal sign (\"18 of 19\"), the FDR-significant models and their mean gap.",
         "group_counts": "Per minority group: the FDR-significant effects.",
-        "completion": "Per model (Table 1): texts asked, labelled, missing, the completion rate.",
-        "completion_tasks": "Per model × task: texts asked, labelled, missing, the completion rate.",
-        "missing": "Per model × kind of reason: the texts without a label.",
-        "missing_tasks": "Per model × task × reason, as recorded: the texts without a label.",
     },
     judgment_columns=judgment_columns,
 )

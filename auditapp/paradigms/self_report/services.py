@@ -24,6 +24,7 @@ from auditapp.audit_services import (
     AuditError,
     ModelChoice,
     PlannedRequest,
+    audit_models_create,
     audit_request_key,
     enqueue_prepare,
     launch_problems,
@@ -209,9 +210,7 @@ def self_report_audit_create(*, name: str, models: list[ModelChoice], instrument
                 "forms": list(design.forms), "mode": design.mode, "labels": design.labels, "title": design.title,
                 "validity": asdict(design.validity),
                 "questionnaires": {str(r): plan.questionnaire_to_dict(q) for r, q in questionnaires.items()}})
-    AuditModel.objects.bulk_create([
-        AuditModel(audit=audit, endpoint=choice.endpoint, model=choice.model, params=choice.params,
-                   label=choice.label, position=position) for position, choice in enumerate(models)])
+    audit_models_create(audit, models)
     enqueue_prepare(audit.id)
     return audit
 
