@@ -226,12 +226,19 @@ def identity(config: EndpointConfig, model: str) -> dict:
 
 async def send(session: aiohttp.ClientSession, config: EndpointConfig, limiter: Limiter, model: str, payload: Any,
                params: dict, *, rng: random.Random, on_retry: Callable[[str, float], None] | None = None,
-               breaker: EndpointBreaker | None = None) -> SendResult:
+               breaker: EndpointBreaker | None = None, schema: dict | None = None) -> SendResult:
     """Send one request of the endpoint's kind (payload and policy in the module docstring). Never raises for
     endpoint or scorer problems (they end in ``SendResult.error``); a payload or parameters the kind cannot
-    take raise ``ValueError``; cancellation and the limiter's own errors propagate."""
-    return await scorer_kind(config.protocol).send(session, config, limiter, model, payload, params, rng=rng,
-                                                   on_retry=on_retry, breaker=breaker)
+    take raise ``ValueError``, and so does a ``schema`` (structured output) for a kind that is not a chat model;
+    cancellation and the limiter's own errors propagate."""
+    kind = scorer_kind(config.protocol)
+    if schema is None:
+        return await kind.send(session, config, limiter, model, payload, params, rng=rng, on_retry=on_retry,
+                               breaker=breaker)
+    if kind.takes != "messages":
+        raise ValueError(f"a {kind.name} endpoint is not a chat model: its output cannot be constrained")
+    return await kind.send(session, config, limiter, model, payload, params, rng=rng, on_retry=on_retry,
+                           breaker=breaker, schema=schema)
 
 
 def endpoint_problems(*, kind: str, base_url: str, request_template: Any, score_path: str, score_min: float | None,

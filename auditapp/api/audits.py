@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.extensions import OpenApiSerializerExtension
@@ -49,7 +50,8 @@ class EndpointSerializer(serializers.ModelSerializer):
     class Meta:
         model = LLMEndpoint
         fields = ("id", "name", "protocol", "base_url", "api_key_env", "api_key_set", "max_concurrency",
-                  "requests_per_minute", "attempt_timeout_s", "deadline_s", "max_attempts", "request_template",
+                  "requests_per_minute", "attempt_timeout_s", "deadline_s", "max_attempts", "structured_output",
+                  "request_template",
                   "score_path", "score_min", "score_max", "listed_models", "listed_at", "created_at")
         read_only_fields = ("listed_models", "listed_at", "created_at")
         extra_kwargs = {"base_url": {"required": False, "allow_blank": True,
@@ -134,9 +136,9 @@ class AuditSerializer(serializers.ModelSerializer):
     class Meta:
         model = Audit
         fields = ("id", "name", "paradigm", "study", "study_slug", "corpus", "status", "status_reason", "models",
-                  "conditions", "design", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
-                  "parallel_tasks", "n_requests", "n_answered", "n_failed", "created_at", "started_at",
-                  "finished_at", "analysed_at", "dashboard")
+                  "conditions", "design", "replicates", "seed", "use_cache", "structured_output", "error_budget",
+                  "unparsed", "n_resamples", "parallel_tasks", "n_requests", "n_answered", "n_failed", "created_at",
+                  "started_at", "finished_at", "analysed_at", "dashboard")
 
     def get_conditions(self, audit: Audit) -> list[str]:
         return [c.condition for c in audit.conditions.all()]
@@ -190,7 +192,9 @@ class AuditListView(ModelListExportView):
         data = paradigm.launch_serializer(data=request.data)
         data.is_valid(raise_exception=True)
         try:
-            audit = paradigm.launch(data.validated_data, created_by=request.user)
+            with transaction.atomic():
+                audit = paradigm.launch(data.validated_data, created_by=request.user)
+                services.audit_structured_output_set(audit=audit, enabled=data.validated_data["structured_output"])
         except services.AuditError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(AuditDetailSerializer(audit_list().get(pk=audit.pk)).data, status=status.HTTP_201_CREATED)
