@@ -191,10 +191,12 @@ class AuditListView(ModelListExportView):
                                           f"{', '.join(registry.PARADIGMS)}"]}, status=status.HTTP_400_BAD_REQUEST)
         data = paradigm.launch_serializer(data=request.data)
         data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        structured_output = values.pop("structured_output")
         try:
             with transaction.atomic():
-                audit = paradigm.launch(data.validated_data, created_by=request.user)
-                services.audit_structured_output_set(audit=audit, enabled=data.validated_data["structured_output"])
+                audit = paradigm.launch(values, created_by=request.user)
+                services.audit_structured_output_set(audit=audit, enabled=structured_output)
         except services.AuditError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(AuditDetailSerializer(audit_list().get(pk=audit.pk)).data, status=status.HTTP_201_CREATED)
