@@ -48,7 +48,8 @@ class LLMEndpointForm(forms.ModelForm):
             return data
         problems = scorer_kinds.endpoint_problems(
             kind=data["protocol"], base_url=data.get("base_url") or "", request_template=data.get("request_template"),
-            score_path=data.get("score_path") or "", score_min=data.get("score_min"), score_max=data.get("score_max"))
+            score_path=data.get("score_path") or "", score_min=data.get("score_min"), score_max=data.get("score_max"),
+            structured_output=data.get("structured_output") or "")
         for field_name, reasons in problems.items():
             if field_name not in self.errors:  # a field already refused says why itself
                 for message in reasons:

@@ -68,7 +68,8 @@ class EndpointSerializer(serializers.ModelSerializer):
 
         problems = scorer_kinds.endpoint_problems(
             kind=value("protocol"), base_url=value("base_url") or "", request_template=value("request_template"),
-            score_path=value("score_path"), score_min=value("score_min"), score_max=value("score_max"))
+            score_path=value("score_path"), score_min=value("score_min"), score_max=value("score_max"),
+            structured_output=value("structured_output"))
         if problems:
             raise serializers.ValidationError(problems)
         return attrs

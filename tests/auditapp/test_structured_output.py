@@ -278,3 +278,18 @@ def test_the_admin_form_refuses_an_endpoint_without_a_form_and_the_dashboard_say
     assert audit.structured_output
     page = client.get(f"/audits/{audit.id}/dashboard/").content.decode()
     assert 'id="structured-output"' in page and "Output constrained" in page
+
+
+@pytest.mark.django_db
+def test_an_endpoint_is_registered_only_with_a_form_its_protocol_takes(api_client):
+    body = {"name": "ollama", "protocol": "ollama", "base_url": "http://127.0.0.1:11434"}
+    response = api_client.post("/api/endpoints/", {**body, "structured_output": "vllm_guided_json"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["structured_output"] == [
+        "the form vllm_guided_json is sent to openai endpoints, not ollama ones"]
+    response = api_client.post("/api/endpoints/", {"name": "vader", "protocol": "local",
+                                                   "structured_output": "openai_json_schema"}, format="json")
+    assert response.status_code == 400 and "not a chat model" in response.json()["structured_output"][0]
+    assert not LLMEndpoint.objects.exists()
+    response = api_client.post("/api/endpoints/", {**body, "structured_output": "ollama_format"}, format="json")
+    assert response.status_code == 201 and response.json()["structured_output"] == "ollama_format"
