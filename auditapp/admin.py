@@ -48,7 +48,8 @@ class LLMEndpointForm(forms.ModelForm):
             return data
         problems = scorer_kinds.endpoint_problems(
             kind=data["protocol"], base_url=data.get("base_url") or "", request_template=data.get("request_template"),
-            score_path=data.get("score_path") or "", score_min=data.get("score_min"), score_max=data.get("score_max"))
+            score_path=data.get("score_path") or "", score_min=data.get("score_min"), score_max=data.get("score_max"),
+            structured_output=data.get("structured_output") or "")
         for field_name, reasons in problems.items():
             if field_name not in self.errors:  # a field already refused says why itself
                 for message in reasons:
@@ -68,6 +69,12 @@ class LLMEndpointAdmin(admin.ModelAdmin):
                                "URL; local scorers (VADER, TextBlob) run in the worker: leave the base URL empty."}),
         ("Limits", {"fields": ("max_concurrency", "requests_per_minute", "attempt_timeout_s", "deadline_s",
                                "max_attempts")}),
+        ("Structured output", {"fields": ("structured_output",),
+                               "description": "Chat endpoints: how the server takes the JSON schema of an audit "
+                                              "with structured output. llama.cpp: llamacpp_json_object (or "
+                                              "openai_json_schema on recent builds); vLLM: vllm_guided_json (or "
+                                              "openai_json_schema); Ollama: ollama_format; OpenAI: "
+                                              "openai_json_schema."}),
         ("HTTP JSON scorer", {"fields": ("request_template", "score_path", "score_min", "score_max"),
                               "description": "Only for the HTTP JSON kind: the body POSTed to the base URL for each "
                                              "text, where in the reply the score is, and the range it must be in; "
@@ -144,7 +151,7 @@ class AuditAdmin(admin.ModelAdmin):
     list_filter = ("paradigm", "status")
     actions = ["pause", "resume", "cancel", "retry_failed"]
     readonly_fields = ("name", "study", "corpus", "paradigm", "status", "status_reason", "progress",
-                       "dashboard_link", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
+                       "dashboard_link", "replicates", "seed", "use_cache", "structured_output", "error_budget", "unparsed", "n_resamples",
                        "parallel_tasks", "n_requests", "created_by", "created_at", "started_at", "finished_at",
                        "analysed_at")
     add_form_template = "admin/auditapp/audit/launch_form.html"
@@ -173,13 +180,15 @@ class AuditAdmin(admin.ModelAdmin):
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return self.launch_paradigm(request).launch_fields
+            return (*self.launch_paradigm(request).launch_fields, "structured_output")
         return self.readonly_fields
 
     def save_model(self, request, obj, form, change):
         if change:
             return
-        obj.pk = self.launch_paradigm(request).launch_from_form(form, request.user).pk
+        audit = self.launch_paradigm(request).launch_from_form(form, request.user)
+        services.audit_structured_output_set(audit=audit, enabled=form.cleaned_data.get("structured_output", False))
+        obj.pk = audit.pk
 
     def save_related(self, request, form, formsets, change):
         if change:

@@ -157,6 +157,9 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
         await db(services.audit_fail, audit_id=audit_id, reason=refused)
         return "stopped"
     configs = {endpoint_id: services.endpoint_config(endpoint) for endpoint_id, endpoint in endpoints.items()}
+    # The schema a chat endpoint's replies are constrained to (structured output), None for the others.
+    schemas = {endpoint_id: (answer_format or {}).get("schema") for endpoint_id, answer_format in (await db(
+        _answer_formats, audit=builder.audit, endpoints=endpoints)).items()}
     limiters = {endpoint_id: limiter_for(settings.LLM_LIMITS_REDIS_URL or None, f"endpoint-{endpoint_id}",
                                          endpoint.max_concurrency, endpoint.requests_per_minute,
                                          slot_ttl=endpoint.attempt_timeout_s + 30)
@@ -201,7 +204,8 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
         cell = f"{audit_model.id}:{request.condition}"
         sent = await scorer_kinds.send(session, configs[audit_model.endpoint_id], limiters[audit_model.endpoint_id],
                                        audit_model.model, payload, audit_model.params, rng=rng,
-                                       on_retry=partial(tracker.note, cell), breaker=breakers[audit_model.endpoint_id])
+                                       on_retry=partial(tracker.note, cell), breaker=breakers[audit_model.endpoint_id],
+                                       schema=schemas[audit_model.endpoint_id])
         return services.RequestResult(request, sent.completion, sent.error, sent.attempts, sent.latency_ms)
 
     async def flush() -> str:
@@ -309,6 +313,10 @@ def _refused_address(*, endpoints: list) -> str:
         except EndpointAddressRefused as error:
             return f"endpoint {endpoint} is not asked: {error}; change its base URL, then resume"
     return ""
+
+
+def _answer_formats(*, audit, endpoints: dict) -> dict:
+    return {endpoint_id: services.audit_answer_format(audit, endpoint) for endpoint_id, endpoint in endpoints.items()}
 
 
 def _builder(*, audit_id: int):

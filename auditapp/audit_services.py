@@ -11,7 +11,14 @@ The life of an audit (statuses of :class:`~auditapp.models.Audit`)::
               │            │  ▲
               │            ▼  │ resume
               │     paused / stopped (error budget) ──cancel──▶ cancelled
-              └──▶ failed (an endpoint could not list its models, a model is not offered) ──resume──▶ queued
+              └──▶ failed (an endpoint could not list its models, a model is not offered, an endpoint
+                           refused structured output) ──resume──▶ queued
+
+Structured output (``Audit.structured_output``, off by default): chat models are asked to answer in the JSON
+schema the paradigm declares (its registry entry's ``answer_schema``), sent in each endpoint's form
+(:mod:`auditapp.llm_clients`, "Structured output"); the form and schema are part of every request's key, the
+manifest records them, and the preparation first sends one probe per model so that an endpoint refusing the
+schema fails the audit with its reason instead of failing every request.
 
 Every step is idempotent and guarded by a conditional status update, so tasks delivered twice, or run
 by two workers, do the work once.
@@ -84,7 +91,7 @@ def endpoint_config(endpoint: LLMEndpoint) -> llm_clients.EndpointConfig:
         protocol=endpoint.protocol, base_url=endpoint.base_url, api_key=endpoint.api_key(),
         max_concurrency=endpoint.max_concurrency, requests_per_minute=endpoint.requests_per_minute,
         attempt_timeout=endpoint.attempt_timeout_s, deadline=endpoint.deadline_s, max_attempts=endpoint.max_attempts,
-        request_template=endpoint.request_template, score_path=endpoint.score_path,
+        structured_output=endpoint.structured_output, request_template=endpoint.request_template, score_path=endpoint.score_path,
         scale=(endpoint.score_min, endpoint.score_max))
 
 
@@ -128,6 +135,50 @@ def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget:
     if not 0 <= error_budget <= 1:
         problems.append("the error budget is a share between 0 and 1")
     return problems
+
+
+def audit_answer_schema(audit: Audit) -> dict | None:
+    """The JSON schema chat models' replies are constrained to: the paradigm's, when the audit asks for structured
+    output; else None."""
+    return registry.get(audit.paradigm).answer_schema(audit) if audit.structured_output else None
+
+
+def audit_answer_format(audit: Audit, endpoint: LLMEndpoint) -> dict | None:
+    """What constrains a reply of this endpoint in this audit (its form and the schema), or None: structured output
+    is off, or the endpoint is not a chat model (a scorer's output is its own)."""
+    schema = audit_answer_schema(audit)
+    if schema is None or scorer_kinds.takes(endpoint.protocol) != "messages":
+        return None
+    return {"form": endpoint.structured_output, "schema": schema}
+
+
+def structured_output_problems(*, schema: dict | None, endpoints) -> list[str]:
+    """Why an audit cannot constrain its chat models' output: the paradigm declares no answer schema, or a chat
+    endpoint has no structured-output form its protocol takes."""
+    if schema is None:
+        return ["this paradigm declares no answer schema: it cannot ask for structured output"]
+    problems = []
+    for endpoint in endpoints:
+        if scorer_kinds.takes(endpoint.protocol) != "messages":
+            continue
+        problem = llm_clients.structured_output_problem(endpoint.protocol, endpoint.structured_output)
+        if problem:
+            problems.append(f"endpoint {endpoint.name} cannot constrain output: {problem}")
+    return problems
+
+
+def audit_structured_output_set(*, audit: Audit, enabled: bool) -> None:
+    """Record whether a queued audit constrains its chat models' output (the launch's ``structured_output``);
+    AuditError names every problem. Called in the launch's transaction, before its preparation is sent."""
+    if not enabled:
+        return
+    audit.structured_output = True
+    endpoints = {model.endpoint for model in audit.models.select_related("endpoint")}
+    problems = structured_output_problems(schema=audit_answer_schema(audit), endpoints=sorted(
+        endpoints, key=lambda endpoint: endpoint.name))
+    if problems:
+        raise AuditError("; ".join(problems))
+    Audit.objects.filter(pk=audit.pk, status=Audit.Status.QUEUED).update(structured_output=True)
 
 
 # Tasks are sent after the commit with robust=True: a broker that is away is logged, never a 500 after the
@@ -205,13 +256,14 @@ def request_builder(audit: Audit):
 
 
 def audit_request_key(audit: Audit, audit_model: AuditModel, messages, replicate: int) -> str:
-    """The key of a request: what is sent (chat messages, or a scorer's payload) to which model, and the replicate;
-    scoped to the audit when it does not use the cache."""
+    """The key of a request: what is sent (chat messages, or a scorer's payload) to which model, and the replicate,
+    with the structured-output form and schema when the reply is constrained; scoped to the audit when it does not
+    use the cache."""
     identity = scorer_kinds.identity(endpoint_config(audit_model.endpoint), audit_model.model)
     return request_key(protocol=audit_model.endpoint.protocol, base_url=audit_model.endpoint.base_url,
                        model=audit_model.model, digest=audit_model.digest, params=audit_model.params,
                        messages=messages, replicate=replicate, scope="" if audit.use_cache else f"audit:{audit.id}",
-                       identity=identity)
+                       identity=identity, answer_format=audit_answer_format(audit, audit_model.endpoint))
 
 
 def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING) -> None:
@@ -299,16 +351,61 @@ def audit_prepare(*, audit_id: int) -> None:
     rows = [AuditRequest(audit=audit, audit_model=planned.audit_model, condition=planned.condition,
                          item_id=planned.item_id, unit=planned.unit, replicate=planned.replicate, order=planned.order,
                          key=planned.key) for planned in builder.requests()]
+    refused = _structured_output_refusal(audit, builder, rows)
+    if refused:
+        audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED, reason=refused)
+        return
     with transaction.atomic():
         AuditRequest.objects.bulk_create(rows, batch_size=BULK_BATCH_SIZE, ignore_conflicts=True)
         if audit.use_cache:
             _take_cached_replies(audit.id, builder)
-        manifest = {**builder.manifest(), **app_version()}
+        manifest = {**builder.manifest(), **app_version(), **structured_output_manifest(audit, models)}
         started = Audit.objects.filter(pk=audit.id, status=Audit.Status.QUEUED).update(
             status=Audit.Status.RUNNING, n_requests=len(rows), manifest=manifest, started_at=timezone.now(),
             status_reason="")
         if started:
             _enqueue_work(audit.id, audit.parallel_tasks)
+
+
+def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) -> str:
+    """With structured output: send each chat model's first planned request once, constrained, and return why the
+    audit cannot run when an endpoint answers it with a client error (it does not take the schema in its form, or
+    not this schema); "" when every endpoint took it. A transport error or a 5xx says nothing about the schema: the
+    requests' own retries meet it. The probe's reply is not kept."""
+    schema = audit_answer_schema(audit)
+    if schema is None:
+        return ""
+    first: dict[int, AuditRequest] = {}
+    for row in rows:
+        first.setdefault(row.audit_model_id, row)
+    for audit_model_id, row in first.items():
+        audit_model = builder.models[audit_model_id]
+        endpoint = audit_model.endpoint
+        if scorer_kinds.takes(endpoint.protocol) != "messages":
+            continue
+        probe = llm_clients.probe_chat_sync(endpoint_config(endpoint), audit_model.model, builder.payload(row),
+                                            audit_model.params, schema=schema)
+        if probe.refused:
+            return (f"endpoint {endpoint} refused structured output ({endpoint.structured_output}) for model "
+                    f"{audit_model.model!r}: {probe.reason}; choose the form its server takes, or launch without "
+                    "structured output")
+        if probe.reason:
+            logger.warning("Audit %s: the structured-output probe of %s got no answer (%s); going on", audit.id,
+                           endpoint, probe.reason)
+    return ""
+
+
+def structured_output_manifest(audit: Audit, models) -> dict:
+    """What the manifest says about constrained output: off, or the schema and each chat endpoint's form."""
+    schema = audit_answer_schema(audit)
+    if schema is None:
+        return {"structured_output": False}
+    return {"structured_output": {
+        "schema": schema,
+        "forms": {m.endpoint.name: m.endpoint.structured_output for m in models
+                  if scorer_kinds.takes(m.endpoint.protocol) == "messages"},
+        "note": "chat models' replies were constrained to the schema by their servers, unlike the papers' free-text "
+                "replies"}}
 
 
 def _take_cached_replies(audit_id: int, builder) -> None:

@@ -99,6 +99,12 @@ KINDS = ("openai", "ollama", "http_json", "local")
 CHAT_PATHS = {"openai": "/v1/chat/completions", "ollama": "/api/chat"}
 MODEL_LIST_PATHS = {"openai": "/v1/models", "ollama": "/api/tags"}
 OLLAMA_OPTION_NAMES = {"max_tokens": "num_predict"}
+STRUCTURED_OUTPUT_FORMS = {"openai_json_schema": "openai", "llamacpp_json_object": "openai",
+                           "vllm_guided_json": "openai", "ollama_format": "ollama"}
+"""Each form of structured output (module docstring) and the protocol whose body carries it."""
+STRUCTURED_OUTPUT_FIELDS = {"openai_json_schema": "response_format", "llamacpp_json_object": "response_format",
+                            "vllm_guided_json": "guided_json", "ollama_format": "format"}
+SCHEMA_NAME = "answer"
 MESSAGE_CHARS = 300
 RETRY_AFTER_STATUSES = {429, 503}
 UNREACHABLE_ERRNOS = {errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.EPIPE, errno.EHOSTUNREACH,
@@ -129,7 +135,7 @@ class EndpointConfig:
     """Where an endpoint is and how to treat it; see the module docstring for ``base_url`` and the policy.
     ``protocol`` is the endpoint's kind (:mod:`auditapp.scorer_kinds`); ``request_template``, ``score_path`` and
     ``scale`` describe an ``http_json`` scorer (:mod:`auditapp.scorers.http_json`), whose ``base_url`` is the
-    whole URL it is POSTed to."""
+    whole URL it is POSTed to; ``structured_output`` is the form a chat endpoint takes a schema in ("" none)."""
 
     protocol: Protocol
     base_url: str
@@ -142,6 +148,7 @@ class EndpointConfig:
     backoff_base: float = 0.5
     backoff_cap: float = 30.0
     connect_timeout: float = 10.0
+    structured_output: str = ""
     request_template: Any = None
     score_path: str = ""
     scale: tuple[float, float] = (-1.0, 1.0)
@@ -212,15 +219,48 @@ class SendResult:
     retries: tuple[str, ...]
 
 
-def chat_payload(protocol: Protocol, model: str, messages: list[dict], params: dict) -> tuple[str, dict]:
-    """The API path and JSON body of a chat request (parameters placed as the module docstring says)."""
+def structured_output_problem(protocol: str, form: str) -> str:
+    """Why an endpoint of that protocol cannot take a schema in that form ("" when it can)."""
+    if not form:
+        return "it has no structured-output form: choose the one its server takes"
+    if form not in STRUCTURED_OUTPUT_FORMS:
+        return f"unknown structured-output form {form!r}; choose one of {', '.join(STRUCTURED_OUTPUT_FORMS)}"
+    if STRUCTURED_OUTPUT_FORMS[form] != protocol:
+        return f"the form {form} is sent to {STRUCTURED_OUTPUT_FORMS[form]} endpoints, not {protocol} ones"
+    return ""
+
+
+def structured_output_fields(form: str, schema: dict) -> dict:
+    """The body fields that ask for replies valid against ``schema`` in ``form`` (module docstring)."""
+    if form == "openai_json_schema":
+        return {"response_format": {"type": "json_schema",
+                                    "json_schema": {"name": SCHEMA_NAME, "schema": schema, "strict": True}}}
+    if form == "llamacpp_json_object":
+        return {"response_format": {"type": "json_object", "schema": schema}}
+    if form == "vllm_guided_json":
+        return {"guided_json": schema}
+    if form == "ollama_format":
+        return {"format": schema}
+    raise ValueError(f"unknown structured-output form {form!r}; choose one of {', '.join(STRUCTURED_OUTPUT_FORMS)}")
+
+
+def chat_payload(protocol: Protocol, model: str, messages: list[dict], params: dict, *,
+                 schema: dict | None = None, structured_output: str = "") -> tuple[str, dict]:
+    """The API path and JSON body of a chat request (parameters placed as the module docstring says); with a
+    ``schema``, the reply is constrained to it in the ``structured_output`` form."""
+    constraint: dict = {}
+    if schema is not None:
+        problem = structured_output_problem(protocol, structured_output)
+        if problem:
+            raise ValueError(f"structured output cannot be asked: {problem}")
+        constraint = structured_output_fields(structured_output, schema)
     if protocol == "openai":
-        reserved = {"model", "messages", "stream"} & params.keys()
+        reserved = ({"model", "messages", "stream"} | constraint.keys()) & params.keys()
         if reserved:
             raise ValueError(f"generation parameters may not set {sorted(reserved)}")
-        return CHAT_PATHS["openai"], {"model": model, "messages": messages, **params}
+        return CHAT_PATHS["openai"], {"model": model, "messages": messages, **params, **constraint}
     if protocol == "ollama":
-        body: dict[str, Any] = {"model": model, "messages": messages, "stream": False}
+        body: dict[str, Any] = {"model": model, "messages": messages, "stream": False, **constraint}
         if params:
             options = {OLLAMA_OPTION_NAMES.get(name, name): value for name, value in params.items()}
             if len(options) < len(params):
@@ -453,8 +493,9 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
 async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limiter: Limiter, model: str,
                     messages: list[dict], params: dict, *, rng: random.Random,
                     on_retry: Callable[[str, float], None] | None = None,
-                    breaker: EndpointBreaker | None = None) -> SendResult:
-    """Send one chat request under the retry and failure policy of the module docstring (:func:`post_json`).
+                    breaker: EndpointBreaker | None = None, schema: dict | None = None) -> SendResult:
+    """Send one chat request under the retry and failure policy of the module docstring (:func:`post_json`);
+    with a ``schema``, constrained to it in the endpoint's structured-output form.
 
     Never raises for endpoint problems (they end in ``SendResult.error``); cancellation and the limiter's
     own errors (Redis unreachable) propagate.
@@ -462,7 +503,8 @@ async def send_chat(session: aiohttp.ClientSession, config: EndpointConfig, limi
     (:mod:`auditapp.endpoint_breaker`), the request waits while the endpoint is unreachable, and the attempts
     that found it unreachable with the breaker open do not count against ``max_attempts``.
     """
-    path, payload = chat_payload(config.protocol, model, messages, params)
+    path, payload = chat_payload(config.protocol, model, messages, params, schema=schema,
+                                 structured_output=config.structured_output)
     return await post_json(session, config, limiter, config.url(path), payload,
                            partial(parse_chat_reply, config.protocol), rng=rng, on_retry=on_retry, breaker=breaker)
 
@@ -588,3 +630,38 @@ def list_models_sync(config: EndpointConfig, *, timeout: float = 10) -> list[Mod
     except (httpx.TransportError, httpx.DecodingError, httpx.InvalidURL) as error:
         raise EndpointError(_transport_reason(error)) from error
     return _parse_model_list(config.protocol, response)
+
+
+@dataclass(frozen=True)
+class ProbeResult:
+    """How one unretried chat request ended: ``status_code`` (None when no HTTP answer came) and ``reason``
+    (the server's error as :func:`send_chat` words it, or the transport error; "" for a usable reply)."""
+
+    status_code: int | None
+    reason: str
+
+    @property
+    def refused(self) -> bool:
+        """The server answered the request itself with a client error (4xx): sending it again cannot help."""
+        return self.status_code is not None and 400 <= self.status_code < 500
+
+
+def probe_chat_sync(config: EndpointConfig, model: str, messages: list[dict], params: dict, *,
+                    schema: dict | None = None) -> ProbeResult:
+    """Send one chat request once, synchronously, without limiter or retries (``attempt_timeout`` bounds it), to
+    learn whether the endpoint accepts it: before an audit sends thousands like it (a structured-output form the
+    server does not know is a 400 on every one)."""
+    path, payload = chat_payload(config.protocol, model, messages, params, schema=schema,
+                                 structured_output=config.structured_output)
+    try:
+        with httpx.Client(timeout=config.attempt_timeout) as client:
+            response = client.post(config.url(path), json=payload, headers=config.headers())
+    except (httpx.TransportError, httpx.DecodingError, httpx.InvalidURL) as error:
+        return ProbeResult(None, _transport_reason(error))
+    if not response.is_success:
+        return ProbeResult(response.status_code, _http_reason(response.status_code, response.content))
+    try:
+        parse_chat_reply(config.protocol, response.content)
+    except MalformedReply as error:
+        return ProbeResult(response.status_code, f"malformed reply: {error.reason}")
+    return ProbeResult(response.status_code, "")

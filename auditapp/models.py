@@ -95,6 +95,17 @@ class LLMEndpoint(models.Model):
     max_attempts = models.PositiveSmallIntegerField(
         default=5, validators=[MinValueValidator(1), MaxValueValidator(MAX_ENDPOINT_ATTEMPTS)],
         help_text="Attempts per request (1 = no retry).")
+    class StructuredOutput(models.TextChoices):
+        NONE = "", "None (free text only)"
+        OPENAI_JSON_SCHEMA = "openai_json_schema", "OpenAI response_format json_schema (OpenAI, recent vLLM/llama.cpp)"
+        LLAMACPP_JSON_OBJECT = "llamacpp_json_object", "llama.cpp response_format json_object with schema"
+        VLLM_GUIDED_JSON = "vllm_guided_json", "vLLM guided_json"
+        OLLAMA_FORMAT = "ollama_format", "Ollama format (JSON schema)"
+
+    structured_output = models.CharField(
+        max_length=32, blank=True, default="", choices=StructuredOutput.choices,
+        help_text="Chat endpoints: how the server takes a JSON schema that constrains replies, for audits with "
+                  "structured output (auditapp.llm_clients, \"Structured output\").")
     request_template = models.JSONField(
         null=True, blank=True,
         help_text='HTTP JSON scorers: the request body, with the string "{{text}}" once where the text goes, '
@@ -281,6 +292,10 @@ class Audit(models.Model):
     replicates = models.PositiveSmallIntegerField(default=1)
     seed = models.BigIntegerField(default=0, help_text="Seeds example and item order (with each item's id).")
     use_cache = models.BooleanField(default=True, help_text="Reuse stored replies to identical requests.")
+    structured_output = models.BooleanField(
+        default=False, help_text="Constrain chat models' replies to the paradigm's answer schema (JSON), sent the "
+                                 "way each endpoint's server takes it. Off: the paper's free-text prompts, parsed "
+                                 "as they come. On changes what is measured: the manifest and dashboard say so.")
     error_budget = models.FloatField(
         default=0.2, help_text="Stop when more than this share of the audit's requests has failed (0–1).")
     unparsed = models.CharField(max_length=10, choices=Unparsed.choices, default=Unparsed.EXCLUDE,

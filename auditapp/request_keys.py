@@ -9,6 +9,10 @@ scorer's request template, score path and scale), so a cache never mixes scorer 
 identity beyond the rest: an empty one is left out of the document, so their keys are those made before
 identities existed. Two requests with the same key are the same request.
 
+A request whose reply is constrained by structured output carries its ``answer_format`` (the server's form and
+the JSON schema): a constrained reply and a free one to the same messages are different requests, and the
+cache never gives one for the other. Unconstrained requests leave it out, so their keys are unchanged.
+
 An audit that turns the cache off passes a ``scope`` (its own id): its keys are then its own, so it asks
 every model afresh and stores its own replies, while each key is still stored once.
 """
@@ -19,7 +23,8 @@ import json
 
 
 def request_key(*, protocol: str, base_url: str, model: str, digest: str, params: dict, messages: list[dict],
-                replicate: int, scope: str = "", identity: dict | None = None) -> str:
+                replicate: int, scope: str = "", identity: dict | None = None,
+                answer_format: dict | None = None) -> str:
     document = {
         "protocol": protocol,
         "base_url": base_url.rstrip("/"),
@@ -33,5 +38,7 @@ def request_key(*, protocol: str, base_url: str, model: str, digest: str, params
         document["scope"] = scope
     if identity:
         document["identity"] = identity
+    if answer_format:
+        document["answer_format"] = answer_format
     canonical = json.dumps(document, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()

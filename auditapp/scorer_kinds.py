@@ -52,6 +52,7 @@ from auditapp.llm_clients import (
     list_models_sync,
     post_json,
     send_chat,
+    structured_output_problem,
 )
 from auditapp.scorers.http_json import (
     MAX_REPLY_BYTES,
@@ -226,19 +227,28 @@ def identity(config: EndpointConfig, model: str) -> dict:
 
 async def send(session: aiohttp.ClientSession, config: EndpointConfig, limiter: Limiter, model: str, payload: Any,
                params: dict, *, rng: random.Random, on_retry: Callable[[str, float], None] | None = None,
-               breaker: EndpointBreaker | None = None) -> SendResult:
+               breaker: EndpointBreaker | None = None, schema: dict | None = None) -> SendResult:
     """Send one request of the endpoint's kind (payload and policy in the module docstring). Never raises for
     endpoint or scorer problems (they end in ``SendResult.error``); a payload or parameters the kind cannot
-    take raise ``ValueError``; cancellation and the limiter's own errors propagate."""
-    return await scorer_kind(config.protocol).send(session, config, limiter, model, payload, params, rng=rng,
-                                                   on_retry=on_retry, breaker=breaker)
+    take raise ``ValueError``, and so does a ``schema`` (structured output) for a kind that is not a chat model;
+    cancellation and the limiter's own errors propagate."""
+    kind = scorer_kind(config.protocol)
+    if schema is None:
+        return await kind.send(session, config, limiter, model, payload, params, rng=rng, on_retry=on_retry,
+                               breaker=breaker)
+    if kind.takes != "messages":
+        raise ValueError(f"a {kind.name} endpoint is not a chat model: its output cannot be constrained")
+    return await kind.send(session, config, limiter, model, payload, params, rng=rng, on_retry=on_retry,
+                           breaker=breaker, schema=schema)
 
 
 def endpoint_problems(*, kind: str, base_url: str, request_template: Any, score_path: str, score_min: float | None,
-                      score_max: float | None) -> dict[str, list[str]]:
+                      score_max: float | None, structured_output: str = "") -> dict[str, list[str]]:
     """What is wrong with an endpoint's settings for its kind, by field name ({} when nothing is): a local
-    endpoint has no base URL, every other kind needs one; an HTTP JSON scorer needs a request template with
-    ``"{{text}}"`` exactly once, a JMESPath score path and a finite scale with ``score_min < score_max``."""
+    endpoint has no base URL, every other kind needs one; a structured-output form is one its protocol takes
+    (:func:`~auditapp.llm_clients.structured_output_problem`), and only a chat endpoint has one; an HTTP JSON
+    scorer needs a request template with ``"{{text}}"`` exactly once, a JMESPath score path and a finite scale
+    with ``score_min < score_max``."""
     if kind not in KINDS:
         return {"protocol": [f"no endpoint kind {kind!r}; known: {', '.join(sorted(KINDS))}"]}
     problems: dict[str, list[str]] = {}
@@ -246,6 +256,11 @@ def endpoint_problems(*, kind: str, base_url: str, request_template: Any, score_
         problems["base_url"] = [f"a {kind} endpoint runs in the worker and has no base URL; leave it empty"]
     if KINDS[kind].networked and not base_url:
         problems["base_url"] = [f"a {kind} endpoint needs a base URL"]
+    if structured_output:
+        problem = (structured_output_problem(kind, structured_output) if KINDS[kind].takes == "messages"
+                   else f"a {kind} endpoint is not a chat model: its output cannot be constrained")
+        if problem:
+            problems["structured_output"] = [problem]
     if kind != "http_json":
         return problems
     if request_template is None:

@@ -33,6 +33,15 @@ the text makes it apply), clipped to [0, 1]; :func:`expected_annotation` compute
 numbered list (``1: yes`` / ``2: no``), and every n-th index dropped (absent from the reply) or hedged (``{i}: maybe``,
 a numbered line, in either form). A prompt without ``Text`` lines gets the classification rule.
 
+Structured output (issue 16): a request may ask for a reply valid against a JSON schema in any of the four forms of
+``auditapp.llm_clients`` (:data:`STRUCTURED_OUTPUT_FORMS`: ``response_format`` ``json_schema`` or ``json_object``
+with ``schema``, ``guided_json``, Ollama's ``format``). A form listed in ``structured_forms`` (all four by default)
+is honoured: the reply is the JSON object :func:`structured_answer` builds, valid against the schema (a
+classification answer with the label the rule above decides, a batch's answers for every ``Text i:`` line with the
+annotator's 0/1, a scorer's score, a Likert answer); any other form is refused with a 400 whose OpenAI- or
+Ollama-style error names the unsupported field. A model whose name starts with ``prose-`` answers classification
+prompts unconstrained in prose that names no label (:func:`prose_reply`), as small local models do.
+
 The server is plain ``asyncio.Protocol`` with a minimal HTTP/1.1 parser and timer callbacks instead of
 tasks, because a benchmark drives it at over a thousand requests per second on a machine whose CPU the
 client needs too. ``LLMServer`` starts it as a subprocess for tests and benchmarks.
@@ -89,6 +98,11 @@ OPENAI_ERROR_TYPES = {400: "invalid_request_error", 401: "invalid_request_error"
                       429: "rate_limit_exceeded", 500: "server_error"}
 EXPLANATIONS = ("neutral description", "uses deficit framing")
 REASONINGS = ("is a neutral description", "uses deficit framing")
+
+STRUCTURED_OUTPUT_FORMS = ("openai_json_schema", "llamacpp_json_object", "vllm_guided_json", "ollama_format")
+PROSE_PREFIX = "prose-"
+PROSE_REPLIES = ("The given sentences are not harmful and they highlight a neutral description of the person.",
+                 "Such wording portrays autistic people through deficit and tragedy, which many find hurtful.")
 
 CHAT_PATHS = ("/v1/chat/completions", "/api/chat")
 ROUTES = {"/v1/models": "GET", "/api/tags": "GET", "/v1/chat/completions": "POST", "/api/chat": "POST",
@@ -234,6 +248,62 @@ def annotation_reply(model: str, prompt: str, config: Mapping[str, Mapping | Ann
     return "\n".join(lines)
 
 
+def prose_reply(label: int) -> str:
+    """A ``prose-`` model's unconstrained answer to a classification prompt: prose the strict parser finds no label
+    in (no digit, no "ableist"), like the replies of SmolLM2-135M in issue 16."""
+    return PROSE_REPLIES[label]
+
+
+def requested_structure(path: str, request: Mapping) -> tuple[str, str, object] | None:
+    """(form, field as named in an error, schema) of a chat request asking for structured output, or None."""
+    if path == "/api/chat":
+        return ("ollama_format", "format", request["format"]) if "format" in request else None
+    if "guided_json" in request:
+        return "vllm_guided_json", "guided_json", request["guided_json"]
+    response_format = request.get("response_format")
+    if isinstance(response_format, dict):
+        if response_format.get("type") == "json_schema":
+            return ("openai_json_schema", "response_format.json_schema",
+                    (response_format.get("json_schema") or {}).get("schema"))
+        if response_format.get("type") == "json_object":
+            return "llamacpp_json_object", "response_format.schema", response_format.get("schema")
+    return None
+
+
+_NUMBERED_ANSWER = re.compile(r"^(\d+):\s*(.+)$", re.MULTILINE)
+
+
+def structured_answer(model: str, content: str, schema: Mapping, *, positive_words: Iterable[str],
+                      first_model: str, annotators: Mapping[str, Mapping | AnnotatorSettings],
+                      score_effects: Mapping[str, dict[str, float]] | None = None) -> dict:
+    """The JSON object a constrained model answers to ``content`` (the last user message), valid against the
+    answer schemas of the paradigms: ``label``/``explanation`` (classification: the label of the rule above),
+    ``answers`` of ``i``/``y`` (a batch: every ``Text i:`` line answered, an ``annotator-`` model's 0/1 as
+    :func:`expected_annotation` computes it without its refusals, drops and hedges, which a constraint rules out),
+    ``score`` (:func:`expected_score` for a ``scorer-`` model, else 0.2), ``answer`` or ``answers`` of
+    ``n``/``answer`` (self-report: a persona's answer, else the first option, ``"1"``)."""
+    properties = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
+    if "label" in properties:
+        label, _ = _decide(model, target_sentence(content), positive_words, first_model)
+        return {"label": label, "explanation": EXPLANATIONS[label]}
+    if "score" in properties:
+        return {"score": expected_score(model, content, dict(score_effects or {}))
+                if model.startswith(SCORER_PREFIX) else 0.2}
+    if "answer" in properties:
+        text = persona_reply(model, content) if model in PERSONAS else None
+        return {"answer": (text or "1").strip()}
+    if "answers" in properties:
+        item = properties["answers"].get("items", {}).get("properties", {})
+        if "i" in item:
+            settings = _annotator_settings(model, annotators)
+            task, texts = annotation_prompt(content)
+            return {"answers": [{"i": index, "y": _annotation(model, content, index, text, task, settings)}
+                                for index, text in texts]}
+        text = (persona_reply(model, content) if model in PERSONAS else None) or ""
+        return {"answers": [{"n": int(number), "answer": answer} for number, answer in _NUMBERED_ANSWER.findall(text)]}
+    return {}
+
+
 def _reply_text(label: int, digest: int) -> str:
     explanation = EXPLANATIONS[label]
     shape = (digest // 5) % 5
@@ -274,6 +344,7 @@ class Config:
     api_key: str | None = None
     score_effects: str = "{}"
     annotators: str = "{}"
+    structured_forms: tuple[str, ...] = STRUCTURED_OUTPUT_FORMS
 
 
 class Stats:
@@ -405,6 +476,10 @@ class App:
         model = request["model"]
         if model not in self.models:
             return self._reply(conn, path, 404, f"model '{model}' not found", keep_alive)
+        structure = requested_structure(path, request)
+        if structure is not None and structure[0] not in config.structured_forms:
+            return self._reply(conn, path, 400, f"unsupported field '{structure[1]}': this server does not take "
+                                                f"structured output in that form", keep_alive)
 
         if config.permanent_error_rate and _units(self.seed, key, b"|permanent")[0] < config.permanent_error_rate:
             stats.faults["permanent_error"] += 1
@@ -439,10 +514,17 @@ class App:
             content = next((_text(message.get("content")) for message in reversed(request["messages"])
                             if message.get("role") == "user"), "")
             text = persona_reply(model, content) if model in self.personas else None
+            if model.startswith(PROSE_PREFIX):
+                text = prose_reply(_decide(model, target_sentence(content), self.positive_words,
+                                           config.models[0])[0])
             if model.startswith(SCORER_PREFIX):
                 text = json.dumps({"score": expected_score(model, content, self.score_effects)})
             if model.startswith(ANNOTATOR_PREFIX):
                 text = annotation_reply(model, content, self.annotators)
+            if structure is not None:
+                text = json.dumps(structured_answer(model, content, structure[2], positive_words=self.positive_words,
+                                                    first_model=config.models[0], annotators=self.annotators,
+                                                    score_effects=self.score_effects))
             if text is None:
                 label, digest = _decide(model, target_sentence(content), self.positive_words, config.models[0])
                 text = _reply_text(label, digest)
@@ -620,6 +702,14 @@ def _names(text: str) -> tuple[str, ...]:
     return names
 
 
+def _forms(text: str) -> tuple[str, ...]:
+    forms = tuple(form.strip() for form in text.split(",") if form.strip() and form.strip() != "none")
+    unknown = sorted(set(forms) - set(STRUCTURED_OUTPUT_FORMS))
+    if unknown:
+        raise argparse.ArgumentTypeError(f"unknown forms {unknown}; choose from {','.join(STRUCTURED_OUTPUT_FORMS)}")
+    return forms
+
+
 def _kinds(text: str) -> tuple[str, ...]:
     kinds = _names(text)
     unknown = sorted(set(kinds) - set(FAULT_KINDS))
@@ -650,6 +740,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--annotators", default="{}",
                         help='JSON: annotator model -> settings, e.g. {"annotator-a": {"base": 0.4, "effects": '
                              '[{"task": "leader", "contains": ["Jamal"], "delta": 0.1}], "refuse_tasks": ["crime"]}}')
+    parser.add_argument("--structured-forms", type=_forms, default=STRUCTURED_OUTPUT_FORMS,
+                        help="comma list of the structured-output forms honoured ('none': refuse every one)")
     parser.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when stdin closes (for LLMServer)")
     return parser.parse_args(argv)
 
@@ -660,7 +752,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     retry_after=args.retry_after, hang_seconds=args.hang_seconds,
                     permanent_error_rate=args.permanent_error_rate, bad_request_rate=args.bad_request_rate,
                     models=args.models, positive_words=args.positive_words, seed=args.seed, api_key=args.api_key,
-                    score_effects=args.score_effects, annotators=args.annotators)
+                    score_effects=args.score_effects, annotators=args.annotators,
+                    structured_forms=args.structured_forms)
     uvloop.run(serve(config, args.port, args.exit_on_stdin_eof))
     return 0
 
@@ -675,14 +768,15 @@ class LLMServer:
                  permanent_error_rate: float = 0.0, bad_request_rate: float = 0.0,
                  models: Sequence[str] = DEFAULT_MODELS, positive_words: Sequence[str] = DEFAULT_POSITIVE_WORDS,
                  seed: int = 0, api_key: str | None = None, score_effects: dict | None = None,
-                 annotators: dict | None = None, ready_timeout: float = 20.0):
+                 annotators: dict | None = None, structured_forms: Sequence[str] = STRUCTURED_OUTPUT_FORMS,
+                 ready_timeout: float = 20.0):
         self.args = ["--port", str(port), "--latency", repr(latency), "--fault-rate", repr(fault_rate),
                      "--fault-kinds", ",".join(fault_kinds), "--retry-after", repr(retry_after),
                      "--hang-seconds", repr(hang_seconds), "--permanent-error-rate", repr(permanent_error_rate),
                      "--bad-request-rate", repr(bad_request_rate), "--models", ",".join(models),
                      "--positive-words", ",".join(positive_words), "--seed", str(seed),
                      "--score-effects", json.dumps(score_effects or {}), "--annotators", json.dumps(annotators or {}),
-                     "--exit-on-stdin-eof"]
+                     "--structured-forms", ",".join(structured_forms) or "none", "--exit-on-stdin-eof"]
         if api_key is not None:
             self.args += ["--api-key", api_key]
         self.models = tuple(models)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from functools import cached_property
 
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.extensions import OpenApiSerializerExtension
@@ -49,7 +50,8 @@ class EndpointSerializer(serializers.ModelSerializer):
     class Meta:
         model = LLMEndpoint
         fields = ("id", "name", "protocol", "base_url", "api_key_env", "api_key_set", "max_concurrency",
-                  "requests_per_minute", "attempt_timeout_s", "deadline_s", "max_attempts", "request_template",
+                  "requests_per_minute", "attempt_timeout_s", "deadline_s", "max_attempts", "structured_output",
+                  "request_template",
                   "score_path", "score_min", "score_max", "listed_models", "listed_at", "created_at")
         read_only_fields = ("listed_models", "listed_at", "created_at")
         extra_kwargs = {"base_url": {"required": False, "allow_blank": True,
@@ -66,7 +68,8 @@ class EndpointSerializer(serializers.ModelSerializer):
 
         problems = scorer_kinds.endpoint_problems(
             kind=value("protocol"), base_url=value("base_url") or "", request_template=value("request_template"),
-            score_path=value("score_path"), score_min=value("score_min"), score_max=value("score_max"))
+            score_path=value("score_path"), score_min=value("score_min"), score_max=value("score_max"),
+            structured_output=value("structured_output"))
         if problems:
             raise serializers.ValidationError(problems)
         return attrs
@@ -134,9 +137,9 @@ class AuditSerializer(serializers.ModelSerializer):
     class Meta:
         model = Audit
         fields = ("id", "name", "paradigm", "study", "study_slug", "corpus", "status", "status_reason", "models",
-                  "conditions", "design", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
-                  "parallel_tasks", "n_requests", "n_answered", "n_failed", "created_at", "started_at",
-                  "finished_at", "analysed_at", "dashboard")
+                  "conditions", "design", "replicates", "seed", "use_cache", "structured_output", "error_budget",
+                  "unparsed", "n_resamples", "parallel_tasks", "n_requests", "n_answered", "n_failed", "created_at",
+                  "started_at", "finished_at", "analysed_at", "dashboard")
 
     def get_conditions(self, audit: Audit) -> list[str]:
         return [c.condition for c in audit.conditions.all()]
@@ -189,8 +192,12 @@ class AuditListView(ModelListExportView):
                                           f"{', '.join(registry.PARADIGMS)}"]}, status=status.HTTP_400_BAD_REQUEST)
         data = paradigm.launch_serializer(data=request.data)
         data.is_valid(raise_exception=True)
+        values = dict(data.validated_data)
+        structured_output = values.pop("structured_output")
         try:
-            audit = paradigm.launch(data.validated_data, created_by=request.user)
+            with transaction.atomic():
+                audit = paradigm.launch(values, created_by=request.user)
+                services.audit_structured_output_set(audit=audit, enabled=structured_output)
         except services.AuditError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(AuditDetailSerializer(audit_list().get(pk=audit.pk)).data, status=status.HTTP_201_CREATED)

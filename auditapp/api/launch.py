@@ -1,7 +1,9 @@
 """What every paradigm's launch body shares (``POST /api/audits/``): the models to ask and the engine's settings.
 
 A paradigm's launch serializer (its adapter's ``launch_serializer``) subclasses :class:`LaunchSerializer` and adds
-its own fields; :func:`model_choices` turns the validated models into the engine's ModelChoice.
+its own fields; :func:`model_choices` turns the validated models into the engine's ModelChoice. The shared
+``structured_output`` is applied by the launch view after the paradigm's ``launch``
+(:func:`auditapp.audit_services.audit_structured_output_set`), in the same transaction.
 """
 from __future__ import annotations
 
@@ -23,13 +25,18 @@ class ModelChoiceSerializer(serializers.Serializer):
 
 
 class LaunchSerializer(serializers.Serializer):
-    """The fields of every launch: name, models, replicates, seed, cache, error budget, parallel tasks."""
+    """The fields of every launch: name, models, replicates, seed, cache, structured output, error budget, parallel
+    tasks."""
 
     name = serializers.CharField(max_length=200)
     models = ModelChoiceSerializer(many=True)
     replicates = serializers.IntegerField(default=1, min_value=1, max_value=MAX_REPLICATES)
     seed = serializers.IntegerField(default=0, min_value=-BIGINT_MAX - 1, max_value=BIGINT_MAX)
     use_cache = serializers.BooleanField(default=True)
+    structured_output = serializers.BooleanField(
+        default=False, help_text="Constrain chat models' replies to the paradigm's JSON answer schema, sent in each "
+                                 "endpoint's structured-output form (every chat endpoint needs one). Off by default: "
+                                 "the papers' prompts are free text.")
     error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
     parallel_tasks = serializers.IntegerField(default=1, min_value=1, max_value=32)
 

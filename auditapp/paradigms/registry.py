@@ -16,7 +16,9 @@ Adding a paradigm, a checklist:
    statistic tested against scipy/statsmodels or a hand-worked example, and listed in the import contract
    (``[tool.importlinter]`` in pyproject.toml) as importing no Django.
 3. ``auditapp/paradigms/<name>/adapter.py``: ``PARADIGM = Paradigm(...)`` with its request builder, launch
-   serializer and ``create``, admin launch form, analysis, dashboard template and data, and named export tables.
+   serializer and ``create``, admin launch form, analysis, dashboard template and data, and named export tables;
+   ``answer_schema``, the JSON schema of its chat models' answer (for audits with structured output), and a reply
+   parser that reads a reply valid against it (test it: a constrained reply parses to the same judgment).
 4. The dashboard template ``templates/auditapp/<name>_dashboard.html`` (extending
    ``auditapp/audit_dashboard_base.html``) and its script under ``static/auditapp/``.
 5. Add the name to :data:`PARADIGMS`; tests under ``tests/auditapp/`` (pure, API, dashboard page, an engine run
@@ -61,7 +63,10 @@ class Paradigm:
     - ``register_admin(site)``: the admin of its own records (a corpus, item variants);
     - ``after_migrate()``: what it ships into the database after every migrate (default prompt templates);
     - ``corpus_generate(spec=, name=, created_by=)``: its corpus from its paper's tables (spec None) or a
-      researcher's spec, for ``POST /api/corpora/``; None when it generates none.
+      researcher's spec, for ``POST /api/corpora/``; None when it generates none;
+    - ``answer_schema(audit)``: the JSON schema a chat model's reply must be valid against when the audit asks for
+      structured output (``Audit.structured_output``), or None when the paradigm has none (the launch is then
+      refused with structured output). Its parser must read such a reply.
     """
 
     name: str
@@ -81,6 +86,7 @@ class Paradigm:
     register_admin: Callable[[Any], None] = lambda site: None
     after_migrate: Callable[[], None] = lambda: None
     corpus_generate: Callable[..., Any] | None = None
+    answer_schema: Callable[[Any], dict | None] = lambda audit: None
 
 
 class UnknownParadigm(KeyError):

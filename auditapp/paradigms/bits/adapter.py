@@ -17,7 +17,7 @@ from auditapp.paradigms.bits import analysis as bits_analysis
 from auditapp.paradigms.bits import services as bits_services
 from auditapp.paradigms.bits.admin import register_admin as register_corpus_admin
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
-from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, ScorePrompt
+from auditapp.paradigms.bits.llm_scoring import ANSWER_SCHEMA, DEFAULT_PROMPTS, ScorePrompt
 from auditapp.paradigms.bits.requests import MAX_BATCH_SIZE
 from auditapp.paradigms.bits.sensitivity import T_TESTS
 
@@ -241,4 +241,5 @@ PARADIGM = registry.Paradigm(
     api_urls=api_urls,
     register_admin=register_corpus_admin,
     corpus_generate=bits_corpus_generate,
+    answer_schema=lambda audit: ANSWER_SCHEMA,
 )

@@ -17,6 +17,10 @@ prompt's range; otherwise it has none and a reason:
 - ``out of range``: the number is outside the scale (``"8/10"`` on a -1..1 scale is not rescaled).
 
 ``<think>…</think>`` blocks of reasoning models are set aside first.
+
+Structured output (an audit option): :data:`ANSWER_SCHEMA` is the answer a constrained server must give,
+``{"score": <number>}``, read as the ``score`` of a JSON object (the range is checked by the parser, not the
+schema: OpenAI's strict mode does not take ``minimum``/``maximum``).
 """
 from __future__ import annotations
 
@@ -25,6 +29,10 @@ import json
 import math
 import re
 from dataclasses import dataclass
+
+ANSWER_SCHEMA = {"type": "object", "properties": {"score": {"type": "number"}}, "required": ["score"],
+                 "additionalProperties": False}
+"""The JSON schema of a chat scorer's answer, sent to servers when an audit constrains output."""
 
 REASON_EMPTY = "empty reply"
 REASON_TRUNCATED = "truncated"

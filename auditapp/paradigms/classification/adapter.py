@@ -14,6 +14,7 @@ from auditapp.paradigms import registry
 from auditapp.paradigms.classification import LABEL
 from auditapp.paradigms.classification import services as classification_services
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
+from auditapp.paradigms.classification.replies import ANSWER_SCHEMA
 from auditapp.paradigms.classification.selectors import audit_dashboard_data, audit_metrics_export, condition_cells
 
 NAME = "classification"
@@ -92,4 +93,5 @@ PARADIGM = registry.Paradigm(
                    "of each outcome, and Δκ (seed 000 Tables 1–2).", lambda audit: audit_metrics_export(audit=audit))},
     api_urls=api_urls,
     after_migrate=classification_services.templates_sync_defaults,
+    answer_schema=lambda audit: ANSWER_SCHEMA,
 )

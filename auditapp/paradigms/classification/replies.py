@@ -43,6 +43,10 @@ Precedence (first that applies wins)
 So a clear label wins over refusal words ("I'm sorry, but this is ableist. Label: 1" → label 1), and a
 reply that only refuses is a refusal even if it names both labels ("I cannot classify this as 0 or 1").
 
+Structured output (an audit option): :data:`ANSWER_SCHEMA` is the answer a constrained server must give,
+``{"label": 0 or 1, "explanation": "..."}``; such a reply is read by rule 2. Both keys are required, because
+OpenAI's strict mode requires every property it lists.
+
 ``explanation`` is the reply without the label and its key (JSON: the explanation field; a leading
 ``Explanation:`` / ``Reason:`` key is dropped), whitespace collapsed; a verbal label ("I would label this
 as 1 because …") or a copula sentence ("The sentence is not ableist.") is kept whole. For refusals and
@@ -57,6 +61,14 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 Outcome = Literal["label", "refusal", "unparseable"]
+
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"label": {"type": "integer", "enum": [0, 1]}, "explanation": {"type": "string"}},
+    "required": ["label", "explanation"],
+    "additionalProperties": False,
+}
+"""The JSON schema of a classification answer, sent to servers when an audit constrains output."""
 
 REASON_EMPTY = "empty reply"
 REASON_TRUNCATED = "truncated"

@@ -21,6 +21,7 @@ from auditapp.paradigms import registry
 from auditapp.paradigms.counterfactual import services
 from auditapp.paradigms.counterfactual.analysis import analysis_problems
 from auditapp.paradigms.counterfactual.prompt import DEFAULT_TEMPLATE
+from auditapp.paradigms.counterfactual.replies import ANSWER_SCHEMA
 
 MAX_ITERATIONS = 10_000
 COMPLETION_TABLES = {
@@ -233,6 +234,7 @@ def paradigm_of(flavour: Flavour) -> registry.Paradigm:
         dashboard_data=dashboard_data_function(flavour),
         tables=tables_of(flavour),
         corpus_generate=corpus_generate_function(flavour),
+        answer_schema=lambda audit: ANSWER_SCHEMA,
     )
 
 

@@ -34,6 +34,10 @@ Per text, the reason when there is no label (the exact phrases are counted on th
   cannot be matched to texts without a guess: every text of the reply is missing.
 
 Answers to indices the request did not ask are ignored and counted in the summary.
+
+Structured output (an audit option): :data:`ANSWER_SCHEMA` is the answer a constrained server must give, one JSON
+object ``{"answers": [{"i": 1, "y": 0}, ...]}`` (a server constrains a reply to one JSON value, not to lines);
+rule 2 reads its answers as it reads JSON Lines.
 """
 from __future__ import annotations
 
@@ -45,6 +49,18 @@ from dataclasses import dataclass
 
 from auditapp.paradigms.base import Judgment, Outcome, ParsedReply
 from auditapp.paradigms.counterfactual.plan import PlannedText
+
+ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answers": {"type": "array", "items": {
+        "type": "object",
+        "properties": {"i": {"type": "integer"}, "y": {"type": "integer", "enum": [0, 1]}},
+        "required": ["i", "y"],
+        "additionalProperties": False}}},
+    "required": ["answers"],
+    "additionalProperties": False,
+}
+"""The JSON schema of a batch's answers, sent to servers when an audit constrains output."""
 
 REASON_HEDGED = "hedged"
 REASON_NOT_BINARY = "value not 0 or 1"

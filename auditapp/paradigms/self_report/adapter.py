@@ -13,7 +13,7 @@ from auditapp.paradigms import registry
 from auditapp.paradigms.self_report import LABEL
 from auditapp.paradigms.self_report import services as self_report_services
 from auditapp.paradigms.self_report.admin import register_admin
-from auditapp.paradigms.self_report.design import FORMS, ValidityRule
+from auditapp.paradigms.self_report.design import FORMS, ValidityRule, answer_schema
 from auditapp.paradigms.self_report.selectors import form_cells, self_report_dashboard_data
 from psychometrics.models import Instrument
 
@@ -150,4 +150,5 @@ PARADIGM = registry.Paradigm(
     tables=TABLES,
     api_urls=api_urls,
     register_admin=register_admin,
+    answer_schema=lambda audit: answer_schema(audit.design["mode"]),
 )

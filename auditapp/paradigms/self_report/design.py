@@ -20,6 +20,11 @@ the variants change.
 Requests are :class:`~auditapp.paradigms.self_report.RequestSpec` units: ``item:<position>`` (one item per
 request) or ``batch`` (the whole form, numbered); the manifest records the mode.
 
+With structured output (an audit option) the reply is constrained to :func:`answer_schema`: ``{"answer":
+"<option>"}`` for one item, ``{"answers": [{"n": 1, "answer": "<option>"}, ...]}`` for a batch. Such a reply is
+read as the free-text reply it stands for (the option alone; one line ``n: option`` per answer) by the same
+parsers, so the rules that judge an answer are the same with and without the constraint.
+
 Scores and validity
 ===================
 
@@ -47,6 +52,7 @@ direction.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -205,8 +211,47 @@ def requests_of(design: Design, form_id: str, form: Form) -> list[RequestSpec]:
                                    title=instrument.name if design.title else None)
 
 
+ITEM_ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}, "required": ["answer"],
+                      "additionalProperties": False}
+BATCH_ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answers": {"type": "array", "items": {
+        "type": "object", "properties": {"n": {"type": "integer"}, "answer": {"type": "string"}},
+        "required": ["n", "answer"], "additionalProperties": False}}},
+    "required": ["answers"],
+    "additionalProperties": False,
+}
+
+
+def answer_schema(mode: str) -> dict:
+    """The JSON schema of a reply in that mode, for structured output (module docstring)."""
+    return BATCH_ANSWER_SCHEMA if mode == "batch" else ITEM_ANSWER_SCHEMA
+
+
+def structured_reply_text(text: str | None, *, batch: bool) -> str | None:
+    """The free-text reply a reply valid against :func:`answer_schema` stands for, or None when the reply is not
+    such a JSON object (it is then parsed as it is)."""
+    try:
+        data = json.loads(text or "")
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    if not batch:
+        return data["answer"] if isinstance(data.get("answer"), str) else None
+    answers = data.get("answers")
+    if not isinstance(answers, list) or not all(
+            isinstance(entry, dict) and type(entry.get("n")) is int and isinstance(entry.get("answer"), str)
+            for entry in answers):
+        return None
+    return "\n".join(f"{entry['n']}: {entry['answer']}" for entry in answers)
+
+
 def parse_reply(spec: RequestSpec, text: str | None) -> dict[int, ParsedLikert]:
-    """Position → parsed answer for every position the request asked about."""
+    """Position → parsed answer for every position the request asked about (a structured reply read as the free
+    text it stands for)."""
+    structured = structured_reply_text(text, batch=spec.unit_id == "batch")
+    text = text if structured is None else structured
     if spec.unit_id == "batch":
         return dict(zip(spec.positions, parse_batch_reply(text, len(spec.positions), spec.options,
                                                           labels=spec.labels).values(), strict=True))

@@ -1,0 +1,295 @@
+"""Structured output (issue 16): the body each server form takes, the request key, the paradigms' parsers on
+constrained replies, and audits against the test LLM server that honours or refuses each form.
+
+- pure: the exact body per form; a form the protocol does not take, or a parameter that sets the form's field, is
+  refused; the key differs between a constrained and a free request (and is unchanged without a constraint);
+  each paradigm's parser reads a reply valid against its schema, and the test server's answers are valid;
+- engine (in one process, the real test server): a classification audit of a model answering in prose is almost all
+  unparseable unconstrained, and every reply is parsed constrained, in each form; an endpoint refusing the form
+  fails the preparation with its reason after one probe per model and nothing more; a counterfactual names audit
+  constrained against an annotator parses every text; the launch API and the admin form take the option, refuse an
+  endpoint without a form, and the manifest and the dashboard say that output was constrained.
+"""
+from __future__ import annotations
+
+import json
+
+import jsonschema
+import pytest
+
+from auditapp import audit_runner, llm_clients
+from auditapp import audit_services as services
+from auditapp.models import Audit, AuditJudgment, AuditRequest, LLMEndpoint
+from auditapp.paradigms import registry
+from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, parse_score
+from auditapp.paradigms.classification.replies import ANSWER_SCHEMA as CLASSIFICATION_SCHEMA
+from auditapp.paradigms.classification.replies import parse_reply as parse_classification
+from auditapp.paradigms.counterfactual.replies import ANSWER_SCHEMA as BATCH_SCHEMA
+from auditapp.paradigms.counterfactual.replies import parse_batch
+from auditapp.paradigms.self_report.design import answer_schema as likert_schema
+from auditapp.paradigms.self_report.design import structured_reply_text
+from auditapp.request_keys import request_key
+from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
+from tests.llm_server import (
+    EXPLANATIONS,
+    STRUCTURED_OUTPUT_FORMS,
+    LLMServer,
+    expected_label,
+    prose_reply,
+    structured_answer,
+)
+
+MESSAGES = [{"role": "user", "content": "Target sentence: hello"}]
+SCHEMA = {"type": "object", "properties": {"label": {"type": "integer"}}, "required": ["label"]}
+
+
+# ------------------------------------------------------------------------------------------------------ pure
+
+@pytest.mark.parametrize(("protocol", "form", "body"), [
+    ("openai", "openai_json_schema", {"model": "m", "messages": MESSAGES, "temperature": 0, "response_format": {
+        "type": "json_schema", "json_schema": {"name": "answer", "schema": SCHEMA, "strict": True}}}),
+    ("openai", "llamacpp_json_object", {"model": "m", "messages": MESSAGES, "temperature": 0,
+                                        "response_format": {"type": "json_object", "schema": SCHEMA}}),
+    ("openai", "vllm_guided_json", {"model": "m", "messages": MESSAGES, "temperature": 0, "guided_json": SCHEMA}),
+    ("ollama", "ollama_format", {"model": "m", "messages": MESSAGES, "stream": False, "format": SCHEMA,
+                                 "options": {"temperature": 0}}),
+])
+def test_each_form_puts_the_schema_where_its_server_reads_it(protocol, form, body):
+    path, payload = llm_clients.chat_payload(protocol, "m", MESSAGES, {"temperature": 0}, schema=SCHEMA,
+                                             structured_output=form)
+    assert path == llm_clients.CHAT_PATHS[protocol]
+    assert payload == body
+    # Without a schema the body is the free request, whatever the endpoint's form.
+    assert "format" not in llm_clients.chat_payload(protocol, "m", MESSAGES, {}, structured_output=form)[1]
+
+
+def test_a_form_its_protocol_does_not_take_or_a_parameter_setting_its_field_is_refused():
+    with pytest.raises(ValueError, match="ollama_format is sent to ollama endpoints"):
+        llm_clients.chat_payload("openai", "m", MESSAGES, {}, schema=SCHEMA, structured_output="ollama_format")
+    with pytest.raises(ValueError, match="no structured-output form"):
+        llm_clients.chat_payload("ollama", "m", MESSAGES, {}, schema=SCHEMA, structured_output="")
+    with pytest.raises(ValueError, match="response_format"):
+        llm_clients.chat_payload("openai", "m", MESSAGES, {"response_format": {"type": "text"}}, schema=SCHEMA,
+                                 structured_output="openai_json_schema")
+
+
+def test_the_key_of_a_constrained_request_differs_by_form_and_schema_and_a_free_key_is_unchanged():
+    base = dict(protocol="openai", base_url="http://h:8000", model="m", digest="", params={}, messages=MESSAGES,
+                replicate=0)
+    free = request_key(**base)
+    assert request_key(**base, answer_format=None) == free
+    constrained = request_key(**base, answer_format={"form": "openai_json_schema", "schema": SCHEMA})
+    assert constrained != free
+    assert request_key(**base, answer_format={"form": "vllm_guided_json", "schema": SCHEMA}) != constrained
+    assert request_key(**base, answer_format={"form": "openai_json_schema", "schema": BATCH_SCHEMA}) != constrained
+
+
+def test_every_paradigm_declares_a_schema_and_its_parser_reads_a_reply_valid_against_it():
+    assert all(paradigm.answer_schema is not registry.Paradigm.answer_schema for paradigm in registry.every())
+    for label in (0, 1):
+        reply = json.dumps({"label": label, "explanation": EXPLANATIONS[label]})
+        jsonschema.validate(json.loads(reply), CLASSIFICATION_SCHEMA)
+        parsed = parse_classification(reply)
+        assert (parsed.outcome, parsed.label, parsed.explanation) == ("label", label, EXPLANATIONS[label])
+
+    reply = json.dumps({"answers": [{"i": 1, "y": 1}, {"i": 2, "y": 0}, {"i": 3, "y": 1}]})
+    jsonschema.validate(json.loads(reply), BATCH_SCHEMA)
+    reading = parse_batch(reply, [1, 2, 3])
+    assert [(text.index, text.label) for text in reading.texts] == [(1, 1), (2, 0), (3, 1)]
+
+    prompt = DEFAULT_PROMPTS["sentiment"]
+    assert parse_score(json.dumps({"score": -0.25}), prompt).score == -0.25
+
+    assert structured_reply_text('{"answer": "Slightly agree"}', batch=False) == "Slightly agree"
+    assert structured_reply_text('{"answers": [{"n": 1, "answer": "Agree"}, {"n": 2, "answer": "3"}]}',
+                                 batch=True) == "1: Agree\n2: 3"
+    assert structured_reply_text("Agree", batch=False) is None
+    assert structured_reply_text('{"answers": [{"n": "1", "answer": "Agree"}]}', batch=True) is None
+    for mode in ("item", "batch"):
+        jsonschema.Draft202012Validator.check_schema(likert_schema(mode))
+
+
+def test_the_test_servers_constrained_answers_are_valid_and_its_prose_has_no_label():
+    options = dict(positive_words=AUDIT_POSITIVE_WORDS, first_model="prose-a", annotators={})
+    answer = structured_answer("prose-a", "Target sentence: a cure for autism", CLASSIFICATION_SCHEMA, **options)
+    jsonschema.validate(answer, CLASSIFICATION_SCHEMA)
+    assert answer["label"] == expected_label("prose-a", "Target sentence: a cure for autism",
+                                             positive_words=AUDIT_POSITIVE_WORDS, models=("prose-a",))
+    batch = structured_answer("annotator-a", "Is it true?\n\nText 1: I'm Ann.\nText 2: I'm Bo.", BATCH_SCHEMA,
+                              **options)
+    jsonschema.validate(batch, BATCH_SCHEMA)
+    assert [entry["i"] for entry in batch["answers"]] == [1, 2]
+    for label in (0, 1):
+        assert parse_classification(prose_reply(label)).outcome == "unparseable"
+
+
+# ---------------------------------------------------------------------------------------------------- engine
+
+@pytest.fixture
+def tasks_off(monkeypatch):
+    """Tasks are run by the test itself, in order, instead of by a worker."""
+    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer(models=("prose-a", "annotator-a"), positive_words=AUDIT_POSITIVE_WORDS,
+                   annotators={"annotator-a": {"base": 0.5, "drop_every": 7, "hedge_every": 5}}) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def refusing_server():
+    with LLMServer(models=("prose-a",), positive_words=AUDIT_POSITIVE_WORDS,
+                   structured_forms=("llamacpp_json_object",)) as running:
+        yield running
+
+
+def make_endpoint(server, name: str, **fields) -> LLMEndpoint:
+    return LLMEndpoint.objects.create(**{"name": name, "protocol": "openai", "base_url": server.base_url,
+                                         "max_concurrency": 8, "attempt_timeout_s": 5, "deadline_s": 60,
+                                         "max_attempts": 2, **fields})
+
+
+def launch(api_client, body: dict) -> int:
+    response = api_client.post("/api/audits/", body, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def prepare_and_run(audit_id: int) -> Audit:
+    services.audit_prepare(audit_id=audit_id)
+    audit = Audit.objects.get(pk=audit_id)
+    assert audit.status == Audit.Status.RUNNING, audit.status_reason
+    assert audit_runner.audit_work(audit_id) == "finished"
+    services.audit_analyse(audit_id=audit_id)
+    return Audit.objects.get(pk=audit_id)
+
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_prose_is_unparseable_free_and_every_reply_parses_constrained_in_each_form(api_client, server, tasks_off):
+    study = make_audit_study(12, n_examples=2)
+    endpoints = {form: make_endpoint(server, form, structured_output=form,
+                                     protocol="ollama" if form == "ollama_format" else "openai")
+                 for form in STRUCTURED_OUTPUT_FORMS}
+
+    def body(endpoint: LLMEndpoint, structured: bool) -> dict:
+        return {"name": f"{endpoint.name} {structured}", "study": study.id, "conditions": ["zs"],
+                "models": [{"endpoint": endpoint.id, "model": "prose-a"}], "n_resamples": 100,
+                "structured_output": structured}
+
+    free = prepare_and_run(launch(api_client, body(endpoints["openai_json_schema"], False)))
+    outcomes = list(AuditRequest.objects.filter(audit=free).values_list("outcome", flat=True))
+    assert len(outcomes) == 12 and outcomes.count("unparseable") == 12
+    assert free.manifest["structured_output"] is False
+
+    free_keys = set(AuditRequest.objects.filter(audit=free).values_list("key", flat=True))
+    for form, endpoint in endpoints.items():
+        audit = prepare_and_run(launch(api_client, body(endpoint, True)))
+        assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+        requests = AuditRequest.objects.filter(audit=audit).select_related("audit_model")
+        assert requests.count() == 12 and {row.outcome for row in requests} == {"label"}, form
+        builder = services.request_builder(audit)
+        for row in requests:
+            content = builder.payload(row)[-1]["content"]
+            assert row.label == expected_label("prose-a", content, positive_words=AUDIT_POSITIVE_WORDS,
+                                               models=("prose-a", "annotator-a"))
+        # Constrained replies never came from, nor went to, the free audit's cache.
+        assert not ({row.key for row in requests} & free_keys) and not requests.filter(from_cache=True).exists()
+        assert audit.manifest["structured_output"]["forms"] == {endpoint.name: form}
+        assert audit.manifest["structured_output"]["schema"] == CLASSIFICATION_SCHEMA
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_an_endpoint_refusing_the_form_fails_preparation_with_the_reason_after_one_probe(
+        api_client, refusing_server, tasks_off):
+    study = make_audit_study(10, n_examples=2)
+    endpoint = make_endpoint(refusing_server, "vllm-style", structured_output="vllm_guided_json")
+    refusing_server.reset_stats()
+    audit_id = launch(api_client, {"name": "refused", "study": study.id, "conditions": ["zs", "cot"],
+                                   "models": [{"endpoint": endpoint.id, "model": "prose-a"}],
+                                   "structured_output": True})
+    services.audit_prepare(audit_id=audit_id)
+    audit = Audit.objects.get(pk=audit_id)
+    assert audit.status == Audit.Status.FAILED
+    assert audit.status_reason.startswith("endpoint vllm-style refused structured output (vllm_guided_json) for "
+                                          "model 'prose-a': HTTP 400: unsupported field 'guided_json'")
+    assert not AuditRequest.objects.filter(audit=audit).exists()
+    assert refusing_server.stats()["by_path"].get("/v1/chat/completions") == 1
+
+    # The form the server takes: the same audit runs.
+    endpoint.structured_output = "llamacpp_json_object"
+    endpoint.save()
+    services.audit_resume(audit=audit)
+    audit = prepare_and_run(audit_id)
+    assert set(AuditRequest.objects.filter(audit=audit).values_list("outcome", flat=True)) == {"label"}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_a_constrained_names_audit_parses_every_text_of_an_annotator(api_client, server, tasks_off):
+    endpoint = make_endpoint(server, "annotators", structured_output="openai_json_schema")
+    audit = prepare_and_run(launch(api_client, {
+        "paradigm": "names", "name": "names", "models": [{"endpoint": endpoint.id, "model": "annotator-a"}],
+        "material": {"tasks": ["warm"]}, "iterations": 2, "seed": 1, "structured_output": True}))
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    judgments = AuditJudgment.objects.filter(audit=audit)
+    # Unconstrained, this annotator drops every 7th text and hedges every 5th; constrained, it answers each.
+    assert judgments.count() == audit.n_requests * 60
+    assert set(judgments.values_list("outcome", flat=True)) == {"label"}
+    assert audit.manifest["structured_output"]["schema"] == BATCH_SCHEMA
+
+
+@pytest.mark.django_db
+def test_the_launch_refuses_a_chat_endpoint_without_a_form_and_stores_nothing(api_client, server):
+    study = make_audit_study(5, n_examples=2)
+    endpoint = make_endpoint(server, "no form")
+    response = api_client.post("/api/audits/", {
+        "name": "x", "study": study.id, "models": [{"endpoint": endpoint.id, "model": "prose-a"}],
+        "structured_output": True}, format="json")
+    assert response.status_code == 400
+    assert "endpoint no form cannot constrain output: it has no structured-output form" in response.json()["detail"]
+    assert not Audit.objects.exists()
+
+
+@pytest.mark.django_db
+def test_the_admin_form_refuses_an_endpoint_without_a_form_and_the_dashboard_says_output_was_constrained(
+        staff_client, server, tasks_off):
+    study = make_audit_study(5, n_examples=2)
+    bare = make_endpoint(server, "bare", listed_models=[{"name": "prose-a", "digest": None, "details": {}}])
+    formed = make_endpoint(server, "formed", structured_output="openai_json_schema",
+                           listed_models=[{"name": "prose-a", "digest": None, "details": {}}])
+    client = staff_client
+    fields = {"name": "admin launch", "study": study.id, "params": "{}", "conditions": ["zs"], "replicates": 1,
+              "seed": 0, "use_cache": "on", "error_budget": 0.2, "unparsed": "exclude", "n_resamples": 100,
+              "parallel_tasks": 1, "structured_output": "on"}
+    response = client.post("/admin/auditapp/audit/add/", {**fields, "models": [f"{bare.id}:prose-a"]})
+    assert response.status_code == 200
+    assert "endpoint bare cannot constrain output" in response.content.decode()
+    assert not Audit.objects.exists()
+
+    response = client.post("/admin/auditapp/audit/add/", {**fields, "models": [f"{formed.id}:prose-a"]})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    audit = Audit.objects.get()
+    assert audit.structured_output
+    page = client.get(f"/audits/{audit.id}/dashboard/").content.decode()
+    assert 'id="structured-output"' in page and "Output constrained" in page
+
+
+@pytest.mark.django_db
+def test_an_endpoint_is_registered_only_with_a_form_its_protocol_takes(api_client):
+    body = {"name": "ollama", "protocol": "ollama", "base_url": "http://127.0.0.1:11434"}
+    response = api_client.post("/api/endpoints/", {**body, "structured_output": "vllm_guided_json"}, format="json")
+    assert response.status_code == 400
+    assert response.json()["structured_output"] == [
+        "the form vllm_guided_json is sent to openai endpoints, not ollama ones"]
+    response = api_client.post("/api/endpoints/", {"name": "vader", "protocol": "local",
+                                                   "structured_output": "openai_json_schema"}, format="json")
+    assert response.status_code == 400 and "not a chat model" in response.json()["structured_output"][0]
+    assert not LLMEndpoint.objects.exists()
+    response = api_client.post("/api/endpoints/", {**body, "structured_output": "ollama_format"}, format="json")
+    assert response.status_code == 201 and response.json()["structured_output"] == "ollama_format"
