@@ -206,15 +206,31 @@ def _json_objects(reply: str):
             yield data
 
 
+def _answer_objects(data):
+    """The answer objects in a JSON value: an object with an "i", or those inside any other object or list (a
+    structured reply ``{"answers": [{"i": 1, "y": 0}, …]}``)."""
+    if isinstance(data, dict):
+        if any(str(key).strip().lower() == "i" for key in data):
+            yield data
+            return
+        data = list(data.values())
+    if isinstance(data, list):
+        for value in data:
+            yield from _answer_objects(value)
+
+
 def _json_answers(reply: str) -> list[tuple[int, int | str]]:
-    answers = []
-    for data in _json_objects(reply):
-        data = {str(key).strip().lower(): value for key, value in data.items()}
-        index = _json_index(data.get("i"))
-        if index is None:
-            continue
-        answers.append((index, _json_value(data["y"]) if "y" in data else _not_binary('no "y"')))
-    return answers
+    answers = (_json_answer(data) for found in _json_objects(reply) for data in _answer_objects(found))
+    return [answer for answer in answers if answer is not None]
+
+
+def _json_answer(data: dict) -> tuple[int, int | str] | None:
+    """An answer object as (index, label or reason); None when its "i" is not an index."""
+    data = {str(key).strip().lower(): value for key, value in data.items()}
+    index = _json_index(data.get("i"))
+    if index is None:
+        return None
+    return index, _json_value(data["y"]) if "y" in data else _not_binary('no "y"')
 
 
 def _numbered_answers(reply: str) -> list[tuple[int, int | str]]:
