@@ -457,7 +457,9 @@ class AuditJudgment(models.Model):
     for units that are not in a corpus, e.g. a self-report item's position)."""
 
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="judgments")
-    request = models.ForeignKey(AuditRequest, on_delete=models.CASCADE, related_name="judgments")
+    # No index of its own: the unique (request, unit) index serves every lookup by request, and one index fewer
+    # to maintain for every judgment written (a names audit writes millions).
+    request = models.ForeignKey(AuditRequest, on_delete=models.CASCADE, related_name="judgments", db_index=False)
     unit = models.CharField(max_length=300)
     outcome = models.CharField(max_length=12)
     value = models.FloatField(null=True)

@@ -179,15 +179,18 @@ def _json_index(value: object) -> int | None:
     return None
 
 
-def _json_objects(reply: str):
-    """Every JSON object in the reply, outermost first (one with a nested object is read whole); an object
-    written with single quotes is read with them turned into double ones."""
+def _json_answers(reply: str) -> list[tuple[int, int | str]]:
+    """Every answer object in the reply as (index, label or reason). Objects are read outermost first (one with a
+    nested object is read whole, a structured reply's ``{"answers": [...]}`` is searched), the common
+    ``{"i": 3, "y": 1}`` by a regular expression without building a dict; an object written with single quotes
+    is read with them turned into double ones."""
     decoder = json.JSONDecoder()
+    answers: list[tuple[int, int | str]] = []
     position = 0
     while (start := reply.find("{", position)) != -1:
         canonical = _CANONICAL_OBJECT.match(reply, start)
         if canonical:
-            yield {"i": int(canonical.group(1)), "y": int(canonical.group(2))}
+            answers.append((int(canonical.group(1)), int(canonical.group(2))))
             position = canonical.end()
             continue
         try:
@@ -202,13 +205,12 @@ def _json_objects(reply: str):
             except ValueError:
                 continue
             position = flat.end()
-        if isinstance(data, dict):
-            yield data
+        answers += [answer for answer in map(_json_answer, _answer_objects(data)) if answer is not None]
+    return answers
 
 
 def _answer_objects(data):
-    """The answer objects in a JSON value: an object with an "i", or those inside any other object or list (a
-    structured reply ``{"answers": [{"i": 1, "y": 0}, …]}``)."""
+    """The answer objects in a JSON value: an object with an "i", or those inside any other object or list."""
     if isinstance(data, dict):
         if any(str(key).strip().lower() == "i" for key in data):
             yield data
@@ -217,11 +219,6 @@ def _answer_objects(data):
     if isinstance(data, list):
         for value in data:
             yield from _answer_objects(value)
-
-
-def _json_answers(reply: str) -> list[tuple[int, int | str]]:
-    answers = (_json_answer(data) for found in _json_objects(reply) for data in _answer_objects(found))
-    return [answer for answer in answers if answer is not None]
 
 
 def _json_answer(data: dict) -> tuple[int, int | str] | None:
