@@ -305,9 +305,11 @@
         x: rows.map(function (p) { return p.recall; }), y: rows.map(function (p) { return p.precision; }),
         text: rows.map(function (p) { return p.model + " · " + p.condition; }), textposition: "top center",
         textfont: { size: 11 },
-        customdata: rows.map(function (p) { return [p.model_id, p.condition, known(p.f1) ? p.f1 : null, p.n]; }),
+        customdata: rows.map(function (p) {
+          return [p.model_id, p.condition, known(p.f1) ? Number(p.f1).toFixed(3) : "— (undefined)", p.n];
+        }),
         marker: { size: 11, color: palette[index % palette.length] },
-        hovertemplate: "%{text}<br>recall %{x:.3f}, precision %{y:.3f}<br>F1 %{customdata[2]:.3f}, " +
+        hovertemplate: "%{text}<br>recall %{x:.3f}, precision %{y:.3f}<br>F1 %{customdata[2]}, " +
                        "n = %{customdata[3]}<extra></extra>"
       };
     });
