@@ -139,3 +139,37 @@ def test_the_dashboard_has_the_parse_quality_section_polling_the_report(staff_cl
     assert 'id="parse-quality-section"' in html and "<h2>Parse quality</h2>" in html
     assert f'data-parse-quality-url="/api/audits/{audit.id}/parse-quality/"' in html
     assert f'href="/api/audits/{audit.id}/parse-quality/?format=csv"' in html
+
+
+@pytest.mark.integration
+@pytest.mark.django_db(transaction=True)
+def test_an_audit_run_by_the_engine_against_the_test_server_reports_its_empty_replies(monkeypatch, api_client):
+    """The test LLM server answers about a third of the requests with an empty reply (its "empty" fault) and the
+    rest by its rule: the report counts exactly the stored outcomes, and the empty replies' shape leads."""
+    from auditapp import audit_runner
+    from auditapp import audit_services as services
+    from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
+    from tests.llm_server import LLMServer
+
+    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+    with LLMServer(latency=0.001, fault_rate=0.35, fault_kinds=("empty",), positive_words=AUDIT_POSITIVE_WORDS) as server:
+        endpoint = LLMEndpoint.objects.create(name="pq server", base_url=server.base_url, max_concurrency=8,
+                                              attempt_timeout_s=2.0, deadline_s=30, max_attempts=2)
+        audit = classification_services.audit_create(
+            study=make_audit_study(30), name="parse quality", conditions=["zs", "cot"], n_resamples=100,
+            models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
+        services.audit_prepare(audit_id=audit.id)
+        assert audit_runner.audit_work(audit.id) == "finished"
+    rows = api_client.get(f"/api/audits/{audit.id}/parse-quality/").json()["results"]
+    assert [row["condition"] for row in rows] == ["zs", "cot"]
+    for row in rows:
+        requests = AuditRequest.objects.filter(audit=audit, condition=row["condition"])
+        for outcome in AuditRequest.Outcome.values:
+            assert row[f"n_{outcome}"] == requests.filter(outcome=outcome).count(), outcome
+        empty = requests.filter(outcome="unparseable", reply__text="").count()
+        assert empty > 0 and row["unparseable_shapes"][0] == {"shape": "empty", "n": empty, "example": ""}
+        assert row["finish_reasons"] == [{"finish_reason": "stop", "n": requests.exclude(reply=None).count(),
+                                          "truncated": False}]
+        assert row["truncated"] == 0 and row["n_pending"] == 0
+        assert bool(row["warning"]) == (row["n_unparseable"] * 2 > row["answered"] >= 20)
