@@ -1,4 +1,5 @@
-"""Reads of the audit domain shared by every paradigm: the audit list, live progress, the responses export.
+"""Reads of the audit domain shared by every paradigm: the audit list, live progress, the responses export, the
+parse-quality report.
 
 Progress is counted from the requests themselves (GROUP BY state), so it can never double-count; the
 retry state comes from the live leases of the workers.
@@ -7,10 +8,13 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Count, F, Q, QuerySet, Sum
+from django.db.models import Count, F, Q, QuerySet, Sum, Window
+from django.db.models.functions import RowNumber
+from django.urls import reverse
 from django.utils import timezone
 
 from annotation.selectors import Export
+from auditapp import parse_quality
 from auditapp.models import Audit, AuditChunk, AuditRequest
 from auditapp.paradigms import registry
 
@@ -138,3 +142,91 @@ def audit_request_detail(*, audit: Audit, request_id: int) -> dict | None:
         "error": request.error,
         "judgments": list(request.judgments.order_by("id").values("unit", "outcome", "label", "value", "reason")),
     }
+
+
+SHAPE_SAMPLE = 2000
+
+
+def _cell_key(row: dict) -> tuple[int, str]:
+    return row["audit_model_id"], row["condition"]
+
+
+def audit_parse_quality(audit: Audit) -> Export:
+    """Per model × condition (issue 16): the requests' outcome counts and shares (of all the cell's requests, the
+    waiting ones as "pending"), the finish reasons of the replies with those cut off at the token limit flagged,
+    the most frequent shapes (:func:`auditapp.parse_quality.reply_shape`) of the :data:`SHAPE_SAMPLE` most recent
+    unparseable replies, a warning once a cell's replies are mostly unparseable or cut off, and the address of
+    the cell's unparseable replies.
+
+    Three queries whatever the audit's size: the outcome counts grouped by cell, the finish reasons grouped by
+    cell, and the unparseable sample (a window function numbers each cell's unparseable replies, newest first)."""
+    outcomes = list(AuditRequest.Outcome.values)
+    finished = ~Q(state=AuditRequest.State.PENDING)
+    answered = Q(state=AuditRequest.State.ANSWERED)
+    truncated = answered & Q(reply__finish_reason__in=parse_quality.TRUNCATED)
+    requests = AuditRequest.objects.filter(audit=audit)
+    counts = {_cell_key(row): row for row in requests.values("audit_model_id", "condition").annotate(
+        n_requests=Count("id"), answered=Count("id", filter=answered),
+        failed=Count("id", filter=Q(state=AuditRequest.State.FAILED)),
+        pending=Count("id", filter=Q(state=AuditRequest.State.PENDING)),
+        truncated=Count("id", filter=truncated),
+        unparseable_or_truncated=Count("id", filter=answered & (Q(outcome=AuditRequest.Outcome.UNPARSEABLE)
+                                                                 | Q(reply__finish_reason__in=parse_quality.TRUNCATED))),
+        **{f"n_{outcome}": Count("id", filter=finished & Q(outcome=outcome)) for outcome in outcomes}).order_by()}
+    finish_reasons: dict[tuple[int, str], list[dict]] = {}
+    for row in (requests.filter(reply__isnull=False).values("audit_model_id", "condition", "reply__finish_reason")
+                .annotate(n=Count("id")).order_by("-n", "reply__finish_reason")):
+        reason = row["reply__finish_reason"] or ""
+        finish_reasons.setdefault(_cell_key(row), []).append(
+            {"finish_reason": reason, "n": row["n"], "truncated": parse_quality.is_truncated(reason)})
+    newest_first = Window(RowNumber(), partition_by=[F("audit_model_id"), F("condition")],
+                          order_by=[F("finished_at").desc(nulls_last=True), F("id").desc()])
+    sample: dict[tuple[int, str], list[tuple]] = {}
+    for row in (requests.filter(outcome=AuditRequest.Outcome.UNPARSEABLE, state=AuditRequest.State.ANSWERED)
+                .annotate(newest=newest_first).filter(newest__lte=SHAPE_SAMPLE).order_by("newest")
+                .values("audit_model_id", "condition", "reply__text", "reply__finish_reason")):
+        sample.setdefault(_cell_key(row), []).append((row["reply__text"], row["reply__finish_reason"]))
+
+    responses = reverse("api:audit-responses", args=[audit.id])
+    rows = []
+    for audit_model in audit.models.all():
+        for condition, condition_name in registry.get(audit.paradigm).cells(audit):
+            cell = counts.get((audit_model.id, condition), {})
+            total = cell.get("n_requests", 0)
+            n_unparseable = cell.get(f"n_{AuditRequest.Outcome.UNPARSEABLE}", 0)
+            replies = sample.get((audit_model.id, condition), [])
+            n_truncated = cell.get("truncated", 0)
+            record = {
+                "model_id": audit_model.id, "model": audit_model.display_name, "condition": condition,
+                "condition_name": condition_name, "n_requests": total, "answered": cell.get("answered", 0),
+                "failed": cell.get("failed", 0), "pending": cell.get("pending", 0)}
+            for outcome in [*outcomes, "pending"]:
+                n = cell.get("pending" if outcome == "pending" else f"n_{outcome}", 0)
+                record[f"n_{outcome}"] = n
+                record[f"share_{outcome}"] = n / total if total else None
+            record.update({
+                "truncated": n_truncated,
+                "truncated_note": f"{n_truncated} {parse_quality.RAISE_MAX_TOKENS}" if n_truncated else "",
+                "finish_reasons": finish_reasons.get((audit_model.id, condition), []),
+                "unparseable_shapes": parse_quality.frequent_shapes(replies),
+                "shapes_sampled": len(replies),
+                "shapes_note": (f"shapes of the {SHAPE_SAMPLE:,} most recent of {n_unparseable:,} unparseable replies"
+                                if n_unparseable > len(replies) else ""),
+                "warning": parse_quality.cell_warning(
+                    answered=cell.get("answered", 0), unparseable=n_unparseable, truncated=n_truncated,
+                    unparseable_or_truncated=cell.get("unparseable_or_truncated", 0)),
+                "unparseable_replies_url": f"{responses}?model={audit_model.id}&condition={condition}"
+                                           f"&outcome={AuditRequest.Outcome.UNPARSEABLE}",
+            })
+            rows.append(record)
+    columns = parse_quality_columns()
+    return Export(columns, [tuple(row[c] for c in columns) for row in rows])
+
+
+def parse_quality_columns() -> list[str]:
+    """The columns of :func:`audit_parse_quality`, in order."""
+    outcomes = [*AuditRequest.Outcome.values, "pending"]
+    return ["model_id", "model", "condition", "condition_name", "n_requests", "answered", "failed", "pending",
+            *(name for outcome in outcomes for name in (f"n_{outcome}", f"share_{outcome}")),
+            "truncated", "truncated_note", "finish_reasons", "unparseable_shapes", "shapes_sampled", "shapes_note",
+            "warning", "unparseable_replies_url"]

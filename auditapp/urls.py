@@ -37,6 +37,7 @@ api_patterns = [
     path("audits/<int:pk>/", audit_api.AuditDetailView.as_view(), name="audit-detail"),
     path("audits/<int:pk>/progress/", audit_api.AuditProgressView.as_view(), name="audit-progress"),
     path("audits/<int:pk>/responses/", audit_api.AuditResponsesView.as_view(), name="audit-responses"),
+    path("audits/<int:pk>/parse-quality/", audit_api.AuditParseQualityView.as_view(), name="audit-parse-quality"),
     path("audits/<int:pk>/manifest/", audit_api.AuditManifestView.as_view(), name="audit-manifest"),
     path("audits/<int:pk>/tables/", audit_api.AuditTablesView.as_view(), name="audit-tables"),
     path("audits/<int:pk>/requests/<int:request_id>/", audit_api.AuditRequestDetailView.as_view(),

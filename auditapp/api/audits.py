@@ -1,6 +1,6 @@
 """REST API of audits shared by every paradigm (researchers only): endpoints and their models, launching (the
 body is the paradigm's own: :mod:`auditapp.paradigms.registry`) and controlling audits, live progress, the
-responses, the manifest and the paradigms' named tables. A paradigm's own routes come from its adapter.
+parse-quality report, the responses, the manifest and the paradigms' named tables. A paradigm's own routes come from its adapter.
 
 Every list also answers ``?format=csv`` (streamed, never paginated).
 """
@@ -28,7 +28,14 @@ from auditapp import audit_services as services
 from auditapp import scorer_kinds
 from auditapp.api.exports import ExportListAPIView, ModelListExportView
 from auditapp.api.launch import BIGINT_MAX
-from auditapp.audit_selectors import audit_list, audit_progress, audit_request_detail, audit_responses_export
+from auditapp.audit_selectors import (
+    SHAPE_SAMPLE,
+    audit_list,
+    audit_parse_quality,
+    audit_progress,
+    audit_request_detail,
+    audit_responses_export,
+)
 from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
@@ -233,6 +240,62 @@ class AuditProgressView(AuditScoped, APIView):
 class AuditManifestView(AuditScoped, APIView):
     def get(self, request, pk: int):
         return Response(self.audit.manifest)
+
+
+class FinishReasonSerializer(serializers.Serializer):
+    finish_reason = serializers.CharField(allow_blank=True, help_text="As the server reported it (\"\" if none).")
+    n = serializers.IntegerField()
+    truncated = serializers.BooleanField(help_text="The server stopped the reply at its token limit.")
+
+
+class ReplyShapeSerializer(serializers.Serializer):
+    shape = serializers.CharField(help_text="Opening, first words, length bucket, cut off (auditapp.parse_quality).")
+    n = serializers.IntegerField()
+    example = serializers.CharField(allow_blank=True, help_text="The first 200 characters of one reply of it.")
+
+
+def _outcome_fields() -> dict:
+    fields = {}
+    for outcome in [*AuditRequest.Outcome.values, "pending"]:
+        fields[f"n_{outcome}"] = serializers.IntegerField()
+        fields[f"share_{outcome}"] = serializers.FloatField(
+            allow_null=True, help_text=f"n_{outcome} / n_requests (null when the cell has no requests).")
+    return fields
+
+
+ParseQualityRowSerializer = type("ParseQualityRowSerializer", (serializers.Serializer,), {
+    "__doc__": "One model × condition's parse quality.",
+    "model_id": serializers.IntegerField(), "model": serializers.CharField(), "condition": serializers.CharField(),
+    "condition_name": serializers.CharField(), "n_requests": serializers.IntegerField(),
+    "answered": serializers.IntegerField(), "failed": serializers.IntegerField(), "pending": serializers.IntegerField(),
+    **_outcome_fields(),
+    "truncated": serializers.IntegerField(help_text="Answered replies cut off at the token limit."),
+    "truncated_note": serializers.CharField(allow_blank=True),
+    "finish_reasons": FinishReasonSerializer(many=True),
+    "unparseable_shapes": ReplyShapeSerializer(many=True, help_text="The five most frequent, most frequent first."),
+    "shapes_sampled": serializers.IntegerField(help_text=f"Unparseable replies read for the shapes (at most "
+                                                         f"{SHAPE_SAMPLE:,}, the most recent)."),
+    "shapes_note": serializers.CharField(allow_blank=True, help_text="Says so when the shapes are of a sample."),
+    "warning": serializers.CharField(allow_blank=True, help_text="Set once 20 replies are answered and more than "
+                                                                 "half are unparseable or cut off."),
+    "unparseable_replies_url": serializers.CharField(help_text="The cell's unparseable replies, raw."),
+})
+
+
+@extend_schema(summary="Parse quality of an audit's replies, per model × condition",
+               description="Outcome counts and shares, finish reasons (replies cut off at the token limit flagged: "
+                           "raise max_tokens), the most frequent shapes of the unparseable replies (of the "
+                           f"{SHAPE_SAMPLE:,} most recent per cell), a warning when most replies of a cell are "
+                           "unparseable or cut off, and the link to the raw unparseable replies. Any paradigm; "
+                           "live while the audit runs.")
+class AuditParseQualityView(AuditScoped, ExportListAPIView):
+    serializer_class = ParseQualityRowSerializer
+
+    def export_rows(self):
+        return audit_parse_quality(self.audit)
+
+    def export_filename(self) -> str:
+        return f"audit-{self.audit.id}-parse-quality.csv"
 
 
 class ResponseRowSerializer(serializers.Serializer):

@@ -1,6 +1,7 @@
 /* An audit's dashboard (researchers): live progress and its controls through the REST API (session
-   auth, CSRF header), colours of the heatmap tables, Figure 1 and recall vs precision with the vendored
-   plotly, and a drill-down from a cell to its replies. The page passes its data with json_script
+   auth, CSRF header), the parse-quality report (polled every 5 s while the audit runs), colours of the
+   heatmap tables, Figure 1 and recall vs precision with the vendored plotly, and a drill-down from a cell
+   (or a parse-quality row) to its replies. The page passes its data with json_script
    (#audit-data). Text from the API (replies are model output) is only ever set as textContent. */
 (function () {
   "use strict";
@@ -194,10 +195,107 @@
     setStatus(progress.status, progress.status_reason);
   }
 
+  // ------------------------------------------------------------------------------------ parse quality
+
+  var PARSE_QUALITY_MS = 5000;
+  var parseQualityAt = 0;
+  var OUTCOME_COLUMNS = [["label", "score"], ["refusal"], ["unparseable"], ["error"], ["pending"]];
+
+  function share(row, outcomes) {
+    var n = 0, part = 0;
+    outcomes.forEach(function (outcome) {
+      n += row["n_" + outcome] || 0;
+      part += row["share_" + outcome] || 0;
+    });
+    return n + (row.n_requests ? " (" + Math.round(100 * part) + "%)" : "");
+  }
+
+  function renderParseQuality(page) {
+    var body = document.querySelector("#parse-quality-table tbody");
+    var warnings = document.getElementById("parse-quality-warnings");
+    body.textContent = "";
+    warnings.textContent = "";
+    page.results.forEach(function (row) {
+      var tr = document.createElement("tr");
+      tr.setAttribute("data-model", row.model_id);
+      tr.setAttribute("data-condition", row.condition);
+      if (row.warning) {
+        tr.className = "warning";
+        warnings.appendChild(element("li", row.model + " · " + (conditionNames[row.condition] || row.condition_name ||
+                                                                  row.condition) + ": " + row.warning));
+      }
+      tr.appendChild(element("td", row.model));
+      tr.appendChild(conditionCell(row.condition));
+      tr.appendChild(element("td", row.n_requests, "num"));
+      OUTCOME_COLUMNS.forEach(function (outcomes) {
+        var td = element("td", share(row, outcomes), "num");
+        td.setAttribute("data-outcome", outcomes[0]);
+        tr.appendChild(td);
+      });
+      var reasons = element("td", null, "finish-reasons");
+      row.finish_reasons.forEach(function (reason) {
+        reasons.appendChild(element("div", (reason.finish_reason || "(none)") + ": " + reason.n,
+                                    reason.truncated ? "truncated" : ""));
+      });
+      if (row.truncated_note) { reasons.appendChild(element("div", row.truncated_note, "undefined-note")); }
+      tr.appendChild(reasons);
+      var shapes = element("td", null, "shapes");
+      if (row.unparseable_shapes.length) {
+        var list = document.createElement("ol");
+        row.unparseable_shapes.forEach(function (shape) {
+          var item = element("li", shape.shape + " × " + shape.n);
+          item.title = shape.example ? "e.g. " + shape.example : "(empty reply)";
+          list.appendChild(item);
+        });
+        shapes.appendChild(list);
+        if (row.shapes_note) { shapes.appendChild(element("div", row.shapes_note, "sub")); }
+      } else {
+        shapes.textContent = "—";
+      }
+      tr.appendChild(shapes);
+      var raw = element("td");
+      if (row.n_unparseable) {
+        var button = element("button", "Unparseable replies");
+        button.type = "button";
+        button.addEventListener("click", function () { openDrilldown(row.model_id, row.condition, "unparseable"); });
+        raw.appendChild(button);
+      }
+      tr.appendChild(raw);
+      body.appendChild(tr);
+    });
+    if (!page.results.length) {
+      var empty = element("td", "No requests yet.", "empty");
+      empty.colSpan = 11;
+      body.appendChild(document.createElement("tr")).appendChild(empty);
+    }
+    warnings.hidden = !warnings.childNodes.length;
+  }
+
+  function refreshParseQuality(force) {
+    if (!force && Date.now() - parseQualityAt < PARSE_QUALITY_MS) { return; }
+    parseQualityAt = Date.now();
+    request(root.getAttribute("data-parse-quality-url") + "?page_size=10000").then(renderParseQuality,
+      function (error) {
+        var body = document.querySelector("#parse-quality-table tbody");
+        body.textContent = "";
+        var cell = element("td", "Parse quality not available: " + error.message, "empty");
+        cell.colSpan = 11;
+        body.appendChild(document.createElement("tr")).appendChild(cell);
+      });
+  }
+
+  (function () {
+    var progressHeading = document.querySelectorAll("#progress-table thead th")[1];
+    var heading = document.getElementById("parse-quality-cell-heading");
+    if (progressHeading && heading) { heading.textContent = progressHeading.textContent; }
+  }());
+
   function poll() {
     timer = null;
     request(root.getAttribute("data-progress-url")).then(function (progress) {
       renderProgress(progress);
+      // The last poll (the audit no longer runs) always refreshes it, so the final counts are shown.
+      refreshParseQuality(POLLED.indexOf(progress.status) < 0);
       schedule();
     }, function (error) {
       document.getElementById("progress-text").textContent = "Progress not available: " + error.message;
@@ -305,9 +403,11 @@
         x: rows.map(function (p) { return p.recall; }), y: rows.map(function (p) { return p.precision; }),
         text: rows.map(function (p) { return p.model + " · " + p.condition; }), textposition: "top center",
         textfont: { size: 11 },
-        customdata: rows.map(function (p) { return [p.model_id, p.condition, known(p.f1) ? p.f1 : null, p.n]; }),
+        customdata: rows.map(function (p) {
+          return [p.model_id, p.condition, known(p.f1) ? Number(p.f1).toFixed(3) : "— (undefined)", p.n];
+        }),
         marker: { size: 11, color: palette[index % palette.length] },
-        hovertemplate: "%{text}<br>recall %{x:.3f}, precision %{y:.3f}<br>F1 %{customdata[2]:.3f}, " +
+        hovertemplate: "%{text}<br>recall %{x:.3f}, precision %{y:.3f}<br>F1 %{customdata[2]}, " +
                        "n = %{customdata[3]}<extra></extra>"
       };
     });
@@ -448,11 +548,11 @@
     });
   }
 
-  function openDrilldown(model, condition) {
+  function openDrilldown(model, condition, outcome) {
     drill.model = String(model);
     drill.condition = condition;
-    drill.outcome = "";
-    setFilter("");
+    drill.outcome = outcome || "";
+    setFilter(drill.outcome);
     var section = document.getElementById("drilldown");
     section.hidden = false;
     document.getElementById("drill-title").textContent =

@@ -1,14 +1,23 @@
-"""Audit metrics from 2×2 counts equal scikit-learn's; bootstrap CIs; the Δκ tests (scipy)."""
+"""Audit metrics from 2×2 counts equal scikit-learn's; bootstrap CIs; the Δκ tests (scipy); every metric
+undefined (NaN with its reason, never 0) over zero items and in each degenerate case."""
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pytest
 from scipy import stats
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precision_score, recall_score
 
-from auditapp.audit_metrics import classification_metrics, kappa_gap, metrics_from_counts
+from auditapp.audit_metrics import (
+    METRICS,
+    classification_metrics,
+    confusion_counts,
+    kappa_gap,
+    metrics_from_counts,
+    undefined_reasons,
+)
 
 
 def sklearn_metrics(pred, ref) -> dict[str, float]:
@@ -75,3 +84,119 @@ def test_kappa_gap_t_test_equals_scipy_and_bootstrap_brackets_the_mean():
     t = stats.ttest_rel(expected_m, expected_w)
     assert (gap.t_statistic, gap.p_value, gap.df) == pytest.approx((t.statistic, t.pvalue, 3))
     assert gap.bootstrap_ci[0] <= gap.mean_delta <= gap.bootstrap_ci[1]
+
+
+# ---------------------------------------------------------------- metrics over nothing are undefined, never 0
+
+def sklearn_undefined_as_nan(pred, ref) -> dict[str, float]:
+    """scikit-learn with every undefined value NaN (zero_division=np.nan, replace_undefined_by=np.nan): the
+    convention of audit_metrics. scikit-learn's default gives 0 with a warning instead."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return {"kappa": cohen_kappa_score(ref, pred, labels=[0, 1], replace_undefined_by=np.nan),
+                "f1": f1_score(ref, pred, zero_division=np.nan),
+                "precision": precision_score(ref, pred, zero_division=np.nan),
+                "recall": recall_score(ref, pred, zero_division=np.nan),
+                "accuracy": accuracy_score(ref, pred)}
+
+
+# (predictions, reference, the metrics that must be undefined and a word of each reason)
+DEGENERATE = {
+    "no predicted positives": ([0, 0, 0, 0, 0, 0], [1, 0, 1, 0, 0, 0], {"precision": "no predicted positives"}),
+    "no reference positives": ([1, 0, 1, 0, 0, 0], [0, 0, 0, 0, 0, 0], {"recall": "no reference positives"}),
+    "no positives anywhere": ([0, 0, 0, 0], [0, 0, 0, 0],
+                              {"precision": "no predicted positives", "recall": "no reference positives",
+                               "f1": "no positives in the predictions nor in the reference",
+                               "kappa": "one class only (0)"}),
+    "all positive on both sides": ([1, 1, 1], [1, 1, 1], {"kappa": "one class only (1)"}),
+    "precision and recall both 0": ([1, 0, 1, 0], [0, 1, 0, 1], {}),
+}
+
+
+@pytest.mark.parametrize("case", DEGENERATE)
+def test_each_degenerate_case_is_undefined_with_its_reason_and_equals_scikit_learn(case):
+    pred, ref, undefined = DEGENERATE[case]
+    result = classification_metrics(np.array(pred, float), np.array(ref, float), n_resamples=100)
+    expected = sklearn_undefined_as_nan(pred, ref)
+    for name in METRICS:
+        value = getattr(result, name)
+        if name in undefined:
+            assert math.isnan(value) and math.isnan(expected[name]), name
+            assert undefined[name] in result.notes[name]
+            assert all(math.isnan(bound) for bound in result.ci[name])
+            assert result.notes[f"{name}_ci"] == f"{name} is undefined"
+        else:
+            assert value == pytest.approx(expected[name], abs=1e-12), name
+            assert name not in result.notes
+    counts = confusion_counts(np.array(pred), np.array(ref))
+    assert set(undefined_reasons(*(int(c) for c in counts))) == set(undefined)
+
+
+def test_f1_is_zero_not_undefined_when_one_side_has_positives():
+    # tp = 0, fp = 0, fn = 2: precision undefined, recall 0; F1 = 2·0 / (0 + 0 + 2) = 0, as scikit-learn says.
+    values = {k: float(v) for k, v in metrics_from_counts(0, 0, 2, 4).items()}
+    assert math.isnan(values["precision"]) and values["recall"] == 0 and values["f1"] == 0
+    assert values["kappa"] == 0  # p_o = p_e = 4/6
+
+
+def test_every_metric_is_undefined_at_n_zero_with_the_reason():
+    no_reference = classification_metrics(np.array([1.0, 0.0, np.nan]), np.full(3, np.nan), n_resamples=100)
+    assert (no_reference.n, no_reference.n_items) == (0, 0) and math.isnan(no_reference.coverage)
+    for name in METRICS:
+        assert math.isnan(getattr(no_reference, name)), name
+        assert no_reference.notes[name] == "no items with a reference label"
+        assert all(math.isnan(bound) for bound in no_reference.ci[name])
+    assert no_reference.notes["coverage"] == "no items with a reference label"
+    all_unparsed = classification_metrics(np.full(4, np.nan), np.array([1.0, 0.0, 1.0, 0.0]), n_resamples=100)
+    assert (all_unparsed.n, all_unparsed.n_items, all_unparsed.coverage) == (0, 4, 0.0)
+    for name in METRICS:
+        assert math.isnan(getattr(all_unparsed, name))
+        assert all_unparsed.notes[name] == "no item with a reference label got a parsed label (4 unparsed, excluded)"
+    # Counted as wrong instead, the same replies give defined metrics: every one is wrong.
+    wrong = classification_metrics(np.full(4, np.nan), np.array([1.0, 0.0, 1.0, 0.0]), unparsed="wrong",
+                                   n_resamples=100)
+    assert (wrong.accuracy, wrong.f1, wrong.precision, wrong.recall) == (0.0, 0.0, 0.0, 0.0)
+    assert wrong.kappa == pytest.approx(cohen_kappa_score([1, 0, 1, 0], [0, 1, 0, 1]))
+    zero = {k: float(v) for k, v in metrics_from_counts(0, 0, 0, 0).items()}
+    assert all(math.isnan(v) for v in zero.values())
+
+
+def test_a_ci_is_undefined_when_the_metric_is_undefined_in_some_resamples():
+    # One predicted positive in 12 items: most resamples leave it out, where precision is undefined.
+    pred = np.array([1.0] + [0.0] * 11)
+    ref = np.array([1.0, 1.0] + [0.0] * 10)
+    result = classification_metrics(pred, ref, n_resamples=200)
+    assert result.precision == 1.0
+    assert all(math.isnan(bound) for bound in result.ci["precision"])
+    assert result.notes["precision_ci"] == "precision is undefined in some bootstrap resamples"
+    one_item = classification_metrics(np.array([1.0]), np.array([1.0]), n_resamples=100)
+    assert one_item.accuracy == 1.0 and one_item.notes["accuracy_ci"] == "fewer than two scored items"
+
+
+def test_delta_kappa_is_undefined_where_either_kappa_is():
+    items = 40
+    rng = np.random.default_rng(1)
+    weighted = rng.integers(0, 2, items).astype(float)
+    majority = weighted.copy()
+    majority[:4] = 1 - majority[:4]
+    preds = np.array([np.where(rng.random(items) < 0.8, weighted, 1 - weighted),
+                      np.where(rng.random(items) < 0.7, weighted, 1 - weighted),
+                      np.zeros(items)])  # the third cell answers 0 everywhere …
+    weighted_one_class = weighted.copy()
+    weighted_one_class[weighted == 1] = np.nan  # … against a weighted reference holding only 0s
+    gap = kappa_gap(preds, majority, weighted_one_class, n_resamples=100)
+    assert math.isnan(gap.delta[2]) and np.isfinite(gap.delta[:2]).all()
+    assert gap.cell_notes[:2] == ["", ""]
+    assert gap.cell_notes[2] == ("κ(weighted) is undefined: predictions and reference hold one class only (0): "
+                                 "expected agreement is 1")
+    assert gap.df == 1 and "t_test" not in gap.notes
+    only_one = kappa_gap(preds[[0, 2]], majority, weighted_one_class, n_resamples=100)
+    assert math.isnan(only_one.t_statistic) and only_one.df is None
+    assert only_one.notes["t_test"] == "the paired t-test needs at least two cells with a defined Δκ (there is 1)"
+    assert only_one.mean_delta == pytest.approx(only_one.delta[0])
+    nothing = kappa_gap(preds, majority, np.full(items, np.nan), n_resamples=100)
+    assert np.isnan(nothing.delta).all() and math.isnan(nothing.mean_delta)
+    assert all(math.isnan(bound) for bound in nothing.bootstrap_ci)
+    assert nothing.notes["mean_delta"].startswith("no cell has a defined Δκ")
+    assert nothing.cell_notes[0] == ("κ(weighted) is undefined: no items with both a reference label and a "
+                                     "parsed label")

@@ -100,7 +100,10 @@ def analyse(replies: pd.DataFrame, references: pd.DataFrame, *, models: Sequence
     ``replies``: model, condition, item, replicate, label (1/0/NaN). ``references``: item, weighted, majority
     (1/0/NaN). ``models`` and ``conditions`` give the row and column order. Each cell row holds the model,
     condition, reference, the unparsed rule and every field of :class:`~auditapp.audit_metrics.CellMetrics`
-    (CIs flattened to ``<metric>_low``/``<metric>_high``), plus the counts of each outcome.
+    (CIs flattened to ``<metric>_low``/``<metric>_high``; the reason an undefined value is undefined to
+    ``<metric>_note``/``<metric>_ci_note``). The gap holds Δκ per cell (``delta_kappa_note`` where undefined),
+    the t-test (which needs two cells with a Δκ) and the bootstrap, with ``t_test_note``, ``mean_delta_note`` and
+    ``bootstrap_note`` where those are undefined.
     """
     items = references["item"].to_numpy()
     refs = {name: references[name].to_numpy(dtype=float) for name in REFERENCES}
@@ -119,19 +122,22 @@ def analyse(replies: pd.DataFrame, references: pd.DataFrame, *, models: Sequence
                                                  seed=seed)
                 row = {"model": model, "condition": condition, "reference": reference}
                 values = metrics.as_dict()
-                ci = values.pop("ci")
+                ci, notes = values.pop("ci"), values.pop("notes")
                 row.update(values)
                 for name in METRICS:
                     row[f"{name}_low"], row[f"{name}_high"] = ci[name]
+                row.update({f"{name}_note": note for name, note in notes.items()})
                 cells.append(row)
     gap: dict = {"unparsed": unparsed, "cells": []}
-    if len(kappa_rows) >= 2:
+    if kappa_rows:
         result = kappa_gap(np.vstack(kappa_rows), refs["majority"], refs["weighted"], unparsed=unparsed,
                            n_resamples=n_resamples, seed=seed)
         gap.update(mean_delta=result.mean_delta, t_statistic=result.t_statistic, p_value=result.p_value,
                    df=result.df, bootstrap_low=result.bootstrap_ci[0], bootstrap_high=result.bootstrap_ci[1],
-                   cells=[{"model": m, "condition": c, "delta_kappa": float(d)}
-                          for (m, c), d in zip(cell_keys, result.delta, strict=True)])
+                   **{f"{name}_note": note for name, note in result.notes.items()},
+                   cells=[{"model": m, "condition": c, "delta_kappa": float(d),
+                           **({"delta_kappa_note": note} if note else {})}
+                          for (m, c), d, note in zip(cell_keys, result.delta, result.cell_notes, strict=True)])
     table = pd.DataFrame(cells)
     return ClassificationAnalysis(cells=cells, gap=gap, model_means=_means(table, gap, "model", models),
                                   condition_means=_means(table, gap, "condition", conditions))

@@ -9,9 +9,17 @@ from auditapp.api.exports import ExportListAPIView
 from auditapp.paradigms.classification.selectors import METRIC_VALUES, audit_metrics_export
 
 
+def _metric_field(name: str) -> serializers.Field:
+    if name.endswith("_note"):
+        return serializers.CharField(allow_null=True, help_text="Why the value beside it is undefined (null when "
+                                                                "it is defined).")
+    if name.startswith("n"):
+        return serializers.IntegerField(allow_null=True)
+    return serializers.FloatField(allow_null=True, help_text="null when undefined (the _note column says why).")
+
+
 def _metric_fields() -> dict:
-    return {name: (serializers.IntegerField(allow_null=True) if name.startswith("n") else
-                   serializers.FloatField(allow_null=True)) for name in METRIC_VALUES}
+    return {name: _metric_field(name) for name in METRIC_VALUES}
 
 
 MetricRowSerializer = type("MetricRowSerializer", (serializers.Serializer,), {
@@ -19,11 +27,14 @@ MetricRowSerializer = type("MetricRowSerializer", (serializers.Serializer,), {
     "reference": serializers.CharField(help_text="weighted (eq. 6) or majority."),
     "unparsed": serializers.CharField(help_text="exclude or wrong: how unparsed items entered every number."),
     **_metric_fields(), "delta_kappa": serializers.FloatField(allow_null=True, help_text="κ(majority) − κ(weighted)"),
+    "delta_kappa_note": serializers.CharField(allow_null=True, help_text="Why Δκ is undefined (null when defined)."),
 })
 
 
 @extend_schema(summary="An audit's metrics", description="One row per model × condition × reference, every "
-               "metric with its bootstrap 95% CI (items resampled, seeded), counts of each outcome, and Δκ.")
+               "metric with its bootstrap 95% CI (items resampled, seeded), counts of each outcome, and Δκ. A metric "
+               "undefined over its items (n = 0, no predicted or no reference positives, κ with one class only) is "
+               "null (empty in CSV), never 0, with its reason in the <metric>_note column.")
 class AuditMetricsView(AuditScoped, ExportListAPIView):
     serializer_class = MetricRowSerializer
 
