@@ -68,9 +68,16 @@ def launch_from_form(form: ClassificationLaunchForm, user) -> Audit:
 
 
 def api_urls() -> list:
-    from auditapp.paradigms.classification.api import AuditMetricsView
+    from auditapp.paradigms.classification.api import (
+        AuditExtractionLabelsView,
+        AuditExtractionsView,
+        AuditMetricsView,
+    )
 
-    return [path("audits/<int:pk>/metrics/", AuditMetricsView.as_view(), name="audit-metrics")]
+    return [path("audits/<int:pk>/metrics/", AuditMetricsView.as_view(), name="audit-metrics"),
+            path("audits/<int:pk>/extractions/", AuditExtractionsView.as_view(), name="audit-extractions"),
+            path("audits/<int:pk>/extractions/<int:extraction_id>/labels/", AuditExtractionLabelsView.as_view(),
+                 name="audit-extraction-labels")]
 
 
 PARADIGM = registry.Paradigm(
