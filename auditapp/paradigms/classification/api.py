@@ -3,15 +3,16 @@ under an outcome source ``?outcomes=strict|extraction:<id>``) and the second-pas
 (``/api/audits/{id}/extractions/``: record one, list them with their counts, export one's labels)."""
 from __future__ import annotations
 
-from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditapp.api.audits import AuditScoped, ErrorSerializer
+from auditapp.api.audits import AuditScoped
 from auditapp.api.exports import ExportListAPIView
+from auditapp.api.parsers import JSONObjectParser
 from auditapp.audit_services import AuditError
 from auditapp.models import AuditExtraction, LLMEndpoint
 from auditapp.paradigms.classification.extraction_services import OutcomeSourceError, extraction_create
@@ -24,10 +25,18 @@ from auditapp.paradigms.classification.selectors import (
 )
 
 PARADIGM = "classification"
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the state of the resource."
+    default_code = "conflict"
+
 OUTCOMES_PARAMETER = OpenApiParameter(
-    "outcomes", str, description="Which outcomes the metrics use: \"strict\" (default: the strict parser's labels "
+    "outcomes", str, pattern=r"^(strict|extraction:[0-9]{1,18})$", description="Which outcomes the metrics use: \"strict\" (default: the strict parser's labels "
                                  "only) or \"extraction:<id>\" (strict labels kept, unparseable replies take that "
-                                 "completed extraction's label where it gives one). Every row says which.")
+                                 "completed extraction's label where it gives one). Every row says which. 404 for an "
+                                 "extraction the audit does not have, 409 for one not completed.")
 
 
 def _metric_fields() -> dict:
@@ -56,7 +65,8 @@ class AuditMetricsView(AuditScoped, ExportListAPIView):
         try:
             return audit_metrics_export(audit=self.audit, outcomes=self.request.query_params.get("outcomes"))
         except OutcomeSourceError as error:
-            raise ValidationError({"outcomes": [str(error)]}) from error
+            raise {404: NotFound, 409: Conflict}.get(error.status, ValidationError)({"outcomes": [str(error)]}) \
+                from error
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-metrics.csv"
@@ -99,13 +109,14 @@ class ExtractionSerializer(serializers.Serializer):
 
 class AuditExtractionsView(AuditScoped, APIView):
     paradigm = PARADIGM
+    parser_classes = [JSONObjectParser]
 
     @extend_schema(summary="An audit's second-pass extractions", responses={200: ExtractionSerializer(many=True)})
     def get(self, request, pk: int):
         return Response(ExtractionSerializer(audit_extractions(self.audit), many=True).data)
 
     @extend_schema(summary="Extract labels from the unparseable replies", request=ExtractionCreateSerializer,
-                   responses={202: ExtractionSerializer, 200: ExtractionSerializer, 400: ErrorSerializer},
+                   responses={202: ExtractionSerializer, 200: ExtractionSerializer, 400: OpenApiTypes.OBJECT},
                    description="Reads the replies the strict parser left unparseable again, by the verbal rules "
                                "({\"mode\": \"rules\"}) or by asking a chat model which label each gives "
                                "({\"mode\": \"model\", \"endpoint\": id, \"model\": \"...\"}), in a worker. 202 with "
@@ -147,13 +158,19 @@ class ExtractionLabelSerializer(serializers.Serializer):
 
 
 @extend_schema(summary="The labels an extraction read", parameters=[
-    OpenApiParameter("extraction_id", int, OpenApiParameter.PATH)])
+    OpenApiParameter("extraction_id", int, OpenApiParameter.PATH)],
+    description="One row per reply the extraction read: its request, strict outcome and raw reply, and the "
+                "extraction's outcome, label and reason (model mode: the extractor request's key and raw answer).")
 class AuditExtractionLabelsView(AuditScoped, ExportListAPIView):
     paradigm = PARADIGM
     serializer_class = ExtractionLabelSerializer
 
     def export_rows(self):
-        extraction = get_object_or_404(AuditExtraction, audit=self.audit, pk=self.kwargs["extraction_id"])
+        number = self.kwargs["extraction_id"]
+        extraction = AuditExtraction.objects.filter(audit=self.audit, pk=int(number)).first() if (
+            number.isdigit() and len(number) < 19) else None
+        if extraction is None:
+            raise NotFound(f"audit {self.audit.id} has no extraction {number!r}")
         return audit_extraction_labels_export(extraction=extraction)
 
     def export_filename(self) -> str:

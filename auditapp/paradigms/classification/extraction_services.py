@@ -280,21 +280,28 @@ def _store(extraction: AuditExtraction, asks: list[_Ask], stored: dict[str, LLMR
 # ------------------------------------------------------------------------------------------------- metrics
 
 class OutcomeSourceError(ValueError):
-    """An outcome source that is not "strict" or "extraction:<id>" of a completed extraction of the audit."""
+    """An outcome source that is not "strict" or "extraction:<id>" of a completed extraction of the audit;
+    ``status`` is the HTTP status that says so: 400 (not a source's name), 404 (no such extraction of the audit),
+    409 (the extraction has not completed)."""
+
+    def __init__(self, message: str, *, status: int = 400):
+        super().__init__(message)
+        self.status = status
 
 
 def outcome_source(audit: Audit, source: str | None) -> AuditExtraction | None:
     """The extraction an outcome source names (None for the strict outcomes, the default)."""
-    if source in (None, "", STRICT):
+    if source is None or source == STRICT:
         return None
     prefix, _, number = source.partition(":")
     if prefix != "extraction" or not number.isdigit():
         raise OutcomeSourceError(f"outcomes must be {STRICT!r} or 'extraction:<id>', not {source!r}")
     extraction = AuditExtraction.objects.filter(audit=audit, pk=int(number)).first()
     if extraction is None:
-        raise OutcomeSourceError(f"audit {audit.id} has no extraction {number}")
+        raise OutcomeSourceError(f"audit {audit.id} has no extraction {number}", status=404)
     if extraction.status != AuditExtraction.Status.COMPLETED:
-        raise OutcomeSourceError(f"extraction {number} is {extraction.get_status_display().lower()}, not completed")
+        raise OutcomeSourceError(f"extraction {number} is {extraction.get_status_display().lower()}, not completed",
+                                 status=409)
     return extraction
 
 
