@@ -22,4 +22,6 @@ from auditapp.paradigms import registry
 def audit_dashboard(request: HttpRequest, audit_id: int) -> HttpResponse:
     audit = get_object_or_404(Audit.objects.select_related("study", "corpus"), pk=audit_id)
     paradigm = registry.get(audit.paradigm)
-    return render(request, paradigm.dashboard_template, {"audit": audit, "data": paradigm.dashboard_data(audit)})
+    query = {name: request.GET[name] for name in paradigm.dashboard_query if name in request.GET}
+    return render(request, paradigm.dashboard_template, {"audit": audit,
+                                                         "data": paradigm.dashboard_data(audit, **query)})

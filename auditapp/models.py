@@ -488,3 +488,64 @@ class AuditMetric(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["audit", "audit_model", "condition", "reference"],
                                                name="audit_metric_once")]
+
+
+class AuditExtraction(models.Model):
+    """A second pass over the replies an audit's strict parser left unparseable (issue 16): each reply read again
+    by verbal rules (``mode`` "rules") or by a chosen chat model asked a versioned question (``mode`` "model").
+    Its outcomes (:class:`AuditExtractionLabel`) are stored beside the strict ones, never instead of them.
+    ``identity`` is the sha256 of mode, version, endpoint, model and parameters: the same extraction is stored
+    once per audit, and asked for again it is not redone."""
+
+    class Mode(models.TextChoices):
+        RULES = "rules", "Verbal rules"
+        MODEL = "model", "A model asked which label the reply gives"
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "Queued"
+        RUNNING = "running", "Running"
+        COMPLETED = "completed", "Completed"
+        FAILED = "failed", "Failed"
+
+    audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="extractions")
+    mode = models.CharField(max_length=10, choices=Mode.choices)
+    endpoint = models.ForeignKey(LLMEndpoint, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    model = models.CharField(max_length=200, blank=True, help_text="The extractor model's name at the endpoint.")
+    params = models.JSONField(default=dict, blank=True, help_text="The extractor model's generation parameters.")
+    digest = models.CharField(max_length=200, blank=True, editable=False,
+                              help_text="The extractor model's version/digest the endpoint reported.")
+    version = models.CharField(max_length=20, help_text="The rules' version, or the extraction template's.")
+    extractor = models.CharField(max_length=300, help_text="Who extracted, in words (rules and version, or model, "
+                                                           "endpoint and template version).")
+    identity = models.CharField(max_length=64, editable=False)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    status_reason = models.TextField(blank=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["audit", "id"]
+        constraints = [models.UniqueConstraint(fields=["audit", "identity"], name="audit_extraction_once")]
+
+    def __str__(self) -> str:
+        return f"extraction {self.pk} of audit {self.audit_id}: {self.extractor}"
+
+
+class AuditExtractionLabel(models.Model):
+    """One reply's outcome in an extraction: ``label`` (0/1), ``none``, ``unparseable`` (the extractor's own answer
+    was not 0, 1 or none) or ``error`` (the extractor's request failed, ``reason`` says why). In model mode the
+    extractor's request has its own ``key`` and its reply is stored once per key in :class:`LLMReply`."""
+
+    extraction = models.ForeignKey(AuditExtraction, on_delete=models.CASCADE, related_name="labels")
+    request = models.ForeignKey(AuditRequest, on_delete=models.CASCADE, related_name="+")
+    outcome = models.CharField(max_length=12)
+    label = models.SmallIntegerField(null=True)
+    reason = models.CharField(max_length=300, blank=True)
+    key = models.CharField(max_length=64, blank=True)
+    reply = models.ForeignKey(LLMReply, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["extraction", "request"], name="audit_extraction_label_once")]

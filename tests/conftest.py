@@ -42,9 +42,10 @@ def queued(monkeypatch) -> list[int]:
 
 @pytest.fixture
 def audit_tasks_off(monkeypatch):
-    """The audit tasks are not queued: a test runs prepare, work and analysis itself."""
+    """The audit tasks are not queued: a test runs prepare, work, analysis and extractions itself."""
     for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
         monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+    monkeypatch.setattr("tasks.extractions.audit_extraction_run_task.delay", lambda extraction_id: None)
 
 
 @pytest.fixture(scope="module")

@@ -42,6 +42,13 @@ annotator's 0/1, a scorer's score, a Likert answer); any other form is refused w
 Ollama-style error names the unsupported field. A model whose name starts with ``prose-`` answers classification
 prompts unconstrained in prose that names no label (:func:`prose_reply`), as small local models do.
 
+Extractors (issue 16, the second-pass extraction of classification audits): a model whose name starts with
+``extractor-`` answers the extraction template (a prompt holding :data:`EXTRACTION_QUESTION`, the reply quoted
+between a line ``<<<`` and a line ``>>>``) by :func:`extractor_answer`'s simple rule on the quoted reply, in lower
+case: "not ableist" in it → ``0``; else "ableist" in it → ``1``; else ``none``. An extractor whose name contains
+``chatty`` wraps that word in a sentence (``The reply gives 0.``), which a strict reading of its answer refuses.
+Any other prompt gets the classification rule.
+
 The server is plain ``asyncio.Protocol`` with a minimal HTTP/1.1 parser and timer callbacks instead of
 tasks, because a benchmark drives it at over a thousand requests per second on a machine whose CPU the
 client needs too. ``LLMServer`` starts it as a subprocess for tests and benchmarks.
@@ -304,6 +311,21 @@ def structured_answer(model: str, content: str, schema: Mapping, *, positive_wor
     return {}
 
 
+EXTRACTOR_PREFIX = "extractor-"
+EXTRACTION_QUESTION = "Which label does this reply give, if any: 0, 1, or none?"
+
+
+def extractor_answer(model: str, prompt: str) -> str | None:
+    """An ``extractor-`` model's answer to the extraction template (see the module docstring), or None for a prompt
+    that is not one."""
+    if EXTRACTION_QUESTION not in prompt:
+        return None
+    start, end = prompt.find("<<<\n"), prompt.rfind("\n>>>")
+    quoted = prompt[start + 4:end].lower() if 0 <= start < end else ""
+    answer = "0" if "not ableist" in quoted else "1" if "ableist" in quoted else "none"
+    return f"The reply gives {answer}." if "chatty" in model else answer
+
+
 def _reply_text(label: int, digest: int) -> str:
     explanation = EXPLANATIONS[label]
     shape = (digest // 5) % 5
@@ -521,6 +543,8 @@ class App:
                 text = json.dumps({"score": expected_score(model, content, self.score_effects)})
             if model.startswith(ANNOTATOR_PREFIX):
                 text = annotation_reply(model, content, self.annotators)
+            if model.startswith(EXTRACTOR_PREFIX):
+                text = extractor_answer(model, content)
             if structure is not None:
                 text = json.dumps(structured_answer(model, content, structure[2], positive_words=self.positive_words,
                                                     first_model=config.models[0], annotators=self.annotators,

@@ -58,7 +58,8 @@ class Paradigm:
       problem);
     - ``launch_form``: the admin's launch form (a ModelForm of Audit), its ``fields`` and
       ``launch_from_form(form, user)``;
-    - ``dashboard_template`` and ``dashboard_data(audit)``;
+    - ``dashboard_template`` and ``dashboard_data(audit)``; ``dashboard_query``: the query parameters of the
+      dashboard's URL passed on to ``dashboard_data`` as keyword arguments (e.g. which outcomes the metrics use);
     - ``tables``: named exports under ``/api/audits/{id}/tables/{name}/``; ``api_urls()`` its own routes;
     - ``register_admin(site)``: the admin of its own records (a corpus, item variants);
     - ``after_migrate()``: what it ships into the database after every migrate (default prompt templates);
@@ -80,13 +81,14 @@ class Paradigm:
     launch_fields: tuple[str, ...]
     launch_from_form: Callable[[Any, Any], Any]
     dashboard_template: str
-    dashboard_data: Callable[[Any], dict]
+    dashboard_data: Callable[..., dict]
     tables: Mapping[str, Table] = field(default_factory=dict)
     api_urls: Callable[[], list] = list
     register_admin: Callable[[Any], None] = lambda site: None
     after_migrate: Callable[[], None] = lambda: None
     corpus_generate: Callable[..., Any] | None = None
     answer_schema: Callable[[Any], dict | None] = lambda audit: None
+    dashboard_query: tuple[str, ...] = ()
 
 
 class UnknownParadigm(KeyError):

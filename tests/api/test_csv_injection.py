@@ -18,6 +18,7 @@ from annotation.services import items_import_file
 from auditapp import audit_services as services
 from auditapp.models import AuditModel, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
+from auditapp.paradigms.classification.extraction_services import extraction_create, extraction_run
 from auditapp.paradigms.self_report.services import self_report_audit_create
 from auditapp.urls import api_patterns
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
@@ -75,8 +76,10 @@ def hostile(shipped_instruments, audit_tasks_off):
     corpus = bits_corpus_generate(name="=corpus", spec={
         "templates": [{"id": "-T1", "text": "=<group> person."}], "emotions": [],
         "groups": [{"group": "@group", "terms": ["+term"]}]})
+    extraction, _ = extraction_create(audit=audit, mode="rules")
+    extraction_run(extraction_id=extraction.id)
     return {"study": study, "audit": audit, "self_report": self_report, "import": imported, "endpoint": endpoint,
-            "corpus": corpus}
+            "corpus": corpus, "extraction": extraction}
 
 
 def csv_rows(response) -> list[list[str]]:
@@ -109,7 +112,8 @@ def get_paths(ids: dict) -> list[str]:
             pk = ids["self_report"].id
         else:
             pk = ids["audit"].id
-        paths.append("/api/" + route.replace("<int:pk>", str(pk)).replace("<str:name>", "metrics"))
+        paths.append("/api/" + route.replace("<int:pk>", str(pk)).replace("<str:name>", "metrics")
+                     .replace("<str:extraction_id>", str(ids["extraction"].id)))
     return paths
 
 

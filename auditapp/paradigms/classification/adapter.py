@@ -3,6 +3,7 @@ and admin form, its request builder, analysis, dashboard and exports."""
 from __future__ import annotations
 
 from django import forms
+from django.core.exceptions import BadRequest
 from django.urls import path
 from rest_framework import serializers
 
@@ -13,6 +14,7 @@ from auditapp.models import Audit
 from auditapp.paradigms import registry
 from auditapp.paradigms.classification import LABEL
 from auditapp.paradigms.classification import services as classification_services
+from auditapp.paradigms.classification.extraction_services import OutcomeSourceError
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
 from auditapp.paradigms.classification.replies import ANSWER_SCHEMA
 from auditapp.paradigms.classification.selectors import audit_dashboard_data, audit_metrics_export, condition_cells
@@ -68,10 +70,26 @@ def launch_from_form(form: ClassificationLaunchForm, user) -> Audit:
         parallel_tasks=data["parallel_tasks"], created_by=user)
 
 
-def api_urls() -> list:
-    from auditapp.paradigms.classification.api import AuditMetricsView
+def dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
+    """The dashboard's data under the outcome source of ``?outcomes=`` (a 400 naming it when there is no such
+    source)."""
+    try:
+        return audit_dashboard_data(audit, outcomes)
+    except OutcomeSourceError as error:
+        raise BadRequest(str(error)) from error
 
-    return [path("audits/<int:pk>/metrics/", AuditMetricsView.as_view(), name="audit-metrics")]
+
+def api_urls() -> list:
+    from auditapp.paradigms.classification.api import (
+        AuditExtractionLabelsView,
+        AuditExtractionsView,
+        AuditMetricsView,
+    )
+
+    return [path("audits/<int:pk>/metrics/", AuditMetricsView.as_view(), name="audit-metrics"),
+            path("audits/<int:pk>/extractions/", AuditExtractionsView.as_view(), name="audit-extractions"),
+            path("audits/<int:pk>/extractions/<str:extraction_id>/labels/", AuditExtractionLabelsView.as_view(),
+                 name="audit-extraction-labels")]
 
 
 PARADIGM = registry.Paradigm(
@@ -87,7 +105,8 @@ PARADIGM = registry.Paradigm(
                    "error_budget", "unparsed", "n_resamples", "parallel_tasks"),
     launch_from_form=launch_from_form,
     dashboard_template="auditapp/audit_dashboard.html",
-    dashboard_data=audit_dashboard_data,
+    dashboard_data=dashboard_data,
+    dashboard_query=("outcomes",),
     tables={"metrics": registry.Table(
         "metrics", "One row per model × condition × reference: every metric with its bootstrap 95% CI, the counts "
                    "of each outcome, and Δκ (seed 000 Tables 1–2).", lambda audit: audit_metrics_export(audit=audit))},

@@ -1,12 +1,42 @@
-"""REST API of classification audits: the metrics export (``/api/audits/{id}/metrics/``, JSON and ``?format=csv``)."""
+"""REST API of classification audits: the metrics export (``/api/audits/{id}/metrics/``, JSON and ``?format=csv``,
+under an outcome source ``?outcomes=strict|extraction:<id>``) and the second-pass extractions
+(``/api/audits/{id}/extractions/``: record one, list them with their counts, export one's labels)."""
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
-from rest_framework import serializers
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import serializers, status
+from rest_framework.exceptions import APIException, NotFound, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from auditapp.api.audits import AuditScoped
 from auditapp.api.exports import ExportListAPIView
-from auditapp.paradigms.classification.selectors import METRIC_VALUES, audit_metrics_export
+from auditapp.api.parsers import JSONObjectParser
+from auditapp.audit_services import AuditError
+from auditapp.models import AuditExtraction, LLMEndpoint
+from auditapp.paradigms.classification.extraction_services import OutcomeSourceError, extraction_create
+from auditapp.paradigms.classification.selectors import (
+    EXTRACTION_COUNTS,
+    METRIC_VALUES,
+    audit_extraction_labels_export,
+    audit_extractions,
+    audit_metrics_export,
+)
+
+PARADIGM = "classification"
+
+
+class Conflict(APIException):
+    status_code = status.HTTP_409_CONFLICT
+    default_detail = "The request conflicts with the state of the resource."
+    default_code = "conflict"
+
+OUTCOMES_PARAMETER = OpenApiParameter(
+    "outcomes", str, pattern=r"^(strict|extraction:[0-9]{1,18})$", description="Which outcomes the metrics use: \"strict\" (default: the strict parser's labels "
+                                 "only) or \"extraction:<id>\" (strict labels kept, unparseable replies take that "
+                                 "completed extraction's label where it gives one). Every row says which. 404 for an "
+                                 "extraction the audit does not have, 409 for one not completed.")
 
 
 def _metric_field(name: str) -> serializers.Field:
@@ -28,18 +58,132 @@ MetricRowSerializer = type("MetricRowSerializer", (serializers.Serializer,), {
     "unparsed": serializers.CharField(help_text="exclude or wrong: how unparsed items entered every number."),
     **_metric_fields(), "delta_kappa": serializers.FloatField(allow_null=True, help_text="κ(majority) − κ(weighted)"),
     "delta_kappa_note": serializers.CharField(allow_null=True, help_text="Why Δκ is undefined (null when defined)."),
+    "outcomes": serializers.CharField(help_text="The outcome source: strict or extraction:<id>."),
+    "n_extracted": serializers.IntegerField(allow_null=True, help_text="Replies whose label came from the "
+                                                                       "extraction (null under strict outcomes)."),
 })
 
 
-@extend_schema(summary="An audit's metrics", description="One row per model × condition × reference, every "
-               "metric with its bootstrap 95% CI (items resampled, seeded), counts of each outcome, and Δκ. A metric "
-               "undefined over its items (n = 0, no predicted or no reference positives, κ with one class only) is "
-               "null (empty in CSV), never 0, with its reason in the <metric>_note column.")
+@extend_schema(summary="An audit's metrics", parameters=[OUTCOMES_PARAMETER],
+               description="One row per model × condition × reference, every metric with its bootstrap 95% CI (items "
+                           "resampled, seeded), counts of each outcome, and Δκ, under the chosen outcome source. A "
+                           "metric undefined over its items (n = 0, no predicted or no reference positives, κ with "
+                           "one class only) is null (empty in CSV), never 0, with its reason in the <metric>_note "
+                           "column.")
 class AuditMetricsView(AuditScoped, ExportListAPIView):
     serializer_class = MetricRowSerializer
 
     def export_rows(self):
-        return audit_metrics_export(audit=self.audit)
+        try:
+            return audit_metrics_export(audit=self.audit, outcomes=self.request.query_params.get("outcomes"))
+        except OutcomeSourceError as error:
+            raise {404: NotFound, 409: Conflict}.get(error.status, ValidationError)({"outcomes": [str(error)]}) \
+                from error
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-metrics.csv"
+
+
+class ExtractionCreateSerializer(serializers.Serializer):
+    mode = serializers.ChoiceField(choices=AuditExtraction.Mode.choices,
+                                   help_text="rules (the verbal rules) or model (a chat model asked which label the "
+                                             "reply gives).")
+    endpoint = serializers.PrimaryKeyRelatedField(queryset=LLMEndpoint.objects.all(), required=False, allow_null=True,
+                                                  help_text="model mode: the extractor's endpoint (id).")
+    model = serializers.CharField(required=False, allow_blank=True, max_length=200,
+                                  help_text="model mode: the extractor model's name at the endpoint.")
+    params = serializers.DictField(required=False, help_text="model mode: generation parameters (default none).")
+
+
+ExtractionCountsSerializer = type("ExtractionCountsSerializer", (serializers.Serializer,), {
+    **{name: serializers.IntegerField() for name in EXTRACTION_COUNTS},
+    "n": serializers.IntegerField(help_text="Replies read.")})
+
+
+class ExtractionSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    mode = serializers.CharField()
+    extractor = serializers.CharField(help_text="Who extracted: rules and version, or model, endpoint, template.")
+    version = serializers.CharField()
+    endpoint = serializers.IntegerField(allow_null=True)
+    endpoint_name = serializers.CharField(allow_null=True)
+    model = serializers.CharField(allow_blank=True)
+    params = serializers.DictField()
+    digest = serializers.CharField(allow_blank=True)
+    status = serializers.CharField()
+    status_reason = serializers.CharField(allow_blank=True)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    counts = ExtractionCountsSerializer()
+    n_to_extract = serializers.IntegerField(help_text="The audit's unparseable replies (what an extraction reads).")
+    outcomes = serializers.CharField(help_text="The value of ?outcomes= that shows metrics with this extraction.")
+
+
+class AuditExtractionsView(AuditScoped, APIView):
+    paradigm = PARADIGM
+    parser_classes = [JSONObjectParser]
+
+    @extend_schema(summary="An audit's second-pass extractions", responses={200: ExtractionSerializer(many=True)})
+    def get(self, request, pk: int):
+        return Response(ExtractionSerializer(audit_extractions(self.audit), many=True).data)
+
+    @extend_schema(summary="Extract labels from the unparseable replies", request=ExtractionCreateSerializer,
+                   responses={202: ExtractionSerializer, 200: ExtractionSerializer, 400: OpenApiTypes.OBJECT},
+                   description="Reads the replies the strict parser left unparseable again, by the verbal rules "
+                               "({\"mode\": \"rules\"}) or by asking a chat model which label each gives "
+                               "({\"mode\": \"model\", \"endpoint\": id, \"model\": \"...\"}), in a worker. 202 with "
+                               "the new extraction; 200 with the existing one when the same extraction (mode, "
+                               "version, endpoint, model, params) was recorded before: it is not redone. The strict "
+                               "outcomes never change.")
+    def post(self, request, pk: int):
+        body = ExtractionCreateSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        data = body.validated_data
+        try:
+            extraction, created = extraction_create(audit=self.audit, mode=data["mode"], endpoint=data.get("endpoint"),
+                                                    model=data.get("model", ""), params=data.get("params"),
+                                                    created_by=request.user)
+        except AuditError as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        row = next(row for row in audit_extractions(self.audit) if row["id"] == extraction.id)
+        return Response(ExtractionSerializer(row).data, status=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK)
+
+
+class ExtractionLabelSerializer(serializers.Serializer):
+    request_id = serializers.IntegerField()
+    model = serializers.CharField()
+    model_label = serializers.CharField()
+    condition = serializers.CharField()
+    item = serializers.CharField(allow_null=True)
+    replicate = serializers.IntegerField()
+    strict_outcome = serializers.CharField(help_text="The strict parser's outcome (unchanged by the extraction).")
+    strict_reason = serializers.CharField(allow_blank=True)
+    reply = serializers.CharField(allow_null=True, help_text="The audited model's raw reply.")
+    extraction = serializers.IntegerField()
+    mode = serializers.CharField()
+    extractor = serializers.CharField()
+    outcome = serializers.CharField(help_text="label, none, unparseable (the extractor's answer) or error.")
+    label = serializers.IntegerField(allow_null=True, help_text="The extracted label (null: none).")
+    reason = serializers.CharField(allow_blank=True)
+    key = serializers.CharField(allow_blank=True, help_text="model mode: the extractor request's key.")
+    extractor_reply = serializers.CharField(allow_null=True, help_text="model mode: the extractor's raw answer.")
+
+
+@extend_schema(summary="The labels an extraction read", parameters=[
+    OpenApiParameter("extraction_id", int, OpenApiParameter.PATH)],
+    description="One row per reply the extraction read: its request, strict outcome and raw reply, and the "
+                "extraction's outcome, label and reason (model mode: the extractor request's key and raw answer).")
+class AuditExtractionLabelsView(AuditScoped, ExportListAPIView):
+    paradigm = PARADIGM
+    serializer_class = ExtractionLabelSerializer
+
+    def export_rows(self):
+        number = self.kwargs["extraction_id"]
+        extraction = AuditExtraction.objects.filter(audit=self.audit, pk=int(number)).first() if (
+            number.isdigit() and len(number) < 19) else None
+        if extraction is None:
+            raise NotFound(f"audit {self.audit.id} has no extraction {number!r}")
+        return audit_extraction_labels_export(extraction=extraction)
+
+    def export_filename(self) -> str:
+        return f"audit-{self.audit.id}-extraction-{self.kwargs['extraction_id']}.csv"

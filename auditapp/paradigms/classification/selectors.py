@@ -1,9 +1,14 @@
 """Reads of classification audits: the metrics export and the dashboard's data (seed 000 Tables 1–2, Figure 1)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+from django.db.models import Count
+
 from annotation.selectors import Export
 from auditapp.audit_metrics import METRICS
-from auditapp.models import Audit, AuditMetric
+from auditapp.models import Audit, AuditExtraction, AuditExtractionLabel, AuditMetric, AuditRequest
+from auditapp.paradigms.classification.extraction_services import STRICT, extraction_results, outcome_source
 from auditapp.paradigms.classification.prompts import DEFAULT_TEMPLATES
 
 
@@ -18,20 +23,54 @@ METRIC_VALUES = [*(name for metric in METRICS for name in (metric, f"{metric}_lo
                  "n", "n_items", "n_unparsed", "coverage", "coverage_note", "n_label", "n_refusal", "n_unparseable",
                  "n_error", "n_pending"]
 METRIC_EXPORT = ["model", "model_label", "condition", "reference", "unparsed", *METRIC_VALUES, "delta_kappa",
-                 "delta_kappa_note"]
+                 "delta_kappa_note", "outcomes", "n_extracted"]
 
 
-def audit_metrics_export(*, audit: Audit) -> Export:
-    """One row per model × condition × reference with every metric and its 95% CI, and the cell's Δκ; an undefined
-    value is empty (None), its reason in the ``<name>_note`` column beside it."""
+@dataclass(frozen=True)
+class OutcomeSource:
+    """Which outcomes an audit's metrics are computed with: ``name`` "strict" (the stored metrics) or
+    "extraction:<id>"; ``metrics`` maps (model id, condition, reference) to a cell's values; ``analysis`` holds
+    Δκ and the means; ``label`` says it in words."""
+
+    name: str
+    label: str
+    metrics: dict
+    analysis: dict
+    extraction_id: int | None = None
+
+
+def outcome_source_results(audit: Audit, source: str | None = None) -> OutcomeSource:
+    """The audit's results under an outcome source (default the strict outcomes; raises OutcomeSourceError for
+    one that is not "strict" or a completed extraction of the audit)."""
+    extraction = outcome_source(audit, source)
+    if extraction is None:
+        return OutcomeSource(STRICT, "strict outcomes: only the labels the strict parser read",
+                             {(m.audit_model_id, m.condition, m.reference): m.values
+                              for m in AuditMetric.objects.filter(audit=audit)}, audit.analysis or {})
+    cells, analysis = extraction_results(audit, extraction)
+    return OutcomeSource(f"extraction:{extraction.id}",
+                         f"with extraction {extraction.id} ({extraction.extractor}): strict labels kept, unparseable "
+                         "replies take the extraction's label where it gives one",
+                         {(cell["model"], cell["condition"], cell["reference"]): cell["values"] for cell in cells},
+                         analysis, extraction.id)
+
+
+def audit_metrics_export(*, audit: Audit, outcomes: str | None = None) -> Export:
+    """One row per model × condition × reference with every metric and its 95% CI, and the cell's Δκ, under an
+    outcome source (:func:`outcome_source_results`; ``outcomes`` and ``n_extracted`` say which); an undefined value
+    is empty (None), its reason in the ``<name>_note`` column beside it."""
+    source = outcome_source_results(audit, outcomes)
     delta = {(cell["model_id"], cell["condition"]): (cell["delta_kappa"], cell.get("delta_kappa_note"))
-             for cell in (audit.analysis or {}).get("kappa_gap", {}).get("cells", [])}
+             for cell in source.analysis.get("kappa_gap", {}).get("cells", [])}
     conditions = {c: i for i, c in enumerate(audit.conditions.values_list("condition", flat=True))}
-    metrics = sorted(AuditMetric.objects.filter(audit=audit).select_related("audit_model"),
-                     key=lambda m: (m.audit_model.position, conditions.get(m.condition, 99), m.reference != "weighted"))
-    rows = [(m.audit_model.model, m.audit_model.display_name, m.condition, m.reference, m.unparsed,
-             *(m.values.get(name) for name in METRIC_VALUES),
-             *delta.get((m.audit_model_id, m.condition), (None, None))) for m in metrics]
+    models = {m.id: m for m in audit.models.all()}
+    keys = sorted(source.metrics, key=lambda k: (models[k[0]].position, k[0], conditions.get(k[1], 99),
+                                                 k[2] != "weighted"))
+    rows = [(models[model].model, models[model].display_name, condition, reference, audit.unparsed,
+             *(source.metrics[(model, condition, reference)].get(name) for name in METRIC_VALUES),
+             *delta.get((model, condition), (None, None)), source.name,
+             source.metrics[(model, condition, reference)].get("n_extracted"))
+            for model, condition, reference in keys]
     return Export(METRIC_EXPORT, rows)
 
 
@@ -92,13 +131,14 @@ def _metric_rows(metrics: dict, models: list, conditions: list[str], gap: dict) 
     return rows
 
 
-def audit_dashboard_data(audit: Audit) -> dict:
-    """Everything the audit dashboard draws, as JSON-ready data."""
+def audit_dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
+    """Everything the audit dashboard draws, as JSON-ready data, under an outcome source (default the strict
+    outcomes; ``outcome_source`` and ``outcome_sources`` say which is shown and which can be)."""
     models = list(audit.models.all())
     conditions = list(audit.conditions.values_list("condition", flat=True))
-    metrics = {(m.audit_model_id, m.condition, m.reference): m.values
-               for m in AuditMetric.objects.filter(audit=audit)}
-    analysis = audit.analysis or {}
+    source = outcome_source_results(audit, outcomes)
+    metrics = source.metrics
+    analysis = source.analysis
     gap = analysis.get("kappa_gap", {})
     scatter = [{"model": model.display_name, "model_id": model.id, "condition": condition, "reference": reference,
                 "precision": values.get("precision"), "recall": values.get("recall"), "f1": values.get("f1"),
@@ -120,4 +160,57 @@ def audit_dashboard_data(audit: Audit) -> dict:
         "condition_means": analysis.get("condition_means", []),
         "scatter": scatter,
         "metric_rows": _metric_rows(metrics, models, conditions, gap),
+        "outcome_source": {"name": source.name, "label": source.label},
+        "outcome_sources": [{"name": STRICT, "label": "strict outcomes (default)"}] + [
+            {"name": f"extraction:{e.id}", "label": f"extraction {e.id}: {e.extractor}"}
+            for e in AuditExtraction.objects.filter(audit=audit, status=AuditExtraction.Status.COMPLETED)],
     }
+
+
+EXTRACTION_COUNTS = ("label_0", "label_1", "none", "unparseable", "error")
+
+
+def audit_extractions(audit: Audit) -> list[dict]:
+    """The audit's extractions, oldest first, each with the counts of its outcomes (``label_0``, ``label_1``,
+    ``none``, ``unparseable``, ``error``, ``n``) and ``n_to_extract``: the audit's unparseable replies now."""
+    counts: dict[int, dict[str, int]] = {}
+    rows = (AuditExtractionLabel.objects.filter(extraction__audit=audit).values("extraction_id", "outcome", "label")
+            .annotate(n=Count("id")).order_by())
+    for row in rows:
+        name = f"label_{row['label']}" if row["outcome"] == "label" else row["outcome"]
+        counts.setdefault(row["extraction_id"], dict.fromkeys(EXTRACTION_COUNTS, 0))[name] += row["n"]
+    n_to_extract = AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.ANSWERED,
+                                               outcome=AuditRequest.Outcome.UNPARSEABLE).count()
+    out = []
+    for extraction in AuditExtraction.objects.filter(audit=audit).select_related("endpoint").order_by("id"):
+        extraction_counts = counts.get(extraction.id, dict.fromkeys(EXTRACTION_COUNTS, 0))
+        out.append({"id": extraction.id, "mode": extraction.mode, "extractor": extraction.extractor,
+                    "version": extraction.version, "endpoint": extraction.endpoint_id,
+                    "endpoint_name": extraction.endpoint.name if extraction.endpoint else None,
+                    "model": extraction.model, "params": extraction.params, "digest": extraction.digest,
+                    "status": extraction.status, "status_reason": extraction.status_reason,
+                    "created_at": extraction.created_at, "finished_at": extraction.finished_at,
+                    "counts": {**extraction_counts, "n": sum(extraction_counts.values())},
+                    "n_to_extract": n_to_extract, "outcomes": f"extraction:{extraction.id}"})
+    return out
+
+
+EXTRACTION_LABEL_EXPORT = ["request_id", "model", "model_label", "condition", "item", "replicate", "strict_outcome",
+                           "strict_reason", "reply", "extraction", "mode", "extractor", "outcome", "label", "reason",
+                           "key", "extractor_reply"]
+
+
+def audit_extraction_labels_export(*, extraction: AuditExtraction) -> Export:
+    """One row per reply the extraction read: the request, its strict outcome and reply, and the extraction's
+    outcome, label (empty when none) and reason; in model mode the extractor request's key and raw answer."""
+    rows = (AuditExtractionLabel.objects.filter(extraction=extraction).order_by("request_id").values_list(
+        "request_id", "request__audit_model__model", "request__audit_model__label", "request__condition",
+        "request__item__external_id", "request__replicate", "request__outcome", "request__parse_reason",
+        "request__reply__text", "extraction_id", "extraction__mode", "extraction__extractor", "outcome", "label",
+        "reason", "key", "reply__text"))
+    return Export(EXTRACTION_LABEL_EXPORT, rows, transform=_model_label)
+
+
+def _model_label(row: tuple) -> tuple:
+    """The model's label column shows its name when it has no label of its own (as the metrics export does)."""
+    return (*row[:2], row[2] or row[1], *row[3:])

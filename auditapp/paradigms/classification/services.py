@@ -255,18 +255,30 @@ def _classification_manifest(audit: Audit, builder: ClassificationRequests) -> d
 OUTCOME_COUNTS = ("label", "refusal", "unparseable", "error", "pending")
 
 
-def classification_analyse(audit: Audit) -> None:
-    """Metrics per model × condition × reference, Δκ and the means (seed 000 Tables 1–2, Figure 1, §4.1)."""
-    audit_id = audit.id
-    models = list(audit.models.all())
-    conditions = list(audit.conditions.values_list("condition", flat=True))
+def classification_requests_frame(audit: Audit) -> pd.DataFrame:
+    """The audit's requests: id, model (its id), condition, item, replicate, outcome ("pending" while pending),
+    label (the strict label, NaN unless the outcome is a label), state."""
     requests = pd.DataFrame.from_records(
-        AuditRequest.objects.filter(audit=audit).values_list("audit_model_id", "condition", "item_id", "replicate",
-                                                             "outcome", "label", "state"),
-        columns=["model", "condition", "item", "replicate", "outcome", "label", "state"])
+        AuditRequest.objects.filter(audit=audit).values_list("id", "audit_model_id", "condition", "item_id",
+                                                             "replicate", "outcome", "label", "state"),
+        columns=["id", "model", "condition", "item", "replicate", "outcome", "label", "state"])
     requests["label"] = np.where(requests["outcome"] == AuditRequest.Outcome.LABEL,
                                  requests["label"].astype(float), np.nan)
     requests.loc[requests["state"] == AuditRequest.State.PENDING, "outcome"] = "pending"
+    return requests
+
+
+def classification_results(audit: Audit, *, labels: pd.Series | None = None) -> tuple[list[dict], dict]:
+    """Metrics per model × condition × reference, Δκ and the means (seed 000 Tables 1–2, Figure 1, §4.1).
+
+    ``labels`` (aligned with :func:`classification_requests_frame`) replaces the strict labels: an outcome source
+    other than the strict parser (:mod:`.extraction_services`); the outcome counts stay the strict ones. Returns
+    the cell rows (model id, condition, reference, values) and the analysis (unparsed rule, Δκ, means)."""
+    models = list(audit.models.all())
+    conditions = list(audit.conditions.values_list("condition", flat=True))
+    requests = classification_requests_frame(audit)
+    if labels is not None:
+        requests["label"] = labels
     references = pd.DataFrame.from_records(
         AuditItem.objects.filter(audit=audit).order_by("item_id").values_list("item_id", "weighted_label",
                                                                               "majority_label"),
@@ -275,13 +287,13 @@ def classification_analyse(audit: Audit) -> None:
                                     unparsed=audit.unparsed, n_resamples=audit.n_resamples, seed=audit.seed)
     counts = requests.groupby(["model", "condition", "outcome"]).size()
     names = {m.id: m.display_name for m in models}
-    metric_rows = []
+    cells = []
     for cell in result.cells:
         values = {k: _json_number(v) for k, v in cell.items() if k not in ("model", "condition", "reference")}
         for outcome in OUTCOME_COUNTS:
             values[f"n_{outcome}"] = int(counts.get((cell["model"], cell["condition"], outcome), 0))
-        metric_rows.append(AuditMetric(audit=audit, audit_model_id=cell["model"], condition=cell["condition"],
-                                       reference=cell["reference"], unparsed=audit.unparsed, values=values))
+        cells.append({"model": cell["model"], "condition": cell["condition"], "reference": cell["reference"],
+                      "values": values})
 
     def named(rows: list[dict]) -> list[dict]:
         """Rows keyed by model id get the model's name beside the id."""
@@ -290,13 +302,21 @@ def classification_analyse(audit: Audit) -> None:
 
     gap = {k: _json_number(v) for k, v in result.gap.items() if k != "cells"}
     gap["cells"] = named(result.gap["cells"])
+    return cells, {"unparsed": audit.unparsed, "kappa_gap": gap, "model_means": named(result.model_means),
+                   "condition_means": named(result.condition_means)}
+
+
+def classification_analyse(audit: Audit) -> None:
+    """Compute the strict outcomes' results (:func:`classification_results`) and store them."""
+    audit_id = audit.id
+    cells, analysis = classification_results(audit)
+    metric_rows = [AuditMetric(audit=audit, audit_model_id=cell["model"], condition=cell["condition"],
+                               reference=cell["reference"], unparsed=audit.unparsed, values=cell["values"])
+                   for cell in cells]
     with transaction.atomic():
         AuditMetric.objects.filter(audit=audit).delete()
         AuditMetric.objects.bulk_create(metric_rows)
-        Audit.objects.filter(pk=audit_id).update(
-            analysis={"unparsed": audit.unparsed, "kappa_gap": gap, "model_means": named(result.model_means),
-                      "condition_means": named(result.condition_means)},
-            analysed_at=timezone.now())
+        Audit.objects.filter(pk=audit_id).update(analysis=analysis, analysed_at=timezone.now())
         Audit.objects.filter(pk=audit_id, status=Audit.Status.ANALYSING).update(status=Audit.Status.COMPLETED)
 
 

@@ -1,0 +1,169 @@
+"""Verbal rules: read a free-prose reply to a classification prompt (seed 000 §3.4) into 0, 1 or none.
+
+A re-parse mode of the second-pass extraction (:mod:`auditapp.paradigms.classification.extraction`), offered for
+replies the strict parser (:mod:`.replies`) left unparseable, such as "The given sentences are not ableist and
+they highlight…". Pure, deterministic, and deliberately small: every rule is a named pattern below, and anything
+the rules cannot read with confidence is "none" (the paper's rule that nothing is guessed still holds; the
+extracted labels are stored beside the strict outcomes, never instead of them).
+
+How a reply is read
+-------------------
+1. ``<think>`` blocks are set aside. Quoted text (``"…"``, ``“…”``) and echoed prompt lines (``Target sentence:
+   …``) are the sentence being judged, not a verdict: if one of them mentions ableism ("ableist", "ableism",
+   "anti-autistic") the reply is **none** ("quoted sentence mentions ableism"); otherwise they are blanked out.
+2. The rest is cut into clauses at ``. ! ? ; ,``, line ends and "and", "but", "however", "although", "though",
+   "while", "whereas". Each rule is matched inside one clause.
+3. Verdict rules (:data:`RULES`), negated ones first; a negated verdict's words are blanked before the
+   affirmed rules look, so "does not contain ableist language" is never also "contains ableist language":
+
+   - 0, ``negated copula``: "is not ableist", "are not ableist", "isn't ableist", "was not considered ableist",
+     "is not an ableist statement";
+   - 0, ``not considered``: "not considered ableist", "should not be seen as ableist";
+   - 0, ``non-ableist``: "non-ableist", "non ableist";
+   - 0, ``negated contains``: "does not contain any ableist language", "doesn't use ableist terms";
+   - 0, ``no ableism``: "contains no ableist language", "there is no ableism", "free of ableist language";
+   - 1, ``copula``: "is ableist", "is clearly ableist", "is an ableist statement", "is considered ableist";
+   - 1, ``contains``: "contains ableist language", "uses ableist terms", "reinforces ableist stereotypes";
+   - the label digit, ``label number``: "label: 1", "Label 0", "This label of 0 indicates…", "classified as 1"
+     (not "label 0 or 1", which names the options).
+4. A verdict is void when its clause, before it, holds a hedge (:data:`HEDGE_RE`: "may", "might", "could",
+   "possibly", "perhaps", "seems", "likely", "if", …) or a negation (:data:`NEGATION_RE`: "I don't think it is
+   ableist", "No, it is not ableist"): the reply is then **none** ("hedged" / "negation around the verdict").
+   Hedged verdicts that no rule above takes ("may be ableist", "could be seen as ableist", "is potentially
+   ableist", "seems ableist") and conditions in the sentence of a verdict ("If the speaker is not autistic, the
+   sentence is ableist") are caught by :data:`HEDGED_RE` and make the reply none ("hedged") as well.
+5. One value among the verdicts → that label; both 0 and 1 → **none** ("both labels"); no verdict → **none**
+   ("no verdict"). Talk about ableism that is no verdict on the sentence ("The Idiot is a classic example of
+   ableism…", "Ableism is discrimination…") gives no verdict.
+
+The reading's ``reason`` names the rule and the words that decided ("negated copula: 'are not ableist'") or why
+it is none. :data:`RULES_VERSION` changes whenever a rule does: a stored extraction names the version it ran.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+RULES_VERSION = "1"
+
+REASON_EMPTY = "empty reply"
+REASON_QUOTED = "quoted sentence mentions ableism"
+REASON_HEDGED = "hedged"
+REASON_NEGATION = "negation around the verdict"
+REASON_BOTH = "both labels"
+REASON_NO_VERDICT = "no verdict"
+
+_ABLE = r"(?:ableis[mt]\w*|anti-autistic)"
+_ABLE_ADJ = r"(?:ableist(?:ic)?|anti-autistic)\b"
+_ADVERB = (r"(?:(?:clearly|definitely|certainly|explicitly|overtly|inherently|really|very|highly|particularly|also"
+           r"|actually|generally|necessarily|in\s+itself|itself|strictly|directly)\s+)?")
+_SEEN_AS = r"(?:(?:considered|seen\s+as|regarded\s+as|deemed|viewed\s+as|perceived\s+as)\s+)?"
+_ARTICLE = r"(?:an?\s+)?"
+_CONTAIN_VERBS = (r"(?:contain|use|include|express|show|exhibit|display|promote|reflect|convey|have|perpetuate"
+                  r"|involve|demonstrate|employ|reinforce)")
+
+THINK_RE = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)
+QUOTED_RE = re.compile(r"\"[^\"\n]*\"|“[^”]*”|^[\s*_>-]*(?:preceding|target|following)\s+sentence\s*:.*$",
+                       re.I | re.M)
+ABLEISM_RE = re.compile(_ABLE, re.I)
+CLAUSE_RE = re.compile(r"[.!?;,\n]|\b(?:and|but|however|although|though|while|whereas)\b", re.I)
+HEDGE_RE = re.compile(
+    r"\b(?:may|might|could|can|possibly|perhaps|potentially|arguably|somewhat|seems?|appears?|likely|probably"
+    r"|unlikely|if|whether|unless|maybe)\b", re.I)
+NEGATION_RE = re.compile(r"\b(?:not|no|never|neither|nor|hardly|nothing)\b|n['’]t\b", re.I)
+HEDGED_RE = re.compile(
+    r"\b(?:may|might|could|can)\s+(?:not\s+)?(?:\w+\s+){0,3}?" + _ABLE
+    + r"|\b(?:is|are|was|were|be)\s+(?:potentially|possibly|arguably|somewhat|perhaps|likely|probably|borderline"
+      r"|slightly|subtly|mildly)\s+(?:\w+\s+)?" + _ABLE
+    + r"|\b(?:seems?|appears?)\s+(?:to\s+be\s+)?(?:\w+\s+)?" + _ABLE
+    + r"|\b(?:if|unless|whether|depending\s+on)\b[^.!?\n]*?" + _ABLE, re.I)
+
+_NOT = r"(?:not|never)\s+"
+_CONTRACTED = r"(?:isn|aren|wasn|weren)['’]t\s+"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A verdict pattern: the label it gives (None: the label digit it captures) and its name in reasons."""
+
+    name: str
+    label: int | None
+    pattern: re.Pattern[str]
+
+
+NEGATED_RULES = (
+    Rule("negated copula", 0, re.compile(
+        r"\b(?:(?:is|are|was|were|be)\s+" + _NOT + r"|" + _CONTRACTED + r")" + _ADVERB + _SEEN_AS + _ARTICLE
+        + _ABLE_ADJ, re.I)),
+    Rule("not considered", 0, re.compile(
+        r"\bnot\s+(?:be\s+)?(?:considered|seen\s+as|regarded\s+as|deemed|viewed\s+as|perceived\s+as)\s+" + _ARTICLE
+        + _ABLE_ADJ, re.I)),
+    Rule("non-ableist", 0, re.compile(r"\bnon[\s-]?ableist\b", re.I)),
+    Rule("negated contains", 0, re.compile(
+        r"\b(?:does|do|did)\s*(?:not\s+|n['’]t\s+)" + _CONTAIN_VERBS + r"\s+(?:any\s+)?(?:\w+\s+)?" + _ABLE, re.I)),
+    Rule("no ableism", 0, re.compile(r"\b(?:no|free\s+(?:of|from)|without(?:\s+any)?)\s+(?:\w+\s+)?" + _ABLE, re.I)),
+)
+AFFIRMED_RULES = (
+    Rule("copula", 1, re.compile(r"\b(?:is|are|was|were)\s+" + _ADVERB + _SEEN_AS + _ARTICLE + _ABLE_ADJ, re.I)),
+    Rule("contains", 1, re.compile(
+        r"\b(?:contains?|uses?|includes?|express(?:es)?|exhibits?|displays?|promotes?|reflects?|conveys?"
+        r"|perpetuates?|reinforces?|employs?|has)\s+(?!(?:no|not|any)\b)(?:\w+\s+)?" + _ABLE, re.I)),
+    Rule("label number", None, re.compile(
+        r"\b(?:label(?:l?ed)?|classification|classified)\s*(?:of|:|=|-|is|as|would\s+be)?\s*[\"'*`(\[]*([01])"
+        r"(?![\w.,/]\d)(?!\s*(?:or|and|to|/|-|–)\s*[01]\b)", re.I)),
+)
+RULES = NEGATED_RULES + AFFIRMED_RULES
+
+
+@dataclass(frozen=True)
+class VerbalReading:
+    """``label`` 0/1, or None with the ``reason`` the rules say none; for a label, ``reason`` names the rule(s)
+    and the words that decided."""
+
+    label: int | None
+    reason: str
+
+
+def read_verbal(text: str | None) -> VerbalReading:
+    """Read one reply by the rules of the module docstring."""
+    if text is None or not text.strip():
+        return VerbalReading(None, REASON_EMPTY)
+    body = THINK_RE.sub(" ", text)
+    for quoted in QUOTED_RE.finditer(body):
+        if ABLEISM_RE.search(quoted.group(0)):
+            return VerbalReading(None, f"{REASON_QUOTED}: {_excerpt(quoted.group(0))!r}")
+    body = QUOTED_RE.sub(lambda match: " " * len(match.group(0)), body)
+    hedged = HEDGED_RE.search(body)
+    if hedged:
+        return VerbalReading(None, f"{REASON_HEDGED}: {_excerpt(hedged.group(0))!r}")
+
+    verdicts: list[tuple[int, str, str]] = []
+    for clause in _clauses(body):
+        rest = clause
+        for rules in (NEGATED_RULES, AFFIRMED_RULES):
+            found = [(rule, match) for rule in rules for match in rule.pattern.finditer(rest)]
+            for rule, match in found:
+                before = rest[:match.start()]
+                for void, reason in ((HEDGE_RE, REASON_HEDGED), (NEGATION_RE, REASON_NEGATION)):
+                    cue = void.search(before)
+                    if cue:
+                        return VerbalReading(None, f"{reason}: {_excerpt(cue.group(0) + before[cue.end():] + match.group(0))!r}")
+                label = rule.label if rule.label is not None else int(match.group(1))
+                verdicts.append((label, rule.name, _excerpt(match.group(0))))
+            # Blank what the negated rules read, so the affirmed ones cannot read the same words as a 1.
+            for _, match in found:
+                rest = rest[:match.start()] + " " * (match.end() - match.start()) + rest[match.end():]
+    labels = {label for label, _, _ in verdicts}
+    if not labels:
+        return VerbalReading(None, REASON_NO_VERDICT)
+    if len(labels) > 1:
+        return VerbalReading(None, REASON_BOTH + ": " + "; ".join(f"{name}: {words!r}" for _, name, words in verdicts))
+    return VerbalReading(labels.pop(), "; ".join(f"{name}: {words!r}" for _, name, words in verdicts))
+
+
+def _clauses(text: str) -> list[str]:
+    return [part for part in CLAUSE_RE.split(text) if part and part.strip()]
+
+
+def _excerpt(text: str, limit: int = 80) -> str:
+    return " ".join(text.split())[:limit]

@@ -1,0 +1,12 @@
+"""Tasks that run the second-pass extractions of audits (issue 16): each takes an extraction id and does only what
+is still missing, so a task delivered twice, or run again after a crash, stores every outcome once."""
+from celery import shared_task
+from django.db import OperationalError
+
+from auditapp.paradigms.classification.extraction_services import extraction_run
+
+
+@shared_task(name="auditapp.audit_extraction_run", autoretry_for=(OperationalError,), retry_backoff=True,
+             max_retries=5)
+def audit_extraction_run_task(extraction_id: int) -> str:
+    return extraction_run(extraction_id=extraction_id)
