@@ -559,16 +559,36 @@ def chunk_record(*, chunk_id: int, results: list[RequestResult], parse) -> None:
                 values = (AuditRequest.State.ANSWERED, reply_id, "", result.attempts, now, parsed.outcome,
                           parsed.label, parsed.explanation, parsed.reason)
             parameters.append((*values, result.request.id, AuditRequest.State.PENDING))
+        # Judgments only for requests this reply answered: a duplicate completion of a request answered before
+        # finds its judgments there already, one another worker recorded as failed stays failed without any.
+        if connection.vendor == "postgresql":
+            # The requests this call moved from pending to answered (RETURNING): a pending request has no judgment
+            # (a failed one has none, and is retried only once its judgments are gone), so theirs are new and go
+            # straight into the table by COPY, with no conflict to check.
+            with connection.cursor() as cursor:
+                recorded_now = _executemany_returning(cursor, _record_statement() + ' RETURNING "id"', parameters)
+            _judgments_copy_new(_audit_of_chunk(chunk_id),
+                                [(request_id, parsed) for request_id, parsed in judged if request_id in recorded_now])
+            return
         with connection.cursor() as cursor:
             cursor.executemany(_record_statement(), parameters)
-        # Judgments only for requests this reply answered: a duplicate completion of a request answered before
-        # finds its judgments there already (and is skipped by the insert), one another worker recorded as failed
-        # stays failed without any.
         answered_now = set(AuditRequest.objects.filter(
             id__in=[request_id for request_id, _ in judged], state=AuditRequest.State.ANSWERED).values_list(
             "id", flat=True)) if judged else set()
         _judgments_create(_audit_of_chunk(chunk_id),
                           [(request_id, parsed) for request_id, parsed in judged if request_id in answered_now])
+
+
+def _executemany_returning(cursor, statement: str, parameters: list[tuple]) -> set[int]:
+    """Run ``statement`` once per parameters with psycopg 3's executemany(returning=True) and collect the ids it
+    returns (one result set per statement; an UPDATE that matched nothing returns none)."""
+    raw = cursor.cursor
+    raw.executemany(statement, parameters, returning=True)
+    returned: set[int] = set()
+    while True:
+        returned.update(row[0] for row in raw.fetchall())
+        if not raw.nextset():
+            return returned
 
 
 def _audit_of_chunk(chunk_id: int) -> int:
@@ -622,13 +642,30 @@ def _judgments_copy(rows: list[tuple]) -> None:
         cursor.execute(f"TRUNCATE {staging}")
 
 
+def _judgment_rows(audit_id: int, judged: list[tuple[int, ParsedReply]]) -> list[tuple]:
+    return [(audit_id, request_id, judgment.unit, judgment.outcome, judgment.value, judgment.label,
+             judgment.reason[:200], judgment.explanation)
+            for request_id, parsed in judged for judgment in parsed.judgments]
+
+
+def _judgments_copy_new(audit_id: int, judged: list[tuple[int, ParsedReply]]) -> None:
+    """PostgreSQL: the judgments of requests that have none yet, COPYed straight into the table (about twice the
+    rate of the staging path, which checks each row for a conflict)."""
+    rows = _judgment_rows(audit_id, judged)
+    if not rows:
+        return
+    table = connection.ops.quote_name(AuditJudgment._meta.db_table)
+    with connection.cursor() as cursor:
+        with cursor.cursor.copy(f"COPY {table} ({', '.join(_judgment_columns())}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+
+
 def _judgments_create(audit_id: int, judged: list[tuple[int, ParsedReply]]) -> None:
     """The judgments of parsed replies, in bulk (an existing judgment of the same request and unit is kept): on
     PostgreSQL through COPY (:func:`_judgments_copy`) from :data:`JUDGMENT_COPY_MIN_ROWS` judgments, else one
     INSERT per judgment with executemany."""
-    rows = [(audit_id, request_id, judgment.unit, judgment.outcome, judgment.value, judgment.label,
-             judgment.reason[:200], judgment.explanation)
-            for request_id, parsed in judged for judgment in parsed.judgments]
+    rows = _judgment_rows(audit_id, judged)
     if connection.vendor == "postgresql" and len(rows) >= JUDGMENT_COPY_MIN_ROWS:
         _judgments_copy(rows)
     elif rows:
