@@ -318,3 +318,14 @@ def test_the_admin_form_names_an_overlap_and_stores_nothing(staff_client, study_
                                                  item_set="high_aq", allow_overlap="on"))
     assert response.status_code == 302, response.content.decode()[-3000:]
     assert len(external_ids(Audit.objects.get().id)) == 6
+
+
+def test_a_list_of_thousands_of_ids_is_read_whole(api_client, endpoint, prepare_sent):
+    study = make_audit_study(1200, n_examples=2)
+    listed = [f"a{i:05d}" for i in range(1100)]
+    response = launch(api_client, study, endpoint, conditions=["zs"], evaluation_set="items",
+                      item_ids=[*listed, "missing-1"])
+    assert response.status_code == 400 and "1 ids are not items of study" in response.json()["detail"]
+    response = launch(api_client, study, endpoint, conditions=["zs"], evaluation_set="items", item_ids=listed)
+    assert response.status_code == 201, response.content
+    assert external_ids(response.json()["id"]) == listed

@@ -105,7 +105,7 @@ def evaluation_plan(*, study: Study, evaluation: EvaluationSet, conditions: list
     sample larger than the set, and (unless allowed) an overlap of the set with the conditions' ICL examples are
     problems, each named."""
     problems = evaluation_sets.kind_problems(kind=evaluation.kind, item_set=evaluation.item_set,
-                                        item_ids=evaluation.item_ids, sample=evaluation.sample)
+                                             item_ids=evaluation.item_ids, sample=evaluation.sample)
     record = {"kind": evaluation.kind, "name": evaluation.item_set or None, "sample": evaluation.sample,
               "sample_seed": seed if evaluation.sample else None, "allow_overlap": evaluation.allow_overlap}
     if problems:
@@ -116,6 +116,8 @@ def evaluation_plan(*, study: Study, evaluation: EvaluationSet, conditions: list
     if not truths:
         return EvaluationPlan([], record, [
             f"study {study} has no ground truth yet: compute its analysis first (study dashboard)"])
+    # One read of the study's ids each, not an IN list of thousands of ids (SQLite caps its parameters).
+    external_ids = dict(Item.objects.filter(study=study).values_list("id", "external_id"))
     members: dict[str, set[int]] = {}
     for set_name, item in ItemSetMember.objects.filter(study=study).values_list("set_name", "item_id"):
         members.setdefault(set_name, set()).add(item)
@@ -135,15 +137,14 @@ def evaluation_plan(*, study: Study, evaluation: EvaluationSet, conditions: list
         candidates = members[evaluation.item_set] & set(truths)
         record["n_not_evaluable"] = len(members[evaluation.item_set] - candidates)
     else:
-        candidates, id_problems = _listed_items(study, evaluation.item_ids, truths)
+        candidates, id_problems = _listed_items(study, evaluation.item_ids, truths, external_ids)
         problems += id_problems
-    external_ids = dict(Item.objects.filter(pk__in=candidates).values_list("id", "external_id"))
     if not problems and not candidates:
         problems.append(f"the evaluation set {evaluation.kind!r} of study {study} has no item to evaluate")
     if not problems and not evaluation.allow_overlap:
         overlap = evaluation_sets.overlap_problem(
             {external_ids[i] for i in candidates},
-            {name: {external_ids[i] for i in items if i in external_ids} for name, items in chosen_examples.items()})
+            {name: {external_ids[i] for i in items} for name, items in chosen_examples.items()})
         if overlap:
             problems.append(overlap)
     if not problems and evaluation.sample is not None and evaluation.sample > len(candidates):
@@ -153,17 +154,19 @@ def evaluation_plan(*, study: Study, evaluation: EvaluationSet, conditions: list
     record["n_set"] = len(candidates)
     chosen = candidates
     if evaluation.sample is not None:
-        by_external = {external: item for item, external in external_ids.items()}
+        by_external = {external_ids[item]: item for item in candidates}
         chosen = {by_external[e] for e in evaluation_sets.seeded_sample(by_external, evaluation.sample, seed)}
     record["n_overlap"] = len(chosen & set().union(*chosen_examples.values()))
     truth = [(item, *truths[item]) for item in sorted(chosen)]
     return EvaluationPlan(truth, record, [])
 
 
-def _listed_items(study: Study, listed: tuple[str, ...], truths: dict) -> tuple[set[int], list[str]]:
+def _listed_items(study: Study, listed: tuple[str, ...], truths: dict, external_ids: dict[int, str]
+                  ) -> tuple[set[int], list[str]]:
     """The study's items of the listed external ids, and the problems of ids it does not have or cannot
     evaluate."""
-    found = dict(Item.objects.filter(study=study, external_id__in=listed).values_list("external_id", "id"))
+    by_external = {external: item for item, external in external_ids.items()}
+    found = {external: by_external[external] for external in listed if external in by_external}
     problems = []
     unknown = [external for external in listed if external not in found]
     if unknown:
