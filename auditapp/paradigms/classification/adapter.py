@@ -8,11 +8,12 @@ from django.urls import path
 from rest_framework import serializers
 
 from annotation.models import Study
-from auditapp.api.launch import LaunchSerializer, model_choices
+from auditapp.api.launch import BIGINT_MAX, LaunchSerializer, model_choices
 from auditapp.launch_forms import ModelsFieldsMixin
 from auditapp.models import Audit
 from auditapp.paradigms import registry
 from auditapp.paradigms.classification import LABEL
+from auditapp.paradigms.classification import evaluation as evaluation_sets
 from auditapp.paradigms.classification import services as classification_services
 from auditapp.paradigms.classification.extraction_services import OutcomeSourceError
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
@@ -30,13 +31,42 @@ class ClassificationLaunchSerializer(LaunchSerializer):
     conditions = serializers.ListField(child=serializers.ChoiceField(choices=CONDITIONS), default=list(CONDITIONS))
     unparsed = serializers.ChoiceField(choices=Audit.Unparsed.choices, default=Audit.Unparsed.EXCLUDE)
     n_resamples = serializers.IntegerField(default=2000, min_value=100, max_value=100000)
+    evaluation_set = serializers.ChoiceField(
+        choices=evaluation_sets.KINDS, default=evaluation_sets.DEFAULT_KIND,
+        help_text="Which items are classified: all (every item with a ground truth but attention checks and the "
+                  "study's ICL examples), item_set (a stored set named by item_set: a test set such as high_aq, or "
+                  "icl_a/icl_b), not_examples (every item but the examples of the ICL sets the conditions use), "
+                  "items (the external ids in item_ids).")
+    item_set = serializers.CharField(required=False, default="", allow_blank=True, max_length=20,
+                                     help_text="evaluation_set item_set: the stored set's name.")
+    item_ids = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list,
+                                     max_length=1_000_000,
+                                     help_text="evaluation_set items: the items' external ids (an unknown id is a "
+                                               "400 naming it).")
+    sample = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1,
+                                      max_value=BIGINT_MAX,
+                                      help_text="Classify a random sample of this many items of the set, drawn with "
+                                                "the audit's seed (more than the set has is a 400).")
+    allow_overlap = serializers.BooleanField(
+        default=False, help_text="Launch even when the evaluation set shares items with the ICL examples of the "
+                                 "chosen conditions (refused by default, naming how many and a few ids).")
+
+
+def evaluation_from(values: dict) -> classification_services.EvaluationSet:
+    """The evaluation set of a launch's validated values (the API's body or the admin form's data), taken out
+    of them."""
+    return classification_services.EvaluationSet(
+        kind=values.pop("evaluation_set", evaluation_sets.DEFAULT_KIND) or evaluation_sets.DEFAULT_KIND,
+        item_set=values.pop("item_set", "") or "", item_ids=tuple(dict.fromkeys(values.pop("item_ids", ()) or ())),
+        sample=values.pop("sample", None), allow_overlap=bool(values.pop("allow_overlap", False)))
 
 
 def launch(values: dict, *, created_by=None) -> Audit:
     values = dict(values)
     values.pop("paradigm", None)
+    evaluation = evaluation_from(values)
     return classification_services.audit_create(models=model_choices(values.pop("models")), created_by=created_by,
-                                                **values)
+                                                evaluation=evaluation, **values)
 
 
 class ClassificationLaunchForm(ModelsFieldsMixin, forms.ModelForm):
@@ -45,18 +75,54 @@ class ClassificationLaunchForm(ModelsFieldsMixin, forms.ModelForm):
     conditions = forms.MultipleChoiceField(
         widget=forms.CheckboxSelectMultiple, initial=list(CONDITIONS),
         choices=[(code, DEFAULT_TEMPLATES[code].name) for code in CONDITIONS])
+    evaluation_set = forms.ChoiceField(
+        required=False, initial=evaluation_sets.DEFAULT_KIND, label="Evaluation set",
+        choices=[("all", "All items with a ground truth but the study's ICL examples"),
+                 ("item_set", "A stored item set (name it below)"),
+                 ("not_examples", "All items but the examples of the ICL sets chosen above"),
+                 ("items", "A list of item ids (paste or upload them below)")])
+    item_set = forms.CharField(required=False, max_length=20,
+                               help_text="The stored set's name: a test set (all, high_aq, low_aq, low_bias, "
+                                         "high_bias) or an example set (icl_a, icl_b).")
+    item_ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
+                               help_text="The items' external ids, one per line (or separated by commas).")
+    item_ids_file = forms.FileField(required=False, label="Item ids file",
+                                    help_text="Or a text file of the ids, one per line (UTF-8).")
+    sample = forms.IntegerField(required=False, min_value=1,
+                                help_text="Classify a random sample of this many items of the set, drawn with the "
+                                          "seed below (e.g. 100 for a pilot).")
+    allow_overlap = forms.BooleanField(required=False,
+                                       help_text="Launch even when the evaluation set shares items with the chosen "
+                                                 "ICL examples.")
 
     class Meta:
         model = Audit
         fields = ("name", "study", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
                   "parallel_tasks")
 
+    def clean_item_ids_file(self) -> list[str]:
+        upload = self.cleaned_data.get("item_ids_file")
+        if not upload:
+            return []
+        try:
+            return evaluation_sets.parse_item_ids(upload.read().decode("utf-8-sig"))
+        except UnicodeDecodeError as error:
+            raise forms.ValidationError("The ids file is not UTF-8 text.") from error
+
+    def evaluation(self) -> classification_services.EvaluationSet:
+        data = self.cleaned_data
+        listed = [*evaluation_sets.parse_item_ids(data.get("item_ids") or ""), *(data.get("item_ids_file") or [])]
+        return evaluation_from({"evaluation_set": data.get("evaluation_set"), "item_set": data.get("item_set"),
+                                "item_ids": listed, "sample": data.get("sample"),
+                                "allow_overlap": data.get("allow_overlap")})
+
     def clean(self):
         data = super().clean()
         if not self.errors:
             for problem in classification_services.audit_problems(
                     study=data["study"], models=self.model_choices(), conditions=data["conditions"],
-                    replicates=data["replicates"], error_budget=data["error_budget"], unparsed=data["unparsed"]):
+                    replicates=data["replicates"], error_budget=data["error_budget"], unparsed=data["unparsed"],
+                    evaluation=self.evaluation(), seed=data["seed"]):
                 self.add_error(None, problem)
         return data
 
@@ -67,7 +133,7 @@ def launch_from_form(form: ClassificationLaunchForm, user) -> Audit:
         study=data["study"], name=data["name"], models=form.model_choices(), conditions=data["conditions"],
         replicates=data["replicates"], seed=data["seed"], use_cache=data["use_cache"],
         error_budget=data["error_budget"], unparsed=data["unparsed"], n_resamples=data["n_resamples"],
-        parallel_tasks=data["parallel_tasks"], created_by=user)
+        parallel_tasks=data["parallel_tasks"], evaluation=form.evaluation(), created_by=user)
 
 
 def dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
@@ -101,8 +167,9 @@ PARADIGM = registry.Paradigm(
     launch_serializer=ClassificationLaunchSerializer,
     launch=launch,
     launch_form=ClassificationLaunchForm,
-    launch_fields=("name", "study", "models", "params", "conditions", "replicates", "seed", "use_cache",
-                   "error_budget", "unparsed", "n_resamples", "parallel_tasks"),
+    launch_fields=("name", "study", "models", "params", "conditions", "evaluation_set", "item_set", "item_ids",
+                   "item_ids_file", "sample", "allow_overlap", "replicates", "seed", "use_cache", "error_budget",
+                   "unparsed", "n_resamples", "parallel_tasks"),
     launch_from_form=launch_from_form,
     dashboard_template="auditapp/audit_dashboard.html",
     dashboard_data=dashboard_data,

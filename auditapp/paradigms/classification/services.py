@@ -7,6 +7,7 @@ What the engine needs comes through :data:`auditapp.paradigms.classification.ada
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -38,6 +39,7 @@ from auditapp.models import (
 )
 from auditapp.paradigms.base import Judgment, ParsedReply, Unit
 from auditapp.paradigms.classification import analysis as classification
+from auditapp.paradigms.classification import evaluation as evaluation_sets
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
 
 PARADIGM = "classification"
@@ -67,22 +69,127 @@ def template_current(condition: str) -> PromptTemplate:
 
 # ----------------------------------------------------------------------------------------------- creation
 
-def _evaluated_items(study: Study) -> list[tuple[int, int | None, int | None]]:
-    """(item id, majority, weighted) of the study's items with a ground truth, leaving out attention checks
-    and the ICL example items (seed 000 §3.4: the examples are "not included in the … classification targets")."""
-    examples = ItemSetMember.objects.filter(study=study, set_name__in=EXAMPLE_SETS.values()).values("item_id")
-    truths = (ItemGroundTruth.objects.filter(item__study=study, item__attention_check_answer__isnull=True)
-              .exclude(item_id__in=examples).order_by("item_id")
-              .values_list("item_id", "majority_label", "weighted_label"))
-    return [(item, _binary(majority), _binary(weighted)) for item, majority, weighted in truths]
+@dataclass(frozen=True)
+class EvaluationSet:
+    """Which of the study's items an audit classifies (:mod:`.evaluation`): a kind, the stored set's name
+    (``item_set``), the items' external ids (``items``), an optional seeded sample of n, and whether items that
+    are also ICL examples of the audit's conditions may be evaluated."""
+
+    kind: str = evaluation_sets.DEFAULT_KIND
+    item_set: str = ""
+    item_ids: tuple[str, ...] = ()
+    sample: int | None = None
+    allow_overlap: bool = False
+
+
+@dataclass
+class EvaluationPlan:
+    """The evaluation set looked up: the (item id, majority, weighted) rows to evaluate, what the manifest says
+    of it, and every problem (the audit is not launched when there is one)."""
+
+    truth: list[tuple[int, int | None, int | None]]
+    record: dict
+    problems: list[str]
 
 
 def _binary(label: int | None) -> int | None:
     return label if label in (0, 1) else None
 
+
+def evaluation_plan(*, study: Study, evaluation: EvaluationSet, conditions: list[str], seed: int) -> EvaluationPlan:
+    """The items an audit of the study evaluates (seed 000 §3.4), with their majority and weighted labels.
+
+    Only items with a ground truth that are not attention checks can be evaluated; ``all`` also leaves out every
+    ICL example item of the study, ``not_examples`` those of the example sets the conditions use. A stored set or
+    a list of ids naming items the study has but cannot evaluate, ids it does not have, an unknown set name, a
+    sample larger than the set, and (unless allowed) an overlap of the set with the conditions' ICL examples are
+    problems, each named."""
+    problems = evaluation_sets.kind_problems(kind=evaluation.kind, item_set=evaluation.item_set,
+                                             item_ids=evaluation.item_ids, sample=evaluation.sample)
+    record = {"kind": evaluation.kind, "name": evaluation.item_set or None, "sample": evaluation.sample,
+              "sample_seed": seed if evaluation.sample else None, "allow_overlap": evaluation.allow_overlap}
+    if problems:
+        return EvaluationPlan([], record, problems)
+    truths = {item: (_binary(majority), _binary(weighted)) for item, majority, weighted in
+              ItemGroundTruth.objects.filter(item__study=study, item__attention_check_answer__isnull=True)
+              .values_list("item_id", "majority_label", "weighted_label")}
+    if not truths:
+        return EvaluationPlan([], record, [
+            f"study {study} has no ground truth yet: compute its analysis first (study dashboard)"])
+    # One read of the study's ids each, not an IN list of thousands of ids (SQLite caps its parameters).
+    external_ids = dict(Item.objects.filter(study=study).values_list("id", "external_id"))
+    members: dict[str, set[int]] = {}
+    for set_name, item in ItemSetMember.objects.filter(study=study).values_list("set_name", "item_id"):
+        members.setdefault(set_name, set()).add(item)
+    used_sets = {EXAMPLE_SETS[c] for c in conditions if c in EXAMPLE_SETS}
+    chosen_examples = {name: members.get(name, set()) for name in sorted(used_sets)}
+
+    if evaluation.kind == "all":
+        every_example = set().union(*(members.get(name, set()) for name in EXAMPLE_SETS.values()))
+        candidates = set(truths) - every_example
+    elif evaluation.kind == "not_examples":
+        candidates = set(truths) - set().union(*chosen_examples.values())
+    elif evaluation.kind == "item_set":
+        if evaluation.item_set not in members:
+            known = ", ".join(sorted(members)) or "none (compute the study's analysis first)"
+            return EvaluationPlan([], record, [
+                f"item_set: study {study} has no item set {evaluation.item_set!r}; its sets: {known}"])
+        candidates = members[evaluation.item_set] & set(truths)
+        record["n_not_evaluable"] = len(members[evaluation.item_set] - candidates)
+    else:
+        candidates, id_problems = _listed_items(study, evaluation.item_ids, truths, external_ids)
+        problems += id_problems
+    if not problems and not candidates:
+        problems.append(f"the evaluation set {evaluation.kind!r} of study {study} has no item to evaluate")
+    if not problems and not evaluation.allow_overlap:
+        overlap = evaluation_sets.overlap_problem(
+            {external_ids[i] for i in candidates},
+            {name: {external_ids[i] for i in items} for name, items in chosen_examples.items()})
+        if overlap:
+            problems.append(overlap)
+    if not problems and evaluation.sample is not None and evaluation.sample > len(candidates):
+        problems.append(f"sample: {evaluation.sample} items asked from an evaluation set of {len(candidates)}")
+    if problems:
+        return EvaluationPlan([], record, problems)
+    record["n_set"] = len(candidates)
+    chosen = candidates
+    if evaluation.sample is not None:
+        by_external = {external_ids[item]: item for item in candidates}
+        chosen = {by_external[e] for e in evaluation_sets.seeded_sample(by_external, evaluation.sample, seed)}
+    record["n_overlap"] = len(chosen & set().union(*chosen_examples.values()))
+    truth = [(item, *truths[item]) for item in sorted(chosen)]
+    return EvaluationPlan(truth, record, [])
+
+
+def _listed_items(study: Study, listed: tuple[str, ...], truths: dict, external_ids: dict[int, str]
+                  ) -> tuple[set[int], list[str]]:
+    """The study's items of the listed external ids, and the problems of ids it does not have or cannot
+    evaluate."""
+    by_external = {external: item for item, external in external_ids.items()}
+    found = {external: by_external[external] for external in listed if external in by_external}
+    problems = []
+    unknown = [external for external in listed if external not in found]
+    if unknown:
+        problems.append(f"item_ids: {len(unknown)} ids are not items of study {study}: "
+                        f"{evaluation_sets.some_ids(unknown)}")
+    not_evaluable = [external for external, item in found.items() if item not in truths]
+    if not_evaluable:
+        problems.append(f"item_ids: {len(not_evaluable)} items have no ground truth or are attention checks: "
+                        f"{evaluation_sets.some_ids(not_evaluable)}")
+    return set(found.values()), problems
+
+
 def audit_problems(*, study: Study, models: list[ModelChoice], conditions: list[str], replicates: int = 1,
-                   error_budget: float = 0.2, unparsed: str = Audit.Unparsed.EXCLUDE) -> list[str]:
+                   error_budget: float = 0.2, unparsed: str = Audit.Unparsed.EXCLUDE,
+                   evaluation: EvaluationSet | None = None, seed: int = 0) -> list[str]:
     """Everything that stops an audit of the study from being launched as asked (empty when it can be)."""
+    return _launch_plan(study=study, models=models, conditions=conditions, replicates=replicates,
+                        error_budget=error_budget, unparsed=unparsed, evaluation=evaluation or EvaluationSet(),
+                        seed=seed).problems
+
+
+def _launch_plan(*, study: Study, models: list[ModelChoice], conditions: list[str], replicates: int,
+                 error_budget: float, unparsed: str, evaluation: EvaluationSet, seed: int) -> EvaluationPlan:
     problems = launch_problems(models=models, replicates=replicates, error_budget=error_budget)
     unknown = [c for c in conditions if c not in CONDITIONS]
     if unknown:
@@ -91,32 +198,37 @@ def audit_problems(*, study: Study, models: list[ModelChoice], conditions: list[
         problems.append("choose each condition at most once, and at least one")
     if unparsed not in Audit.Unparsed.values:
         problems.append(f"unparsed must be one of {Audit.Unparsed.values}")
-    if not _evaluated_items(study):
-        problems.append(f"study {study} has no ground truth yet: compute its analysis first (study dashboard)")
     for condition in conditions:
         example_set = EXAMPLE_SETS.get(condition)
         if example_set and not ItemSetMember.objects.filter(study=study, set_name=example_set).exists():
             problems.append(f"condition {condition} needs the study's example set {example_set!r}, which is empty")
-    return problems
+    plan = evaluation_plan(study=study, evaluation=evaluation, conditions=conditions, seed=seed)
+    plan.problems = problems + plan.problems
+    return plan
 
 
 @transaction.atomic
 def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditions: list[str],
                  replicates: int = 1, seed: int = 0, use_cache: bool = True, error_budget: float = 0.2,
                  unparsed: str = Audit.Unparsed.EXCLUDE, n_resamples: int = 2000, parallel_tasks: int = 1,
-                 created_by=None) -> Audit:
-    """Record an audit of a study's current ground truth and have a worker prepare and run it.
+                 evaluation: EvaluationSet | None = None, created_by=None) -> Audit:
+    """Record an audit of a study's current ground truth over an evaluation set (default ``all``) and have a
+    worker prepare and run it. Only the evaluation set's items are snapshot (corpus and AuditItem rows), so only
+    they are asked about and the metrics are computed over them.
 
     Raises AuditError naming every problem (see :func:`audit_problems`)."""
-    problems = audit_problems(study=study, models=models, conditions=conditions, replicates=replicates,
-                              error_budget=error_budget, unparsed=unparsed)
-    if problems:
-        raise AuditError("; ".join(problems))
-    truth = _evaluated_items(study)
+    plan = _launch_plan(study=study, models=models, conditions=conditions, replicates=replicates,
+                        error_budget=error_budget, unparsed=unparsed, evaluation=evaluation or EvaluationSet(),
+                        seed=seed)
+    if plan.problems:
+        raise AuditError("; ".join(plan.problems))
+    truth = plan.truth
     audit = Audit.objects.create(study=study, name=name, paradigm=PARADIGM, replicates=replicates, seed=seed,
                                  use_cache=use_cache, error_budget=error_budget, unparsed=unparsed,
                                  n_resamples=n_resamples, parallel_tasks=parallel_tasks, created_by=created_by,
-                                 corpus=ground_truth_corpus(study, truth, created_by=created_by))
+                                 design={"evaluation_set": plan.record},
+                                 corpus=ground_truth_corpus(study, truth, created_by=created_by,
+                                                            evaluation=plan.record))
     audit_models_create(audit, models)
     AuditCondition.objects.bulk_create([
         AuditCondition(audit=audit, condition=condition, template=template_current(condition),
@@ -129,12 +241,13 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
     return audit
 
 
-
-def ground_truth_corpus(study: Study, truth: list[tuple[int, int | None, int | None]], *, created_by=None) -> Corpus:
+def ground_truth_corpus(study: Study, truth: list[tuple[int, int | None, int | None]], *, created_by=None,
+                        evaluation: dict | None = None) -> Corpus:
     """The evaluated items and their references as a corpus: a snapshot of the study's ground truth, stored once
     (an audit of the same items and labels reuses it) and named in the manifest by its content hash. A unit's key
     is the item's external id; its factors the majority and weighted labels ("" where undefined); its fields the
-    item's id and context. The audit's metrics read :class:`AuditItem`, the same snapshot row by row."""
+    item's id and context. The audit's metrics read :class:`AuditItem`, the same snapshot row by row. ``evaluation``
+    (the evaluation set's record) names the set in the corpus's name and provenance."""
     items = Item.objects.in_bulk([item for item, _, _ in truth])
     units = [Unit(key=items[item].external_id, text=items[item].target,
                   factors={"majority": "" if majority is None else str(majority),
@@ -143,11 +256,17 @@ def ground_truth_corpus(study: Study, truth: list[tuple[int, int | None, int | N
              for item, majority, weighted in truth]
     run = getattr(study, "analysis_run", None)
     computed = run.computed_at.isoformat() if run else None
-    return corpus_store(paradigm=PARADIGM, name=f"{study.name}: ground truth of {computed or 'an unknown run'}"[:200],
+    kind = (evaluation or {}).get("kind", evaluation_sets.DEFAULT_KIND)
+    described = f"{kind} {evaluation.get('name') or ''}".strip() if evaluation else kind
+    if evaluation and evaluation.get("sample"):
+        described += f", sample of {evaluation['sample']} (seed {evaluation['sample_seed']})"
+    name = f"{study.name}: ground truth of {computed or 'an unknown run'}, items: {described}"
+    return corpus_store(paradigm=PARADIGM, name=name[:200],
                         units=units, created_by=created_by,
                         provenance={"snapshot_of": "the study's ground truth (seed 000 eq. 6 and majority vote)",
                                     "study": study.slug, "study_id": study.id, "ground_truth_computed_at": computed,
-                                    "ground_truth_settings": run.settings if run else None})
+                                    "ground_truth_settings": run.settings if run else None,
+                                    "evaluation_set": evaluation or {"kind": kind}})
 
 
 # ------------------------------------------------------------------------------------------------ requests
@@ -245,7 +364,10 @@ def _classification_manifest(audit: Audit, builder: ClassificationRequests) -> d
                  else None,
                  "ground_truth_computed_at": run.computed_at.isoformat() if run else None,
                  "ground_truth_settings": run.settings if run else None,
-                 "ground_truth_sha256": data_hash},
+                 "ground_truth_sha256": data_hash,
+                 "evaluation_set": {**audit.design.get("evaluation_set", {"kind": evaluation_sets.DEFAULT_KIND}),
+                                    "n": len(evaluated),
+                                    "items_sha256": evaluation_sets.item_ids_sha256(e for e, _, _ in evaluated)}},
     }
 
 
