@@ -18,7 +18,6 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Su
 from django.db.models.functions import Coalesce
 
 from annotation.models import (
-    AnalysisRun,
     AnalysisState,
     Item,
     ItemGroundTruth,
@@ -242,8 +241,10 @@ class StudyAnalysisStatus:
 
 def study_analysis_status(*, study: Study) -> StudyAnalysisStatus:
     """The study's analysis state (``annotation.study_analysis``) and its latest stored results."""
-    state = AnalysisState.objects.filter(study=study).first() or AnalysisState(study=study)
-    run = AnalysisRun.objects.filter(study=study).only("computed_at", "duration_ms", "notes").first()
+    # One query: both rows hang off the study (reverse one-to-ones, None when absent).
+    loaded = Study.objects.select_related("analysis_state", "analysis_run").get(pk=study.pk)
+    state = getattr(loaded, "analysis_state", None) or AnalysisState(study=loaded)
+    run = getattr(loaded, "analysis_run", None)
     if state.status != AnalysisState.Status.IDLE:
         name = state.status
     elif state.error:
