@@ -3,7 +3,8 @@
 Uploading a file happens from a study's page ("Import items"): the file is validated at once (every
 problem shown with its row and column, nothing stored), then recorded and imported by a Celery worker;
 the import's page shows its status, counts, warnings and errors, and lets the researcher download the
-exact file that was imported.
+exact file that was imported. A successful import has the study's analysis recomputed; the study's page shows
+where the analysis stands and has a "Recompute the analysis" button (as the API's POST does).
 """
 from django.contrib import admin, messages
 from django.db import models
@@ -12,14 +13,15 @@ from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
+from django.views.decorators.http import require_POST
 
 from annotation.forms import InviteForm, ItemImportForm
 from annotation.item_files import ItemFileError
-from annotation.models import AnalysisRun, Item, ItemImport, Label, Participant, Study, StudyAnalysisSettings
+from annotation.models import Item, ItemImport, Label, Participant, Study, StudyAnalysisSettings
 from annotation.participation import participants_invite
-from annotation.selectors import study_list
+from annotation.selectors import study_analysis_status, study_list
 from annotation.services import item_import_submit
-from annotation.study_analysis import study_analysis_enqueue
+from annotation.study_analysis import study_analysis_enqueue, study_analysis_request
 from auditapp.api.csv_export import streaming_csv_response
 from psychometrics.admin import StudyInstrumentInline
 
@@ -62,10 +64,23 @@ class StudyAdmin(admin.ModelAdmin):
     def analysis(self, study):
         if not study.pk:
             return "Save the study first."
-        run = AnalysisRun.objects.filter(study=study).first()
-        when = f"last computed {run.computed_at:%Y-%m-%d %H:%M} UTC" if run else "not computed yet"
-        return format_html("<a class='button' href='{}'>Weighted vs majority dashboard</a> ({})",
-                           reverse("study-dashboard", args=[study.pk]), when)
+        analysis = study_analysis_status(study=study)
+        when = (f"last computed {analysis.computed_at:%Y-%m-%d %H:%M} UTC" if analysis.computed_at
+                else "not computed yet")
+        now = {"queued": "; a recomputation is waiting for a worker", "running": "; a recomputation is running",
+               "failed": f"; the last recomputation failed: {analysis.error}"}.get(analysis.state, "")
+        return format_html("<a class='button' href='{}'>Weighted vs majority dashboard</a> (<span "
+                           "id='analysis-state'>{}{}</span>)", reverse("study-dashboard", args=[study.pk]), when, now)
+
+    def recompute_analysis_view(self, request, object_id: int):
+        """The "Recompute the analysis" button: queues a recomputation (coalesced, as the API's POST)."""
+        study = get_object_or_404(Study, pk=object_id)
+        if not self.has_change_permission(request, study):
+            return HttpResponse(status=403)
+        study_analysis_request(study_id=study.pk)
+        messages.success(request, "Recomputation of the analysis queued: a worker computes it now (its state "
+                                  "shows under Data when you reload this page).")
+        return redirect("admin:annotation_study_change", study.pk)
 
     @admin.display(description="Invite links")
     def invite_links(self, study):
@@ -137,6 +152,9 @@ class StudyAdmin(admin.ModelAdmin):
         return [
             path("<int:object_id>/import-items/", self.admin_site.admin_view(self.import_items_view),
                  name="annotation_study_import_items"),
+            path("<int:object_id>/recompute-analysis/",
+                 self.admin_site.admin_view(require_POST(self.recompute_analysis_view)),
+                 name="annotation_study_recompute_analysis"),
             path("<int:object_id>/invite/", self.admin_site.admin_view(self.invite_view),
                  name="annotation_study_invite"),
             path("<int:object_id>/invite-links.csv", self.admin_site.admin_view(self.invite_links_view),

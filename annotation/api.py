@@ -1,23 +1,27 @@
 """REST API of the annotation domain (researchers only): studies, their items, participants and labels,
-and item imports.
+item imports, and the state of a study's analysis (with a way to ask for a recomputation).
 
 Participants appear only by pseudonym in a column ``participant``; items by external id in a column
 ``item``; so every export joins on those two columns.
 """
 from __future__ import annotations
 
+from dataclasses import asdict
 from functools import cached_property
 
 from django.shortcuts import get_object_or_404
+from django.urls import reverse
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
+from rest_framework.views import APIView
 
 from annotation.forms import ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import ItemImport, LabelValue, Participant, Study
 from annotation.selectors import (
+    study_analysis_status,
     study_ground_truth_export,
     study_iat_trials_export,
     study_instrument_responses_export,
@@ -28,6 +32,7 @@ from annotation.selectors import (
     study_participants_export,
 )
 from annotation.services import item_import_submit
+from annotation.study_analysis import study_analysis_request
 from auditapp.api.exports import ExportListAPIView
 
 
@@ -155,6 +160,27 @@ class ItemImportSerializer(serializers.ModelSerializer):
         model = ItemImport
         fields = ("id", "study", "filename", "file_format", "sha256", "options", "status", "errors", "warnings",
                   "encoding", "n_items", "n_labels", "n_participants", "created_at", "started_at", "finished_at")
+
+
+class StudyAnalysisSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(
+        choices=["queued", "running", "done", "failed", "not_computed"],
+        help_text="queued: waiting for a worker; running: being computed; done: the stored results are the last "
+                  "run's; failed: the last run failed (see `error`; the results before it are still served); "
+                  "not_computed: never computed.")
+    rerun_requested = serializers.BooleanField(help_text="Asked for again while running: one more run follows.")
+    requested_at = serializers.DateTimeField(allow_null=True, help_text="When the current or last run was queued.")
+    started_at = serializers.DateTimeField(allow_null=True, help_text="When the current or last run started.")
+    finished_at = serializers.DateTimeField(allow_null=True, help_text="When the last run ended.")
+    error = serializers.CharField(allow_null=True, help_text="Why the last run failed; null when it succeeded.")
+    computed_at = serializers.DateTimeField(allow_null=True, help_text="When the stored results were computed.")
+    duration_ms = serializers.IntegerField(allow_null=True)
+    notes = serializers.ListField(child=serializers.CharField(), help_text="The analysis's own notes (annotators "
+                                  "without a weight and why, item sets smaller than asked for…).")
+    ground_truth_url = serializers.CharField(help_text="The export of the majority and weighted labels.")
+    item_sets_url = serializers.CharField(help_text="The export of the test sets and ICL example sets.")
+    participants_url = serializers.CharField(help_text="The export of the annotators with their scores and weights.")
+    dashboard_url = serializers.CharField(help_text="The weighted-vs-majority dashboard (a page, staff login).")
 
 
 class ProblemSerializer(serializers.Serializer):
@@ -292,3 +318,28 @@ class ItemImportDetailView(generics.RetrieveAPIView):
 
     serializer_class = ItemImportSerializer
     queryset = ItemImport.objects.defer("content")
+
+
+class StudyAnalysisView(StudyScoped, APIView):
+    """The state of a study's analysis (trust weights, ground truth, agreement, item sets); POST asks for one."""
+
+    def _answer(self, request, status_code: int) -> Response:
+        body = asdict(study_analysis_status(study=self.study))
+        links = {"ground_truth_url": "api:study-ground-truth", "item_sets_url": "api:study-item-sets",
+                 "participants_url": "api:study-participants"}
+        body.update({key: request.build_absolute_uri(reverse(name, args=[self.study.id]))
+                     for key, name in links.items()})
+        body["dashboard_url"] = request.build_absolute_uri(reverse("study-dashboard", args=[self.study.id]))
+        return Response(StudyAnalysisSerializer(body).data, status=status_code)
+
+    @extend_schema(responses={200: StudyAnalysisSerializer}, summary="A study's analysis: its state and notes")
+    def get(self, request, pk: int):
+        return self._answer(request, status.HTTP_200_OK)
+
+    @extend_schema(request=None, responses={202: StudyAnalysisSerializer}, summary="Recompute a study's analysis",
+                   description="A worker recomputes the analysis from everything stored. Idempotent: while a run "
+                               "is queued, asking again changes nothing; while one is running, exactly one more "
+                               "run follows it. Poll the GET until `state` is `done` or `failed`.")
+    def post(self, request, pk: int):
+        study_analysis_request(study_id=self.study.id)
+        return self._answer(request, status.HTTP_202_ACCEPTED)

@@ -20,6 +20,7 @@ from django.db.models import Case, Count, F, Q, QuerySet, Sum, Value, When
 
 from annotation.analysis import GROUPS
 from annotation.models import AnalysisRun, ItemGroundTruth, ItemSetMember, Label, ParticipantWeight, Study
+from annotation.selectors import study_analysis_status
 
 DISPLAY_LIMIT = 500
 LABEL_KEYS = (1, 0, None)   # rows and columns of the contingency table; None = no label
@@ -185,8 +186,9 @@ def _agreement_rows(run: AnalysisRun) -> list[dict]:
 def study_dashboard_context(*, study: Study, limit: int = DISPLAY_LIMIT) -> dict:
     """Everything the dashboard shows, from the stored latest analysis; ``run`` is None when there is none."""
     run = AnalysisRun.objects.filter(study=study).first()
+    analysis = study_analysis_status(study=study)
     if run is None:
-        return {"study": study, "run": None}
+        return {"study": study, "run": None, "analysis": analysis}
     annotators = annotator_rows(study)
     truth = _ground_truth(study)
     disagreements = ItemList(_item_rows(truth.filter(DISAGREE), limit), 0)
@@ -201,6 +203,7 @@ def study_dashboard_context(*, study: Study, limit: int = DISPLAY_LIMIT) -> dict
     return {
         "study": study,
         "run": run,
+        "analysis": analysis,
         "annotators": annotators,
         "n_included": sum(1 for a in annotators if a["included"]),
         "contingency": contingency,

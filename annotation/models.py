@@ -373,6 +373,8 @@ class AnalysisState(models.Model):
     while one runs sets ``dirty``, and exactly one more run follows it. ``queued_at`` is when the task was
     sent (None when sending failed: the recovery task sends it again); ``started_at`` is when the current
     run began and names it, so a run whose worker died can be taken over once its lease has expired.
+    ``finished_at`` and ``error`` describe the last run that ended: ``error`` is empty when it stored its
+    results, and names the exception when it failed (the results of the run before it are kept).
     """
 
     class Status(models.TextChoices):
@@ -385,6 +387,8 @@ class AnalysisState(models.Model):
     dirty = models.BooleanField(default=False, help_text="Requested again while running: run once more.")
     queued_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    error = models.TextField(blank=True, help_text="Why the last run failed; empty when it succeeded.")
 
     def __str__(self) -> str:
         return f"Analysis of {self.study_id}: {self.get_status_display()}"

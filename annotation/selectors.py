@@ -1,4 +1,5 @@
-"""Reads of the annotation domain: studies with their counts, and the row sources of the exports.
+"""Reads of the annotation domain: studies with their counts, the row sources of the exports, and where a
+study's analysis stands.
 
 Export selectors return an :class:`Export`: the column names every export of that resource uses (CSV
 header, JSON keys), a ``values_list`` queryset (or list) of rows in the same order, and optionally a
@@ -10,12 +11,22 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from datetime import datetime
 
 import pandas as pd
 from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from annotation.models import Item, ItemGroundTruth, ItemSetMember, Label, Participant, ParticipantWeight, Study
+from annotation.models import (
+    AnalysisState,
+    Item,
+    ItemGroundTruth,
+    ItemSetMember,
+    Label,
+    Participant,
+    ParticipantWeight,
+    Study,
+)
 from psychometrics.models import IATSession, IATTrial, Instrument, InstrumentResponse, InstrumentScore, StudyInstrument
 
 AQ50_SUBSCALES = ("social_skill", "attention_switching", "attention_to_detail", "communication", "imagination")
@@ -209,3 +220,39 @@ def study_item_sets_export(*, study: Study) -> Export:
     rows = (ItemSetMember.objects.filter(study=study).order_by("set_name", "item__position", "item_id")
             .values_list("set_name", "item__external_id", "label"))
     return Export(["set", "item", "label"], rows)
+
+
+@dataclass(frozen=True)
+class StudyAnalysisStatus:
+    """Where a study's analysis stands: ``state`` is queued, running, done (the stored results are those of
+    the last run), failed (the last run raised ``error``; the results of the run before it, if any, are still
+    served) or not_computed. ``computed_at``, ``duration_ms`` and ``notes`` describe the stored results."""
+
+    state: str
+    rerun_requested: bool
+    requested_at: datetime | None
+    started_at: datetime | None
+    finished_at: datetime | None
+    error: str | None
+    computed_at: datetime | None
+    duration_ms: int | None
+    notes: list[str]
+
+
+def study_analysis_status(*, study: Study) -> StudyAnalysisStatus:
+    """The study's analysis state (``annotation.study_analysis``) and its latest stored results."""
+    # One query: both rows hang off the study (reverse one-to-ones, None when absent).
+    loaded = Study.objects.select_related("analysis_state", "analysis_run").get(pk=study.pk)
+    state = getattr(loaded, "analysis_state", None) or AnalysisState(study=loaded)
+    run = getattr(loaded, "analysis_run", None)
+    if state.status != AnalysisState.Status.IDLE:
+        name = state.status
+    elif state.error:
+        name = "failed"
+    else:
+        name = "done" if run is not None else "not_computed"
+    return StudyAnalysisStatus(
+        state=name, rerun_requested=state.dirty, requested_at=state.queued_at, started_at=state.started_at,
+        finished_at=state.finished_at, error=state.error or None,
+        computed_at=run.computed_at if run else None, duration_ms=run.duration_ms if run else None,
+        notes=list(run.notes) if run else [])

@@ -3,7 +3,8 @@
 An import is recorded first (:func:`item_import_create`), then run by :func:`item_import_run`, either
 at once (command line) or by a Celery worker (admin and API uploads). Running an import twice is
 harmless: a finished import is never run again. An import whose worker died, or whose task could not be
-sent, is sent again by the workers' periodic recovery (:func:`item_imports_recover`).
+sent, is sent again by the workers' periodic recovery (:func:`item_imports_recover`). A successful import
+has the study's analysis recomputed (``annotation.study_analysis``).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from annotation.item_files import (
     precheck_item_file,
 )
 from annotation.models import Item, ItemImport, Label, Participant, Study
+from annotation.study_analysis import study_analysis_enqueue
 
 logger = logging.getLogger(__name__)
 BULK_BATCH_SIZE = 2000
@@ -148,6 +150,9 @@ def item_import_run(*, item_import_id: int) -> ItemImport:
     unchanged, so a retried or duplicated task does nothing. A database that is briefly unavailable
     (OperationalError) leaves the import pending for a retry; any other unexpected error marks it
     failed with the error recorded, and is raised again.
+
+    A successful import asks for the study's analysis in its own transaction (``study_analysis_enqueue``,
+    coalesced with any run already queued or running); the analysis task is sent once the import commits.
     """
     try:
         return _item_import_run_locked(item_import_id)
@@ -180,6 +185,7 @@ def _item_import_run_locked(item_import_id: int) -> ItemImport:
         item_import.n_participants = len(parsed.annotators)
         item_import.n_labels = len(parsed.labels)
         _finish(item_import, status=ItemImport.Status.SUCCEEDED)
+        study_analysis_enqueue(study_id=item_import.study_id)
     logger.info("Imported %s into %s: %d items, %d labels from %d annotators", item_import.filename,
                 item_import.study.slug, item_import.n_items, item_import.n_labels, item_import.n_participants)
     return item_import

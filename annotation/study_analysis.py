@@ -1,9 +1,15 @@
 """Services that compute a study's analysis (``annotation.analysis``) and store it as its latest result.
 
 A computation reads every score and label, runs the pure analysis, and replaces the stored results in
-one transaction, so a reader sees either the old or the new analysis, never half of one. It runs in a
-Celery task when an annotator finishes or a researcher changes the settings (``study_analysis_enqueue``),
-and can be run at once from the dashboard or the command line.
+one transaction, so a reader sees either the old or the new analysis, never half of one. Two ways in:
+
+- ``study_analysis_enqueue``: the study's data changed (an annotator finished, an item import succeeded, a
+  researcher changed the settings; any future import of annotators' scores calls it too). Off under the test
+  settings (``ANALYSIS_AUTO_RECOMPUTE``), where tests compute explicitly.
+- ``study_analysis_request``: a researcher asked (the API's ``POST /api/studies/{id}/analysis/``, the admin's
+  and the dashboard's buttons). Always on.
+
+Both run in a Celery task (``tasks.analysis``); ``study_analysis_compute`` runs at once (the command line).
 
 Requests coalesce through the study's ``AnalysisState`` row, locked for every change: at most one run is
 queued and one running per study, and a request during a run makes exactly one more run follow, so a
@@ -93,8 +99,10 @@ def study_analysis_run(*, study_id: int) -> str:
         return "already running"
     try:
         run = study_analysis_compute(study_id=study_id)
-    finally:
-        _release(study_id, started_at)
+    except BaseException as exc:
+        _release(study_id, started_at, error=f"{type(exc).__name__}: {exc}")
+        raise
+    _release(study_id, started_at, error="")
     return run.computed_at.isoformat()
 
 
@@ -166,13 +174,16 @@ def _claim(study_id: int) -> datetime | None:
         return now
 
 
-def _release(study_id: int, started_at: datetime) -> None:
-    """End the run named by ``started_at``: idle, or queued once more when requests came in while it ran. A
-    run that was taken over (its lease expired) leaves the state to the run that took it."""
+def _release(study_id: int, started_at: datetime, *, error: str) -> None:
+    """End the run named by ``started_at``, recording its outcome (``error`` is empty when it succeeded): idle,
+    or queued once more when requests came in while it ran. A run that was taken over (its lease expired)
+    leaves the state to the run that took it."""
     with transaction.atomic():
         state = _locked_state(study_id)
         if state.status != AnalysisState.Status.RUNNING or state.started_at != started_at:
             return
+        state.finished_at, state.error = timezone.now(), error
+        state.save(update_fields=["finished_at", "error"])
         if state.dirty:
             state.dirty = False
             _mark_queued(state)

@@ -3,12 +3,15 @@
 DATABASE_URL chooses the database as everywhere else: unset, the suite runs on SQLite; set to a
 PostgreSQL URL, the same suite runs on PostgreSQL (pytest-django creates a test_ database there).
 """
+import os
+
 from auditapp.settings.base import *  # noqa: F403
 
 SECRET_KEY = "test-only-not-secret"  # noqa: S105
 DEBUG = False
-# Tests compute analyses explicitly; the worker path has its own integration test.
-ANALYSIS_AUTO_RECOMPUTE = False
+# Tests compute analyses explicitly; the worker path has its own integration tests, whose worker processes
+# turn the automatic recomputation on with ANALYSIS_AUTO_RECOMPUTE=1.
+ANALYSIS_AUTO_RECOMPUTE = os.environ.get("ANALYSIS_AUTO_RECOMPUTE") == "1"
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 EMAIL_BACKEND = "django.core.mail.backends.locmem.EmailBackend"
 STORAGES = {

@@ -9,6 +9,7 @@ from django.conf import settings
 from django.test import Client
 from pytest import approx
 
+from annotation import study_analysis
 from annotation.dashboard import study_dashboard_context
 from annotation.models import Item, Label, StudyAnalysisSettings
 from annotation.study_analysis import study_analysis_compute
@@ -116,7 +117,7 @@ def test_item_set_sizes_count_positive_and_negative(staff):
 
 
 def test_the_context_takes_a_fixed_number_of_queries(study, django_assert_max_num_queries):
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(8):
         context = study_dashboard_context(study=study)
     more = Item.objects.bulk_create([Item(study=study, external_id=f"m{n}", target=f"More {n}.", position=10 + n)
                                      for n in range(20)])
@@ -124,7 +125,7 @@ def test_the_context_takes_a_fixed_number_of_queries(study, django_assert_max_nu
         for pseudonym, value in (("P1", 1), ("P2", 0), ("P3", 1)):
             Label.objects.create(participant=study.participants.get(pseudonym=pseudonym), item=item, value=value)
     study_analysis_compute(study_id=study.id)
-    with django_assert_max_num_queries(7):
+    with django_assert_max_num_queries(8):
         context = study_dashboard_context(study=study)
         assert context["disagreements"].total == 21 and len(context["disagreements"].rows) == 21
         assert all(len(row.labels) == 3 for row in context["disagreements"].rows)
@@ -203,3 +204,19 @@ def test_an_analysis_of_a_study_without_labels_still_renders(staff):
     response = staff.get(url(study))
     assert response.status_code == 200 and response.context["contingency"]["total"] == 0
     assert "No annotator has scores." in response.content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_page_says_when_a_recomputation_waits_or_failed(staff, queued, monkeypatch):
+    study = make_worked_example_study()
+    assert 'id="analysis-state"' not in staff.get(url(study)).content.decode()
+    staff.post(url(study) + "recompute/")
+    assert "A recomputation is waiting for a worker." in staff.get(url(study)).content.decode()
+
+    def broken(*, study_id):
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(study_analysis, "study_analysis_compute", broken)
+    with pytest.raises(RuntimeError):
+        study_analysis.study_analysis_run(study_id=study.id)
+    assert "The last recomputation failed: RuntimeError: disk full" in staff.get(url(study)).content.decode()

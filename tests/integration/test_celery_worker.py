@@ -1,14 +1,15 @@
-"""A real Celery worker process takes import tasks from Redis and writes to PostgreSQL."""
+"""A real Celery worker process takes import tasks from Redis and writes to PostgreSQL, then computes the study's
+analysis."""
 from __future__ import annotations
 
 import pytest
 from django.db import transaction
 
-from annotation.models import Item, ItemImport, Label
+from annotation.models import Item, ItemGroundTruth, ItemImport, Label
 from annotation.services import item_import_create, item_import_enqueue
 from tasks.imports import item_import_run_task
 from tests.factories import autalic_like_csv, make_study
-from tests.integration.support import celery_worker, wait_for, worker_environment
+from tests.integration.support import celery_worker, started_celery_worker, wait_for, worker_environment
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -77,3 +78,34 @@ def test_worker_recomputes_the_analysis_when_an_annotator_finishes(worker, setti
     # imported annotators have no scores, so no weights and no weighted label.
     truth = ItemGroundTruth.objects.filter(item__study=study)
     assert truth.filter(majority_tie=True, n_labels=2, n_excluded=1, weighted_label__isnull=True).count() == 30
+
+
+def clear_majority_csv(n_items: int) -> tuple[bytes, dict[str, int]]:
+    """Three annotators agreeing two to one: even items 1,1,0 (majority 1), odd items 0,0,1 (majority 0)."""
+    rows = ["id,sentence,A1_Score,A2_Score,A3_Score"]
+    majority = {}
+    for i in range(n_items):
+        labels, majority[f"s{i:05d}"] = ("1,1,0", 1) if i % 2 == 0 else ("0,0,1", 0)
+        rows.append(f"s{i:05d},Sentence {i}.,{labels}")
+    return ("\n".join(rows) + "\n").encode(), majority
+
+
+def test_the_worker_computes_the_analysis_after_an_import_with_no_other_step(api_client):
+    process = started_celery_worker(worker_environment(ANALYSIS_AUTO_RECOMPUTE="1"), concurrency=1)
+    try:
+        study = make_study()
+        content, majority = clear_majority_csv(2400)
+        with transaction.atomic():
+            item_import = item_import_create(study=study, filename="autalic.csv", content=content)
+            item_import_enqueue(item_import=item_import)
+        assert wait_for(lambda: import_status(item_import.pk), timeout=60, what="the import") == "succeeded"
+        analysis = wait_for(lambda: (body := api_client.get(f"/api/studies/{study.id}/analysis/").json())
+                            ["state"] in ("done", "failed") and body, timeout=120, what="the analysis")
+        assert analysis["state"] == "done", analysis
+        assert process.count(r"Task annotation.study_analysis_compute\[\S+\] succeeded") == 1
+    finally:
+        process.stop()
+    assert dict(ItemGroundTruth.objects.filter(item__study=study)
+                .values_list("item__external_id", "majority_label")) == majority
+    assert [n for n in analysis["notes"] if "no weight" in n] == [
+        f"{a}: no weight (missing instrument score; rule 'exclude')" for a in ("A1", "A2", "A3")]
