@@ -24,6 +24,8 @@ from annotation.services import item_import_submit
 from annotation.study_analysis import study_analysis_enqueue, study_analysis_request
 from auditapp.api.csv_export import streaming_csv_response
 from psychometrics.admin import StudyInstrumentInline
+from psychometrics.annotator_imports import annotator_import_submit
+from psychometrics.forms import AnnotatorImportForm
 
 
 class StudyAnalysisSettingsInline(admin.StackedInline):
@@ -40,7 +42,7 @@ class StudyAdmin(admin.ModelAdmin):
     list_filter = ("status", "label_scheme")
     search_fields = ("name", "slug", "description")
     prepopulated_fields = {"slug": ("name",)}
-    readonly_fields = ("analysis", "item_imports", "invite_links", "created_at", "updated_at")
+    readonly_fields = ("analysis", "item_imports", "annotator_imports", "invite_links", "created_at", "updated_at")
     inlines = [StudyInstrumentInline, StudyAnalysisSettingsInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     fieldsets = [
@@ -51,7 +53,7 @@ class StudyAdmin(admin.ModelAdmin):
         ("IAT", {"fields": ("iat_enabled", "iat_stimuli")}),
         ("Recruitment", {"fields": ("invite_links", "open_link_enabled", "open_link_cap", "completion_code",
                                     "completion_url")}),
-        ("Data", {"fields": ("analysis", "item_imports", "created_at", "updated_at")}),
+        ("Data", {"fields": ("analysis", "item_imports", "annotator_imports", "created_at", "updated_at")}),
     ]
 
     def save_related(self, request, form, formsets, change):
@@ -148,6 +150,19 @@ class StudyAdmin(admin.ModelAdmin):
         link = reverse("admin:annotation_study_import_items", args=[study.pk])
         return format_html("<a class='button' href='{}'>Import items from a file…</a><ul>{}</ul>", link, rows)
 
+    @admin.display(description="Annotator data imports")
+    def annotator_imports(self, study):
+        if not study.pk:
+            return "Save the study first, then import its items and annotators."
+        rows = format_html_join(
+            "", "<li><a href='{}'>{}</a>: {}, {} annotators</li>",
+            ((reverse("admin:psychometrics_annotatorimport_change", args=[i.pk]), i.filename, i.get_kind_display(),
+              i.n_annotators) for i in study.annotator_imports.defer("content")[:20]),
+        )
+        link = reverse("admin:annotation_study_import_annotator_data", args=[study.pk])
+        return format_html("<a class='button' href='{}'>Import annotator data…</a> (scores, raw questionnaire "
+                           "answers or raw IAT trials of annotators the study already has)<ul>{}</ul>", link, rows)
+
     def get_urls(self):
         return [
             path("<int:object_id>/import-items/", self.admin_site.admin_view(self.import_items_view),
@@ -155,6 +170,8 @@ class StudyAdmin(admin.ModelAdmin):
             path("<int:object_id>/recompute-analysis/",
                  self.admin_site.admin_view(require_POST(self.recompute_analysis_view)),
                  name="annotation_study_recompute_analysis"),
+            path("<int:object_id>/import-annotator-data/", self.admin_site.admin_view(self.import_annotator_data_view),
+                 name="annotation_study_import_annotator_data"),
             path("<int:object_id>/invite/", self.admin_site.admin_view(self.invite_view),
                  name="annotation_study_invite"),
             path("<int:object_id>/invite-links.csv", self.admin_site.admin_view(self.invite_links_view),
@@ -188,6 +205,30 @@ class StudyAdmin(admin.ModelAdmin):
             "title": f"Import items into {study.name}",
         }
         return TemplateResponse(request, "admin/annotation/study/import_items.html", context)
+
+
+    def import_annotator_data_view(self, request, object_id: int):
+        study = get_object_or_404(Study, pk=object_id)
+        if not (self.has_change_permission(request, study)
+                and request.user.has_perm("psychometrics.add_annotatorimport")):
+            return HttpResponse(status=403)
+        problems, total = [], 0
+        form = AnnotatorImportForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            try:
+                annotator_import = annotator_import_submit(
+                    study=study, kind=form.cleaned_data["kind"], filename=upload.name, content=upload.read(),
+                    options=form.import_options(), uploaded_by=request.user)
+            except ItemFileError as error:
+                problems, total = error.problems, error.total
+            else:
+                messages.success(request, f"{upload.name}: imported for {annotator_import.n_annotators} annotators; "
+                                          "the study's analysis is being recomputed.")
+                return redirect("admin:psychometrics_annotatorimport_change", annotator_import.pk)
+        return TemplateResponse(request, "admin/annotation/study/import_annotator_data.html", {
+            **self.admin_site.each_context(request), "opts": self.model._meta, "study": study, "form": form,
+            "problems": problems, "total_problems": total, "title": f"Import annotator data into {study.name}"})
 
 
 @admin.register(ItemImport)

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db.models import Case, Count, F, Q, QuerySet, Sum, Value, When
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum, Value, When
 
 from annotation.analysis import GROUPS
 from annotation.models import AnalysisRun, ItemGroundTruth, ItemSetMember, Label, ParticipantWeight, Study
 from annotation.selectors import study_analysis_status
+from psychometrics.models import IATSession, InstrumentScore, StudyInstrument
 
 DISPLAY_LIMIT = 500
 LABEL_KEYS = (1, 0, None)   # rows and columns of the contingency table; None = no label
@@ -133,14 +134,32 @@ def contingency_table(study: Study) -> dict:
     }
 
 
+IMPORTED_SCORES = {"aq_imported": "AQ", "sata_imported": "SATA", "iat_imported": "IAT D"}
+
+
+def _imported_flags(study: Study) -> dict[str, Exists]:
+    """Whether an annotator's AQ, SATA and IAT D were imported from a file, as subqueries of the weights' query."""
+    def role_score(role: str) -> Exists:
+        return Exists(InstrumentScore.objects.filter(
+            participant_id=OuterRef("participant_id"), source_import__isnull=False,
+            instrument_id__in=StudyInstrument.objects.filter(study=study, role=role).values("instrument_id")))
+    return {"aq_imported": role_score(StudyInstrument.Role.AQ), "sata_imported": role_score(StudyInstrument.Role.SATA),
+            "iat_imported": Exists(IATSession.objects.filter(participant_id=OuterRef("participant_id"),
+                                                            source_import__isnull=False))}
+
+
 def annotator_rows(study: Study) -> list[dict]:
-    """One row per annotator of the latest analysis, with R split into its components (module docstring)."""
+    """One row per annotator of the latest analysis, with R split into its components (module docstring) and
+    ``imported``, the scores of the weights that came from a file (``psychometrics.annotator_imports``), e.g.
+    ["AQ", "IAT D"], read in the same query."""
     fields = ("participant__pseudonym", "participant__team", "aq", "sata", "iat_d", "aq_norm", "sata_norm",
               "iat_norm", "trust_raw", "weight", "included", "bias_index", *GROUPS)
     rows = []
-    for values in (ParticipantWeight.objects.filter(participant__study=study)
-                   .order_by("participant__pseudonym").values_list(*fields)):
-        row = dict(zip(("pseudonym", "team", *fields[2:]), values, strict=True))
+    for values in (ParticipantWeight.objects.filter(participant__study=study).annotate(**_imported_flags(study))
+                   .order_by("participant__pseudonym").values_list(*fields, *IMPORTED_SCORES)):
+        row = dict(zip(("pseudonym", "team", *fields[2:]), values[:len(fields)], strict=True))
+        row["imported"] = [name for name, flag in zip(IMPORTED_SCORES.values(), values[len(fields):], strict=True)
+                           if flag]
         norms = [row["aq_norm"], row["sata_norm"], row["iat_norm"]]
         present = [n for n in norms if n is not None]
         entered = row["trust_raw"] is not None and bool(present)
@@ -206,6 +225,7 @@ def study_dashboard_context(*, study: Study, limit: int = DISPLAY_LIMIT) -> dict
         "analysis": analysis,
         "annotators": annotators,
         "n_included": sum(1 for a in annotators if a["included"]),
+        "n_imported": sum(1 for a in annotators if a["imported"]),
         "contingency": contingency,
         "disagreements": disagreements,
         "ties": ties,

@@ -9,6 +9,7 @@ from auditapp import audit_views, views
 from auditapp.api import audits as audit_api
 from auditapp.api import corpora as corpus_api
 from auditapp.paradigms import registry
+from psychometrics import api as psychometrics_api
 
 admin.site.site_header = "auditapp: researcher admin"
 admin.site.site_title = "auditapp"
@@ -29,6 +30,10 @@ api_patterns = [
     path("studies/<int:pk>/labels/", annotation_api.StudyLabelsView.as_view(), name="study-labels"),
     path("studies/<int:pk>/imports/", annotation_api.StudyImportsView.as_view(), name="study-imports"),
     path("imports/<int:pk>/", annotation_api.ItemImportDetailView.as_view(), name="import-detail"),
+    path("studies/<int:pk>/annotator-imports/", psychometrics_api.StudyAnnotatorImportsView.as_view(),
+         name="study-annotator-imports"),
+    path("annotator-imports/<int:pk>/", psychometrics_api.AnnotatorImportDetailView.as_view(),
+         name="annotator-import-detail"),
     path("endpoints/", audit_api.EndpointListView.as_view(), name="endpoint-list"),
     path("endpoints/<int:pk>/models/", audit_api.EndpointModelsView.as_view(), name="endpoint-models"),
     path("corpora/", corpus_api.CorpusListView.as_view(), name="corpus-list"),

@@ -1,13 +1,17 @@
-"""Admin for instruments (upload a JSON definition, validated with every problem named) and for the
-psychometric data of participants (read-only: it is computed or given by participants)."""
+"""Admin for instruments (upload a JSON definition, validated with every problem named), for the
+psychometric data of participants (read-only: it is computed or given by participants), and for annotator
+data imports (read-only; uploaded from a study's page, "Import annotator data…"; deleting one deletes the
+scores, answers and trials it brought)."""
 from django import forms
 from django.contrib import admin, messages
-from django.shortcuts import redirect
+from django.http import HttpResponse
+from django.shortcuts import get_object_or_404, redirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
+from django.utils.html import format_html, format_html_join
 
 from psychometrics.instruments import InstrumentError
-from psychometrics.models import IATSession, Instrument, InstrumentScore, StudyInstrument
+from psychometrics.models import AnnotatorImport, IATSession, Instrument, InstrumentScore, StudyInstrument
 from psychometrics.services import instrument_upload
 
 
@@ -73,3 +77,43 @@ class IATSessionAdmin(admin.ModelAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(AnnotatorImport)
+class AnnotatorImportAdmin(admin.ModelAdmin):
+    list_display = ("filename", "study", "kind", "n_annotators", "n_rows", "created_at")
+    list_filter = ("kind", "study")
+    exclude = ("content", "warnings")
+    readonly_fields = ("study", "kind", "filename", "file_format", "download", "sha256", "encoding", "options",
+                       "columns", "counts", "n_rows", "n_annotators", "warning_list", "uploaded_by", "created_at")
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
+
+    @admin.display(description="Warnings")
+    def warning_list(self, annotator_import):
+        if not annotator_import.warnings:
+            return "none"
+        return format_html("<ul>{}</ul>", format_html_join("", "<li>{}</li>", ((w,) for w in annotator_import.warnings)))
+
+    @admin.display(description="File")
+    def download(self, annotator_import):
+        url = reverse("admin:psychometrics_annotatorimport_download", args=[annotator_import.pk])
+        return format_html("<a href='{}'>{}</a> ({} bytes)", url, annotator_import.filename,
+                           len(annotator_import.content))
+
+    def get_urls(self):
+        return [path("<int:object_id>/download/", self.admin_site.admin_view(self.download_view),
+                     name="psychometrics_annotatorimport_download"),
+                *super().get_urls()]
+
+    def download_view(self, request, object_id: int):
+        annotator_import = get_object_or_404(AnnotatorImport, pk=object_id)
+        if not self.has_view_permission(request, annotator_import):
+            return HttpResponse(status=403)
+        response = HttpResponse(bytes(annotator_import.content), content_type="application/octet-stream")
+        response["Content-Disposition"] = f'attachment; filename="{annotator_import.filename}"'
+        return response

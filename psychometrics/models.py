@@ -1,7 +1,10 @@
 """Instruments (stored definitions), a study's questionnaire flow, participants' raw answers and scores,
-and the IAT: one session per participant (its counterbalancing condition and trial design) and its trials.
+the IAT: one session per participant (its counterbalancing condition and trial design) and its trials, and
+annotator data imports (scores, raw answers or raw IAT trials from a file).
 
-Scores are always computed on the server from the raw answers and trials stored here.
+Scores taken in the app are always computed on the server from the raw answers and trials stored here.
+Imported data lands in the same tables, marked by ``source_import``, so the analysis reads it exactly as it
+reads the app's; imported raw answers and trials are scored by the same code as the app's.
 """
 from __future__ import annotations
 
@@ -35,6 +38,48 @@ class Instrument(models.Model):
         from psychometrics.instruments import load_instrument
 
         return load_instrument(self.definition)
+
+
+class AnnotatorImport(models.Model):
+    """One file of annotator data imported into a study, kept for provenance (``psychometrics.annotator_imports``).
+
+    ``kind`` says its shape: per-annotator scores, raw questionnaire answers, or raw IAT trials. Only a file
+    that imported entirely is stored (a bad file is refused with every problem and stores nothing). The bytes
+    and their SHA-256, the column mapping and options, and the counts written are kept; every score, answer
+    and trial it wrote points back to it, and deleting the import deletes them.
+    """
+
+    class Kind(models.TextChoices):
+        SCORES = "scores", "Per-annotator scores (AQ, SATA, IAT D)"
+        ANSWERS = "answers", "Raw questionnaire answers"
+        IAT = "iat", "Raw IAT trials"
+
+    study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="annotator_imports")
+    kind = models.CharField(max_length=8, choices=Kind.choices)
+    uploaded_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    filename = models.CharField(max_length=255)
+    file_format = models.CharField(max_length=8)
+    content = models.BinaryField()
+    sha256 = models.CharField(max_length=64)
+    options = models.JSONField(default=dict, blank=True, help_text="Column mapping and parse options.")
+    columns = models.JSONField(default=dict, blank=True, help_text="Which file column was read as what.")
+    encoding = models.CharField(max_length=32, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    n_rows = models.PositiveIntegerField(default=0)
+    n_annotators = models.PositiveIntegerField(default=0)
+    counts = models.JSONField(default=dict, blank=True, help_text="What was written, e.g. {'aq': 3, 'iat': 3}.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.filename} ({self.get_kind_display()})"
+
+
+def _imported_by(related_name: str) -> models.ForeignKey:
+    return models.ForeignKey(AnnotatorImport, null=True, blank=True, on_delete=models.CASCADE,
+                             related_name=related_name, help_text="Set when imported from a file, not taken in the app.")
 
 
 class StudyInstrument(models.Model):
@@ -76,6 +121,7 @@ class QuestionnaireSession(models.Model):
     item_order = models.JSONField(help_text="Item numbers in the order shown.")
     started_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
+    source_import = _imported_by("questionnaire_sessions")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["participant", "instrument"],
@@ -93,6 +139,7 @@ class InstrumentResponse(models.Model):
     position = models.PositiveSmallIntegerField(help_text="0-based position of the item on the page.")
     rt_ms = models.PositiveIntegerField(null=True, blank=True, help_text="Time spent on this item.")
     answered_at = models.DateTimeField(auto_now=True)
+    source_import = _imported_by("responses")
 
     class Meta:
         ordering = ["participant", "instrument", "position"]
@@ -108,6 +155,7 @@ class InstrumentScore(models.Model):
     subscales = models.JSONField(default=dict)
     tier = models.CharField(max_length=200, blank=True)
     computed_at = models.DateTimeField(auto_now=True)
+    source_import = _imported_by("scores")
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["participant", "instrument"], name="one_score_per_instrument")]
@@ -117,7 +165,8 @@ class IATSession(models.Model):
     """A participant's IAT: counterbalancing condition, seed, the trial design shown, and the D score."""
 
     participant = models.OneToOneField("annotation.Participant", on_delete=models.CASCADE, related_name="iat")
-    condition_index = models.PositiveSmallIntegerField()
+    condition_index = models.PositiveSmallIntegerField(null=True, blank=True,
+                                                       help_text="Empty for an IAT imported from a file.")
     seed = models.BigIntegerField()
     stimuli = models.JSONField()
     design = models.JSONField(help_text="The seven blocks with their trials, as shown.")
@@ -132,6 +181,7 @@ class IATSession(models.Model):
     fast_fraction = models.FloatField(null=True, blank=True)
     flagged_fast = models.BooleanField(null=True, blank=True, help_text="Over 10% of trials under 300 ms.")
     n_dropped_slow = models.PositiveIntegerField(null=True, blank=True)
+    source_import = _imported_by("iat_sessions")
 
 
 class IATTrial(models.Model):
@@ -146,6 +196,7 @@ class IATTrial(models.Model):
     error = models.BooleanField()
     latency_first_ms = models.FloatField()
     latency_correct_ms = models.FloatField()
+    source_import = _imported_by("iat_trials")
 
     class Meta:
         ordering = ["participant", "block", "trial"]

@@ -141,7 +141,9 @@ def iat_session(*, participant: Participant) -> IATSession:
         return existing
     stimuli = iat_stimuli_for(participant.study)
     with participant_locked(participant):
-        condition = IATSession.objects.filter(participant__study_id=participant.study_id).count() % 4
+        # Imported IATs have no condition: only the app's sessions take turns through the four.
+        condition = IATSession.objects.filter(participant__study_id=participant.study_id,
+                                              source_import__isnull=True).count() % 4
         blocks = iat_design.build_iat(stimuli, condition_index=condition, seed=participant.seed)
         try:
             with transaction.atomic():
@@ -195,7 +197,7 @@ def iat_block_submit(*, participant: Participant, block_number: int, trials: lis
         IATTrial.objects.bulk_create(rows)
         session.blocks_done = block_number
         if block_number == len(session.design):
-            _iat_score(session)
+            iat_session_score(session)
             session.completed_at = timezone.now()
         session.save()
         return session
@@ -208,7 +210,9 @@ def iat_trials_frame(*, participant_ids) -> pd.DataFrame:
             "participant_id", "block", "trial", "pairing", "error", "latency_first_ms", "latency_correct_ms"))
 
 
-def _iat_score(session: IATSession) -> None:
+def iat_session_score(session: IATSession) -> None:
+    """Set the session's D score (built-in error penalty), D600 and their bookkeeping from its stored trials
+    (the caller saves it); the one scoring path of the app's IAT and of imported trials."""
     trials = iat_trials_frame(participant_ids=[session.participant_id])
     trials["pairing"] = trials["pairing"].replace("", None)
     builtin = iat_design.iat_d_score(trials, error_penalty="builtin")

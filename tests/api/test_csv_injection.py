@@ -21,8 +21,11 @@ from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.classification.extraction_services import extraction_create, extraction_run
 from auditapp.paradigms.self_report.services import self_report_audit_create
 from auditapp.urls import api_patterns
+from psychometrics.annotator_imports import annotator_import_submit
+from psychometrics.models import StudyInstrument
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
 from tests.factories import make_study
+from tests.psychometrics.test_annotator_imports import SCORES, autalic_file
 
 pytestmark = pytest.mark.django_db
 
@@ -76,10 +79,17 @@ def hostile(shipped_instruments, audit_tasks_off):
     corpus = bits_corpus_generate(name="=corpus", spec={
         "templates": [{"id": "-T1", "text": "=<group> person."}], "emotions": [],
         "groups": [{"group": "@group", "terms": ["+term"]}]})
+    annotated = make_study(slug="scored")
+    StudyInstrument.objects.create(study=annotated, instrument=shipped_instruments["aq50"], role="aq", position=0)
+    StudyInstrument.objects.create(study=annotated, instrument=shipped_instruments["sata_partial"], role="sata",
+                                   position=1)
+    items_import_file(study=annotated, filename="autalic.csv", content=autalic_file())
+    annotator_import = annotator_import_submit(study=annotated, kind="scores", filename="=scores.csv",
+                                               content=SCORES)
     extraction, _ = extraction_create(audit=audit, mode="rules")
     extraction_run(extraction_id=extraction.id)
     return {"study": study, "audit": audit, "self_report": self_report, "import": imported, "endpoint": endpoint,
-            "corpus": corpus, "extraction": extraction}
+            "corpus": corpus, "extraction": extraction, "annotator_import": annotator_import}
 
 
 def csv_rows(response) -> list[list[str]]:
@@ -104,6 +114,8 @@ def get_paths(ids: dict) -> list[str]:
             pk = ids["corpus"].id
         elif route.startswith("studies/<int:pk>"):
             pk = ids["study"].id
+        elif route.startswith("annotator-imports/"):
+            pk = ids["annotator_import"].id
         elif route.startswith("imports/"):
             pk = ids["import"].id
         elif route.startswith("endpoints/<int:pk>/models/"):

@@ -39,12 +39,13 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application(), 
 
 # "A request valid by the schema is accepted" cannot hold where a valid body needs more than a schema can say:
 # an audit's study must exist and have a ground truth, its endpoints must exist; an upload must be a readable
-# item file (or BITS corpus file), a corpus spec a valid one; a study's slug and an endpoint's name must not be taken (an earlier example may have taken it).
+# item file (or BITS corpus file, or annotator data of the study's annotators), a corpus spec a valid one; a study's slug and an endpoint's name must not be taken (an earlier example may have taken it).
 # Those operations are still checked for everything else (no 5xx, every answer as documented).
 POSITIVE_ACCEPTANCE_UNKNOWABLE = {("POST", "/api/audits/"), ("POST", "/api/studies/{id}/imports/"),
                                   ("POST", "/api/studies/"), ("POST", "/api/endpoints/"),
                                   ("POST", "/api/corpora/"), ("POST", "/api/corpora/upload/"),
-                                  ("POST", "/api/audits/{id}/extractions/")}
+                                  ("POST", "/api/audits/{id}/extractions/"),
+                                  ("POST", "/api/studies/{id}/annotator-imports/")}
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,74 @@
+"""REST API of annotator data imports (researchers only): a study's imports listed, and a file uploaded."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import generics, serializers, status
+from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
+
+from annotation.api import ImportRejectedSerializer, StudyScoped
+from annotation.item_files import ItemFileError
+from psychometrics.annotator_imports import annotator_import_submit
+from psychometrics.forms import AnnotatorImportForm
+from psychometrics.models import AnnotatorImport
+from psychometrics.selectors import study_annotator_imports
+
+
+class AnnotatorImportUploadSerializer(serializers.Serializer):
+    """The multipart fields of an upload (see AnnotatorImportForm)."""
+
+    kind = serializers.ChoiceField(choices=AnnotatorImport.Kind.choices)
+    file = serializers.FileField()
+    columns = serializers.CharField(required=False, help_text="field=column, comma-separated, where names differ.")
+    consistent_first = serializers.ChoiceField(choices=["yes", "no"], required=False,
+                                               help_text="IAT trials without a pairing column.")
+    encoding = serializers.CharField(required=False)
+
+
+class AnnotatorImportSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = AnnotatorImport
+        fields = ("id", "study", "kind", "filename", "file_format", "sha256", "options", "columns", "encoding",
+                  "warnings", "n_rows", "n_annotators", "counts", "created_at")
+
+
+class StudyAnnotatorImportsView(StudyScoped, generics.ListAPIView):
+    """A study's annotator data imports, newest first; POST uploads a file (multipart) and imports it."""
+
+    serializer_class = AnnotatorImportSerializer
+    parser_classes = [MultiPartParser, FormParser]
+
+    def get_queryset(self):
+        return study_annotator_imports(study=self.study)
+
+    @extend_schema(
+        request={"multipart/form-data": AnnotatorImportUploadSerializer},
+        responses={201: AnnotatorImportSerializer, 400: ImportRejectedSerializer},
+        summary="Import annotators' scores, raw questionnaire answers or raw IAT trials",
+        description="`kind` is `scores`, `answers` or `iat`. The file is checked against the study and imported "
+                    "at once: if anything is wrong the answer is 400 with every problem (row and column) and "
+                    "nothing is stored; an annotator the study does not know is a problem, never a new participant. "
+                    "A successful import asks for the study's analysis to be recomputed.",
+    )
+    def post(self, request, *args, **kwargs):
+        form = AnnotatorImportForm(request.data, request.FILES)
+        if not form.is_valid():
+            return Response({"detail": "invalid upload", "problems": [
+                {"row": None, "column": field, "message": " ".join(errors)} for field, errors in form.errors.items()]},
+                status=status.HTTP_400_BAD_REQUEST)
+        upload = form.cleaned_data["file"]
+        try:
+            annotator_import = annotator_import_submit(
+                study=self.study, kind=form.cleaned_data["kind"], filename=upload.name, content=upload.read(),
+                options=form.import_options(), uploaded_by=request.user)
+        except ItemFileError as error:
+            return Response({"detail": str(error), "problems": [p.as_dict() for p in error.problems]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        return Response(AnnotatorImportSerializer(annotator_import).data, status=status.HTTP_201_CREATED)
+
+
+class AnnotatorImportDetailView(generics.RetrieveAPIView):
+    """One annotator data import: its kind, file hash, mapping, counts and warnings."""
+
+    serializer_class = AnnotatorImportSerializer
+    queryset = AnnotatorImport.objects.defer("content")

@@ -1,0 +1,1 @@
+"""manage.py commands: import_annotator_data."""

@@ -1,0 +1,148 @@
+"""The ways into annotator data imports: the study's admin page ("Import annotator data…"), the API
+(``/api/studies/{id}/annotator-imports/``), ``manage.py import_annotator_data``; and the dashboard's marker of
+imported scores."""
+from __future__ import annotations
+
+import pytest
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.core.management import CommandError, call_command
+
+from annotation.models import AnalysisState
+from annotation.services import items_import_file
+from annotation.study_analysis import study_analysis_compute
+from psychometrics.models import AnnotatorImport, IATSession, InstrumentScore, StudyInstrument
+from tests.factories import make_participant_user, make_study
+from tests.psychometrics.test_annotator_imports import SCORES, autalic_file, csv_bytes
+
+pytestmark = pytest.mark.django_db
+
+BAD_SCORES = csv_bytes(["annotator", "aq", "iat_d"], [["A9", 20, 0.1], ["A1", "high", 0.1], ["A1", 20, 0.1]])
+BAD_PROBLEMS = [
+    {"row": 2, "column": "annotator", "message": "annotator 'A9' is not in this study: an import never creates "
+     "annotators; import the items with their labels first (columns like A1_Score create annotator A1), or invite "
+     "the participant"},
+    {"row": 3, "column": "aq", "message": "AQ total 'high' is not a number"},
+    {"row": 4, "column": "annotator", "message": "annotator 'A1' appears twice (first on row 3)"},
+]
+
+
+@pytest.fixture
+def study(shipped_instruments):
+    study = make_study(slug="autalic")
+    StudyInstrument.objects.create(study=study, instrument=shipped_instruments["aq50"], role="aq", position=0)
+    StudyInstrument.objects.create(study=study, instrument=shipped_instruments["sata_partial"], role="sata",
+                                   position=1)
+    items_import_file(study=study, filename="autalic.csv", content=autalic_file())
+    return study
+
+
+@pytest.fixture
+def sent(monkeypatch) -> list[int]:
+    """Study ids handed to the analysis task (the worker's side is tested in tests/annotation)."""
+    ids: list[int] = []
+    monkeypatch.setattr("tasks.analysis.study_analysis_compute_task.delay", ids.append)
+    return ids
+
+
+def test_the_study_page_links_to_the_upload_and_lists_the_imports(staff_client, study):
+    annotator_import = AnnotatorImport.objects.create(study=study, kind="scores", filename="earlier.csv",
+                                                      file_format="csv", content=b"x", sha256="0" * 64)
+    page = staff_client.get(f"/admin/annotation/study/{study.pk}/change/").content.decode()
+    assert f"/admin/annotation/study/{study.pk}/import-annotator-data/" in page and "Import annotator data…" in page
+    assert f"/admin/psychometrics/annotatorimport/{annotator_import.pk}/change/" in page
+
+
+def test_an_admin_upload_imports_and_asks_for_the_analysis(staff_client, study, sent,
+                                                           django_capture_on_commit_callbacks):
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(f"/admin/annotation/study/{study.pk}/import-annotator-data/",
+                                     {"kind": "scores", "file": SimpleUploadedFile("scores.csv", SCORES)})
+    annotator_import = AnnotatorImport.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == f"/admin/psychometrics/annotatorimport/{annotator_import.pk}/change/"
+    assert InstrumentScore.objects.filter(source_import=annotator_import).count() == 6
+    assert sent == [study.pk] and AnalysisState.objects.get(study=study).status == AnalysisState.Status.QUEUED
+    page = staff_client.get(response["Location"]).content.decode()
+    assert annotator_import.sha256 in page and "scores.csv" in page
+    download = staff_client.get(f"/admin/psychometrics/annotatorimport/{annotator_import.pk}/download/")
+    assert download.content == SCORES
+
+
+def test_an_admin_upload_of_a_bad_file_lists_every_problem_and_stores_nothing(staff_client, study, sent):
+    response = staff_client.post(f"/admin/annotation/study/{study.pk}/import-annotator-data/",
+                                 {"kind": "scores", "file": SimpleUploadedFile("bad.csv", BAD_SCORES),
+                                  "columns": "aq=aq"})
+    page = response.content.decode()
+    assert response.status_code == 200 and "3 problems found; nothing was imported." in page
+    assert "annotator &#x27;A9&#x27; is not in this study" in page and "appears twice (first on row 3)" in page
+    assert not AnnotatorImport.objects.exists() and not InstrumentScore.objects.exists() and sent == []
+
+
+def test_non_staff_cannot_reach_the_admin_upload(client, study):
+    client.force_login(make_participant_user())
+    response = client.get(f"/admin/annotation/study/{study.pk}/import-annotator-data/")
+    assert response.status_code == 302 and "/admin/login/" in response["Location"]
+
+
+def test_the_api_imports_lists_and_shows_an_import(api_client, study, sent, django_capture_on_commit_callbacks):
+    url = f"/api/studies/{study.pk}/annotator-imports/"
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_client.post(url, {"kind": "scores", "file": SimpleUploadedFile("scores.csv", SCORES),
+                                         "columns": "aq=AQ_total"}, format="multipart")
+    assert response.status_code == 201, response.json()
+    body = response.json()
+    assert body["counts"] == {"aq50": 3, "sata_partial": 3, "iat": 3} and body["options"] == {
+        "columns": {"aq": "AQ_total"}}
+    assert sent == [study.pk]
+    listed = api_client.get(url).json()
+    assert [row["id"] for row in listed["results"]] == [body["id"]]
+    assert api_client.get(f"/api/annotator-imports/{body['id']}/").json()["sha256"] == body["sha256"]
+
+
+def test_the_api_refuses_a_bad_file_with_every_problem(api_client, study, sent):
+    url = f"/api/studies/{study.pk}/annotator-imports/"
+    response = api_client.post(url, {"kind": "scores", "file": SimpleUploadedFile("bad.csv", BAD_SCORES)},
+                               format="multipart")
+    assert response.status_code == 400 and response.json()["problems"] == BAD_PROBLEMS
+    response = api_client.post(url, {"kind": "grades", "file": SimpleUploadedFile("s.csv", SCORES)}, format="multipart")
+    assert response.status_code == 400 and response.json()["problems"][0]["column"] == "kind"
+    assert not AnnotatorImport.objects.exists() and sent == []
+
+
+def test_the_api_needs_a_researcher(client, study):
+    assert client.get(f"/api/studies/{study.pk}/annotator-imports/").status_code in (401, 403)
+
+
+def test_the_command_imports_a_file(study, tmp_path, capsys, sent):
+    path = tmp_path / "trials.csv"
+    path.write_bytes(csv_bytes(["who", "aq"], [["A1", 40], ["A2", 12]]))
+    call_command("import_annotator_data", str(path), study="autalic", kind="scores", column=["annotator=who"])
+    out = capsys.readouterr().out
+    assert "imported scores of 2 annotators into 'autalic' (aq50 2;" in out
+    assert dict(InstrumentScore.objects.values_list("participant__pseudonym", "total")) == {"A1": 40, "A2": 12}
+
+
+def test_the_command_reports_every_problem_and_imports_nothing(study, tmp_path, capsys):
+    path = tmp_path / "bad.csv"
+    path.write_bytes(BAD_SCORES)
+    with pytest.raises(CommandError, match="bad.csv: 3 problem"):
+        call_command("import_annotator_data", str(path), study="autalic", kind="scores")
+    err = capsys.readouterr().err
+    assert "row 3, column 'aq': AQ total 'high' is not a number" in err
+    assert not AnnotatorImport.objects.exists()
+    with pytest.raises(CommandError, match="no study with slug 'nope'"):
+        call_command("import_annotator_data", str(path), study="nope", kind="scores")
+
+
+def test_the_dashboard_says_which_scores_were_imported(staff_client, study):
+    from psychometrics.annotator_imports import annotator_import_submit
+
+    annotator_import_submit(study=study, kind="scores", filename="s.csv",
+                            content=csv_bytes(["annotator", "aq", "iat_d"], [["A1", 30, 0.2], ["A2", 20, 0.5]]))
+    IATSession.objects.filter(participant__pseudonym="A2").update(source_import=None)  # as if taken in the app
+    study_analysis_compute(study_id=study.pk)
+    page = staff_client.get(f"/studies/{study.pk}/dashboard/").content.decode()
+    assert '<span id="n-imported">2 with scores imported from a file</span>' in page
+    assert '<td class="source">imported: AQ, IAT D</td>' in page
+    assert '<td class="source">imported: AQ</td>' in page
+    assert '<td class="source">—</td>' in page   # A3: labels only, no score
