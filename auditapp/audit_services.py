@@ -369,9 +369,15 @@ def audit_prepare(*, audit_id: int) -> None:
 
 def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) -> str:
     """With structured output: send each chat model's first planned request once, constrained, and return why the
-    audit cannot run when an endpoint answers it with a client error (it does not take the schema in its form, or
-    not this schema); "" when every endpoint took it. A transport error or a 5xx says nothing about the schema: the
-    requests' own retries meet it. The probe's reply is not kept."""
+    audit cannot run; "" when every endpoint took it and answered valid against the schema.
+
+    The audit cannot run when the endpoint answers the probe with a client error (a 400 or 422: it does not take
+    the schema in its form, or not this schema; 401 and 403: authentication refused; 404: no such model or path),
+    or answers it with a reply that is not valid against the schema: servers that do not know the form's field
+    (vLLM since 0.12 for ``guided_json``, llama.cpp's server and Ollama for fields they do not read) ignore it and
+    answer unconstrained, which the manifest would misreport as constrained. A transport error, a time-out (408), a
+    rate limit (429) or a 5xx says nothing about the schema: it is logged and the requests' own retries meet it.
+    The probe's reply is not kept."""
     schema = audit_answer_schema(audit)
     if schema is None:
         return ""
@@ -385,13 +391,28 @@ def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) 
             continue
         probe = llm_clients.probe_chat_sync(endpoint_config(endpoint), audit_model.model, builder.payload(row),
                                             audit_model.params, schema=schema)
+        model = audit_model.model
+        if probe.status_code in (401, 403):
+            return (f"endpoint {endpoint} refused authentication for model {model!r}: {probe.reason}; check the "
+                    "endpoint's API key")
+        if probe.status_code == 404:
+            return (f"endpoint {endpoint} found no model {model!r} (or no chat path under {endpoint.base_url}): "
+                    f"{probe.reason}; check the model's name and the endpoint's base URL")
         if probe.refused:
             return (f"endpoint {endpoint} refused structured output ({endpoint.structured_output}) for model "
-                    f"{audit_model.model!r}: {probe.reason}; choose the form its server takes, or launch without "
+                    f"{model!r}: {probe.reason}; choose the form its server takes, or launch without "
                     "structured output")
         if probe.reason:
             logger.warning("Audit %s: the structured-output probe of %s got no answer (%s); going on", audit.id,
                            endpoint, probe.reason)
+            continue
+        problem = llm_clients.answer_schema_problem(probe.text, schema)
+        if problem:
+            cut_off = " (the reply was cut off at its token limit: raise max_tokens)" if probe.finish_reason == \
+                "length" else ""
+            return (f"endpoint {endpoint} accepted the structured-output field ({endpoint.structured_output}) for "
+                    f"model {model!r} but its answer is not valid against the schema: {problem}{cut_off} — the "
+                    "server may ignore the form; choose another, or launch without structured output")
     return ""
 
 
