@@ -143,13 +143,15 @@ def audit_answer_schema(audit: Audit) -> dict | None:
     return registry.get(audit.paradigm).answer_schema(audit) if audit.structured_output else None
 
 
-def audit_answer_format(audit: Audit, endpoint: LLMEndpoint) -> dict | None:
-    """What constrains a reply of this endpoint in this audit (its form and the schema), or None: structured output
-    is off, or the endpoint is not a chat model (a scorer's output is its own)."""
+def audit_answer_format(audit: Audit, audit_model: AuditModel) -> dict | None:
+    """What constrains a reply of this model in this audit (its form and the schema), or None: structured output
+    is off, or the endpoint is not a chat model (a scorer's output is its own). The form is the one recorded when
+    the audit was prepared (``AuditModel.structured_output``), the endpoint's own before then: editing the endpoint
+    does not change what a running audit sends."""
     schema = audit_answer_schema(audit)
-    if schema is None or scorer_kinds.takes(endpoint.protocol) != "messages":
+    if schema is None or scorer_kinds.takes(audit_model.endpoint.protocol) != "messages":
         return None
-    return {"form": endpoint.structured_output, "schema": schema}
+    return {"form": audit_model.structured_output or audit_model.endpoint.structured_output, "schema": schema}
 
 
 def structured_output_problems(*, schema: dict | None, endpoints) -> list[str]:
@@ -263,7 +265,7 @@ def audit_request_key(audit: Audit, audit_model: AuditModel, messages, replicate
     return request_key(protocol=audit_model.endpoint.protocol, base_url=audit_model.endpoint.base_url,
                        model=audit_model.model, digest=audit_model.digest, params=audit_model.params,
                        messages=messages, replicate=replicate, scope="" if audit.use_cache else f"audit:{audit.id}",
-                       identity=identity, answer_format=audit_answer_format(audit, audit_model.endpoint))
+                       identity=identity, answer_format=audit_answer_format(audit, audit_model))
 
 
 def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING) -> None:
@@ -345,7 +347,11 @@ def audit_prepare(*, audit_id: int) -> None:
                                   f"(it offers: {', '.join(sorted(offered)) or 'nothing'})")
                 return
             audit_model.digest = info.digest or ""
-    AuditModel.objects.bulk_update(models, ["digest"])
+    constrained = audit.structured_output and audit_answer_schema(audit) is not None
+    for audit_model in models:
+        chat = scorer_kinds.takes(audit_model.endpoint.protocol) == "messages"
+        audit_model.structured_output = audit_model.endpoint.structured_output if constrained and chat else ""
+    AuditModel.objects.bulk_update(models, ["digest", "structured_output"])
 
     builder = request_builder(audit)
     rows = [AuditRequest(audit=audit, audit_model=planned.audit_model, condition=planned.condition,
@@ -423,7 +429,7 @@ def structured_output_manifest(audit: Audit, models) -> dict:
         return {"structured_output": False}
     return {"structured_output": {
         "schema": schema,
-        "forms": {m.endpoint.name: m.endpoint.structured_output for m in models
+        "forms": {m.endpoint.name: m.structured_output or m.endpoint.structured_output for m in models
                   if scorer_kinds.takes(m.endpoint.protocol) == "messages"},
         "note": "chat models' replies were constrained to the schema by their servers, unlike the papers' free-text "
                 "replies"}}

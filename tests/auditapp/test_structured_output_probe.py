@@ -5,16 +5,19 @@
 - engine (the real test LLM server): a server that ignores the form silently (answers unconstrained prose with
   200, as vLLM since 0.12 does with ``guided_json``) fails the preparation with that reason after one probe; a
   server answering the probe with 429 does not fail it; 401/403/404 (from a probe stubbed in this unit test: the
-  model listing, asked first, meets them on a real server) are worded as what they are, and a 408 goes on.
+  model listing, asked first, meets them on a real server) are worded as what they are, and a 408 goes on;
+- the form is recorded per model at preparation and the audit's requests are sent in it even when the endpoint's
+  form is then cleared; an audit with no recorded form (prepared before forms were recorded) whose endpoint lost
+  its form fails with the reason instead of crashing every slice.
 """
 from __future__ import annotations
 
 import jsonschema
 import pytest
 
+from auditapp import audit_runner, llm_clients
 from auditapp import audit_services as services
-from auditapp import llm_clients
-from auditapp.models import Audit, AuditRequest
+from auditapp.models import Audit, AuditModel, AuditRequest, LLMEndpoint
 from auditapp.paradigms.bits.llm_scoring import ANSWER_SCHEMA as SCORE_SCHEMA
 from auditapp.paradigms.classification.replies import ANSWER_SCHEMA as CLASSIFICATION_SCHEMA
 from auditapp.paradigms.counterfactual.replies import ANSWER_SCHEMA as BATCH_SCHEMA
@@ -138,3 +141,37 @@ def test_each_refusal_of_the_probe_is_worded_as_what_it_is(api_client, server, t
         assert audit.status_reason == reason.format(base_url=server.base_url)
     else:
         assert audit.status == Audit.Status.RUNNING, audit.status_reason
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_the_form_recorded_at_preparation_is_the_one_sent_when_the_endpoint_is_edited(api_client, server,
+                                                                                      tasks_off):
+    endpoint = make_endpoint(server, "edited", structured_output="openai_json_schema")
+    audit = launch_constrained(api_client, endpoint)
+    assert audit.status == Audit.Status.RUNNING, audit.status_reason
+    assert list(AuditModel.objects.filter(audit=audit).values_list("structured_output", flat=True)) == [
+        "openai_json_schema"]
+    LLMEndpoint.objects.filter(pk=endpoint.pk).update(structured_output="")
+    assert audit_runner.audit_work(audit.id) == "finished"
+    assert set(AuditRequest.objects.filter(audit=audit).values_list("outcome", flat=True)) == {"label"}
+    audit.refresh_from_db()
+    assert audit.manifest["structured_output"]["forms"] == {"edited": "openai_json_schema"}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_an_audit_without_a_recorded_form_whose_endpoint_lost_it_fails_with_the_reason(api_client, server,
+                                                                                       tasks_off):
+    endpoint = make_endpoint(server, "cleared", structured_output="openai_json_schema")
+    audit = launch_constrained(api_client, endpoint)
+    assert audit.status == Audit.Status.RUNNING, audit.status_reason
+    AuditModel.objects.filter(audit=audit).update(structured_output="")  # as prepared before forms were recorded
+    LLMEndpoint.objects.filter(pk=endpoint.pk).update(structured_output="")
+    assert audit_runner.audit_work(audit.id) == "stopped"
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.FAILED
+    assert audit.status_reason == ("endpoint cleared cannot constrain output any more: it has no structured-output "
+                                   "form: choose the one its server takes; set the form this audit was prepared "
+                                   "with, then resume")
+    assert not AuditRequest.objects.filter(audit=audit).exclude(state=AuditRequest.State.PENDING).exists()

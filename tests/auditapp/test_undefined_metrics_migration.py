@@ -1,4 +1,4 @@
-"""Migration 0013 (its data step): classification audits analysed before undefined metrics had notes stored 0.0
+"""Migration 0014 (its data step): classification audits analysed before undefined metrics had notes stored 0.0
 with no ``<metric>_note`` key; the migration analyses them again, so they show "undefined" with the reason, and
 leaves audits analysed with notes as they are."""
 from __future__ import annotations
@@ -11,7 +11,7 @@ from django.apps import apps as django_apps
 from auditapp.models import Audit, AuditMetric
 from tests.auditapp.test_undefined_metrics_views import METRICS, NO_REFERENCE, planted_audit
 
-migration = importlib.import_module("auditapp.migrations.0013_metric_notes_for_audits_analysed_before_them")
+migration = importlib.import_module("auditapp.migrations.0014_metric_notes_for_audits_analysed_before_them")
 
 
 def as_before_notes(audit: Audit) -> None:

@@ -26,7 +26,7 @@ def audits_without_notes(apps) -> list[int]:
 
 def analyse_audits_without_notes(apps, schema_editor):
     # The analysis lives in the app, not in the historical models: this runs today's service on the tables as
-    # 0012 leaves them (as 0009 does). A later change to those tables must squash this migration.
+    # 0013 leaves them (as 0009 does). A later change to those tables must squash this migration.
     from auditapp.models import Audit
     from auditapp.paradigms.classification.services import classification_analyse
 
@@ -37,5 +37,5 @@ def analyse_audits_without_notes(apps, schema_editor):
 class Migration(migrations.Migration):
     # One transaction per audit (classification_analyse's own), not one around them all.
     atomic = False
-    dependencies = [("auditapp", "0012_audit_extractions")]
+    dependencies = [("auditapp", "0013_audit_model_structured_output_form_at_preparation")]
     operations = [migrations.RunPython(analyse_audits_without_notes, migrations.RunPython.noop)]
