@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import logging
 import math
@@ -45,7 +46,7 @@ from django.core.cache import cache
 from django.db import close_old_connections, connections
 
 from auditapp import audit_services as services
-from auditapp import scorer_kinds
+from auditapp import llm_clients, scorer_kinds
 from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.endpoint_breaker import EndpointBreaker, RedisBreakerStore
 from auditapp.endpoint_breaker import decode as decode_breaker
@@ -156,10 +157,18 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
     if refused:
         await db(services.audit_fail, audit_id=audit_id, reason=refused)
         return "stopped"
-    configs = {endpoint_id: services.endpoint_config(endpoint) for endpoint_id, endpoint in endpoints.items()}
-    # The schema a chat endpoint's replies are constrained to (structured output), None for the others.
-    schemas = {endpoint_id: (answer_format or {}).get("schema") for endpoint_id, answer_format in (await db(
-        _answer_formats, audit=builder.audit, endpoints=endpoints)).items()}
+    # What a chat endpoint's replies are constrained to (structured output: the form recorded at preparation and
+    # the schema), None for the others.
+    answer_formats = await db(_answer_formats, audit=builder.audit, models=list(builder.models.values()))
+    unusable = _unusable_answer_format(endpoints, answer_formats)
+    if unusable:
+        await db(services.audit_fail, audit_id=audit_id, reason=unusable)
+        return "stopped"
+    configs = {endpoint_id: dataclasses.replace(
+        services.endpoint_config(endpoint),
+        structured_output=(answer_formats[endpoint_id] or {}).get("form", endpoint.structured_output))
+        for endpoint_id, endpoint in endpoints.items()}
+    schemas = {endpoint_id: (answer_format or {}).get("schema") for endpoint_id, answer_format in answer_formats.items()}
     limiters = {endpoint_id: limiter_for(settings.LLM_LIMITS_REDIS_URL or None, f"endpoint-{endpoint_id}",
                                          endpoint.max_concurrency, endpoint.requests_per_minute,
                                          slot_ttl=endpoint.attempt_timeout_s + 30)
@@ -315,8 +324,23 @@ def _refused_address(*, endpoints: list) -> str:
     return ""
 
 
-def _answer_formats(*, audit, endpoints: dict) -> dict:
-    return {endpoint_id: services.audit_answer_format(audit, endpoint) for endpoint_id, endpoint in endpoints.items()}
+def _answer_formats(*, audit, models: list) -> dict:
+    """Endpoint id → :func:`~auditapp.audit_services.audit_answer_format` (its models were prepared together, so
+    they share the recorded form)."""
+    return {model.endpoint_id: services.audit_answer_format(audit, model) for model in models}
+
+
+def _unusable_answer_format(endpoints: dict, answer_formats: dict) -> str:
+    """Why a constrained endpoint's requests cannot be built (no form recorded at preparation, and the endpoint's
+    own no longer one its protocol takes), or "": the audit fails with it instead of every slice crashing."""
+    for endpoint_id, answer_format in answer_formats.items():
+        if answer_format is None:
+            continue
+        problem = llm_clients.structured_output_problem(endpoints[endpoint_id].protocol, answer_format["form"])
+        if problem:
+            return (f"endpoint {endpoints[endpoint_id]} cannot constrain output any more: {problem}; set the form "
+                    "this audit was prepared with, then resume")
+    return ""
 
 
 def _builder(*, audit_id: int):

@@ -144,7 +144,9 @@ def audit_request_detail(*, audit: Audit, request_id: int) -> dict | None:
     }
 
 
-SHAPE_SAMPLE = 2000
+SHAPE_SAMPLE = 200
+"""The unparseable replies per cell whose shapes the parse-quality report reads: the most recent ones. The report is
+polled every few seconds while an audit runs, so it reads a sample of bounded size, not every reply's text."""
 
 
 def _cell_key(row: dict) -> tuple[int, str]:

@@ -143,13 +143,15 @@ def audit_answer_schema(audit: Audit) -> dict | None:
     return registry.get(audit.paradigm).answer_schema(audit) if audit.structured_output else None
 
 
-def audit_answer_format(audit: Audit, endpoint: LLMEndpoint) -> dict | None:
-    """What constrains a reply of this endpoint in this audit (its form and the schema), or None: structured output
-    is off, or the endpoint is not a chat model (a scorer's output is its own)."""
+def audit_answer_format(audit: Audit, audit_model: AuditModel) -> dict | None:
+    """What constrains a reply of this model in this audit (its form and the schema), or None: structured output
+    is off, or the endpoint is not a chat model (a scorer's output is its own). The form is the one recorded when
+    the audit was prepared (``AuditModel.structured_output``), the endpoint's own before then: editing the endpoint
+    does not change what a running audit sends."""
     schema = audit_answer_schema(audit)
-    if schema is None or scorer_kinds.takes(endpoint.protocol) != "messages":
+    if schema is None or scorer_kinds.takes(audit_model.endpoint.protocol) != "messages":
         return None
-    return {"form": endpoint.structured_output, "schema": schema}
+    return {"form": audit_model.structured_output or audit_model.endpoint.structured_output, "schema": schema}
 
 
 def structured_output_problems(*, schema: dict | None, endpoints) -> list[str]:
@@ -263,7 +265,7 @@ def audit_request_key(audit: Audit, audit_model: AuditModel, messages, replicate
     return request_key(protocol=audit_model.endpoint.protocol, base_url=audit_model.endpoint.base_url,
                        model=audit_model.model, digest=audit_model.digest, params=audit_model.params,
                        messages=messages, replicate=replicate, scope="" if audit.use_cache else f"audit:{audit.id}",
-                       identity=identity, answer_format=audit_answer_format(audit, audit_model.endpoint))
+                       identity=identity, answer_format=audit_answer_format(audit, audit_model))
 
 
 def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING) -> None:
@@ -345,7 +347,11 @@ def audit_prepare(*, audit_id: int) -> None:
                                   f"(it offers: {', '.join(sorted(offered)) or 'nothing'})")
                 return
             audit_model.digest = info.digest or ""
-    AuditModel.objects.bulk_update(models, ["digest"])
+    constrained = audit.structured_output and audit_answer_schema(audit) is not None
+    for audit_model in models:
+        chat = scorer_kinds.takes(audit_model.endpoint.protocol) == "messages"
+        audit_model.structured_output = audit_model.endpoint.structured_output if constrained and chat else ""
+    AuditModel.objects.bulk_update(models, ["digest", "structured_output"])
 
     builder = request_builder(audit)
     rows = [AuditRequest(audit=audit, audit_model=planned.audit_model, condition=planned.condition,
@@ -369,9 +375,15 @@ def audit_prepare(*, audit_id: int) -> None:
 
 def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) -> str:
     """With structured output: send each chat model's first planned request once, constrained, and return why the
-    audit cannot run when an endpoint answers it with a client error (it does not take the schema in its form, or
-    not this schema); "" when every endpoint took it. A transport error or a 5xx says nothing about the schema: the
-    requests' own retries meet it. The probe's reply is not kept."""
+    audit cannot run; "" when every endpoint took it and answered valid against the schema.
+
+    The audit cannot run when the endpoint answers the probe with a client error (a 400 or 422: it does not take
+    the schema in its form, or not this schema; 401 and 403: authentication refused; 404: no such model or path),
+    or answers it with a reply that is not valid against the schema: servers that do not know the form's field
+    (vLLM since 0.12 for ``guided_json``, llama.cpp's server and Ollama for fields they do not read) ignore it and
+    answer unconstrained, which the manifest would misreport as constrained. A transport error, a time-out (408), a
+    rate limit (429) or a 5xx says nothing about the schema: it is logged and the requests' own retries meet it.
+    The probe's reply is not kept."""
     schema = audit_answer_schema(audit)
     if schema is None:
         return ""
@@ -385,13 +397,28 @@ def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) 
             continue
         probe = llm_clients.probe_chat_sync(endpoint_config(endpoint), audit_model.model, builder.payload(row),
                                             audit_model.params, schema=schema)
+        model = audit_model.model
+        if probe.status_code in (401, 403):
+            return (f"endpoint {endpoint} refused authentication for model {model!r}: {probe.reason}; check the "
+                    "endpoint's API key")
+        if probe.status_code == 404:
+            return (f"endpoint {endpoint} found no model {model!r} (or no chat path under {endpoint.base_url}): "
+                    f"{probe.reason}; check the model's name and the endpoint's base URL")
         if probe.refused:
             return (f"endpoint {endpoint} refused structured output ({endpoint.structured_output}) for model "
-                    f"{audit_model.model!r}: {probe.reason}; choose the form its server takes, or launch without "
+                    f"{model!r}: {probe.reason}; choose the form its server takes, or launch without "
                     "structured output")
         if probe.reason:
             logger.warning("Audit %s: the structured-output probe of %s got no answer (%s); going on", audit.id,
                            endpoint, probe.reason)
+            continue
+        problem = llm_clients.answer_schema_problem(probe.text, schema)
+        if problem:
+            cut_off = " (the reply was cut off at its token limit: raise max_tokens)" if probe.finish_reason == \
+                "length" else ""
+            return (f"endpoint {endpoint} accepted the structured-output field ({endpoint.structured_output}) for "
+                    f"model {model!r} but its answer is not valid against the schema: {problem}{cut_off} — the "
+                    "server may ignore the form; choose another, or launch without structured output")
     return ""
 
 
@@ -402,7 +429,7 @@ def structured_output_manifest(audit: Audit, models) -> dict:
         return {"structured_output": False}
     return {"structured_output": {
         "schema": schema,
-        "forms": {m.endpoint.name: m.endpoint.structured_output for m in models
+        "forms": {m.endpoint.name: m.structured_output or m.endpoint.structured_output for m in models
                   if scorer_kinds.takes(m.endpoint.protocol) == "messages"},
         "note": "chat models' replies were constrained to the schema by their servers, unlike the papers' free-text "
                 "replies"}}

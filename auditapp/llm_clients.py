@@ -632,18 +632,27 @@ def list_models_sync(config: EndpointConfig, *, timeout: float = 10) -> list[Mod
     return _parse_model_list(config.protocol, response)
 
 
+PROBE_TRANSIENT_STATUSES = frozenset({408, 429})
+"""Client errors that say nothing about the request itself (a time-out, a rate limit): asking later can succeed."""
+
+
 @dataclass(frozen=True)
 class ProbeResult:
-    """How one unretried chat request ended: ``status_code`` (None when no HTTP answer came) and ``reason``
-    (the server's error as :func:`send_chat` words it, or the transport error; "" for a usable reply)."""
+    """How one unretried chat request ended: ``status_code`` (None when no HTTP answer came), ``reason`` (the
+    server's error as :func:`send_chat` words it, or the transport error; "" for a usable reply) and, for a usable
+    reply, its ``text`` and ``finish_reason``."""
 
     status_code: int | None
     reason: str
+    text: str | None = None
+    finish_reason: str | None = None
 
     @property
     def refused(self) -> bool:
-        """The server answered the request itself with a client error (4xx): sending it again cannot help."""
-        return self.status_code is not None and 400 <= self.status_code < 500
+        """The server answered the request itself with a client error (a 4xx other than a time-out or a rate
+        limit, :data:`PROBE_TRANSIENT_STATUSES`): sending it again cannot help."""
+        return (self.status_code is not None and 400 <= self.status_code < 500
+                and self.status_code not in PROBE_TRANSIENT_STATUSES)
 
 
 def probe_chat_sync(config: EndpointConfig, model: str, messages: list[dict], params: dict, *,
@@ -661,7 +670,61 @@ def probe_chat_sync(config: EndpointConfig, model: str, messages: list[dict], pa
     if not response.is_success:
         return ProbeResult(response.status_code, _http_reason(response.status_code, response.content))
     try:
-        parse_chat_reply(config.protocol, response.content)
+        completion = parse_chat_reply(config.protocol, response.content)
     except MalformedReply as error:
         return ProbeResult(response.status_code, f"malformed reply: {error.reason}")
-    return ProbeResult(response.status_code, "")
+    return ProbeResult(response.status_code, "", completion.text, completion.finish_reason)
+
+
+_JSON_TYPES = {"object": lambda v: isinstance(v, dict), "array": lambda v: isinstance(v, list),
+               "string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+               "null": lambda v: v is None,
+               "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
+               "integer": lambda v: (isinstance(v, int) and not isinstance(v, bool))
+               or (isinstance(v, float) and v.is_integer())}
+
+
+def schema_problems(value: object, schema: dict, where: str = "the answer") -> list[str]:
+    """Why ``value`` (parsed JSON) is not valid against ``schema``: [] when it is. Checks the keywords the
+    paradigms' answer schemas use (``type``, ``enum``, ``properties``, ``required``, ``additionalProperties``:
+    false, ``items``), as JSON Schema defines them (an integer may be written 1.0; a boolean is no number);
+    other keywords are not checked."""
+    expected = schema.get("type")
+    if expected in _JSON_TYPES and not _JSON_TYPES[expected](value):
+        return [f"{where} is {_json_excerpt(value)}, not of type {expected}"]
+    if "enum" in schema and not any(value == option and isinstance(value, bool) == isinstance(option, bool)
+                                         for option in schema["enum"]):
+        return [f"{where} is {_json_excerpt(value)}, not one of {json.dumps(schema['enum'])}"]
+    problems = []
+    if isinstance(value, dict):
+        properties = schema.get("properties", {})
+        missing = [name for name in schema.get("required", ()) if name not in value]
+        if missing:
+            problems.append(f"{where} lacks {', '.join(map(repr, missing))}")
+        if schema.get("additionalProperties") is False:
+            extra = [name for name in value if name not in properties]
+            if extra:
+                problems.append(f"{where} has keys the schema does not allow: {', '.join(map(repr, extra))}")
+        for name, subschema in properties.items():
+            if name in value:
+                problems += schema_problems(value[name], subschema, f"{where}[{name!r}]")
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        for index, entry in enumerate(value):
+            problems += schema_problems(entry, schema["items"], f"{where}[{index}]")
+    return problems
+
+
+def _json_excerpt(value: object) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def answer_schema_problem(text: str | None, schema: dict) -> str:
+    """Why a reply's text is not an answer valid against ``schema`` ("" when it is): not JSON, or JSON that
+    :func:`schema_problems` refuses (the first three problems)."""
+    try:
+        value = json.loads(text or "")
+    except ValueError:
+        return f"it is not JSON: {' '.join((text or '(empty)').split())[:80]!r}"
+    problems = schema_problems(value, schema)
+    return "; ".join(problems[:3])

@@ -334,6 +334,11 @@ class AuditModel(models.Model):
                               help_text="Generation parameters; empty = the endpoint's own defaults.")
     digest = models.CharField(max_length=200, blank=True, editable=False,
                               help_text="The model version/digest the endpoint reported when the audit started.")
+    structured_output = models.CharField(
+        max_length=32, blank=True, default="", editable=False,
+        help_text="The endpoint's structured-output form when the audit was prepared, for an audit with structured "
+                  "output (\"\" otherwise): the form its requests are sent in, as the manifest says, whatever the "
+                  "endpoint says later.")
     position = models.PositiveSmallIntegerField(default=0)
 
     class Meta:

@@ -38,8 +38,10 @@ Structured output (issue 16): a request may ask for a reply valid against a JSON
 with ``schema``, ``guided_json``, Ollama's ``format``). A form listed in ``structured_forms`` (all four by default)
 is honoured: the reply is the JSON object :func:`structured_answer` builds, valid against the schema (a
 classification answer with the label the rule above decides, a batch's answers for every ``Text i:`` line with the
-annotator's 0/1, a scorer's score, a Likert answer); any other form is refused with a 400 whose OpenAI- or
-Ollama-style error names the unsupported field. A model whose name starts with ``prose-`` answers classification
+annotator's 0/1, a scorer's score, a Likert answer); a form listed in ``ignored_forms`` is ignored silently, as
+servers do with a field they do not read (vLLM since 0.12 with ``guided_json``): the request is answered with 200
+as if it asked for no structure; any other form is refused with a 400 whose OpenAI- or Ollama-style error names
+the unsupported field. A model whose name starts with ``prose-`` answers classification
 prompts unconstrained in prose that names no label (:func:`prose_reply`), as small local models do.
 
 Extractors (issue 16, the second-pass extraction of classification audits): a model whose name starts with
@@ -367,6 +369,7 @@ class Config:
     score_effects: str = "{}"
     annotators: str = "{}"
     structured_forms: tuple[str, ...] = STRUCTURED_OUTPUT_FORMS
+    ignored_forms: tuple[str, ...] = ()
 
 
 class Stats:
@@ -499,6 +502,8 @@ class App:
         if model not in self.models:
             return self._reply(conn, path, 404, f"model '{model}' not found", keep_alive)
         structure = requested_structure(path, request)
+        if structure is not None and structure[0] in config.ignored_forms:
+            structure = None
         if structure is not None and structure[0] not in config.structured_forms:
             return self._reply(conn, path, 400, f"unsupported field '{structure[1]}': this server does not take "
                                                 f"structured output in that form", keep_alive)
@@ -766,6 +771,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                              '[{"task": "leader", "contains": ["Jamal"], "delta": 0.1}], "refuse_tasks": ["crime"]}}')
     parser.add_argument("--structured-forms", type=_forms, default=STRUCTURED_OUTPUT_FORMS,
                         help="comma list of the structured-output forms honoured ('none': refuse every one)")
+    parser.add_argument("--ignored-forms", type=_forms, default=(),
+                        help="comma list of structured-output forms ignored silently (answered unconstrained)")
     parser.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when stdin closes (for LLMServer)")
     return parser.parse_args(argv)
 
@@ -777,7 +784,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     permanent_error_rate=args.permanent_error_rate, bad_request_rate=args.bad_request_rate,
                     models=args.models, positive_words=args.positive_words, seed=args.seed, api_key=args.api_key,
                     score_effects=args.score_effects, annotators=args.annotators,
-                    structured_forms=args.structured_forms)
+                    structured_forms=args.structured_forms, ignored_forms=args.ignored_forms)
     uvloop.run(serve(config, args.port, args.exit_on_stdin_eof))
     return 0
 
@@ -793,14 +800,15 @@ class LLMServer:
                  models: Sequence[str] = DEFAULT_MODELS, positive_words: Sequence[str] = DEFAULT_POSITIVE_WORDS,
                  seed: int = 0, api_key: str | None = None, score_effects: dict | None = None,
                  annotators: dict | None = None, structured_forms: Sequence[str] = STRUCTURED_OUTPUT_FORMS,
-                 ready_timeout: float = 20.0):
+                 ignored_forms: Sequence[str] = (), ready_timeout: float = 20.0):
         self.args = ["--port", str(port), "--latency", repr(latency), "--fault-rate", repr(fault_rate),
                      "--fault-kinds", ",".join(fault_kinds), "--retry-after", repr(retry_after),
                      "--hang-seconds", repr(hang_seconds), "--permanent-error-rate", repr(permanent_error_rate),
                      "--bad-request-rate", repr(bad_request_rate), "--models", ",".join(models),
                      "--positive-words", ",".join(positive_words), "--seed", str(seed),
                      "--score-effects", json.dumps(score_effects or {}), "--annotators", json.dumps(annotators or {}),
-                     "--structured-forms", ",".join(structured_forms) or "none", "--exit-on-stdin-eof"]
+                     "--structured-forms", ",".join(structured_forms) or "none",
+                     "--ignored-forms", ",".join(ignored_forms) or "none", "--exit-on-stdin-eof"]
         if api_key is not None:
             self.args += ["--api-key", api_key]
         self.models = tuple(models)

@@ -29,6 +29,9 @@
   };
   var config = { displaylogo: false, responsive: true, modeBarButtonsToRemove: ["select2d", "lasso2d"] };
   var palette = ["#2f5d7c", "#c0792a", "#5b8c4a", "#7a4f8c", "#a33b3b", "#3b8c8c", "#8c7a3b", "#555555"];
+  // Model names are researcher-entered and plotly reads pseudo-HTML in its labels (charts.js, loaded before this
+  // script on the pages that draw charts).
+  function plotlyText(value) { return window.AuditCharts.plotlyText(value); }
 
   var status = data.audit.status;
   var failedCount = 0;
@@ -376,7 +379,7 @@
     if (!means.length) { emptyChart("figure-1", "No Δκ: no model has a cell with κ against both references."); return; }
     var deltas = means.map(function (m) { return m.delta_kappa; });
     Plotly.newPlot("figure-1", [{
-      type: "bar", x: means.map(function (m) { return m.model; }), y: deltas,
+      type: "bar", x: means.map(function (m) { return plotlyText(m.model); }), y: deltas,
       marker: { color: deltas.map(function (d) { return d >= 0 ? "#2f5d7c" : "#c0792a"; }) },
       text: deltas.map(function (d) { return d.toFixed(3); }), textposition: "outside", cliponaxis: false,
       hovertemplate: "%{x}: mean Δκ = %{y:.3f}<extra></extra>"
@@ -399,9 +402,9 @@
     return order.map(function (modelId, index) {
       var rows = byModel[modelId];
       return {
-        type: "scatter", mode: "markers+text", name: modelNames[modelId] || rows[0].model,
+        type: "scatter", mode: "markers+text", name: plotlyText(modelNames[modelId] || rows[0].model),
         x: rows.map(function (p) { return p.recall; }), y: rows.map(function (p) { return p.precision; }),
-        text: rows.map(function (p) { return p.model + " · " + p.condition; }), textposition: "top center",
+        text: rows.map(function (p) { return plotlyText(p.model + " · " + p.condition); }), textposition: "top center",
         textfont: { size: 11 },
         customdata: rows.map(function (p) {
           return [p.model_id, p.condition, known(p.f1) ? Number(p.f1).toFixed(3) : "— (undefined)", p.n];

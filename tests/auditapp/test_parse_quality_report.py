@@ -100,6 +100,14 @@ def test_the_report_counts_outcomes_finish_reasons_and_shapes_in_a_fixed_number_
 
 
 @pytest.mark.django_db
+def test_shapes_are_read_from_at_most_200_replies_per_cell_and_the_note_says_so():
+    zs = report(planted({"zs": ["empty"] * 203}))["zs"]
+    assert (zs["n_unparseable"], zs["shapes_sampled"]) == (203, 200)
+    assert zs["shapes_note"] == "shapes of the 200 most recent of 203 unparseable replies"
+    assert [(s["shape"], s["n"]) for s in zs["unparseable_shapes"]] == [("empty", 200)]
+
+
+@pytest.mark.django_db
 def test_shapes_are_read_from_the_most_recent_unparseable_replies_only(monkeypatch):
     monkeypatch.setattr(audit_selectors, "SHAPE_SAMPLE", 5)
     zs = report(planted({"zs": ZS}))["zs"]

@@ -177,4 +177,6 @@ def test_the_dashboard_shows_a_dash_and_the_reason_for_every_undefined_metric(st
     for name in METRICS:
         assert undefined[("cot", "weighted", name)].startswith("no item with a reference label got a parsed label")
     assert "t-test undefined: the paired t-test needs at least two cells with a defined Δκ (there is 1)." in html
+    # The mean is over the one cell with a Δκ, and says so (the cell with every reply unparseable has none).
+    assert "Mean Δκ over the 1 model × condition cells with a defined Δκ (of 2):" in " ".join(html.split())
     assert not math.isnan(degenerate.analysis["kappa_gap"]["mean_delta"])

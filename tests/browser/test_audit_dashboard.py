@@ -11,7 +11,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from auditapp.models import Audit, AuditRequest
+from auditapp import audit_services as services
+from auditapp.models import Audit, AuditModel, AuditRequest
 from tests.auditapp.test_audit_dashboard_view import (
     COMPLETED_PLAN,
     HOSTILE,
@@ -24,6 +25,9 @@ from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
+# A model name holding plotly's pseudo-HTML (bold, a line break, a link): its labels must show it as text.
+PLOTLY_HOSTILE = 'Model <b>B</b><br><a href="javascript:window.__xss=2">x</a>'
+
 
 def bold_cells(page, table: str) -> set[tuple[int, str]]:
     return {(int(model), condition) for model, condition in page.eval_on_selector_all(
@@ -32,6 +36,8 @@ def bold_cells(page, table: str) -> set[tuple[int, str]]:
 
 def test_completed_audit_tables_figures_and_drill_down(live_server, browser_context):
     audit = build_audit(COMPLETED_PLAN)
+    AuditModel.objects.filter(audit=audit, model="model-b").update(label=PLOTLY_HOSTILE)
+    services.audit_analyse(audit_id=audit.id)  # the stored means name the model as it is now
     expected = expected_metrics(audit)
     models = {m.model: m for m in audit.models.all()}
     page, problems, requests = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
@@ -41,6 +47,12 @@ def test_completed_audit_tables_figures_and_drill_down(live_server, browser_cont
     expect(page.locator("#chart-scatter .main-svg").first).to_be_attached()
     assert page.locator("#figure-1 .barlayer .point").count() == 2  # one bar per model
     assert page.locator("#chart-scatter .scatterlayer .point").count() == 4  # model × condition, weighted
+    # The hostile name is text in Figure 1's axis, the scatter's legend and its point labels: no bold, no link.
+    expect(page.locator("#figure-1 .xtick text", has_text=PLOTLY_HOSTILE)).to_have_count(1)
+    expect(page.locator("#chart-scatter .legendtext", has_text=PLOTLY_HOSTILE)).to_have_count(1)
+    expect(page.locator("#chart-scatter .textpoint text", has_text=f"{PLOTLY_HOSTILE} · zs")).to_have_count(1)
+    assert page.locator("#figure-1 a, #chart-scatter a").count() == 0
+    assert page.locator("#figure-1 tspan[style*=bold], #chart-scatter tspan[style*=bold]").count() == 0
     expect(page.locator("#gap-test")).to_contain_text("Paired item-bootstrap 95% CI of the mean Δκ")
 
     for metric in ("kappa", "f1"):

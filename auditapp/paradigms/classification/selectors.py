@@ -156,6 +156,7 @@ def audit_dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
         "kappa": _heatmap(metrics, models, conditions, "kappa"),
         "f1": _heatmap(metrics, models, conditions, "f1"),
         "gap": gap,
+        "gap_defined_cells": sum(1 for cell in gap.get("cells", []) if cell.get("delta_kappa") is not None),
         "model_means": analysis.get("model_means", []),
         "condition_means": analysis.get("condition_means", []),
         "scatter": scatter,
