@@ -32,7 +32,7 @@ from auditapp.paradigms.classification.extraction import (
     parse_extractor_answer,
 )
 from auditapp.paradigms.classification.extraction_services import extraction_run
-from auditapp.paradigms.classification.verbal_rules import read_verbal
+from auditapp.paradigms.classification.verbal_rules import RULES_VERSION, read_verbal
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
 from tests.llm_server import LLMServer, extractor_answer
 
@@ -388,6 +388,6 @@ def test_the_dashboard_switch_says_which_outcomes_are_shown(server, staff_client
     page = staff_client.get(f"/audits/{audit.id}/dashboard/", {"outcomes": f"extraction:{extraction.id}"})
     assert page.status_code == 200
     text = page.content.decode()
-    assert f'data-source="extraction:{extraction.id}"' in text and "verbal rules v1" in text
+    assert f'data-source="extraction:{extraction.id}"' in text and f"verbal rules v{RULES_VERSION}" in text
     assert f"outcomes=extraction%3A{extraction.id}" in text  # the metrics export follows the switch
     assert staff_client.get(f"/audits/{audit.id}/dashboard/", {"outcomes": "nonsense"}).status_code == 400
