@@ -175,11 +175,14 @@ def test_the_extractor_answer_is_read_strictly(answer, outcome, label):
 
 @pytest.mark.django_db(transaction=False)
 def test_labels_with_an_extraction_keep_strict_labels_and_fill_only_where_it_gives_one():
-    requests = pd.DataFrame({"id": [1, 2, 3, 4, 5], "label": [1.0, np.nan, np.nan, 0.0, np.nan]})
-    extracted = pd.DataFrame({"request": [1, 2, 3], "label": [0.0, 1.0, np.nan]})  # 1 had a strict label: ignored
+    requests = pd.DataFrame({"id": [1, 2, 3, 4, 5, 6],
+                             "outcome": ["label", "unparseable", "unparseable", "label", "unparseable", "refusal"],
+                             "label": [1.0, np.nan, np.nan, 0.0, np.nan, np.nan]})
+    # 1 has a strict label: ignored; 6 was unparseable when extracted, a re-parse has read it as a refusal since.
+    extracted = pd.DataFrame({"request": [1, 2, 3, 6], "label": [0.0, 1.0, np.nan, 1.0]})
     labels = labels_with_extraction(requests, extracted)
     assert [labels[0], labels[1], labels[3]] == [1.0, 1.0, 0.0]
-    assert math.isnan(labels[2]) and math.isnan(labels[4])
+    assert math.isnan(labels[2]) and math.isnan(labels[4]) and math.isnan(labels[5])
 
 
 @pytest.mark.django_db(transaction=False)
