@@ -316,7 +316,8 @@ def _run_model(extraction: AuditExtraction) -> str:
             key = extractor_request_key(endpoint, extraction.model, digest, extraction.params, messages, scope)
             asks.append(_Ask(request.id, key, messages))
         stored = LLMReply.objects.in_bulk([ask.key for ask in asks], field_name="key")
-        to_send = [ask for ask in asks if ask.key not in stored]
+        # Replies of the same text are one extractor request, asked once.
+        to_send = list({ask.key: ask for ask in asks if ask.key not in stored}.values())
         sent = asyncio.run(_send(extraction, to_send)) if to_send else {}
         _store(extraction, asks, stored, sent)
     return ""
