@@ -81,8 +81,10 @@ class AuditMetricsView(AuditScoped, ExportListAPIView):
         try:
             return audit_metrics_export(audit=self.audit, outcomes=self.request.query_params.get("outcomes"))
         except OutcomeSourceError as error:
-            raise {404: NotFound, 409: Conflict}.get(error.status, ValidationError)({"outcomes": [str(error)]}) \
-                from error
+            if error.status in (404, 409):  # these responses have a "detail", as every 404 and 409 of the API
+                raise {404: NotFound, 409: Conflict}[error.status]({"detail": str(error), "outcomes": [str(error)]}) \
+                    from error
+            raise ValidationError({"outcomes": [str(error)]}) from error
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-metrics.csv"

@@ -12,6 +12,11 @@ so extractions and audits share an endpoint's concurrency and rate limit across 
 has its own key (:func:`auditapp.request_keys.request_key` of the extractor's messages); its reply is stored once
 per key in :class:`~auditapp.models.LLMReply` and, when the audit uses the cache, reused by any later extraction
 that asks the same model the same question.
+
+A worker runs an extraction under a lease (``AuditExtraction.leased_until``) and records whatever stops it; the
+workers' recovery (:func:`extractions_recover`) sends again one whose task was lost or whose worker died. Its
+metrics are computed when it completes and whenever the audit is analysed again (:func:`extractions_analyse`),
+and stored in ``AuditExtraction.results``: reading them never computes.
 """
 from __future__ import annotations
 
