@@ -219,6 +219,46 @@ class SendResult:
     retries: tuple[str, ...]
 
 
+def _is_number(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_integer(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_stop(value: object) -> bool:
+    return isinstance(value, str) or (isinstance(value, list) and all(isinstance(item, str) for item in value))
+
+
+# The generation parameters whose type every server agrees on, with the test and what it asks for; any other
+# name is passed on as given (servers add their own).
+CHAT_PARAM_TYPES: dict[str, tuple[Callable[[object], bool], str]] = {
+    **dict.fromkeys(("temperature", "presence_penalty", "frequency_penalty", "repeat_penalty",
+                     "repetition_penalty"), (_is_number, "a number")),
+    **dict.fromkeys(("top_p", "min_p", "typical_p"), (lambda value: _is_number(value) and 0 <= value <= 1,
+                                                      "a number between 0 and 1")),
+    **dict.fromkeys(("max_tokens", "max_completion_tokens", "num_predict", "num_ctx"),
+                    (lambda value: _is_integer(value) and value >= 1, "a whole number of at least 1")),
+    **dict.fromkeys(("top_k", "seed"), (_is_integer, "a whole number")),
+    "stop": (_is_stop, "a string or a list of strings"),
+}
+
+
+def chat_params_problems(params: object) -> list[str]:
+    """What is wrong with a chat model's generation parameters, one problem per parameter (empty when nothing
+    is): they are a JSON object whose known parameters (:data:`CHAT_PARAM_TYPES`) have the type every server
+    takes, so a request that would be refused is refused before any is sent."""
+    if not isinstance(params, dict):
+        return [f"generation parameters are a JSON object, not {type(params).__name__}"]
+    problems = []
+    for name, value in params.items():
+        test, wanted = CHAT_PARAM_TYPES.get(name, (None, ""))
+        if test is not None and not (test(value) and (not isinstance(value, float) or value == value)):
+            problems.append(f"{name} must be {wanted}, not {json.dumps(value)[:60]}")
+    return problems
+
+
 def structured_output_problem(protocol: str, form: str) -> str:
     """Why an endpoint of that protocol cannot take a schema in that form ("" when it can)."""
     if not form:

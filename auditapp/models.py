@@ -525,6 +525,14 @@ class AuditExtraction(models.Model):
     identity = models.CharField(max_length=64, editable=False)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     status_reason = models.TextField(blank=True)
+    leased_until = models.DateTimeField(
+        null=True, blank=True, editable=False,
+        help_text="Running: the worker's lease, renewed while it runs; another may take it over once it has passed. "
+                  "Queued: when the workers' recovery sends its task again if none has started it.")
+    results = models.JSONField(
+        null=True, blank=True, editable=False,
+        help_text="The metrics with this extraction, computed when it completes and when the audit is analysed "
+                  "again: {\"cells\": [{model, condition, reference, values}], \"analysis\": {…}}.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)

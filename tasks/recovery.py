@@ -10,7 +10,9 @@ recovery sends again:
 - running audits no worker has held a lease on for settings.WORK_STALLED_SECONDS, e.g. after a transient
   fault stopped their work (``auditapp.audit_services.audits_resume_stalled``);
 - audits still queued that long after their launch, whose preparation was never sent (the broker was away
-  at launch) or was lost (``auditapp.audit_services.audits_prepare_unsent``).
+  at launch) or was lost (``auditapp.audit_services.audits_prepare_unsent``);
+- each paradigm's own background work that is stuck (``Paradigm.recover``: a classification audit's second-pass
+  extractions queued whose task was lost, or running whose lease expired).
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ from django.conf import settings
 from annotation.services import item_imports_recover
 from annotation.study_analysis import study_analyses_recover
 from auditapp.audit_services import audits_prepare_unsent, audits_resume_stalled
+from auditapp.paradigms import registry
 
 logger = logging.getLogger(__name__)
 
@@ -38,7 +41,8 @@ def work_recover_task(at_start: bool = False) -> dict[str, list[int]]:
     return {"imports": item_imports_recover(resend_after=timedelta(0) if at_start else stalled),
             "analyses": study_analyses_recover(),
             "audits": audits_resume_stalled(stalled_after=stalled),
-            "audits_prepared": audits_prepare_unsent(stalled_after=stalled)}
+            "audits_prepared": audits_prepare_unsent(stalled_after=stalled),
+            **{f"{paradigm.name}_work": paradigm.recover(stalled_after=stalled) for paradigm in registry.every()}}
 
 
 def _send_recoveries(interval: float) -> None:

@@ -67,7 +67,9 @@ class Paradigm:
       researcher's spec, for ``POST /api/corpora/``; None when it generates none;
     - ``answer_schema(audit)``: the JSON schema a chat model's reply must be valid against when the audit asks for
       structured output (``Audit.structured_output``), or None when the paradigm has none (the launch is then
-      refused with structured output). Its parser must read such a reply.
+      refused with structured output). Its parser must read such a reply;
+    - ``recover(stalled_after=)``: send again the paradigm's own background work that is stuck (its task lost, its
+      worker dead), for the workers' periodic recovery (``tasks.recovery``); returns the ids sent.
     """
 
     name: str
@@ -89,6 +91,7 @@ class Paradigm:
     corpus_generate: Callable[..., Any] | None = None
     answer_schema: Callable[[Any], dict | None] = lambda audit: None
     dashboard_query: tuple[str, ...] = ()
+    recover: Callable[..., list[int]] = lambda stalled_after: []
 
 
 class UnknownParadigm(KeyError):

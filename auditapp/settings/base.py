@@ -277,6 +277,10 @@ LLM_ENDPOINTS_ALLOW_LINK_LOCAL = env_bool("LLM_ENDPOINTS_ALLOW_LINK_LOCAL", Fals
 # A worker's claim on audit requests expires this long after its last renewal (a killed worker's requests are
 # then sent by another).
 AUDIT_LEASE_SECONDS = float(os.environ.get("AUDIT_LEASE_SECONDS", "30"))
+# A worker's claim on a second-pass extraction expires this long after its last renewal (it renews between pages
+# of replies, while an extractor model answers, and before computing the metrics, which may take a minute on a
+# large audit); the workers' recovery then sends it to another.
+EXTRACTION_LEASE_SECONDS = float(os.environ.get("EXTRACTION_LEASE_SECONDS", "300"))
 # Recorded in every audit's manifest. GIT_COMMIT is for deployments without a git checkout (Docker images).
 APP_VERSION = tomllib.loads((BASE_DIR / "pyproject.toml").read_text())["project"]["version"]
 GIT_COMMIT = os.environ.get("GIT_COMMIT", "")

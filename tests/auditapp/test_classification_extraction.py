@@ -12,6 +12,8 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+import redis
+from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precision_score, recall_score
 
@@ -32,7 +34,7 @@ from auditapp.paradigms.classification.extraction import (
     parse_extractor_answer,
 )
 from auditapp.paradigms.classification.extraction_services import extraction_run
-from auditapp.paradigms.classification.verbal_rules import read_verbal
+from auditapp.paradigms.classification.verbal_rules import RULES_VERSION, read_verbal
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
 from tests.llm_server import LLMServer, extractor_answer
 
@@ -135,7 +137,9 @@ def sklearn_rows(audit: Audit, responses: list[dict], extracted: dict[int, int |
                 truth = references[row["item"]][reference]
                 if truth is None:
                     continue
-                label = row["label"] if row["outcome"] == "label" else extracted.get(row["request_id"])
+                # The extraction's label counts only where the reply is unparseable now (not after a re-parse).
+                label = row["label"] if row["outcome"] == "label" else (
+                    extracted.get(row["request_id"]) if row["outcome"] == "unparseable" else None)
                 if label is None:
                     if audit.unparsed == "exclude":
                         continue
@@ -175,11 +179,14 @@ def test_the_extractor_answer_is_read_strictly(answer, outcome, label):
 
 @pytest.mark.django_db(transaction=False)
 def test_labels_with_an_extraction_keep_strict_labels_and_fill_only_where_it_gives_one():
-    requests = pd.DataFrame({"id": [1, 2, 3, 4, 5], "label": [1.0, np.nan, np.nan, 0.0, np.nan]})
-    extracted = pd.DataFrame({"request": [1, 2, 3], "label": [0.0, 1.0, np.nan]})  # 1 had a strict label: ignored
+    requests = pd.DataFrame({"id": [1, 2, 3, 4, 5, 6],
+                             "outcome": ["label", "unparseable", "unparseable", "label", "unparseable", "refusal"],
+                             "label": [1.0, np.nan, np.nan, 0.0, np.nan, np.nan]})
+    # 1 has a strict label: ignored; 6 was unparseable when extracted, a re-parse has read it as a refusal since.
+    extracted = pd.DataFrame({"request": [1, 2, 3, 6], "label": [0.0, 1.0, np.nan, 1.0]})
     labels = labels_with_extraction(requests, extracted)
     assert [labels[0], labels[1], labels[3]] == [1.0, 1.0, 0.0]
-    assert math.isnan(labels[2]) and math.isnan(labels[4])
+    assert math.isnan(labels[2]) and math.isnan(labels[4]) and math.isnan(labels[5])
 
 
 @pytest.mark.django_db(transaction=False)
@@ -357,18 +364,23 @@ def test_bad_requests_are_refused_naming_the_problem_and_store_nothing(server, a
                         ({"mode": "model", "endpoint": 99999, "model": "x"}, "endpoint"),
                         ({"mode": "rules", "model": "x"}, "takes no endpoint"),
                         ({"mode": "model", "endpoint": audit.models.get().endpoint_id, "model": "extractor-a",
-                          "params": {"messages": []}}, "params")):
+                          "params": {"messages": []}}, "params"),
+                        ({"mode": "model", "endpoint": audit.models.get().endpoint_id, "model": "extractor-a",
+                          "params": {"max_tokens": {"a": 1}}}, "max_tokens must be a whole number of at least 1"),
+                        ({"mode": "model", "endpoint": audit.models.get().endpoint_id, "model": "extractor-a",
+                          "params": {"temperature": "hot", "stop": [1]}}, "temperature must be a number")):
         response = api_client.post(url, body, format="json")
         assert response.status_code == 400 and words in str(response.json()), (body, response.json())
     Audit.objects.filter(pk=audit.id).update(status=Audit.Status.RUNNING)
     response = api_client.post(url, {"mode": "rules"}, format="json")
     assert response.status_code == 400 and "runs after the audit" in response.json()["detail"]
     assert not AuditExtraction.objects.exists() and sent == []
-    for source, status in (("guessed", 400), ("", 400), ("extraction:x", 400), ("extraction:99999", 404)):
+    for source, status in (("guessed", 400), ("", 400), ("extraction:x", 400), ("extraction:99999", 404),
+                           ("extraction:²", 400), ("extraction:١٢", 400), ("extraction:" + "9" * 19, 400)):
         response = api_client.get(f"/api/audits/{audit.id}/metrics/", {"outcomes": source})
         # A 400 names the parameter; a 404 says what is missing in "detail", as every 404 of the API does.
         assert response.status_code == status and ("outcomes" if status == 400 else "detail") in response.json()
-    for extraction in ("99999", "x"):
+    for extraction in ("99999", "x", "²", "١٢", "9" * 19):
         response = api_client.get(f"/api/audits/{audit.id}/extractions/{extraction}/labels/")
         assert response.status_code == 404 and "has no extraction" in response.json()["detail"]
 
@@ -389,6 +401,220 @@ def test_the_dashboard_switch_says_which_outcomes_are_shown(server, staff_client
     page = staff_client.get(f"/audits/{audit.id}/dashboard/", {"outcomes": f"extraction:{extraction.id}"})
     assert page.status_code == 200
     text = page.content.decode()
-    assert f'data-source="extraction:{extraction.id}"' in text and "verbal rules v1" in text
+    assert f'data-source="extraction:{extraction.id}"' in text and f"verbal rules v{RULES_VERSION}" in text
     assert f"outcomes=extraction%3A{extraction.id}" in text  # the metrics export follows the switch
     assert staff_client.get(f"/audits/{audit.id}/dashboard/", {"outcomes": "nonsense"}).status_code == 400
+    assert staff_client.get(f"/audits/{audit.id}/dashboard/", {"outcomes": "extraction:²"}).status_code == 400
+    assert staff_client.get(f"/audits/{audit.id}/dashboard/", {"outcomes": "extraction:99999"}).status_code == 404
+
+
+# ---------------------------------------------------------------------------------------- stored metrics, coverage
+
+def _reply_now(request_id: int, text: str) -> None:
+    """The audited model's stored reply of one request reads ``text`` now (as after a resumed audit sent it)."""
+    LLMReply.objects.filter(pk=AuditRequest.objects.get(pk=request_id).reply_id).update(text=text)
+
+
+def _reparse_and_analyse(audit: Audit) -> None:
+    services.audit_reparse(audit_id=audit.id)
+    Audit.objects.filter(pk=audit.id).update(status=Audit.Status.ANALYSING)
+    services.audit_analyse(audit_id=audit.id)
+    assert Audit.objects.get(pk=audit.id).status == Audit.Status.COMPLETED
+
+
+def test_metrics_with_an_extraction_are_stored_once_and_read_on_get(
+        server, api_client, staff_client, sent, audit_tasks, monkeypatch, django_capture_on_commit_callbacks):
+    audit = answered_audit(server, n_items=30)
+    with django_capture_on_commit_callbacks(execute=True):
+        extraction_id = api_client.post(f"/api/audits/{audit.id}/extractions/", {"mode": "rules"},
+                                        format="json").json()["id"]
+    run_sent(sent)
+    stored = AuditExtraction.objects.get(pk=extraction_id).results
+    assert len(stored["cells"]) == 4 and "kappa_gap" in stored["analysis"]
+
+    def computing(*args, **kwargs):
+        raise AssertionError("a GET computed metrics")
+
+    monkeypatch.setattr("auditapp.paradigms.classification.extraction_services.classification_results", computing)
+    metric_rows = rows(api_client, f"/api/audits/{audit.id}/metrics/", outcomes=f"extraction:{extraction_id}")
+    by_cell = {(cell["condition"], cell["reference"]): cell["values"] for cell in stored["cells"]}
+    assert [row["kappa"] for row in metric_rows] == [by_cell[(row["condition"], row["reference"])]["kappa"]
+                                                    for row in metric_rows]
+    page = staff_client.get(f"/audits/{audit.id}/dashboard/", {"outcomes": f"extraction:{extraction_id}"})
+    assert page.status_code == 200
+
+
+def test_a_resumed_or_reparsed_audit_brings_the_extraction_up_to_date(
+        server, api_client, staff_client, sent, audit_tasks, django_capture_on_commit_callbacks):
+    audit = answered_audit(server, n_items=30)
+    with django_capture_on_commit_callbacks(execute=True):
+        extraction_id = api_client.post(f"/api/audits/{audit.id}/extractions/", {"mode": "rules"},
+                                        format="json").json()["id"]
+    run_sent(sent)
+    labelled = AuditExtractionLabel.objects.filter(extraction_id=extraction_id, label=1).first()
+    n_unparseable = AuditRequest.objects.filter(audit=audit, outcome="unparseable").count()
+    listed = api_client.get(f"/api/audits/{audit.id}/extractions/").json()[0]
+    assert (listed["n_covered"], listed["coverage"]) == (n_unparseable,
+                                                          f"covers {n_unparseable} of {n_unparseable} unparseable "
+                                                          "replies")
+    before = {(row["condition"], row["reference"]): row["n_extracted"] for row in
+              rows(api_client, f"/api/audits/{audit.id}/metrics/", outcomes=f"extraction:{extraction_id}")}
+
+    # A reply read as a label before is unparseable prose now; one the extraction labelled is a refusal now.
+    strict_label = AuditRequest.objects.filter(audit=audit, outcome="label").first()
+    _reply_now(strict_label.id, "The given sentences are not ableist and they highlight the speaker's experience.")
+    _reply_now(labelled.request_id, "I'm sorry, but I can't help with classifying this content.")
+    _reparse_and_analyse(audit)
+    assert AuditRequest.objects.get(pk=labelled.request_id).outcome == "refusal"
+
+    # The analysis computed the extraction's metrics again: the refusal takes no extracted label; the new
+    # unparseable reply is not covered, and the list and the dashboard say so.
+    responses = rows(api_client, f"/api/audits/{audit.id}/responses/")
+    exported = {row["request_id"]: row["label"]
+                for row in rows(api_client, f"/api/audits/{audit.id}/extractions/{extraction_id}/labels/")}
+    after = rows(api_client, f"/api/audits/{audit.id}/metrics/", outcomes=f"extraction:{extraction_id}")
+    assert_metrics_equal(after, sklearn_rows(audit, responses, exported), f"extraction:{extraction_id}")
+    assert sum(row["n_extracted"] for row in after) == sum(before.values()) - 2  # both references
+    listed = api_client.get(f"/api/audits/{audit.id}/extractions/").json()[0]
+    n_now = AuditRequest.objects.filter(audit=audit, outcome="unparseable").count()
+    assert listed["coverage"] == f"covers {n_now - 1} of {n_now} unparseable replies"
+    page = staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode()
+    assert f"(covers {n_now - 1} of {n_now} unparseable replies)" in page
+
+    # Asked again, it is queued again and reads only the reply it does not cover.
+    with django_capture_on_commit_callbacks(execute=True):
+        again = api_client.post(f"/api/audits/{audit.id}/extractions/", {"mode": "rules"}, format="json")
+    assert again.status_code == 200 and again.json()["status"] == "queued" and sent[-1] == extraction_id
+    n_rows = AuditExtractionLabel.objects.filter(extraction_id=extraction_id).count()
+    extraction_run(extraction_id=extraction_id)
+    assert AuditExtractionLabel.objects.filter(extraction_id=extraction_id).count() == n_rows + 1
+    assert AuditExtractionLabel.objects.get(extraction_id=extraction_id, request_id=strict_label.id).label == 0
+    listed = api_client.get(f"/api/audits/{audit.id}/extractions/").json()[0]
+    assert listed["status"] == "completed" and listed["n_covered"] == n_now
+    exported = {row["request_id"]: row["label"]
+                for row in rows(api_client, f"/api/audits/{audit.id}/extractions/{extraction_id}/labels/")}
+    assert_metrics_equal(rows(api_client, f"/api/audits/{audit.id}/metrics/", outcomes=f"extraction:{extraction_id}"),
+                         sklearn_rows(audit, responses_now := rows(api_client, f"/api/audits/{audit.id}/responses/"),
+                                      exported), f"extraction:{extraction_id}")
+    assert responses_now == rows(api_client, f"/api/audits/{audit.id}/responses/")
+
+    # Up to date now: asked again, it stays completed and nothing is sent.
+    n_sent = len(sent)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert api_client.post(f"/api/audits/{audit.id}/extractions/", {"mode": "rules"},
+                               format="json").json()["status"] == "completed"
+    assert len(sent) == n_sent
+
+
+def test_failed_extractor_requests_are_asked_again_and_only_they(
+        server, api_client, sent, audit_tasks, django_capture_on_commit_callbacks):
+    audit = answered_audit(server, n_items=30)
+    body = {"mode": "model", "endpoint": audit.models.get().endpoint_id, "model": "extractor-a"}
+    with django_capture_on_commit_callbacks(execute=True):
+        extraction_id = api_client.post(f"/api/audits/{audit.id}/extractions/", body, format="json").json()["id"]
+    run_sent(sent)
+    labels = AuditExtractionLabel.objects.filter(extraction_id=extraction_id)
+    expected = dict(labels.values_list("request_id", "label"))
+    failed_keys = sorted(set(labels.values_list("key", flat=True)))[:2]
+    # Two extractor requests failed (their replies were never stored).
+    labels.filter(key__in=failed_keys).update(outcome="error", label=None, reply=None, reason="failed after 3 "
+                                                                                              "attempts: HTTP 500")
+    LLMReply.objects.filter(key__in=failed_keys).delete()
+    assert api_client.get(f"/api/audits/{audit.id}/extractions/").json()[0]["counts"]["error"] > 0
+
+    server.reset_stats()
+    with django_capture_on_commit_callbacks(execute=True):
+        again = api_client.post(f"/api/audits/{audit.id}/extractions/", body, format="json")
+    assert again.status_code == 200 and again.json()["status"] == "queued"
+    assert extraction_run(extraction_id=extraction_id) == "completed"
+    assert server.stats()["by_path"].get("/v1/chat/completions") == len(failed_keys)
+    assert dict(labels.values_list("request_id", "label")) == expected
+    assert not labels.filter(outcome="error").exists()
+
+
+# ------------------------------------------------------------------------------------- leases, failures, recovery
+
+def _queued_rules_extraction(audit: Audit) -> AuditExtraction:
+    from auditapp.paradigms.classification.extraction_services import extraction_create
+
+    return extraction_create(audit=audit, mode="rules")[0]
+
+
+def test_a_second_delivery_does_nothing_while_a_worker_holds_the_lease(server, sent, audit_tasks):
+    audit = answered_audit(server, n_items=30)
+    extraction = _queued_rules_extraction(audit)
+    AuditExtraction.objects.filter(pk=extraction.pk).update(
+        status="running", leased_until=timezone.now() + timezone.timedelta(minutes=5))
+    assert extraction_run(extraction_id=extraction.pk) == "running"
+    assert not AuditExtractionLabel.objects.filter(extraction=extraction).exists()
+    # Its lease passed (the worker died): the next delivery takes it over.
+    AuditExtraction.objects.filter(pk=extraction.pk).update(leased_until=timezone.now() - timezone.timedelta(1))
+    assert extraction_run(extraction_id=extraction.pk) == "completed"
+    extraction.refresh_from_db()
+    assert extraction.leased_until is None and extraction.results is not None
+
+
+@pytest.mark.parametrize(("error", "status", "words"), [
+    (RuntimeError("boom"), "failed", "the extraction stopped: RuntimeError: boom"),
+    (SoftTimeLimitExceeded(), "failed", "the extraction stopped: SoftTimeLimitExceeded"),
+])
+def test_an_error_in_the_run_fails_the_extraction_with_the_reason(server, sent, audit_tasks, monkeypatch, error,
+                                                                  status, words):
+    audit = answered_audit(server, n_items=30)
+    extraction = _queued_rules_extraction(audit)
+
+    def broken(text):
+        raise error
+
+    monkeypatch.setattr("auditapp.paradigms.classification.extraction_services.read_verbal", broken)
+    assert extraction_run(extraction_id=extraction.pk) == status
+    extraction.refresh_from_db()
+    assert extraction.status == status and words in extraction.status_reason and extraction.leased_until is None
+    monkeypatch.undo()
+    # Asked for again, it runs to the end.
+    _queued_rules_extraction(audit)
+    assert extraction_run(extraction_id=extraction.pk) == "completed"
+
+
+def test_a_transient_fault_puts_the_extraction_back_in_the_queue_and_is_raised_for_a_retry(
+        server, sent, audit_tasks, monkeypatch):
+    audit = answered_audit(server, n_items=30)
+    extraction = _queued_rules_extraction(audit)
+
+    def redis_away(text):
+        raise redis.ConnectionError("Connection refused")
+
+    monkeypatch.setattr("auditapp.paradigms.classification.extraction_services.read_verbal", redis_away)
+    with pytest.raises(redis.ConnectionError):
+        extraction_run(extraction_id=extraction.pk)
+    extraction.refresh_from_db()
+    assert extraction.status == "queued" and "waiting since" in extraction.status_reason
+    assert "ConnectionError: Connection refused" in extraction.status_reason
+    monkeypatch.undo()
+    assert extraction_run(extraction_id=extraction.pk) == "completed"  # the retry
+
+
+def test_the_workers_recovery_sends_stuck_extractions_again_once(server, sent, audit_tasks, settings):
+    from tasks.recovery import work_recover_task
+
+    audit = answered_audit(server, n_items=30)
+    lost = _queued_rules_extraction(audit)
+    dead = AuditExtraction.objects.create(audit=audit, mode="rules", version="0", extractor="dead worker",
+                                          identity="dead", status="running")
+    alive = AuditExtraction.objects.create(audit=audit, mode="rules", version="0", extractor="live worker",
+                                           identity="alive", status="running",
+                                           leased_until=timezone.now() + timezone.timedelta(minutes=5))
+    done = AuditExtraction.objects.create(audit=audit, mode="rules", version="0", extractor="done",
+                                          identity="done", status="completed")
+    sent.clear()
+    assert work_recover_task()["classification_work"] == [dead.pk]  # the lost one's resend time has not come
+    AuditExtraction.objects.filter(pk__in=[lost.pk, dead.pk]).update(
+        leased_until=timezone.now() - timezone.timedelta(seconds=1))
+    assert sorted(work_recover_task()["classification_work"]) == sorted([lost.pk, dead.pk])
+    assert work_recover_task()["classification_work"] == []  # sent once: each has a new resend time
+    assert sorted(sent) == sorted([dead.pk, lost.pk, dead.pk])
+    assert set(AuditExtraction.objects.filter(pk__in=[lost.pk, dead.pk]).values_list("status", flat=True)) == {
+        "queued"}
+    assert AuditExtraction.objects.get(pk=alive.pk).status == "running"
+    assert AuditExtraction.objects.get(pk=done.pk).status == "completed"
+    assert extraction_run(extraction_id=lost.pk) == "completed"

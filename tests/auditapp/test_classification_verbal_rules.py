@@ -6,7 +6,9 @@ from __future__ import annotations
 import pytest
 
 from auditapp.paradigms.classification.verbal_rules import (
+    REASON_ATTRIBUTED,
     REASON_BOTH,
+    REASON_DENIED,
     REASON_EMPTY,
     REASON_HEDGED,
     REASON_NEGATION,
@@ -24,7 +26,6 @@ TABLE = [
     ("The target sentence is not ableist.", 0, ""),
     ("It isn't ableist; it describes a diagnosis.", 0, ""),
     ("This statement is not considered ableist because it uses identity-first language.", 0, ""),
-    ("The sentence would not be considered ableist by most autistic readers.", 0, ""),
     ("The sentence is not an ableist statement, it reports a fact.", 0, ""),
     ("The text does not contain any ableist language.", 0, ""),
     ("The speaker doesn't use ableist terms here.", 0, ""),
@@ -49,6 +50,8 @@ TABLE = [
     ("Based on the context I assign Label 0 to the sentence.", 0, ""),
     ("The sentence is classified as 1 since it mocks autistic people.", 1, ""),
     ("The sentence is ableist. Label: 1", 1, ""),
+    ("The sentence is ableist. It mocks autistic people.", 1, ""),
+    ("Label: 1.", 1, ""),
     # both labels: none
     ("The sentence is ableist, but the speaker is not ableist.", NONE, REASON_BOTH),
     ("Label 0 means not ableist and label 1 means ableist.", NONE, REASON_BOTH),
@@ -65,6 +68,27 @@ TABLE = [
     # negation around the verdict: none
     ("I don't think the sentence is ableist.", NONE, REASON_NEGATION),
     ("It is not true that this sentence is ableist.", NONE, REASON_NEGATION),
+    # a negation, hedge or report anywhere in the verdict's sentence, or a denial after it: none (when in doubt)
+    ("Some people say it is ableist, but it is not.", NONE, REASON_NEGATION),
+    ("Many believe the sentence is ableist, however it isn't.", NONE, REASON_NEGATION),
+    ("The claim that it is ableist is wrong.", NONE, REASON_ATTRIBUTED),
+    ("It would be wrong to say the sentence is ableist.", NONE, REASON_ATTRIBUTED),
+    ("I disagree that it is ableist.", NONE, REASON_ATTRIBUTED),
+    ("Critics claim the sentence is ableist.", NONE, REASON_ATTRIBUTED),
+    ("The sentence is ableist? No, it is not.", NONE, REASON_DENIED),
+    ("The sentence is ableist. No.", NONE, REASON_DENIED),
+    ("Is it ableist? It is ableist. It isn't.", NONE, REASON_DENIED),
+    ("None of it is ableist.", NONE, REASON_NEGATION),
+    ("Label 1 would be wrong.", NONE, REASON_ATTRIBUTED),
+    ("It is false that the label is 1.", NONE, REASON_ATTRIBUTED),
+    ("The sentence would not be considered ableist by most autistic readers.", NONE, REASON_ATTRIBUTED),
+    ("The probability of label 1 is 0.1.", NONE, REASON_HEDGED),
+    ("The sentence is ableist because it can hurt people.", NONE, REASON_HEDGED),
+    ("The sentence is ableist because it does not respect autistic people.", NONE, REASON_NEGATION),
+    # a number that is not the label digit: none
+    ("Label: 0.7", NONE, REASON_NO_VERDICT),
+    ("label 1.5", NONE, REASON_NO_VERDICT),
+    ("Label: 0.7. The sentence is not ableist.", 0, ""),
     # quoted sentence containing "ableist": none
     ("The sentence \"My boss is so ableist\" is not ableist.", NONE, REASON_QUOTED),
     ("“Calling people ableist is overused” is an opinion, and it is not ableist.", NONE, REASON_QUOTED),

@@ -27,6 +27,7 @@ from auditapp.llm_clients import (
     EndpointError,
     MalformedReply,
     ModelInfo,
+    chat_params_problems,
     chat_payload,
     chat_session,
     list_models_sync,
@@ -163,6 +164,25 @@ def replies(*responses):
 
 
 # --- payloads and URLs ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("params", "problems"), [
+    ({}, []),
+    ({"temperature": 0, "top_p": 0.9, "max_tokens": 64, "seed": -3, "stop": ["\n"], "logit_bias": {"50256": -100}},
+     []),
+    ({"stop": "END", "top_k": 40, "num_ctx": 4096, "repeat_penalty": 1.1}, []),
+    ({"max_tokens": {"a": 1}}, ['max_tokens must be a whole number of at least 1, not {"a": 1}']),
+    ({"max_tokens": 0}, ["max_tokens must be a whole number of at least 1, not 0"]),
+    ({"max_tokens": 64.0}, ["max_tokens must be a whole number of at least 1, not 64.0"]),
+    ({"temperature": "hot", "seed": True}, ['temperature must be a number, not "hot"',
+                                            "seed must be a whole number, not true"]),
+    ({"temperature": float("nan")}, ["temperature must be a number, not NaN"]),
+    ({"top_p": 1.5}, ["top_p must be a number between 0 and 1, not 1.5"]),
+    ({"stop": ["a", 1]}, ['stop must be a string or a list of strings, not ["a", 1]']),
+    ([], ["generation parameters are a JSON object, not list"]),
+])
+def test_chat_params_problems_name_each_parameter_of_the_wrong_type(params, problems):
+    assert chat_params_problems(params) == problems
 
 
 def test_openai_payload_without_params_sends_only_model_and_messages():

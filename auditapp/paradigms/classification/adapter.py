@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django import forms
 from django.core.exceptions import BadRequest
+from django.http import Http404
 from django.urls import path
 from rest_framework import serializers
 
@@ -15,7 +16,11 @@ from auditapp.paradigms import registry
 from auditapp.paradigms.classification import LABEL
 from auditapp.paradigms.classification import evaluation as evaluation_sets
 from auditapp.paradigms.classification import services as classification_services
-from auditapp.paradigms.classification.extraction_services import OutcomeSourceError
+from auditapp.paradigms.classification.extraction_services import (
+    OutcomeSourceError,
+    extractions_analyse,
+    extractions_recover,
+)
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
 from auditapp.paradigms.classification.replies import ANSWER_SCHEMA
 from auditapp.paradigms.classification.selectors import audit_dashboard_data, audit_metrics_export, condition_cells
@@ -137,12 +142,21 @@ def launch_from_form(form: ClassificationLaunchForm, user) -> Audit:
 
 
 def dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
-    """The dashboard's data under the outcome source of ``?outcomes=`` (a 400 naming it when there is no such
-    source)."""
+    """The dashboard's data under the outcome source of ``?outcomes=``: a 404 for an extraction the audit does not
+    have, a 400 naming the problem for any other source it cannot show."""
     try:
         return audit_dashboard_data(audit, outcomes)
     except OutcomeSourceError as error:
+        if error.status == 404:
+            raise Http404(str(error)) from error
         raise BadRequest(str(error)) from error
+
+
+def analyse(audit: Audit) -> None:
+    """The audit's results: the metrics with each of its extractions (computed again: a resume or a re-parse changed
+    the replies), then the strict ones, which complete the audit."""
+    extractions_analyse(audit)
+    classification_services.classification_analyse(audit)
 
 
 def api_urls() -> list:
@@ -163,7 +177,8 @@ PARADIGM = registry.Paradigm(
     label=LABEL,
     builder=classification_services.ClassificationRequests,
     cells=condition_cells,
-    analyse=classification_services.classification_analyse,
+    analyse=analyse,
+    recover=extractions_recover,
     launch_serializer=ClassificationLaunchSerializer,
     launch=launch,
     launch_form=ClassificationLaunchForm,

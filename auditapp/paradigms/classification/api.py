@@ -15,7 +15,11 @@ from auditapp.api.exports import ExportListAPIView
 from auditapp.api.parsers import JSONObjectParser
 from auditapp.audit_services import AuditError
 from auditapp.models import AuditExtraction, LLMEndpoint
-from auditapp.paradigms.classification.extraction_services import OutcomeSourceError, extraction_create
+from auditapp.paradigms.classification.extraction_services import (
+    OutcomeSourceError,
+    extraction_create,
+    extraction_id_of,
+)
 from auditapp.paradigms.classification.selectors import (
     EXTRACTION_COUNTS,
     METRIC_VALUES,
@@ -35,8 +39,8 @@ class Conflict(APIException):
 OUTCOMES_PARAMETER = OpenApiParameter(
     "outcomes", str, pattern=r"^(strict|extraction:[0-9]{1,18})$", description="Which outcomes the metrics use: \"strict\" (default: the strict parser's labels "
                                  "only) or \"extraction:<id>\" (strict labels kept, unparseable replies take that "
-                                 "completed extraction's label where it gives one). Every row says which. 404 for an "
-                                 "extraction the audit does not have, 409 for one not completed.")
+                                 "extraction's label where it gives one). Every row says which. 404 for an extraction the "
+                                 "audit does not have, 409 for one that has not completed.")
 
 
 def _metric_field(name: str) -> serializers.Field:
@@ -119,6 +123,10 @@ class ExtractionSerializer(serializers.Serializer):
     finished_at = serializers.DateTimeField(allow_null=True)
     counts = ExtractionCountsSerializer()
     n_to_extract = serializers.IntegerField(help_text="The audit's unparseable replies (what an extraction reads).")
+    n_covered = serializers.IntegerField(help_text="Of those, the replies this extraction has an outcome for (its "
+                                                   "failed extractor requests not counted).")
+    coverage = serializers.CharField(help_text="The same in words: \"covers k of n unparseable replies\". POST the "
+                                               "same extraction again to bring it up to date.")
     outcomes = serializers.CharField(help_text="The value of ?outcomes= that shows metrics with this extraction.")
 
 
@@ -136,8 +144,10 @@ class AuditExtractionsView(AuditScoped, APIView):
                                "({\"mode\": \"rules\"}) or by asking a chat model which label each gives "
                                "({\"mode\": \"model\", \"endpoint\": id, \"model\": \"...\"}), in a worker. 202 with "
                                "the new extraction; 200 with the existing one when the same extraction (mode, "
-                               "version, endpoint, model, params) was recorded before: it is not redone. The strict "
-                               "outcomes never change.")
+                               "version, endpoint, model, params) was recorded before: it is not redone, only brought "
+                               "up to date (queued again for the unparseable replies it does not cover and its "
+                               "failed extractor requests, only those). The strict outcomes never change. 400 names "
+                               "every problem (a generation parameter of the wrong type included).")
     def post(self, request, pk: int):
         body = ExtractionCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
@@ -182,8 +192,9 @@ class AuditExtractionLabelsView(AuditScoped, ExportListAPIView):
 
     def export_rows(self):
         number = self.kwargs["extraction_id"]
-        extraction = AuditExtraction.objects.filter(audit=self.audit, pk=int(number)).first() if (
-            number.isdigit() and len(number) < 19) else None
+        extraction_id = extraction_id_of(number)
+        extraction = (AuditExtraction.objects.filter(audit=self.audit, pk=extraction_id).first()
+                      if extraction_id is not None else None)
         if extraction is None:
             raise NotFound(f"audit {self.audit.id} has no extraction {number!r}")
         return audit_extraction_labels_export(extraction=extraction)

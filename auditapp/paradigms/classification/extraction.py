@@ -11,9 +11,10 @@ one of two modes, and the outcomes are stored beside the strict ones, never inst
 An extraction's outcome per reply is ``label`` (0/1), ``none`` (the extractor says the reply gives no label),
 ``unparseable`` (the extractor's own answer is not 0, 1 or none) or ``error`` (its request failed).
 
-Metrics "with an extraction" (:func:`labels_with_extraction`): strict labels are kept; a reply without a strict
-label takes the extraction's label where the extraction gives one; every other reply stays without a label and is
-treated by the audit's unparsed rule (excluded, or counted as wrong), as under the strict outcomes.
+Metrics "with an extraction" (:func:`labels_with_extraction`): strict labels are kept; a reply whose current
+strict outcome is unparseable takes the extraction's label where the extraction gives one (a reply a re-parse has
+since read as a refusal or a label is not overridden); every other reply stays without a label and is treated by
+the audit's unparsed rule (excluded, or counted as wrong), as under the strict outcomes.
 """
 from __future__ import annotations
 
@@ -70,10 +71,11 @@ def parse_extractor_answer(text: str | None) -> ExtractedAnswer:
 
 
 def labels_with_extraction(requests: pd.DataFrame, extracted: pd.DataFrame) -> pd.Series:
-    """Each request's label under an extraction (see the module docstring): ``requests`` has columns id, label
-    (the strict label, NaN where the strict parser gave none); ``extracted`` has columns request, label (NaN where
-    the extraction gave none). Returns the labels aligned with ``requests`` (NaN: no label)."""
+    """Each request's label under an extraction (see the module docstring): ``requests`` has columns id, outcome
+    (the current strict outcome), label (the strict label, NaN where the strict parser gave none); ``extracted``
+    has columns request, label (NaN where the extraction gave none). Returns the labels aligned with ``requests``
+    (NaN: no label)."""
     strict = requests["label"].astype(float)
     second = extracted.dropna(subset=["label"]).set_index("request")["label"].astype(float)
-    replacement = requests["id"].map(second).astype(float)
+    replacement = requests["id"].map(second).astype(float).where(requests["outcome"] == "unparseable")
     return pd.Series(np.where(strict.notna(), strict, replacement), index=requests.index, dtype=float)

@@ -8,7 +8,7 @@ from django.db.models import Count
 from annotation.selectors import Export
 from auditapp.audit_metrics import METRICS
 from auditapp.models import Audit, AuditExtraction, AuditExtractionLabel, AuditMetric, AuditRequest
-from auditapp.paradigms.classification.extraction_services import STRICT, extraction_results, outcome_source
+from auditapp.paradigms.classification.extraction_services import STRICT, outcome_source
 from auditapp.paradigms.classification.prompts import DEFAULT_TEMPLATES
 
 
@@ -41,18 +41,41 @@ class OutcomeSource:
 
 def outcome_source_results(audit: Audit, source: str | None = None) -> OutcomeSource:
     """The audit's results under an outcome source (default the strict outcomes; raises OutcomeSourceError for
-    one that is not "strict" or a completed extraction of the audit)."""
+    one that is not "strict" or an extraction of the audit with metrics). Both are read as stored, computed when
+    the audit was analysed or the extraction completed: a read never computes."""
     extraction = outcome_source(audit, source)
     if extraction is None:
         return OutcomeSource(STRICT, "strict outcomes: only the labels the strict parser read",
                              {(m.audit_model_id, m.condition, m.reference): m.values
                               for m in AuditMetric.objects.filter(audit=audit)}, audit.analysis or {})
-    cells, analysis = extraction_results(audit, extraction)
+    results = extraction.results
     return OutcomeSource(f"extraction:{extraction.id}",
-                         f"with extraction {extraction.id} ({extraction.extractor}): strict labels kept, unparseable "
-                         "replies take the extraction's label where it gives one",
-                         {(cell["model"], cell["condition"], cell["reference"]): cell["values"] for cell in cells},
-                         analysis, extraction.id)
+                         f"with extraction {extraction.id} ({extraction.extractor}, "
+                         f"{extraction_coverage(audit).get(extraction.id, _coverage(0, 0))['coverage']}): strict "
+                         "labels kept, unparseable replies take the extraction's label where it gives one",
+                         {(cell["model"], cell["condition"], cell["reference"]): cell["values"]
+                          for cell in results["cells"]},
+                         results["analysis"], extraction.id)
+
+
+def _coverage(n_covered: int, n_unparseable: int) -> dict:
+    return {"n_covered": n_covered, "n_unparseable": n_unparseable,
+            "coverage": f"covers {n_covered} of {n_unparseable} unparseable replies"}
+
+
+def extraction_coverage(audit: Audit) -> dict[int, dict]:
+    """Per extraction of the audit: how many of the audit's replies that are unparseable now it has an outcome for
+    (its failed extractor requests not counted), in numbers and in words ("covers 40 of 42 unparseable
+    replies"). After a resumed audit or a re-parse an extraction may cover fewer than all; asking for it again
+    brings it up to date."""
+    unparseable = dict(state=AuditRequest.State.ANSWERED, outcome=AuditRequest.Outcome.UNPARSEABLE)
+    n_unparseable = AuditRequest.objects.filter(audit=audit, **unparseable).count()
+    covered = dict(AuditExtractionLabel.objects.filter(
+        extraction__audit=audit, **{f"request__{name}": value for name, value in unparseable.items()})
+        .exclude(outcome="error").values("extraction_id").annotate(n=Count("id")).order_by()
+        .values_list("extraction_id", "n"))
+    return {extraction_id: _coverage(covered.get(extraction_id, 0), n_unparseable)
+            for extraction_id in AuditExtraction.objects.filter(audit=audit).values_list("id", flat=True)}
 
 
 def audit_metrics_export(*, audit: Audit, outcomes: str | None = None) -> Export:
@@ -137,6 +160,7 @@ def audit_dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
     models = list(audit.models.all())
     conditions = list(audit.conditions.values_list("condition", flat=True))
     source = outcome_source_results(audit, outcomes)
+    coverage = extraction_coverage(audit)
     metrics = source.metrics
     analysis = source.analysis
     gap = analysis.get("kappa_gap", {})
@@ -163,8 +187,9 @@ def audit_dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
         "metric_rows": _metric_rows(metrics, models, conditions, gap),
         "outcome_source": {"name": source.name, "label": source.label},
         "outcome_sources": [{"name": STRICT, "label": "strict outcomes (default)"}] + [
-            {"name": f"extraction:{e.id}", "label": f"extraction {e.id}: {e.extractor}"}
-            for e in AuditExtraction.objects.filter(audit=audit, status=AuditExtraction.Status.COMPLETED)],
+            {"name": f"extraction:{e.id}",
+             "label": f"extraction {e.id}: {e.extractor} ({coverage[e.id]['coverage']})"}
+            for e in AuditExtraction.objects.filter(audit=audit, results__isnull=False).only("id", "extractor")],
     }
 
 
@@ -173,7 +198,8 @@ EXTRACTION_COUNTS = ("label_0", "label_1", "none", "unparseable", "error")
 
 def audit_extractions(audit: Audit) -> list[dict]:
     """The audit's extractions, oldest first, each with the counts of its outcomes (``label_0``, ``label_1``,
-    ``none``, ``unparseable``, ``error``, ``n``) and ``n_to_extract``: the audit's unparseable replies now."""
+    ``none``, ``unparseable``, ``error``, ``n``), ``n_to_extract``: the audit's unparseable replies now, and how
+    many of them it covers (:func:`extraction_coverage`: ``n_covered``, ``coverage`` in words)."""
     counts: dict[int, dict[str, int]] = {}
     rows = (AuditExtractionLabel.objects.filter(extraction__audit=audit).values("extraction_id", "outcome", "label")
             .annotate(n=Count("id")).order_by())
@@ -182,8 +208,10 @@ def audit_extractions(audit: Audit) -> list[dict]:
         counts.setdefault(row["extraction_id"], dict.fromkeys(EXTRACTION_COUNTS, 0))[name] += row["n"]
     n_to_extract = AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.ANSWERED,
                                                outcome=AuditRequest.Outcome.UNPARSEABLE).count()
+    coverage = extraction_coverage(audit)
     out = []
-    for extraction in AuditExtraction.objects.filter(audit=audit).select_related("endpoint").order_by("id"):
+    for extraction in (AuditExtraction.objects.filter(audit=audit).select_related("endpoint").defer("results")
+                       .order_by("id")):
         extraction_counts = counts.get(extraction.id, dict.fromkeys(EXTRACTION_COUNTS, 0))
         out.append({"id": extraction.id, "mode": extraction.mode, "extractor": extraction.extractor,
                     "version": extraction.version, "endpoint": extraction.endpoint_id,
@@ -192,7 +220,8 @@ def audit_extractions(audit: Audit) -> list[dict]:
                     "status": extraction.status, "status_reason": extraction.status_reason,
                     "created_at": extraction.created_at, "finished_at": extraction.finished_at,
                     "counts": {**extraction_counts, "n": sum(extraction_counts.values())},
-                    "n_to_extract": n_to_extract, "outcomes": f"extraction:{extraction.id}"})
+                    "n_to_extract": n_to_extract, "n_covered": coverage[extraction.id]["n_covered"],
+                    "coverage": coverage[extraction.id]["coverage"], "outcomes": f"extraction:{extraction.id}"})
     return out
 
 

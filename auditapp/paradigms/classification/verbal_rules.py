@@ -11,8 +11,8 @@ How a reply is read
 1. ``<think>`` blocks are set aside. Quoted text (``"…"``, ``“…”``) and echoed prompt lines (``Target sentence:
    …``) are the sentence being judged, not a verdict: if one of them mentions ableism ("ableist", "ableism",
    "anti-autistic") the reply is **none** ("quoted sentence mentions ableism"); otherwise they are blanked out.
-2. The rest is cut into clauses at ``. ! ? ; ,``, line ends and "and", "but", "however", "although", "though",
-   "while", "whereas". Each rule is matched inside one clause.
+2. The rest is cut into sentences at ``. ! ?`` and line ends (a full stop between two digits, "0.7", is a decimal
+   point, not a sentence end). Each rule is matched inside one sentence.
 3. Verdict rules (:data:`RULES`), negated ones first; a negated verdict's words are blanked before the
    affirmed rules look, so "does not contain ableist language" is never also "contains ableist language":
 
@@ -25,15 +25,28 @@ How a reply is read
    - 1, ``copula``: "is ableist", "is clearly ableist", "is an ableist statement", "is considered ableist";
    - 1, ``contains``: "contains ableist language", "uses ableist terms", "reinforces ableist stereotypes";
    - the label digit, ``label number``: "label: 1", "Label 0", "This label of 0 indicates…", "classified as 1"
-     (not "label 0 or 1", which names the options).
-4. A verdict is void when its clause, before it, holds a hedge (:data:`HEDGE_RE`: "may", "might", "could",
-   "possibly", "perhaps", "seems", "likely", "if", …) or a negation (:data:`NEGATION_RE`: "I don't think it is
-   ableist", "No, it is not ableist"): the reply is then **none** ("hedged" / "negation around the verdict").
-   Hedged verdicts that no rule above takes ("may be ableist", "could be seen as ableist", "is potentially
-   ableist", "seems ableist") and conditions in the sentence of a verdict ("If the speaker is not autistic, the
-   sentence is ableist") are caught by :data:`HEDGED_RE` and make the reply none ("hedged") as well.
-5. One value among the verdicts → that label; both 0 and 1 → **none** ("both labels"); no verdict → **none**
-   ("no verdict"). Talk about ableism that is no verdict on the sentence ("The Idiot is a classic example of
+     (not "label 0 or 1", which names the options, nor "label: 0.7" or "label 1.5", which are no label).
+4. A verdict is void, and the reply **none**, when its sentence, with every verdict's own words blanked, still
+   holds (checked in this order):
+
+   - a negation (:data:`NEGATION_RE`: "I don't think it is ableist", "It is not true that…", "None of it is
+     ableist"): "negation around the verdict";
+   - a hedge (:data:`HEDGE_RE`: "may", "could", "perhaps", "seems", "likely", "if", "probability", …):
+     "hedged";
+   - a word that reports, weighs or judges the verdict instead of giving it (:data:`ATTRIBUTION_RE`: "say",
+     "think", "believe", "claim", "argue", "would", "disagree", "wrong", "false", …: "Some people say it is
+     ableist", "The claim that it is ableist is wrong", "Label 1 would be wrong"): "reported or judged";
+
+   or when the next sentence is a bare denial (:data:`DENIAL_RE`: "No.", "No, it is not.", "It isn't."), as in
+   "The sentence is ableist? No, it is not.": "denied in the next sentence". Hedged verdicts that no rule
+   above takes ("may be ableist", "could be seen as ableist", "is potentially ableist", "seems ableist") and
+   conditions in the sentence of a verdict ("If the speaker is not autistic, the sentence is ableist") are
+   caught by :data:`HEDGED_RE` and make the reply none ("hedged") as well. The test is deliberately blunt: a
+   verdict with a negation or a hedge anywhere in its sentence ("It is ableist because it does not respect…")
+   is none; when in doubt, none.
+5. Verdicts of both 0 and 1 → **none** ("both labels", whether or not one of them is void); else a void verdict
+   → **none** (its reason); else the one value of the verdicts → that label; no verdict → **none** ("no
+   verdict"). Talk about ableism that is no verdict on the sentence ("The Idiot is a classic example of
    ableism…", "Ableism is discrimination…") gives no verdict.
 
 The reading's ``reason`` names the rule and the words that decided ("negated copula: 'are not ableist'") or why
@@ -44,12 +57,14 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-RULES_VERSION = "1"
+RULES_VERSION = "2"
 
 REASON_EMPTY = "empty reply"
 REASON_QUOTED = "quoted sentence mentions ableism"
 REASON_HEDGED = "hedged"
 REASON_NEGATION = "negation around the verdict"
+REASON_ATTRIBUTED = "reported or judged"
+REASON_DENIED = "denied in the next sentence"
 REASON_BOTH = "both labels"
 REASON_NO_VERDICT = "no verdict"
 
@@ -66,11 +81,21 @@ THINK_RE = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)
 QUOTED_RE = re.compile(r"\"[^\"\n]*\"|“[^”]*”|^[\s*_>-]*(?:preceding|target|following)\s+sentence\s*:.*$",
                        re.I | re.M)
 ABLEISM_RE = re.compile(_ABLE, re.I)
-CLAUSE_RE = re.compile(r"[.!?;,\n]|\b(?:and|but|however|although|though|while|whereas)\b", re.I)
+# A sentence ends at ! ? or a line end, or at a full stop that is not a decimal point between two digits.
+SENTENCE_END_RE = re.compile(r"[!?\n]|\.(?!\d)|(?<!\d)\.")
 HEDGE_RE = re.compile(
     r"\b(?:may|might|could|can|possibly|perhaps|potentially|arguably|somewhat|seems?|appears?|likely|probably"
-    r"|unlikely|if|whether|unless|maybe)\b", re.I)
-NEGATION_RE = re.compile(r"\b(?:not|no|never|neither|nor|hardly|nothing)\b|n['’]t\b", re.I)
+    r"|unlikely|if|whether|unless|maybe|probability|probabilities|chance|likelihood|confidence|confident)\b",
+    re.I)
+NEGATION_RE = re.compile(r"\b(?:not|no|none|never|neither|nor|hardly|nothing)\b|n['’]t\b", re.I)
+ATTRIBUTION_RE = re.compile(
+    r"\b(?:says?|said|saying|claims?|claimed|claiming|argues?|argued|arguing|think|thinks|thought|believes?"
+    r"|believed|feels?|felt|suggests?|suggested|assumes?|assumed|asserts?|asserted|accuses?|accused|according"
+    r"|would|disagrees?|disagreed|deny|denies|denied|doubts?|doubtful|questionable|wrong|false|incorrect|untrue"
+    r"|mistaken|mistake|misleading|inaccurate)\b", re.I)
+DENIAL_RE = re.compile(
+    r"\A[\s*_>-]*(?:(?:no|nope|not\s+really|not\s+at\s+all|it\s+is\s+not|it\s+isn['’]t|it['’]s\s+not|this\s+is\s+not"
+    r"|that\s+is\s+not|it\s+was\s+not|it\s+wasn['’]t)\b[\s,;:*_]*)+(?:ableist)?[\s*_]*\Z", re.I)
 HEDGED_RE = re.compile(
     r"\b(?:may|might|could|can)\s+(?:not\s+)?(?:\w+\s+){0,3}?" + _ABLE
     + r"|\b(?:is|are|was|were|be)\s+(?:potentially|possibly|arguably|somewhat|perhaps|likely|probably|borderline"
@@ -138,31 +163,47 @@ def read_verbal(text: str | None) -> VerbalReading:
         return VerbalReading(None, f"{REASON_HEDGED}: {_excerpt(hedged.group(0))!r}")
 
     verdicts: list[tuple[int, str, str]] = []
-    for clause in _clauses(body):
-        rest = clause
+    void: str | None = None
+    sentences = _sentences(body)
+    for index, sentence in enumerate(sentences):
+        rest = sentence
+        found_in_sentence = []
         for rules in (NEGATED_RULES, AFFIRMED_RULES):
             found = [(rule, match) for rule in rules for match in rule.pattern.finditer(rest)]
-            for rule, match in found:
-                before = rest[:match.start()]
-                for void, reason in ((HEDGE_RE, REASON_HEDGED), (NEGATION_RE, REASON_NEGATION)):
-                    cue = void.search(before)
-                    if cue:
-                        return VerbalReading(None, f"{reason}: {_excerpt(cue.group(0) + before[cue.end():] + match.group(0))!r}")
-                label = rule.label if rule.label is not None else int(match.group(1))
-                verdicts.append((label, rule.name, _excerpt(match.group(0))))
+            found_in_sentence += found
             # Blank what the negated rules read, so the affirmed ones cannot read the same words as a 1.
             for _, match in found:
                 rest = rest[:match.start()] + " " * (match.end() - match.start()) + rest[match.end():]
+        for rule, match in found_in_sentence:
+            label = rule.label if rule.label is not None else int(match.group(1))
+            verdicts.append((label, rule.name, _excerpt(match.group(0))))
+        if found_in_sentence and void is None:
+            void = _void(rest, sentences[index + 1] if index + 1 < len(sentences) else "")
     labels = {label for label, _, _ in verdicts}
     if not labels:
         return VerbalReading(None, REASON_NO_VERDICT)
     if len(labels) > 1:
         return VerbalReading(None, REASON_BOTH + ": " + "; ".join(f"{name}: {words!r}" for _, name, words in verdicts))
+    if void is not None:
+        return VerbalReading(None, void)
     return VerbalReading(labels.pop(), "; ".join(f"{name}: {words!r}" for _, name, words in verdicts))
 
 
-def _clauses(text: str) -> list[str]:
-    return [part for part in CLAUSE_RE.split(text) if part and part.strip()]
+def _void(rest: str, next_sentence: str) -> str | None:
+    """Why the verdicts of a sentence are void (``rest``: the sentence with the verdicts' words blanked), or None
+    when they stand."""
+    for cue_re, reason in ((NEGATION_RE, REASON_NEGATION), (HEDGE_RE, REASON_HEDGED),
+                           (ATTRIBUTION_RE, REASON_ATTRIBUTED)):
+        cue = cue_re.search(rest)
+        if cue:
+            return f"{reason}: {_excerpt(cue.group(0))!r} in {_excerpt(rest)!r}"
+    if DENIAL_RE.match(next_sentence):
+        return f"{REASON_DENIED}: {_excerpt(next_sentence)!r}"
+    return None
+
+
+def _sentences(text: str) -> list[str]:
+    return [part for part in SENTENCE_END_RE.split(text) if part and part.strip()]
 
 
 def _excerpt(text: str, limit: int = 80) -> str:

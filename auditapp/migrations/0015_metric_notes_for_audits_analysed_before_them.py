@@ -37,5 +37,5 @@ def analyse_audits_without_notes(apps, schema_editor):
 class Migration(migrations.Migration):
     # One transaction per audit (classification_analyse's own), not one around them all.
     atomic = False
-    dependencies = [("auditapp", "0013_audit_model_structured_output_form_at_preparation")]
+    dependencies = [("auditapp", "0014_extraction_lease_and_stored_metrics")]
     operations = [migrations.RunPython(analyse_audits_without_notes, migrations.RunPython.noop)]
