@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from functools import cached_property
 
+from django.db import models
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema
@@ -34,9 +35,17 @@ from annotation.selectors import (
 from annotation.services import item_import_submit
 from annotation.study_analysis import study_analysis_request
 from auditapp.api.exports import ExportListAPIView
+from auditapp.api.fields import StrictCharField, StrictSlugField
+
+MAX_ANNOTATORS_PER_ITEM = 1000
 
 
 class StudySerializer(serializers.ModelSerializer):
+    # Text fields take text only, and the annotators per item a number the database stores on every backend (SQLite
+    # would store 4,055,614,977 in a small integer column that PostgreSQL refuses).
+    serializer_field_mapping = {**serializers.ModelSerializer.serializer_field_mapping,
+                                models.CharField: StrictCharField, models.TextField: StrictCharField,
+                                models.SlugField: StrictSlugField}
     n_items = serializers.IntegerField(read_only=True)
     n_participants = serializers.IntegerField(read_only=True)
     n_labels = serializers.IntegerField(read_only=True)
@@ -47,6 +56,7 @@ class StudySerializer(serializers.ModelSerializer):
                   "content_warning", "consent_text", "n_items", "n_participants", "n_labels",
                   "created_at", "updated_at")
         read_only_fields = ("status",)
+        extra_kwargs = {"annotators_per_item": {"min_value": 1, "max_value": MAX_ANNOTATORS_PER_ITEM}}
 
 
 class ItemRowSerializer(serializers.Serializer):

@@ -15,6 +15,7 @@ from rest_framework.response import Response
 
 from annotation.selectors import Export
 from auditapp.api.exports import ExportListAPIView, ModelListExportView
+from auditapp.api.fields import StrictCharField
 from auditapp.corpus_selectors import (
     corpus_factor_counts,
     corpus_list,
@@ -86,15 +87,6 @@ class CorpusDetailSerializer(CorpusSerializer):
 
     def get_reused(self, corpus: Corpus) -> bool:
         return getattr(corpus, "reused", False)
-
-
-class StrictCharField(serializers.CharField):
-    """Text only: DRF's CharField would store the number 0 as the name "0"."""
-
-    def to_internal_value(self, data):
-        if not isinstance(data, str):
-            self.fail("invalid")
-        return super().to_internal_value(data)
 
 
 class CorpusCreateSerializer(serializers.Serializer):
