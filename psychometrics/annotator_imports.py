@@ -2,8 +2,10 @@
 file (``psychometrics.annotator_files``), stored where the app stores its own so that the trust weights, groups,
 test sets and ICL sets compute exactly as for annotators who took the instruments in the app.
 
-- scores: an ``InstrumentScore`` per instrument (the study's AQ / SATA) and a completed ``IATSession`` holding
-  the D score (no trials, no design); a team in the file becomes the annotator's team (eq. 5 is per team).
+- scores: an ``InstrumentScore`` per instrument (the study's AQ / SATA) with a finished ``QuestionnaireSession``
+  of no items (so the participant flow does not ask for the questionnaire again, and an in-app answer cannot
+  overwrite the imported score), and a completed ``IATSession`` holding the D score (no trials, no design); a
+  team in the file becomes the annotator's team (eq. 5 is per team).
 - answers: a finished ``QuestionnaireSession`` and its ``InstrumentResponse`` rows, scored by
   ``questionnaire_finish``, the app's own scoring of a finished questionnaire.
 - iat: an ``IATSession`` and its ``IATTrial`` rows, scored by ``iat_session_score``, the app's own D score.
@@ -138,6 +140,10 @@ def _write_scores(annotator_import, parsed, participants, instruments) -> None:
                         source_import=annotator_import)
         for data in parsed.annotators for slug, score in data.questionnaires.items()], batch_size=BULK_BATCH_SIZE)
     now = timezone.now()
+    QuestionnaireSession.objects.bulk_create([
+        QuestionnaireSession(participant=participants[data.annotator], instrument=instruments[slug], item_order=[],
+                             completed_at=now, source_import=annotator_import)
+        for data in parsed.annotators for slug in data.questionnaires], batch_size=BULK_BATCH_SIZE)
     IATSession.objects.bulk_create([
         IATSession(participant=participants[data.annotator], condition_index=None,
                    seed=participants[data.annotator].seed, stimuli={}, design=[], completed_at=now,

@@ -23,6 +23,7 @@ from psychometrics.models import (
     Instrument,
     InstrumentResponse,
     InstrumentScore,
+    QuestionnaireSession,
     StudyInstrument,
 )
 from tests.factories import make_study
@@ -381,3 +382,49 @@ def test_a_bad_trials_file_imports_nothing_and_names_each_problem(imported_study
         "row 12, column 'block': annotator 'A2': no D score can be computed from these trials (blocks 3 and 6, or 4 "
         "and 7, need trials of both pairings under 10,000 ms with latencies that vary)",
     ]
+
+
+# --------------------------------------------------------------------- imported scores and the participant flow
+
+
+def test_an_imported_score_is_a_finished_questionnaire_the_flow_does_not_ask_again(in_app_and_imported):
+    from annotation.participation import next_step
+
+    study, participant = in_app_and_imported
+    annotator_import = annotator_import_submit(
+        study=study, kind="scores", filename="scores.csv",
+        content=csv_bytes(["annotator", "aq"], [[participant.pseudonym, 36]]))
+    client = Client()
+    base = f"/p/{participant.invite_token}/"
+    assert client.post(base + "consent/", {"consent": "yes"}).status_code == 302
+    participant.refresh_from_db()
+    sata = Instrument.objects.get(slug="sata_partial")
+    assert next_step(participant).instrument_id == sata.pk, "the AQ is not asked again; the SATA is next"
+    # Even a post to the AQ's page (the flow is at a questionnaire step) leaves the imported score as it was.
+    aq = Instrument.objects.get(slug="aq50")
+    client.post(f"{base}questionnaire/{aq.pk}/", {"item-1": 0})
+    score = InstrumentScore.objects.get(participant=participant, instrument=aq)
+    assert (score.total, score.source_import) == (36, annotator_import)
+    assert not InstrumentResponse.objects.filter(participant=participant, instrument=aq).exists()
+    annotator_import.delete()
+    participant.refresh_from_db()
+    assert next_step(participant).instrument_id == aq.pk, "deleting the import asks for the AQ again"
+
+
+def test_a_score_the_app_writes_is_its_own_and_outlives_an_import(in_app_and_imported):
+    """A score written by questionnaire_finish drops any import's mark (as an import stored before imported
+    scores had a finished questionnaire could have left), so deleting that import keeps the in-app score."""
+    from psychometrics.services import answer_save, questionnaire_finish
+
+    study, participant = in_app_and_imported
+    annotator_import = annotator_import_submit(
+        study=study, kind="scores", filename="scores.csv",
+        content=csv_bytes(["annotator", "aq"], [[participant.pseudonym, 36]]))
+    aq = Instrument.objects.get(slug="aq50")
+    QuestionnaireSession.objects.filter(participant=participant, instrument=aq).delete()   # the state before
+    for number in aq.parsed.item_numbers:
+        answer_save(participant=participant, instrument=aq, item_number=number, response_index=0)
+    score = questionnaire_finish(participant=participant, instrument=aq)
+    assert score.source_import is None
+    annotator_import.delete()
+    assert InstrumentScore.objects.get(participant=participant, instrument=aq).pk == score.pk
