@@ -83,7 +83,9 @@ class StudyContext:
 
     ``instruments`` maps the slug of each instrument in the study's flow to its definition, ``roles`` the roles
     ``aq`` / ``sata`` to a slug. ``held`` maps (pseudonym, instrument slug or ``"iat"``) to where the
-    annotator's existing score comes from (e.g. "taken in the app"): importing over it is an error.
+    annotator's existing score comes from (e.g. "taken in the app"): importing over it is an error. ``teams``
+    maps each annotator who is in a team other than the default one to that team: a file giving such an
+    annotator another team is an error (eq. 5 normalises within a team; change it in the admin first).
     """
 
     annotators: frozenset[str]
@@ -91,6 +93,7 @@ class StudyContext:
     instruments: Mapping[str, Instrument] = field(default_factory=dict)
     roles: Mapping[str, str] = field(default_factory=dict)
     held: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    teams: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -299,8 +302,13 @@ def _parse_scores(rows, columns: dict[str, str], context: StudyContext, problems
         problems_before = len(problems.items)
         if "team" in columns and row[columns["team"]].strip():
             data.team = row[columns["team"]].strip()
+            current = context.teams.get(data.annotator, data.team)
             if len(data.team) > 100:
                 problems.add(row_number, columns["team"], "team longer than 100 characters")
+            elif current != data.team:
+                problems.add(row_number, columns["team"], f"annotator '{data.annotator}' is in team '{current}', "
+                             f"not '{data.team}': the weights are normalised within a team (seed 000 eq. 5), so "
+                             "change the annotator's team in the admin first if the file is right")
         for role in ROLES:
             if role in columns:
                 _questionnaire_score(data, row_number, row, role, columns, context, problems)

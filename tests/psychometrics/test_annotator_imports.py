@@ -428,3 +428,20 @@ def test_a_score_the_app_writes_is_its_own_and_outlives_an_import(in_app_and_imp
     assert score.source_import is None
     annotator_import.delete()
     assert InstrumentScore.objects.get(participant=participant, instrument=aq).pk == score.pk
+
+
+# ------------------------------------------------------------------------------------------------------ teams
+
+
+def test_a_team_is_set_only_for_annotators_in_the_default_team_and_the_change_is_recorded(imported_study):
+    Participant.objects.filter(study=imported_study, pseudonym="A1").update(team="x")
+    content = csv_bytes(["annotator", "team", "aq"], [["A1", "t", 30], ["A2", "t", 20]])
+    assert problems(imported_study, content) == [
+        "row 2, column 'team': annotator 'A1' is in team 'x', not 't': the weights are normalised within a team "
+        "(seed 000 eq. 5), so change the annotator's team in the admin first if the file is right"]
+    annotator_import = annotator_import_submit(
+        study=imported_study, kind="scores", filename="s.csv",
+        content=csv_bytes(["annotator", "team", "aq"], [["A1", "x", 30], ["A2", "t", 20], ["A3", "", 25]]))
+    assert annotator_import.team_changes == {"A2": {"from": "default", "to": "t"}}
+    teams = dict(Participant.objects.filter(study=imported_study).values_list("pseudonym", "team"))
+    assert teams == {"A1": "x", "A2": "t", "A3": "default"}
