@@ -445,3 +445,21 @@ def test_a_team_is_set_only_for_annotators_in_the_default_team_and_the_change_is
     assert annotator_import.team_changes == {"A2": {"from": "default", "to": "t"}}
     teams = dict(Participant.objects.filter(study=imported_study).values_list("pseudonym", "team"))
     assert teams == {"A1": "x", "A2": "t", "A3": "default"}
+
+
+def test_a_score_given_by_a_formula_without_its_computed_value_is_a_problem(imported_study):
+    from openpyxl import Workbook
+
+    from annotation.item_files import ItemFileError
+
+    workbook = Workbook()
+    workbook.active.append(["annotator", "aq", "sata"])
+    workbook.active.append(["A1", "=10+5", 12])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    with pytest.raises(ItemFileError) as caught:
+        annotator_import_submit(study=imported_study, kind="scores", filename="s.xlsx", content=buffer.getvalue())
+    assert [str(p) for p in caught.value.problems] == [
+        "row 2, column 'aq': cell B2 holds the formula =10+5 with no computed value saved in the file: open and save "
+        "the workbook in a spreadsheet application (which computes it), or write the value itself"]
+    assert not InstrumentScore.objects.exists()
