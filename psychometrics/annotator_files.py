@@ -170,7 +170,15 @@ def _resolve_columns(kind: str, header: list[str], mapping: Mapping[str, str], e
                      problems: _Problems) -> dict[str, str]:
     """field → file column, from the mapping or the aliases; unknown mapping fields and missing columns are problems."""
     aliases = {**ALIASES[kind], **extra}
-    by_normal = {_normal(h): h for h in header if h}
+    by_normal: dict[str, str] = {}
+    for name in header:
+        if not name:
+            continue
+        first = by_normal.setdefault(_normal(name), name)
+        if first != name:
+            # Columns are found whatever their case and spacing, so these two would be one: neither is chosen.
+            problems.add(1, name, f"the columns '{first}' and '{name}' differ only in case, spaces or hyphens, so "
+                                  "they cannot be told apart: rename or delete one")
     columns: dict[str, str] = {}
     for name, column in mapping.items():
         if name not in aliases:
@@ -630,7 +638,8 @@ def parse_annotator_file(content: bytes, *, kind: str, file_format: str, context
 
     Raises ``ItemFileError`` listing every problem with its row and column: an unknown or withdrawn annotator,
     a value that is not a number or out of its range, a duplicated annotator (scores), item (answers) or trial
-    (IAT), an incomplete questionnaire, trials that give no D score, a score the annotator already has.
+    (IAT), an incomplete questionnaire, trials that give no D score, a score the annotator already has, two
+    columns whose names differ only in case or spacing, a team other than the annotator's assigned one.
     """
     if kind not in KINDS:
         raise ItemFileError([ImportProblem(None, None, f"unknown kind '{kind}': use one of {', '.join(KINDS)}")])

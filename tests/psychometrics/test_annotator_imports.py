@@ -463,3 +463,12 @@ def test_a_score_given_by_a_formula_without_its_computed_value_is_a_problem(impo
         "row 2, column 'aq': cell B2 holds the formula =10+5 with no computed value saved in the file: open and save "
         "the workbook in a spreadsheet application (which computes it), or write the value itself"]
     assert not InstrumentScore.objects.exists()
+
+
+def test_columns_that_differ_only_in_case_or_spaces_are_a_header_problem_naming_both(imported_study):
+    content = csv_bytes(["annotator", "AQ", "aq", "Sata Total", "sata_total"], [["A1", 20, 30, 10, 11]])
+    assert problems(imported_study, content) == [
+        "row 1, column 'aq': the columns 'AQ' and 'aq' differ only in case, spaces or hyphens, so they cannot be "
+        "told apart: rename or delete one",
+        "row 1, column 'sata_total': the columns 'Sata Total' and 'sata_total' differ only in case, spaces or "
+        "hyphens, so they cannot be told apart: rename or delete one"]
