@@ -204,10 +204,13 @@ def _resolve_columns(kind: str, header: list[str], mapping: Mapping[str, str], e
 
 
 def _number(text: str) -> float | None | str:
-    """A cell as a finite number, None when blank, or an error message."""
+    """A cell as a finite number, None when blank, or an error message. Python's digit separators ("2_0") are
+    not a spreadsheet's: a cell holding one is not a number."""
     if not text.strip():
         return None
     try:
+        if "_" in text:
+            raise ValueError(text)
         value = float(text.strip())
     except ValueError:
         return f"'{text}' is not a number"
@@ -344,6 +347,11 @@ def _questionnaire_score(data: AnnotatorData, row_number: int, row: dict, role: 
     if isinstance(total, str):
         problems.add(row_number, column, f"{role.upper()} total {total}")
         return
+    if role == "aq" and not total.is_integer():
+        # Every AQ item scores 0 or 1 (or a whole number of points): its totals are whole numbers.
+        problems.add(row_number, column, f"AQ total {row[column].strip()} is not a whole number (AQ totals add up "
+                                         "whole item scores)")
+        return
     slug = context.roles[role]
     instrument = context.instruments[slug]
     low, high = instrument.total_range
@@ -363,6 +371,10 @@ def _questionnaire_score(data: AnnotatorData, row_number: int, row: dict, role: 
             value = _number(row[sub_column]) if sub_column else None
             if isinstance(value, str):
                 problems.add(row_number, sub_column, f"AQ subscale {value}")
+                ok = False
+                continue
+            if value is not None and not value.is_integer():
+                problems.add(row_number, sub_column, f"AQ subscale {row[sub_column].strip()} is not a whole number")
                 ok = False
                 continue
             sub_low, sub_high = instrument.score_range(items)

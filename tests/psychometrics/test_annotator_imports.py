@@ -168,6 +168,12 @@ def test_a_bad_score_file_imports_nothing_and_names_each_problem(imported_study)
      ["row 2, column 'aq_imagination': 11 is outside 0–10, the range of subscale imagination"]),
     (["annotator", "iat_d", "iat_d600"], [["A1", "", 0.3]], ["row 2, column 'iat_d': IAT details (iat_d600) without "
                                                              "a D score"]),
+    (["annotator", "aq", "aq_imagination"], [["A1", 30.5, 4.5]],
+     ["row 2, column 'aq': AQ total 30.5 is not a whole number (AQ totals add up whole item scores)"]),
+    (["annotator", "aq", "aq_imagination"], [["A1", 30, 4.5]],
+     ["row 2, column 'aq_imagination': AQ subscale 4.5 is not a whole number"]),
+    (["annotator", "aq", "sata"], [["A1", "2_0", "1_0"]],
+     ["row 2, column 'aq': AQ total '2_0' is not a number", "row 2, column 'sata': SATA total '1_0' is not a number"]),
 ])
 def test_each_bad_score_file_is_refused_with_its_reason(imported_study, header, rows, expected):
     assert problems(imported_study, csv_bytes(header, rows)) == expected
