@@ -635,9 +635,9 @@ def _trial(row_number: int, row: dict, columns: dict, consistent_first: bool | N
         return None
     correct = latencies["latency_correct_ms"]
     return {"block": block, "trial": trial, "pairing": pairing, "error": error, "latency_correct_ms": correct,
-            # Without the first key's latency, a correct trial's is the same and an error trial's is unknown:
-            # the 300 ms screen reads the latency to the correct key and D600 is not computed (a warning says so).
-            "latency_first_ms": latencies.get("latency_first_ms", correct), **texts}
+            # Without the first key's latency, it is unknown (never copied from the correct key's): the 300 ms
+            # screen reads the correct key's and D600 is not computed (psychometrics.iat; a warning says so).
+            "latency_first_ms": latencies.get("latency_first_ms"), **texts}
 
 
 # --------------------------------------------------------------------------------------------------- entry

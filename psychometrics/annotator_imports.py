@@ -214,8 +214,6 @@ def _write_trials(annotator_import, parsed, participants) -> None:
         IATTrial.objects.bulk_create([IATTrial(participant=participant, source_import=annotator_import, **trial)
                                       for trial in data.trials], batch_size=BULK_BATCH_SIZE)
         iat_session_score(session)
-        if "latency_first_ms" not in parsed.columns:
-            session.d600_score = None   # the error trials' first-key latencies are unknown (parse_annotator_file)
         session.completed_at = timezone.now()
         session.save()
 

@@ -199,7 +199,8 @@ class IATTrial(models.Model):
     correct_side = models.CharField(max_length=5)
     first_key = models.CharField(max_length=5)
     error = models.BooleanField()
-    latency_first_ms = models.FloatField()
+    latency_first_ms = models.FloatField(null=True, blank=True,
+                                         help_text="Empty for an imported trial whose file had no first-key latency.")
     latency_correct_ms = models.FloatField()
     source_import = _imported_by("iat_trials")
 

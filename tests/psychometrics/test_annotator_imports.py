@@ -366,6 +366,8 @@ def test_trials_without_a_pairing_column_take_the_order_given_and_without_first_
                                                options={"columns": mapping, "consistent_first": True})
     session = IATSession.objects.get()
     assert session.d_score > 0 and session.d600_score is None
+    # The first key's latency is unknown, not a copy of the correct key's.
+    assert set(IATTrial.objects.values_list("latency_first_ms", flat=True)) == {None}
     assert set(IATTrial.objects.filter(block=3).values_list("pairing", flat=True)) == {"consistent"}
     assert "No latency_first_ms column" in annotator_import.warnings[-1]
 
