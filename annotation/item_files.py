@@ -211,12 +211,14 @@ def _text_rows(text: str, file_format: str) -> Iterator[tuple[int, list[str]]]:
                                            f"(line {reader.line_num}): {exc}")]) from exc
 
 
-def _open_first_sheet(content: bytes):
-    """(workbook, its first sheet) in openpyxl's read-only mode, after checking the sheet's declared size."""
+def _open_first_sheet(content: bytes, *, data_only: bool = True):
+    """(workbook, its first sheet) in openpyxl's read-only mode, after checking the sheet's declared size.
+    ``data_only`` reads a formula cell's cached value (what the spreadsheet last computed); without it, the
+    formula."""
     from openpyxl import load_workbook
 
     try:
-        workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=True)
+        workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=data_only)
         sheet = workbook.worksheets[0]
     except Exception as exc:  # openpyxl raises many types for a file that is not a workbook
         raise ItemFileError([ImportProblem(None, None, f"not a readable .xlsx workbook: {exc}")]) from exc
@@ -230,9 +232,76 @@ def _open_first_sheet(content: bytes):
     return workbook, sheet
 
 
+_FORMULA_ELEMENT = re.compile(rb"<(?:[A-Za-z0-9_]+:)?f[\s>/]")
+_SCAN_CHUNK = 1 << 20
+
+
+def _has_formulas(content: bytes) -> bool:
+    """Whether any worksheet of the workbook holds a formula element (a streamed scan of its XML, no parsing)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(content)) as archive:
+            for name in archive.namelist():
+                if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
+                    continue
+                with archive.open(name) as member:
+                    tail = b""
+                    while chunk := member.read(_SCAN_CHUNK):
+                        if _FORMULA_ELEMENT.search(tail + chunk):
+                            return True
+                        tail = chunk[-16:]
+    except (zipfile.BadZipFile, OSError):
+        return False   # _open_first_sheet names the unreadable file
+    return False
+
+
+def _uncached_formula_problems(content: bytes) -> list[ImportProblem]:
+    """Each formula cell of the first sheet without a cached value (a workbook written by a program rather than
+    saved by a spreadsheet application): read as values it would be an empty cell, which must not pass for a
+    missing value. The workbook is opened a second time, for its formulas, only when its XML holds any."""
+    if not _has_formulas(content):
+        return []
+    from openpyxl.utils import get_column_letter
+    from openpyxl.worksheet.formula import ArrayFormula, DataTableFormula
+
+    values_book, values_sheet = _open_first_sheet(content)
+    formulas_book, formulas_sheet = _open_first_sheet(content, data_only=False)
+    values_sheet.reset_dimensions()
+    formulas_sheet.reset_dimensions()
+    problems: list[ImportProblem] = []
+    header: list[str] | None = None
+    cells = 0
+    try:
+        rows = zip(values_sheet.iter_rows(values_only=True), formulas_sheet.iter_rows(values_only=True),
+                   strict=False)
+        for row_number, (values, formulas) in enumerate(rows, start=1):
+            cells += len(values)
+            if row_number > MAX_ROWS or len(values) > MAX_COLUMNS or cells > MAX_CELLS:
+                break   # the reading itself reports the sizes
+            for index, (value, formula) in enumerate(zip(values, formulas, strict=False)):
+                is_formula = isinstance(formula, ArrayFormula | DataTableFormula) or (
+                    isinstance(formula, str) and formula.startswith("="))
+                if value is None and is_formula:
+                    shown = formula.text if isinstance(formula, ArrayFormula) else str(formula)
+                    named = header[index] if header and index < len(header) and header[index] else None
+                    problems.append(ImportProblem(row_number, named or get_column_letter(index + 1), (
+                        f"cell {get_column_letter(index + 1)}{row_number} holds the formula {shown[:60]} with no "
+                        "computed value saved in the file: open and save the workbook in a spreadsheet "
+                        "application (which computes it), or write the value itself")))
+            if header is None and any(v is not None and str(v).strip() for v in values):
+                header = [_spreadsheet_cell_text(v).strip() for v in values]
+    finally:
+        values_book.close()
+        formulas_book.close()
+    return problems
+
+
 def _xlsx_rows(content: bytes) -> Iterator[tuple[int, list]]:
     """(spreadsheet row number, values) for each row with a value, reading at most MAX_ROWS rows,
-    MAX_COLUMNS columns and MAX_CELLS cells whatever the sheet declares."""
+    MAX_COLUMNS columns and MAX_CELLS cells whatever the sheet declares. A formula cell is read as its cached
+    value; one without a cached value is a problem (:func:`_uncached_formula_problems`), not an empty cell."""
+    formula_problems = _uncached_formula_problems(content)
+    if formula_problems:
+        raise ItemFileError(formula_problems[:MAX_REPORTED_PROBLEMS], len(formula_problems))
     workbook, sheet = _open_first_sheet(content)
     # The declared size can lie; unsized, openpyxl pads no row beyond its last cell nor adds empty rows at the end.
     sheet.reset_dimensions()

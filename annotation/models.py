@@ -181,6 +181,10 @@ class Item(models.Model):
         return f"{self.external_id}: {self.target[:60]}"
 
 
+# The team of a participant nobody assigned to one; an annotator data import may move them to the file's team.
+DEFAULT_TEAM = "default"
+
+
 class Participant(models.Model):
     class Status(models.TextChoices):
         INVITED = "invited", "Invited"
@@ -194,7 +198,7 @@ class Participant(models.Model):
         max_length=100, help_text="The only name under which the participant appears in exports."
     )
     invite_token = models.CharField(max_length=64, unique=True, default=new_invite_token, editable=False)
-    team = models.CharField(max_length=100, default="default", help_text="Used for team-relative weights.")
+    team = models.CharField(max_length=100, default=DEFAULT_TEAM, help_text="Used for team-relative weights.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.INVITED)
     source_import = models.ForeignKey(
         ItemImport, null=True, blank=True, on_delete=models.SET_NULL, related_name="participants"

@@ -359,6 +359,10 @@ class AuditCondition(models.Model):
     condition = models.CharField(max_length=40)
     template = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
     example_set = models.CharField(max_length=20, blank=True, help_text="Item set whose items are the examples.")
+    examples = models.JSONField(
+        null=True, blank=True,
+        help_text="The example set's [item id, label] pairs at launch, which the prompts show (a recompute of the "
+                  "study redraws its ICL sets); null for audits created before the snapshot, which read the set live.")
     position = models.PositiveSmallIntegerField(default=0)
 
     class Meta:

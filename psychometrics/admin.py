@@ -1,7 +1,7 @@
 """Admin for instruments (upload a JSON definition, validated with every problem named), for the
 psychometric data of participants (read-only: it is computed or given by participants), and for annotator
 data imports (read-only; uploaded from a study's page, "Import annotator data…"; deleting one deletes the
-scores, answers and trials it brought)."""
+scores, answers and trials it brought, puts back the teams it changed and recomputes the study's analysis)."""
 from django import forms
 from django.contrib import admin, messages
 from django.http import HttpResponse
@@ -10,6 +10,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
+from psychometrics.annotator_imports import annotator_import_delete
 from psychometrics.instruments import InstrumentError
 from psychometrics.models import AnnotatorImport, IATSession, Instrument, InstrumentScore, StudyInstrument
 from psychometrics.services import instrument_upload
@@ -85,13 +86,22 @@ class AnnotatorImportAdmin(admin.ModelAdmin):
     list_filter = ("kind", "study")
     exclude = ("content", "warnings")
     readonly_fields = ("study", "kind", "filename", "file_format", "download", "sha256", "encoding", "options",
-                       "columns", "counts", "n_rows", "n_annotators", "warning_list", "uploaded_by", "created_at")
+                       "columns", "counts", "team_changes", "n_rows", "n_annotators", "warning_list", "uploaded_by",
+                       "created_at")
 
     def has_add_permission(self, request):
         return False
 
     def has_change_permission(self, request, obj=None):
         return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
+
+    def delete_model(self, request, obj):
+        annotator_import_delete(annotator_import=obj)
+
+    def delete_queryset(self, request, queryset):
+        # One by one through the service: each restores its own teams and asks for its study's analysis.
+        for annotator_import in queryset.defer("content"):
+            annotator_import_delete(annotator_import=annotator_import)
 
     @admin.display(description="Warnings")
     def warning_list(self, annotator_import):

@@ -83,7 +83,9 @@ class StudyContext:
 
     ``instruments`` maps the slug of each instrument in the study's flow to its definition, ``roles`` the roles
     ``aq`` / ``sata`` to a slug. ``held`` maps (pseudonym, instrument slug or ``"iat"``) to where the
-    annotator's existing score comes from (e.g. "taken in the app"): importing over it is an error.
+    annotator's existing score comes from (e.g. "taken in the app"): importing over it is an error. ``teams``
+    maps each annotator who is in a team other than the default one to that team: a file giving such an
+    annotator another team is an error (eq. 5 normalises within a team; change it in the admin first).
     """
 
     annotators: frozenset[str]
@@ -91,6 +93,7 @@ class StudyContext:
     instruments: Mapping[str, Instrument] = field(default_factory=dict)
     roles: Mapping[str, str] = field(default_factory=dict)
     held: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    teams: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -167,7 +170,15 @@ def _resolve_columns(kind: str, header: list[str], mapping: Mapping[str, str], e
                      problems: _Problems) -> dict[str, str]:
     """field → file column, from the mapping or the aliases; unknown mapping fields and missing columns are problems."""
     aliases = {**ALIASES[kind], **extra}
-    by_normal = {_normal(h): h for h in header if h}
+    by_normal: dict[str, str] = {}
+    for name in header:
+        if not name:
+            continue
+        first = by_normal.setdefault(_normal(name), name)
+        if first != name:
+            # Columns are found whatever their case and spacing, so these two would be one: neither is chosen.
+            problems.add(1, name, f"the columns '{first}' and '{name}' differ only in case, spaces or hyphens, so "
+                                  "they cannot be told apart: rename or delete one")
     columns: dict[str, str] = {}
     for name, column in mapping.items():
         if name not in aliases:
@@ -193,10 +204,13 @@ def _resolve_columns(kind: str, header: list[str], mapping: Mapping[str, str], e
 
 
 def _number(text: str) -> float | None | str:
-    """A cell as a finite number, None when blank, or an error message."""
+    """A cell as a finite number, None when blank, or an error message. Python's digit separators ("2_0") are
+    not a spreadsheet's: a cell holding one is not a number."""
     if not text.strip():
         return None
     try:
+        if "_" in text:
+            raise ValueError(text)
         value = float(text.strip())
     except ValueError:
         return f"'{text}' is not a number"
@@ -299,8 +313,13 @@ def _parse_scores(rows, columns: dict[str, str], context: StudyContext, problems
         problems_before = len(problems.items)
         if "team" in columns and row[columns["team"]].strip():
             data.team = row[columns["team"]].strip()
+            current = context.teams.get(data.annotator, data.team)
             if len(data.team) > 100:
                 problems.add(row_number, columns["team"], "team longer than 100 characters")
+            elif current != data.team:
+                problems.add(row_number, columns["team"], f"annotator '{data.annotator}' is in team '{current}', "
+                             f"not '{data.team}': the weights are normalised within a team (seed 000 eq. 5), so "
+                             "change the annotator's team in the admin first if the file is right")
         for role in ROLES:
             if role in columns:
                 _questionnaire_score(data, row_number, row, role, columns, context, problems)
@@ -328,6 +347,11 @@ def _questionnaire_score(data: AnnotatorData, row_number: int, row: dict, role: 
     if isinstance(total, str):
         problems.add(row_number, column, f"{role.upper()} total {total}")
         return
+    if role == "aq" and not total.is_integer():
+        # Every AQ item scores 0 or 1 (or a whole number of points): its totals are whole numbers.
+        problems.add(row_number, column, f"AQ total {row[column].strip()} is not a whole number (AQ totals add up "
+                                         "whole item scores)")
+        return
     slug = context.roles[role]
     instrument = context.instruments[slug]
     low, high = instrument.total_range
@@ -347,6 +371,10 @@ def _questionnaire_score(data: AnnotatorData, row_number: int, row: dict, role: 
             value = _number(row[sub_column]) if sub_column else None
             if isinstance(value, str):
                 problems.add(row_number, sub_column, f"AQ subscale {value}")
+                ok = False
+                continue
+            if value is not None and not value.is_integer():
+                problems.add(row_number, sub_column, f"AQ subscale {row[sub_column].strip()} is not a whole number")
                 ok = False
                 continue
             sub_low, sub_high = instrument.score_range(items)
@@ -607,9 +635,9 @@ def _trial(row_number: int, row: dict, columns: dict, consistent_first: bool | N
         return None
     correct = latencies["latency_correct_ms"]
     return {"block": block, "trial": trial, "pairing": pairing, "error": error, "latency_correct_ms": correct,
-            # Without the first key's latency, a correct trial's is the same and an error trial's is unknown:
-            # the 300 ms screen reads the latency to the correct key and D600 is not computed (a warning says so).
-            "latency_first_ms": latencies.get("latency_first_ms", correct), **texts}
+            # Without the first key's latency, it is unknown (never copied from the correct key's): the 300 ms
+            # screen reads the correct key's and D600 is not computed (psychometrics.iat; a warning says so).
+            "latency_first_ms": latencies.get("latency_first_ms"), **texts}
 
 
 # --------------------------------------------------------------------------------------------------- entry
@@ -622,7 +650,8 @@ def parse_annotator_file(content: bytes, *, kind: str, file_format: str, context
 
     Raises ``ItemFileError`` listing every problem with its row and column: an unknown or withdrawn annotator,
     a value that is not a number or out of its range, a duplicated annotator (scores), item (answers) or trial
-    (IAT), an incomplete questionnaire, trials that give no D score, a score the annotator already has.
+    (IAT), an incomplete questionnaire, trials that give no D score, a score the annotator already has, two
+    columns whose names differ only in case or spacing, a team other than the annotator's assigned one.
     """
     if kind not in KINDS:
         raise ItemFileError([ImportProblem(None, None, f"unknown kind '{kind}': use one of {', '.join(KINDS)}")])

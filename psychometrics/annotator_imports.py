@@ -2,8 +2,11 @@
 file (``psychometrics.annotator_files``), stored where the app stores its own so that the trust weights, groups,
 test sets and ICL sets compute exactly as for annotators who took the instruments in the app.
 
-- scores: an ``InstrumentScore`` per instrument (the study's AQ / SATA) and a completed ``IATSession`` holding
-  the D score (no trials, no design); a team in the file becomes the annotator's team (eq. 5 is per team).
+- scores: an ``InstrumentScore`` per instrument (the study's AQ / SATA) with a finished ``QuestionnaireSession``
+  of no items (so the participant flow does not ask for the questionnaire again, and an in-app answer cannot
+  overwrite the imported score), and a completed ``IATSession`` holding the D score (no trials, no design); a
+  team in the file becomes the team of an annotator in the default team (eq. 5 is per team; another team is a
+  problem), and the import records the team it replaced.
 - answers: a finished ``QuestionnaireSession`` and its ``InstrumentResponse`` rows, scored by
   ``questionnaire_finish``, the app's own scoring of a finished questionnaire.
 - iat: an ``IATSession`` and its ``IATTrial`` rows, scored by ``iat_session_score``, the app's own D score.
@@ -12,7 +15,8 @@ Every row written points to its ``AnnotatorImport`` (``source_import``), which k
 mapping and counts. All or nothing: the file is checked against the study inside the transaction that writes
 it (the study's participants locked, so a withdrawal waits or wins), and a bad file raises ``ItemFileError``
 with every problem and stores nothing. Annotator files are small (a few hundred trials per annotator), so an
-import runs while the uploader waits; a successful one asks for the study's analysis to be recomputed.
+import runs while the uploader waits; a successful one asks for the study's analysis to be recomputed, and so
+does deleting one (``annotator_import_delete``: its rows go, the teams it changed come back).
 """
 from __future__ import annotations
 
@@ -23,7 +27,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.item_files import ImportProblem, ItemFileError, file_format_from_name, item_file_reading_cost
-from annotation.models import Participant, Study
+from annotation.models import DEFAULT_TEAM, Participant, Study
 from annotation.study_analysis import study_analysis_request
 from psychometrics.annotator_files import KINDS, ParsedAnnotatorFile, StudyContext, parse_annotator_file
 from psychometrics.models import (
@@ -50,7 +54,7 @@ def _source_text(annotator_import_id: int | None, filenames: dict[int, str]) -> 
 
 def annotator_import_context(*, study: Study) -> StudyContext:
     """The study's side of a check: its annotators, its instruments and roles, and the scores already held."""
-    people = list(Participant.objects.filter(study=study).values_list("pseudonym", "status"))
+    people = list(Participant.objects.filter(study=study).values_list("pseudonym", "status", "team"))
     settings = list(StudyInstrument.objects.filter(study=study).select_related("instrument"))
     instruments = {s.instrument.slug: s.instrument.parsed for s in settings}
     roles = {s.role: s.instrument.slug for s in settings if s.role != StudyInstrument.Role.OTHER}
@@ -66,9 +70,10 @@ def annotator_import_context(*, study: Study) -> StudyContext:
             "participant__pseudonym", "source_import_id"):
         held[(pseudonym, "iat")] = _source_text(source, filenames)
     return StudyContext(
-        annotators=frozenset(p for p, status in people if status != Participant.Status.WITHDRAWN),
-        withdrawn=frozenset(p for p, status in people if status == Participant.Status.WITHDRAWN),
-        instruments=instruments, roles=roles, held=held)
+        annotators=frozenset(p for p, status, _ in people if status != Participant.Status.WITHDRAWN),
+        withdrawn=frozenset(p for p, status, _ in people if status == Participant.Status.WITHDRAWN),
+        instruments=instruments, roles=roles, held=held,
+        teams={p: team for p, _, team in people if team != DEFAULT_TEAM})
 
 
 def annotator_file_validate(*, study: Study, kind: str, content: bytes, file_format: str,
@@ -130,14 +135,23 @@ def _write(annotator_import: AnnotatorImport, parsed: ParsedAnnotatorFile) -> No
 
 
 def _write_scores(annotator_import, parsed, participants, instruments) -> None:
+    changes = {data.annotator: {"from": participants[data.annotator].team, "to": data.team}
+               for data in parsed.annotators if data.team is not None and data.team != participants[data.annotator].team}
     for team, names in _by_team(parsed).items():
         Participant.objects.filter(study=annotator_import.study, pseudonym__in=names).update(team=team)
+    if changes:
+        annotator_import.team_changes = changes
+        annotator_import.save(update_fields=["team_changes"])
     InstrumentScore.objects.bulk_create([
         InstrumentScore(participant=participants[data.annotator], instrument=instruments[slug], total=score.total,
                         subscales={k: v for k, v in score.subscales.items() if v is not None}, tier=score.tier,
                         source_import=annotator_import)
         for data in parsed.annotators for slug, score in data.questionnaires.items()], batch_size=BULK_BATCH_SIZE)
     now = timezone.now()
+    QuestionnaireSession.objects.bulk_create([
+        QuestionnaireSession(participant=participants[data.annotator], instrument=instruments[slug], item_order=[],
+                             completed_at=now, source_import=annotator_import)
+        for data in parsed.annotators for slug in data.questionnaires], batch_size=BULK_BATCH_SIZE)
     IATSession.objects.bulk_create([
         IATSession(participant=participants[data.annotator], condition_index=None,
                    seed=participants[data.annotator].seed, stimuli={}, design=[], completed_at=now,
@@ -145,6 +159,20 @@ def _write_scores(annotator_import, parsed, participants, instruments) -> None:
                    fast_fraction=data.iat.fast_fraction, flagged_fast=data.iat.flagged_fast,
                    source_import=annotator_import)
         for data in parsed.annotators if data.iat is not None], batch_size=BULK_BATCH_SIZE)
+
+
+def annotator_import_delete(*, annotator_import: AnnotatorImport) -> None:
+    """Delete an import and everything it wrote (the foreign keys cascade), put back each team it changed where
+    the annotator is still in the import's team (a team changed since is the researcher's), and ask for the
+    study's analysis to be recomputed (on commit)."""
+    study_id = annotator_import.study_id
+    with transaction.atomic():
+        for pseudonym, change in annotator_import.team_changes.items():
+            Participant.objects.filter(study_id=study_id, pseudonym=pseudonym, team=change["to"]).update(
+                team=change["from"])
+        annotator_import.delete()
+        study_analysis_request(study_id=study_id)
+    logger.info("Deleted annotator import %s of study %s", annotator_import.filename, study_id)
 
 
 def _by_team(parsed: ParsedAnnotatorFile) -> dict[str, list[str]]:
@@ -186,8 +214,6 @@ def _write_trials(annotator_import, parsed, participants) -> None:
         IATTrial.objects.bulk_create([IATTrial(participant=participant, source_import=annotator_import, **trial)
                                       for trial in data.trials], batch_size=BULK_BATCH_SIZE)
         iat_session_score(session)
-        if "latency_first_ms" not in parsed.columns:
-            session.d600_score = None   # the error trials' first-key latencies are unknown (parse_annotator_file)
         session.completed_at = timezone.now()
         session.save()
 

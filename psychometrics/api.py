@@ -29,7 +29,7 @@ class AnnotatorImportSerializer(serializers.ModelSerializer):
     class Meta:
         model = AnnotatorImport
         fields = ("id", "study", "kind", "filename", "file_format", "sha256", "options", "columns", "encoding",
-                  "warnings", "n_rows", "n_annotators", "counts", "created_at")
+                  "warnings", "n_rows", "n_annotators", "counts", "team_changes", "created_at")
 
 
 class StudyAnnotatorImportsView(StudyScoped, generics.ListAPIView):

@@ -71,7 +71,8 @@ Steps, in the order of Table 4:
    d600.
 3. Flag — do not exclude — the participant when more than 10 % (strictly) of the trials retained in
    step 2 have ``latency_first_ms`` < 300 ms (``fast_fraction``, ``flagged_fast``). Excluding is the
-   analyst's decision.
+   analyst's decision. Where ``latency_first_ms`` is missing (imported trials without it), the screen reads
+   ``latency_correct_ms``, the same for a correct trial.
 4. builtin: every trial's latency is ``latency_correct_ms`` (the participant had to correct an error,
    so the time spent correcting is the penalty). d600: correct trials use ``latency_first_ms``; the
    SD of step 5 is computed on the recorded ``latency_first_ms`` of all trials, *before* the error
@@ -81,7 +82,8 @@ Steps, in the order of Table 4:
 
 Edge cases: a pair with fewer than 2 trials, a pairing with no trials, SD 0, or (d600) a block without
 a correct trial to anchor the replacement has D_pair = NaN; D is the mean of the available pairs and
-NaN if there is none. Rows with a missing latency are left out. One participant per frame.
+NaN if there is none. Rows with a missing latency are left out (so d600 is NaN without first-key
+latencies). One participant per frame.
 """
 from __future__ import annotations
 
@@ -380,7 +382,8 @@ def iat_d_score(trials: pd.DataFrame, *, error_penalty: ErrorPenalty = "builtin"
     frame = frame.loc[~slow].copy()
 
     n_trials = len(frame)
-    fast_fraction = float((frame["latency_first_ms"] < FAST_MS).mean()) if n_trials else math.nan
+    screened = frame["latency_first_ms"].fillna(frame["latency_correct_ms"])
+    fast_fraction = float((screened < FAST_MS).mean()) if n_trials else math.nan
     error_rate = float(frame["error"].mean()) if n_trials else math.nan
 
     frame["sd_basis"] = frame[latency]

@@ -45,8 +45,9 @@ class AnnotatorImport(models.Model):
 
     ``kind`` says its shape: per-annotator scores, raw questionnaire answers, or raw IAT trials. Only a file
     that imported entirely is stored (a bad file is refused with every problem and stores nothing). The bytes
-    and their SHA-256, the column mapping and options, and the counts written are kept; every score, answer
-    and trial it wrote points back to it, and deleting the import deletes them.
+    and their SHA-256, the column mapping and options, the counts written and the teams it changed are kept;
+    every score, answer and trial it wrote points back to it, and deleting the import
+    (``annotator_import_delete``) deletes them and restores the teams.
     """
 
     class Kind(models.TextChoices):
@@ -68,6 +69,10 @@ class AnnotatorImport(models.Model):
     n_rows = models.PositiveIntegerField(default=0)
     n_annotators = models.PositiveIntegerField(default=0)
     counts = models.JSONField(default=dict, blank=True, help_text="What was written, e.g. {'aq': 3, 'iat': 3}.")
+    team_changes = models.JSONField(
+        default=dict, blank=True,
+        help_text="Annotators whose team the import changed: pseudonym → {'from': team before, 'to': team set}; "
+                  "deleting the import puts back each team it still holds.")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -194,7 +199,8 @@ class IATTrial(models.Model):
     correct_side = models.CharField(max_length=5)
     first_key = models.CharField(max_length=5)
     error = models.BooleanField()
-    latency_first_ms = models.FloatField()
+    latency_first_ms = models.FloatField(null=True, blank=True,
+                                         help_text="Empty for an imported trial whose file had no first-key latency.")
     latency_correct_ms = models.FloatField()
     source_import = _imported_by("iat_trials")
 

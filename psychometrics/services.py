@@ -110,8 +110,14 @@ def answer_save(*, participant: Participant, instrument: Instrument, item_number
 
 
 def questionnaire_finish(*, participant: Participant, instrument: Instrument) -> InstrumentScore:
-    """Score a complete questionnaire from its stored answers; IncompleteQuestionnaire if any is missing."""
+    """Score a complete questionnaire from its stored answers; IncompleteQuestionnaire if any is missing.
+
+    A score this writes is the app's own (``source_import`` None), so deleting an annotator import never deletes
+    it. A questionnaire whose score was imported without answers (a finished session with no items,
+    ``psychometrics.annotator_imports``) has nothing to score: its stored score is returned unchanged."""
     session = questionnaire_session(participant=participant, instrument=instrument)
+    if session.completed_at is not None and session.source_import_id is not None and not session.item_order:
+        return InstrumentScore.objects.get(participant=participant, instrument=instrument)
     with participant_locked(participant):
         answers = dict(InstrumentResponse.objects.filter(participant=participant, instrument=instrument)
                        .values_list("item_number", "response_index"))
@@ -121,7 +127,8 @@ def questionnaire_finish(*, participant: Participant, instrument: Instrument) ->
         score = instrument_format.score_responses(instrument.parsed, answers)
         stored, _ = InstrumentScore.objects.update_or_create(
             participant=participant, instrument=instrument,
-            defaults={"total": score.total, "subscales": dict(score.subscales), "tier": score.tier or ""})
+            defaults={"total": score.total, "subscales": dict(score.subscales), "tier": score.tier or "",
+                      "source_import": None})
         QuestionnaireSession.objects.filter(pk=session.pk, completed_at__isnull=True).update(
             completed_at=timezone.now())
     return stored

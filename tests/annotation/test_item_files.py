@@ -207,6 +207,37 @@ def test_xlsx_bad_cell_names_row_and_column():
     assert [(p.row, p.column) for p in problems] == [(3, "A1_Score")]
 
 
+def with_cached_values(content: bytes, cached: str) -> bytes:
+    """The workbook with every formula's empty cached value replaced, as a spreadsheet application saves it."""
+    import zipfile
+
+    source, out = zipfile.ZipFile(io.BytesIO(content)), io.BytesIO()
+    with zipfile.ZipFile(out, "w") as target:
+        for info in source.infolist():
+            data = source.read(info)
+            if info.filename.startswith("xl/worksheets/"):
+                data = data.replace(b"<v />", f"<v>{cached}</v>".encode())
+            target.writestr(info, data)
+    return out.getvalue()
+
+
+def test_a_formula_without_a_computed_value_is_a_problem_not_an_empty_cell():
+    # openpyxl writes formulas without the value a spreadsheet application would have computed and saved.
+    content = xlsx_bytes([["id", "Sentence", "A1_Score", "A2_Score"], [1, "One", "=0+1", 0], [2, "Two", 1, "=10+5"]])
+    problems = problems_of(content, file_format="xlsx")
+    assert [(p.row, p.column) for p in problems] == [(2, "A1_Score"), (3, "A2_Score")]
+    assert problems[1].message == (
+        "cell D3 holds the formula =10+5 with no computed value saved in the file: open and save the workbook in a "
+        "spreadsheet application (which computes it), or write the value itself")
+    with pytest.raises(ItemFileError, match="cell B2 holds the formula =10"):
+        read_table_records(xlsx_bytes([["n", "total"], [1, "=10+5"]]), file_format="xlsx")
+
+
+def test_a_formula_with_its_computed_value_reads_as_that_value():
+    content = with_cached_values(xlsx_bytes([["id", "Sentence", "A1_Score"], [1, "One", "=0+1"]]), "1")
+    assert parse_item_file(content, file_format="xlsx").labels == [(0, 0, 1)]
+
+
 def test_not_a_workbook():
     assert "not a readable .xlsx" in problems_of(b"id,sentence\n", file_format="xlsx")[0].message
 

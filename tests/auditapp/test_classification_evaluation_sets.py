@@ -329,3 +329,49 @@ def test_a_list_of_thousands_of_ids_is_read_whole(api_client, endpoint, prepare_
     response = launch(api_client, study, endpoint, conditions=["zs"], evaluation_set="items", item_ids=listed)
     assert response.status_code == 201, response.content
     assert external_ids(response.json()["id"]) == listed
+
+
+@pytest.mark.django_db
+def test_a_recompute_that_redraws_icl_a_changes_no_prompt_and_shows_no_evaluated_item(server, no_tasks):
+    """The examples are snapshot at launch: redrawing icl_a from the evaluated items (as a recompute after an
+    import may) changes neither the examples shown, nor the request keys, nor the manifest's example items."""
+    study = make_audit_study(20, n_examples=4)
+    endpoint = endpoint_of(server)
+    audit = classification_services.audit_create(
+        study=study, name="snapshot", conditions=["zs", "icl_a"],
+        models=[services.ModelChoice(endpoint=endpoint, model="model-a")],
+        evaluation=classification_services.EvaluationSet(kind="not_examples"))
+    launched_examples = sorted(ItemSetMember.objects.filter(study=study, set_name="icl_a")
+                               .values_list("item_id", "label"))
+    assert sorted(map(tuple, audit.conditions.get(condition="icl_a").examples)) == launched_examples
+    assert audit.conditions.get(condition="zs").examples == []
+    before = classification_services.ClassificationRequests(audit)
+    keys = [request.key for request in before.requests()]
+
+    evaluated = sorted(AuditItem.objects.filter(audit=audit).values_list("item_id", flat=True))
+    ItemSetMember.objects.filter(study=study, set_name="icl_a").delete()
+    ItemSetMember.objects.bulk_create([ItemSetMember(study=study, set_name="icl_a", item_id=item, label=0)
+                                       for item in evaluated[:4]])
+
+    after = classification_services.ClassificationRequests(audit)
+    shown = sorted((e.item_id, e.label) for e in after.examples["icl_a"])
+    assert shown == launched_examples
+    assert not {item for item, _ in shown} & set(evaluated), "no evaluated item is an example"
+    assert [request.key for request in after.requests()] == keys
+    template = next(t for t in after.manifest()["templates"] if t["condition"] == "icl_a")
+    assert template["example_items"] == sorted(str(item) for item, _ in launched_examples)
+    assert template["examples_source"] == "snapshot at launch"
+
+
+@pytest.mark.django_db
+def test_an_audit_from_before_the_snapshot_reads_the_live_set_and_its_manifest_says_so(server, no_tasks):
+    study = make_audit_study(10, n_examples=3)
+    audit = classification_services.audit_create(
+        study=study, name="legacy", conditions=["icl_a"],
+        models=[services.ModelChoice(endpoint=endpoint_of(server), model="model-a")])
+    audit.conditions.update(examples=None)
+    ItemSetMember.objects.filter(study=study, set_name="icl_a").update(label=1)
+    builder = classification_services.ClassificationRequests(audit)
+    assert {e.label for e in builder.examples["icl_a"]} == {1}
+    assert builder.manifest()["templates"][0]["examples_source"] == (
+        "the live item set (audit created before example snapshots)")

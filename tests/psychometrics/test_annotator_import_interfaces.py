@@ -10,6 +10,7 @@ from django.core.management import CommandError, call_command
 from annotation.models import AnalysisState
 from annotation.services import items_import_file
 from annotation.study_analysis import study_analysis_compute
+from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.models import AnnotatorImport, IATSession, InstrumentScore, StudyInstrument
 from tests.factories import make_participant_user, make_study
 from tests.psychometrics.test_annotator_imports import SCORES, autalic_file, csv_bytes
@@ -146,3 +147,40 @@ def test_the_dashboard_says_which_scores_were_imported(staff_client, study):
     assert '<td class="source">imported: AQ, IAT D</td>' in page
     assert '<td class="source">imported: AQ</td>' in page
     assert '<td class="source">—</td>' in page   # A3: labels only, no score
+
+
+def test_deleting_an_import_in_the_admin_restores_its_teams_and_recomputes_the_analysis(
+        staff_client, study, monkeypatch, django_capture_on_commit_callbacks):
+    from annotation.models import Participant, ParticipantWeight
+    from annotation.study_analysis import study_analysis_run
+
+    monkeypatch.setattr("tasks.analysis.study_analysis_compute_task.delay",
+                        lambda study_id: study_analysis_run(study_id=study_id))
+    with django_capture_on_commit_callbacks(execute=True):
+        annotator_import = annotator_import_submit(study=study, kind="scores", filename="scores.csv", content=SCORES)
+    assert set(Participant.objects.filter(study=study).values_list("team", flat=True)) == {"t"}
+    assert ParticipantWeight.objects.filter(participant__study=study, weight__isnull=False).count() == 3
+    Participant.objects.filter(study=study, pseudonym="A3").update(team="moved since")   # the researcher's change
+
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post(f"/admin/psychometrics/annotatorimport/{annotator_import.pk}/delete/",
+                                     {"post": "yes"})
+    assert response.status_code == 302 and not AnnotatorImport.objects.exists()
+    assert not InstrumentScore.objects.exists() and not IATSession.objects.exists()
+    teams = dict(Participant.objects.filter(study=study).values_list("pseudonym", "team"))
+    assert teams == {"A1": "default", "A2": "default", "A3": "moved since"}
+    assert not ParticipantWeight.objects.filter(participant__study=study, weight__isnull=False).exists(), \
+        "the analysis was recomputed without the deleted scores"
+
+
+def test_deleting_imports_from_the_admin_list_goes_through_the_same_service(staff_client, study, sent,
+                                                                            django_capture_on_commit_callbacks):
+    annotator_import_submit(study=study, kind="scores", filename="scores.csv", content=SCORES)
+    AnalysisState.objects.filter(study=study).delete()   # the import's own request is not what is tested here
+    with django_capture_on_commit_callbacks(execute=True):
+        response = staff_client.post("/admin/psychometrics/annotatorimport/", {
+            "action": "delete_selected", "_selected_action": list(AnnotatorImport.objects.values_list("pk", flat=True)),
+            "post": "yes"})
+    assert response.status_code == 302 and not AnnotatorImport.objects.exists()
+    assert sent == [study.pk]
+    assert set(study.participants.values_list("team", flat=True)) == {"default"}

@@ -23,6 +23,7 @@ from psychometrics.models import (
     Instrument,
     InstrumentResponse,
     InstrumentScore,
+    QuestionnaireSession,
     StudyInstrument,
 )
 from tests.factories import make_study
@@ -167,6 +168,12 @@ def test_a_bad_score_file_imports_nothing_and_names_each_problem(imported_study)
      ["row 2, column 'aq_imagination': 11 is outside 0–10, the range of subscale imagination"]),
     (["annotator", "iat_d", "iat_d600"], [["A1", "", 0.3]], ["row 2, column 'iat_d': IAT details (iat_d600) without "
                                                              "a D score"]),
+    (["annotator", "aq", "aq_imagination"], [["A1", 30.5, 4.5]],
+     ["row 2, column 'aq': AQ total 30.5 is not a whole number (AQ totals add up whole item scores)"]),
+    (["annotator", "aq", "aq_imagination"], [["A1", 30, 4.5]],
+     ["row 2, column 'aq_imagination': AQ subscale 4.5 is not a whole number"]),
+    (["annotator", "aq", "sata"], [["A1", "2_0", "1_0"]],
+     ["row 2, column 'aq': AQ total '2_0' is not a number", "row 2, column 'sata': SATA total '1_0' is not a number"]),
 ])
 def test_each_bad_score_file_is_refused_with_its_reason(imported_study, header, rows, expected):
     assert problems(imported_study, csv_bytes(header, rows)) == expected
@@ -359,6 +366,8 @@ def test_trials_without_a_pairing_column_take_the_order_given_and_without_first_
                                                options={"columns": mapping, "consistent_first": True})
     session = IATSession.objects.get()
     assert session.d_score > 0 and session.d600_score is None
+    # The first key's latency is unknown, not a copy of the correct key's.
+    assert set(IATTrial.objects.values_list("latency_first_ms", flat=True)) == {None}
     assert set(IATTrial.objects.filter(block=3).values_list("pairing", flat=True)) == {"consistent"}
     assert "No latency_first_ms column" in annotator_import.warnings[-1]
 
@@ -381,3 +390,93 @@ def test_a_bad_trials_file_imports_nothing_and_names_each_problem(imported_study
         "row 12, column 'block': annotator 'A2': no D score can be computed from these trials (blocks 3 and 6, or 4 "
         "and 7, need trials of both pairings under 10,000 ms with latencies that vary)",
     ]
+
+
+# --------------------------------------------------------------------- imported scores and the participant flow
+
+
+def test_an_imported_score_is_a_finished_questionnaire_the_flow_does_not_ask_again(in_app_and_imported):
+    from annotation.participation import next_step
+
+    study, participant = in_app_and_imported
+    annotator_import = annotator_import_submit(
+        study=study, kind="scores", filename="scores.csv",
+        content=csv_bytes(["annotator", "aq"], [[participant.pseudonym, 36]]))
+    client = Client()
+    base = f"/p/{participant.invite_token}/"
+    assert client.post(base + "consent/", {"consent": "yes"}).status_code == 302
+    participant.refresh_from_db()
+    sata = Instrument.objects.get(slug="sata_partial")
+    assert next_step(participant).instrument_id == sata.pk, "the AQ is not asked again; the SATA is next"
+    # Even a post to the AQ's page (the flow is at a questionnaire step) leaves the imported score as it was.
+    aq = Instrument.objects.get(slug="aq50")
+    client.post(f"{base}questionnaire/{aq.pk}/", {"item-1": 0})
+    score = InstrumentScore.objects.get(participant=participant, instrument=aq)
+    assert (score.total, score.source_import) == (36, annotator_import)
+    assert not InstrumentResponse.objects.filter(participant=participant, instrument=aq).exists()
+    annotator_import.delete()
+    participant.refresh_from_db()
+    assert next_step(participant).instrument_id == aq.pk, "deleting the import asks for the AQ again"
+
+
+def test_a_score_the_app_writes_is_its_own_and_outlives_an_import(in_app_and_imported):
+    """A score written by questionnaire_finish drops any import's mark (as an import stored before imported
+    scores had a finished questionnaire could have left), so deleting that import keeps the in-app score."""
+    from psychometrics.services import answer_save, questionnaire_finish
+
+    study, participant = in_app_and_imported
+    annotator_import = annotator_import_submit(
+        study=study, kind="scores", filename="scores.csv",
+        content=csv_bytes(["annotator", "aq"], [[participant.pseudonym, 36]]))
+    aq = Instrument.objects.get(slug="aq50")
+    QuestionnaireSession.objects.filter(participant=participant, instrument=aq).delete()   # the state before
+    for number in aq.parsed.item_numbers:
+        answer_save(participant=participant, instrument=aq, item_number=number, response_index=0)
+    score = questionnaire_finish(participant=participant, instrument=aq)
+    assert score.source_import is None
+    annotator_import.delete()
+    assert InstrumentScore.objects.get(participant=participant, instrument=aq).pk == score.pk
+
+
+# ------------------------------------------------------------------------------------------------------ teams
+
+
+def test_a_team_is_set_only_for_annotators_in_the_default_team_and_the_change_is_recorded(imported_study):
+    Participant.objects.filter(study=imported_study, pseudonym="A1").update(team="x")
+    content = csv_bytes(["annotator", "team", "aq"], [["A1", "t", 30], ["A2", "t", 20]])
+    assert problems(imported_study, content) == [
+        "row 2, column 'team': annotator 'A1' is in team 'x', not 't': the weights are normalised within a team "
+        "(seed 000 eq. 5), so change the annotator's team in the admin first if the file is right"]
+    annotator_import = annotator_import_submit(
+        study=imported_study, kind="scores", filename="s.csv",
+        content=csv_bytes(["annotator", "team", "aq"], [["A1", "x", 30], ["A2", "t", 20], ["A3", "", 25]]))
+    assert annotator_import.team_changes == {"A2": {"from": "default", "to": "t"}}
+    teams = dict(Participant.objects.filter(study=imported_study).values_list("pseudonym", "team"))
+    assert teams == {"A1": "x", "A2": "t", "A3": "default"}
+
+
+def test_a_score_given_by_a_formula_without_its_computed_value_is_a_problem(imported_study):
+    from openpyxl import Workbook
+
+    from annotation.item_files import ItemFileError
+
+    workbook = Workbook()
+    workbook.active.append(["annotator", "aq", "sata"])
+    workbook.active.append(["A1", "=10+5", 12])
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    with pytest.raises(ItemFileError) as caught:
+        annotator_import_submit(study=imported_study, kind="scores", filename="s.xlsx", content=buffer.getvalue())
+    assert [str(p) for p in caught.value.problems] == [
+        "row 2, column 'aq': cell B2 holds the formula =10+5 with no computed value saved in the file: open and save "
+        "the workbook in a spreadsheet application (which computes it), or write the value itself"]
+    assert not InstrumentScore.objects.exists()
+
+
+def test_columns_that_differ_only_in_case_or_spaces_are_a_header_problem_naming_both(imported_study):
+    content = csv_bytes(["annotator", "AQ", "aq", "Sata Total", "sata_total"], [["A1", 20, 30, 10, 11]])
+    assert problems(imported_study, content) == [
+        "row 1, column 'aq': the columns 'AQ' and 'aq' differ only in case, spaces or hyphens, so they cannot be "
+        "told apart: rename or delete one",
+        "row 1, column 'sata_total': the columns 'Sata Total' and 'sata_total' differ only in case, spaces or "
+        "hyphens, so they cannot be told apart: rename or delete one"]

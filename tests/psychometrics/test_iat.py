@@ -144,6 +144,17 @@ def test_fast_responders_are_flagged_not_excluded():
     assert score.flagged_fast is False
 
 
+def test_without_first_key_latencies_the_screen_reads_the_correct_key_and_d600_is_nan():
+    # Imported trials without a first-key column: 9 of 80 correct-key latencies at 250 ms, 9/80 > 10 %: flagged.
+    data = worked()
+    data.loc[data.index[:9], "latency_correct_ms"] = 250.0
+    data["latency_first_ms"] = np.nan
+    builtin = iat_d_score(data)
+    assert builtin.fast_fraction == approx(9 / 80) and builtin.flagged_fast is True
+    assert builtin.d == approx(iat_d_score(data.assign(latency_first_ms=data["latency_correct_ms"])).d)
+    assert math.isnan(iat_d_score(data, error_penalty="d600").d)
+
+
 def test_fast_fraction_is_taken_after_the_slow_screen():
     # 20 consistent + 20 inconsistent per pair = 80 trials, 9 of them under 300 ms (first key), and
     # 10 trials over 10,000 ms that are dropped first: 9 / 80 = 11.25 % (not 9 / 90 = 10 %).

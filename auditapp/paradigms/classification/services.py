@@ -7,7 +7,7 @@ What the engine needs comes through :data:`auditapp.paradigms.classification.ada
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -85,11 +85,13 @@ class EvaluationSet:
 @dataclass
 class EvaluationPlan:
     """The evaluation set looked up: the (item id, majority, weighted) rows to evaluate, what the manifest says
-    of it, and every problem (the audit is not launched when there is one)."""
+    of it, every problem (the audit is not launched when there is one), and the (item id, label) pairs of each
+    example set the conditions use, as read for the overlap check (the audit keeps them: :func:`audit_create`)."""
 
     truth: list[tuple[int, int | None, int | None]]
     record: dict
     problems: list[str]
+    examples: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
 
 
 def _binary(label: int | None) -> int | None:
@@ -119,8 +121,11 @@ def evaluation_plan(*, study: Study, evaluation: EvaluationSet, conditions: list
     # One read of the study's ids each, not an IN list of thousands of ids (SQLite caps its parameters).
     external_ids = dict(Item.objects.filter(study=study).values_list("id", "external_id"))
     members: dict[str, set[int]] = {}
-    for set_name, item in ItemSetMember.objects.filter(study=study).values_list("set_name", "item_id"):
+    labelled: dict[str, list[tuple[int, int]]] = {}
+    for set_name, item, label in (ItemSetMember.objects.filter(study=study).order_by("item_id")
+                                  .values_list("set_name", "item_id", "label")):
         members.setdefault(set_name, set()).add(item)
+        labelled.setdefault(set_name, []).append((item, label))
     used_sets = {EXAMPLE_SETS[c] for c in conditions if c in EXAMPLE_SETS}
     chosen_examples = {name: members.get(name, set()) for name in sorted(used_sets)}
 
@@ -158,7 +163,7 @@ def evaluation_plan(*, study: Study, evaluation: EvaluationSet, conditions: list
         chosen = {by_external[e] for e in evaluation_sets.seeded_sample(by_external, evaluation.sample, seed)}
     record["n_overlap"] = len(chosen & set().union(*chosen_examples.values()))
     truth = [(item, *truths[item]) for item in sorted(chosen)]
-    return EvaluationPlan(truth, record, [])
+    return EvaluationPlan(truth, record, [], {name: labelled.get(name, []) for name in used_sets})
 
 
 def _listed_items(study: Study, listed: tuple[str, ...], truths: dict, external_ids: dict[int, str]
@@ -214,7 +219,9 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
                  evaluation: EvaluationSet | None = None, created_by=None) -> Audit:
     """Record an audit of a study's current ground truth over an evaluation set (default ``all``) and have a
     worker prepare and run it. Only the evaluation set's items are snapshot (corpus and AuditItem rows), so only
-    they are asked about and the metrics are computed over them.
+    they are asked about and the metrics are computed over them. Each condition's ICL examples are snapshot too
+    (``AuditCondition.examples``, the very pairs the overlap check read): a later recompute of the study redraws
+    its ICL sets, and the prompts must neither change nor show an evaluated item.
 
     Raises AuditError naming every problem (see :func:`audit_problems`)."""
     plan = _launch_plan(study=study, models=models, conditions=conditions, replicates=replicates,
@@ -232,7 +239,8 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
     audit_models_create(audit, models)
     AuditCondition.objects.bulk_create([
         AuditCondition(audit=audit, condition=condition, template=template_current(condition),
-                       example_set=EXAMPLE_SETS.get(condition, ""), position=position)
+                       example_set=EXAMPLE_SETS.get(condition, ""), position=position,
+                       examples=[[item, label] for item, label in plan.examples.get(EXAMPLE_SETS.get(condition), [])])
         for position, condition in enumerate(conditions)])
     AuditItem.objects.bulk_create([AuditItem(audit=audit, item_id=item, majority_label=majority,
                                              weighted_label=weighted) for item, majority, weighted in truth],
@@ -285,8 +293,15 @@ class ClassificationRequests:
         self.templates = {c.condition: c.template.text for c in self.conditions}
         fields = ("id", "target", "preceding", "following")
         self.examples: dict[str, list[classification.Sentence]] = {}
+        # Audits created before the snapshot existed (examples is None) still read the live set.
+        self.live_examples = [c.condition for c in self.conditions if c.example_set and c.examples is None]
+        snapshot = {c.condition: c.examples for c in self.conditions if c.example_set and c.examples is not None}
+        texts = Item.objects.in_bulk([item for pairs in snapshot.values() for item, _ in pairs])
+        for condition, pairs in snapshot.items():
+            self.examples[condition] = [_sentence({f: getattr(texts[item], f) for f in fields}, label)
+                                        for item, label in pairs]
         for condition in self.conditions:
-            if condition.example_set:
+            if condition.condition in self.live_examples:
                 members = (ItemSetMember.objects.filter(study=audit.study_id, set_name=condition.example_set)
                            .values("label", *(f"item__{f}" for f in fields)))
                 self.examples[condition.condition] = [
@@ -356,6 +371,9 @@ def _classification_manifest(audit: Audit, builder: ClassificationRequests) -> d
         "templates": [{"condition": c.condition, "name": c.template.name, "content_hash": c.template.content_hash,
                        "text": c.template.text, "note": c.template.note, "source": c.template.source,
                        "example_set": c.example_set,
+                       "examples_source": ("" if not c.example_set else
+                                           "the live item set (audit created before example snapshots)"
+                                           if c.condition in builder.live_examples else "snapshot at launch"),
                        "example_items": sorted(str(e.item_id) for e in builder.examples.get(c.condition, ()))}
                       for c in builder.conditions],
         "models": manifest_models(builder.models.values()),
