@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('auditapp', '0015_metric_notes_for_audits_analysed_before_them'),
+        ('auditapp', '0014_extraction_lease_and_stored_metrics'),
     ]
 
     operations = [

@@ -37,5 +37,5 @@ def analyse_audits_without_notes(apps, schema_editor):
 class Migration(migrations.Migration):
     # One transaction per audit (classification_analyse's own), not one around them all.
     atomic = False
-    dependencies = [("auditapp", "0014_extraction_lease_and_stored_metrics")]
+    dependencies = [("auditapp", "0015_audit_condition_example_snapshot")]
     operations = [migrations.RunPython(analyse_audits_without_notes, migrations.RunPython.noop)]
