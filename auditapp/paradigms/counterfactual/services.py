@@ -28,6 +28,7 @@ from auditapp.audit_services import (
     PlannedRequest,
     audit_models_create,
     audit_request_key,
+    endpoint_config,
     enqueue_prepare,
     launch_problems,
     manifest_models,
@@ -61,8 +62,6 @@ def dispatch_order(seed: int, model_id: int, task: str, iteration: int) -> int:
 class CounterfactualRequests:
     """Rebuilds any request of a counterfactual audit (see :func:`auditapp.audit_services.request_builder`)."""
 
-    design_class: type
-
     def __init__(self, audit: Audit, design_class):
         self.audit = audit
         self.models = {m.id: m for m in audit.models.select_related("endpoint")}
@@ -93,8 +92,7 @@ class CounterfactualRequests:
 
     def parse(self, request, text: str, finish_reason: str) -> ParsedReply:
         texts = self._messages(request.condition, iteration_of(request.unit))[0]
-        reading_ = parse_batch(text, [planned.index for planned in texts], finish_reason or None)
-        return reply_judgments(reading_, texts)
+        return reply_judgments(parse_batch(text, [planned.index for planned in texts], finish_reason or None), texts)
 
     def manifest(self) -> dict:
         corpus = self.audit.corpus
@@ -109,25 +107,12 @@ class CounterfactualRequests:
             "design": self.design.describe(),
             "prompt": self.prompt.manifest(),
             "models": [{**entry, "identity": scorer_kinds.identity(
-                _endpoint_config(model.endpoint), model.model)}
+                endpoint_config(model.endpoint), model.model)}
                 for model, entry in zip(self.models.values(), manifest_models(self.models.values()), strict=True)],
             "analysis": self.audit.design.get("analysis", {}),
             "missing_values": "a text whose answer cannot be read is missing with its reason and excluded from "
                               "the statistics that need it; never coded 0 or 1 (seed 002 SI Appendix)",
         }
-
-
-def _endpoint_config(endpoint):
-    from auditapp.audit_services import endpoint_config
-
-    return endpoint_config(endpoint)
-
-
-def material_corpus(*, paradigm: str, spec: dict | None, name: str, created_by, units_of: Callable) -> Corpus:
-    """Store (or find) the corpus of a material spec; ``units_of(spec)`` gives its units and provenance (raising
-    MaterialError with every problem)."""
-    units, provenance = units_of(spec)
-    return corpus_store(paradigm=paradigm, name=name, units=units, provenance=provenance, created_by=created_by)
 
 
 def counterfactual_problems(*, paradigm: str, corpus: Corpus | None, material: dict | None,
