@@ -290,6 +290,19 @@ class StudyLabelsView(StudyExportView):
     export_name = "labels"
 
 
+def upload_form_rejected(form) -> Response:
+    """400 for an upload whose form is wrong (no file, an unknown option): each field's problems."""
+    return Response({"detail": "invalid upload", "problems": [
+        {"row": None, "column": field, "message": " ".join(errors)} for field, errors in form.errors.items()]},
+        status=status.HTTP_400_BAD_REQUEST)
+
+
+def upload_file_rejected(error: ItemFileError) -> Response:
+    """400 for an uploaded file that cannot be imported: every problem with its row and column."""
+    return Response({"detail": str(error), "problems": [p.as_dict() for p in error.problems]},
+                    status=status.HTTP_400_BAD_REQUEST)
+
+
 class StudyImportsView(StudyScoped, generics.ListAPIView):
     """A study's item imports, newest first; POST uploads a file (multipart) to import."""
 
@@ -310,16 +323,13 @@ class StudyImportsView(StudyScoped, generics.ListAPIView):
     def post(self, request, *args, **kwargs):
         form = ItemImportForm(request.data, request.FILES)
         if not form.is_valid():
-            return Response({"detail": "invalid upload", "problems": [
-                {"row": None, "column": field, "message": " ".join(errors)} for field, errors in form.errors.items()]},
-                status=status.HTTP_400_BAD_REQUEST)
+            return upload_form_rejected(form)
         upload = form.cleaned_data["file"]
         try:
             item_import = item_import_submit(study=self.study, filename=upload.name, content=upload.read(),
                                              options=form.import_options(), uploaded_by=request.user)
         except ItemFileError as error:
-            return Response({"detail": str(error), "problems": [p.as_dict() for p in error.problems]},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return upload_file_rejected(error)
         return Response(ItemImportSerializer(item_import).data, status=status.HTTP_202_ACCEPTED)
 
 

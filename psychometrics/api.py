@@ -6,7 +6,7 @@ from rest_framework import generics, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 
-from annotation.api import ImportRejectedSerializer, StudyScoped
+from annotation.api import ImportRejectedSerializer, StudyScoped, upload_file_rejected, upload_form_rejected
 from annotation.item_files import ItemFileError
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.forms import AnnotatorImportForm
@@ -53,17 +53,14 @@ class StudyAnnotatorImportsView(StudyScoped, generics.ListAPIView):
     def post(self, request, *args, **kwargs):
         form = AnnotatorImportForm(request.data, request.FILES)
         if not form.is_valid():
-            return Response({"detail": "invalid upload", "problems": [
-                {"row": None, "column": field, "message": " ".join(errors)} for field, errors in form.errors.items()]},
-                status=status.HTTP_400_BAD_REQUEST)
+            return upload_form_rejected(form)
         upload = form.cleaned_data["file"]
         try:
             annotator_import = annotator_import_submit(
                 study=self.study, kind=form.cleaned_data["kind"], filename=upload.name, content=upload.read(),
                 options=form.import_options(), uploaded_by=request.user)
         except ItemFileError as error:
-            return Response({"detail": str(error), "problems": [p.as_dict() for p in error.problems]},
-                            status=status.HTTP_400_BAD_REQUEST)
+            return upload_file_rejected(error)
         return Response(AnnotatorImportSerializer(annotator_import).data, status=status.HTTP_201_CREATED)
 
 
