@@ -12,8 +12,8 @@ WORKDIR /app
 # Recorded in every audit's manifest (the image has no .git): docker build --build-arg GIT_COMMIT=$(git rev-parse HEAD)
 ARG GIT_COMMIT=unknown
 ENV GIT_COMMIT=$GIT_COMMIT
-COPY requirements.txt .
-RUN pip install -r requirements.txt
+COPY requirements.txt requirements-nodeps.txt ./
+RUN pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt
 
 COPY . .
 # Static files are collected into the image and served by WhiteNoise from gunicorn.

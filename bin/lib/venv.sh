@@ -32,6 +32,7 @@ ensure_venv() {
     echo "Installing Python packages from $requirements into .venv ..."
     .venv/bin/python -m pip install --quiet --upgrade pip
     .venv/bin/python -m pip install --quiet -r "$requirements"
+    .venv/bin/python -m pip install --quiet --no-deps -r requirements-nodeps.txt
     rm -f ".venv/.installed-$name-"*
     touch "$stamp"
   fi
