@@ -12,7 +12,8 @@ tragedy") removed:
   "tragicomic", "bittersweet", "neutral", "neutrality", "ambiguous", "equivocal", "mixed", "neither", "both",
   "balanced", "undecided" are **neutral markers**;
 - a label is **negated** when "not", "no", "never", "n't", "nor", "rather than", "instead of" or "neither" comes
-  before it in its clause ("not a tragedy", "isn't really comedic", "comedy rather than tragedy" negates tragedy);
+  before it in its clause ("not a tragedy", "isn't really comedic", "comedy rather than tragedy" negates tragedy;
+  a clause ends at punctuation, a spaced dash, "but" or "so");
 - exactly one label affirmed and no neutral marker affirmed → that label ("Comedy (not a tragedy)" is comedy);
 - both labels affirmed ("both comedy and tragedy", "Comedy/Tragedy"), or a neutral marker affirmed, or "neither"
   → ``neutral``;
@@ -41,14 +42,15 @@ _NEUTRAL = (r"tragi-?com(?:edy|ic)|bittersweet|neutral(?:ity)?|ambiguous|ambival
             r"|balanced|undecided|in\s+between|somewhere\s+between")
 _MENTION = re.compile(rf"(?<![\w-])(?:(?P<neutral>{_NEUTRAL})|(?P<comedy>{_COMEDY})|(?P<tragedy>{_TRAGEDY}))(?![\w-])",
                       re.IGNORECASE)
-_NEGATION = re.compile(r"(?<!\w)(?:not|no|never|nor|neither|rather\s+than|instead\s+of|\w+n't|n't)(?!\w)",
+_NEGATION = re.compile(r"(?<!\w)(?:not|no|never|nor|neither|rather\s+than|instead\s+of"
+                       r"|(?:is|are|was|were|do|does|did|ca|could|would|should|wo|ai|has|have)n'?t)(?!\w)",
                        re.IGNORECASE)
 _CLAUSE_BREAK = re.compile(r"[.;:!?,\n()\u2014\u2013]|\s-\s|\bbut\b|\bso\b", re.IGNORECASE)
 _QUESTION_ECHO = re.compile(rf"(?:{_COMEDY})\s*(?:or|/|vs\.?|versus)\s*(?:{_TRAGEDY})\s*\?"
                             rf"|(?:{_TRAGEDY})\s*(?:or|vs\.?|versus)\s*(?:{_COMEDY})\s*\?"
                             rf"|(?:more\s+)?(?:{_COMEDY})\s+or\s+(?:a\s+)?(?:{_TRAGEDY})\s*[:\-\u2013\u2014]",
                             re.IGNORECASE)
-_MARKUP = re.compile(r"[*_`#\"\u201c\u201d\u2018']")
+_MARKUP = re.compile(r"[*_`#\"\u201c\u201d\u2018]")
 _QUOTED = re.compile(r"[\"\u201c][^\"\u201c\u201d]{12,}[\"\u201d]")
 _CHOICE_LINE = re.compile(r"^\W*(?:my\s+)?(?:choice|answer|classification|q2|a2|verdict)\b", re.IGNORECASE)
 _REFUSAL = re.compile(r"\b(i\s*(?:am|'m)\s+sorry|i\s+(?:can\s*not|can't|cannot|won't|will\s+not|am\s+unable|'m\s+"
