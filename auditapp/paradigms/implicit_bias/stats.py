@@ -3,7 +3,7 @@ Figure 4, §5.3). Pure: no Django. Every function takes a DataFrame with one row
 vectorised column arithmetic and group-bys.
 
 WABT frame columns: ``model``, ``dimension``, ``social_group`` (the combination's disadvantaged group, a radar axis),
-``valid`` (bool), ``reason`` (None when valid), and eq. 1's counts ``n_sa_xa``, ``n_sa_xb``, ``n_sb_xa``, ``n_sb_xb``
+``valid`` (bool), ``reason`` (missing when valid), and eq. 1's counts ``n_sa_xa``, ``n_sa_xb``, ``n_sb_xa``, ``n_sb_xb``
 (:func:`~.wabt_replies.association_counts`).
 
 - :func:`bias_scores`, eq. 1: N(S_a,X_a)/(N(S_a,X_a)+N(S_a,X_b)) + N(S_b,X_b)/(N(S_b,X_a)+N(S_b,X_b)) − 1, from −1
@@ -57,7 +57,7 @@ def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
 
 def bias_scores(frame: pd.DataFrame) -> pd.DataFrame:
     """``frame`` with ``bias_score`` (eq. 1; NaN when invalid or undefined) and ``undefined_reason`` (why a valid
-    reply has no score; None otherwise)."""
+    reply has no score; missing otherwise)."""
     _require(frame, WABT_COLUMNS, "WABT frame")
     sa_xa, sa_xb, sb_xa, sb_xb = (frame[column].to_numpy(float) for column in COUNT_COLUMNS)
     valid = frame["valid"].to_numpy(bool)
