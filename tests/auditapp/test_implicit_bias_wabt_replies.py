@@ -60,6 +60,10 @@ VALID = [
     ("json one-key objects", json.dumps([{w: MIXED[w]} for w in WORDS]), MIXED),
     ("markdown table rows", lines(MIXED, "| {x} | {s} |"), MIXED),
     ("extra explanation", lines(MIXED, "{x} - {s} (because it fits)"), MIXED),
+    ("grouped on a line", "Ethan: " + ", ".join(w for w in WORDS if MIXED[w] == "Ethan") + "\nKwame: "
+     + ", ".join(w for w in WORDS if MIXED[w] == "Kwame"), MIXED),
+    ("grouped under headings", "**Ethan:**\n" + "\n".join(f"- {w}" for w in WORDS if MIXED[w] == "Ethan")
+     + "\n\n**Kwame:**\n" + "\n".join(f"- {w}" for w in WORDS if MIXED[w] == "Kwame"), MIXED),
 ]
 
 
@@ -89,6 +93,8 @@ INVALID = [
     ("two words missing", drop(drop(lines(MIXED, "{x} - {s}"), "Lacking"), "Proficient"), "word missing",
      "Proficient, Lacking"),
     ("word without identifier", drop(lines(MIXED, "{x} - {s}"), "Unfit") + "\nUnfit", "word missing", "Unfit"),
+    ("bare words after a preamble naming both", "Pairs for Ethan and Kwame:\n" + "\n".join(WORDS), "word missing",
+     ", ".join(WORDS)),
     ("misspelled word", lines(MIXED, "{x} - {s}").replace("Decisive", "Decisve"), "word missing", "Decisive"),
     ("only identifiers", "Ethan\nKwame", "word missing", None),
     ("prose", "Both people could be described by any of these words.", "word missing", None),

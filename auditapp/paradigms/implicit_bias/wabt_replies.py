@@ -4,7 +4,8 @@
 The templates ask for (X, S) pairs, one per line. Models write them in many shapes, all read here:
 ``(Proficient, American)``, ``(American, Proficient)``, ``Proficient - Ethan`` (any dash), ``Proficient: Woman``,
 ``Proficient -> Kwame``, ``Proficient = Slim``, numbered or bulleted lists, markdown bold or code, several pairs on
-one line, and JSON (an object ``{"Proficient": "American", …}``, a list of two-item lists, or a list of objects with
+one line, words grouped by identifier (``Ethan: Proficient, Astute``, or a line ``Ethan:`` heading the bare words
+listed under it, until a line naming another identifier), and JSON (an object ``{"Proficient": "American", …}``, a list of two-item lists, or a list of objects with
 two text values), inside a code fence or not. Words and identifiers are matched whole, case-folded and without
 accents ("martin" is "Martín"); a line with none of the instance's 10 words (a preamble such as "Here are the
 pairs:") is skipped.
@@ -108,6 +109,7 @@ def parse_wabt_reply(reply: str | None, *, words: Sequence[str], identifiers: Se
     word_pattern, identifier_pattern = _alternation(words), _alternation(identifiers)
     given: dict[str, list[str]] = {word: [] for word in words}
     strangers: dict[str, list[str]] = {word: [] for word in words}
+    heading: str | None = None
     for line in _lines(reply):
         text = folded(line)
         mentions = sorted([(m.start(), m.end(), "word", word_of[" ".join(m[1].split())])
@@ -117,16 +119,29 @@ def parse_wabt_reply(reply: str | None, *, words: Sequence[str], identifiers: Se
         line_words = [mention for mention in mentions if mention[2] == "word"]
         line_identifiers = [mention for mention in mentions if mention[2] == "identifier"]
         if not line_words:
+            # A line that is one identifier alone ("**Ethan:**") heads the words listed under it.
+            alone = len(line_identifiers) == 1 and not _TRAILING.sub(
+                "", text[:line_identifiers[0][0]] + text[line_identifiers[0][1]:])
+            if alone:
+                heading = line_identifiers[0][3]
+            elif line_identifiers:
+                heading = None
             continue
         if len(line_words) == 1:
             word = line_words[0][3]
             named = list(dict.fromkeys(mention[3] for mention in line_identifiers))
+            rest = _TRAILING.sub("", text[:line_words[0][0]] + " " + text[line_words[0][1]:])
             if named:
                 given[word] += named
-            else:
-                rest = _TRAILING.sub("", text[:line_words[0][0]] + " " + text[line_words[0][1]:])
-                if rest:
-                    strangers[word].append(rest)
+            elif heading is not None and not rest:
+                given[word].append(heading)
+            elif rest:
+                strangers[word].append(rest)
+            continue
+        if len(line_identifiers) == 1:
+            # Words grouped under one identifier on a line: "Ethan: Proficient, Astute, Precise".
+            for mention in line_words:
+                given[mention[3]].append(line_identifiers[0][3])
             continue
         # Several words on a line: pair them in the order written, word then identifier or identifier then word.
         first_kind = mentions[0][2]
