@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -70,7 +70,7 @@ class Instance:
     texts: tuple[str, ...]
     words: tuple[str, ...] = ()
     x_a_words: tuple[str, ...] = ()
-    identifiers: tuple[str, ...] = field(default=())
+    identifiers: tuple[str, ...] = ()
 
 
 def seed_sequence(seed: int | str, stream: str) -> np.random.SeedSequence:
