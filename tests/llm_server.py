@@ -51,6 +51,14 @@ case: "not ableist" in it → ``0``; else "ableist" in it → ``1``; else ``none
 ``chatty`` wraps that word in a sentence (``The reply gives 0.``), which a strict reading of its answer refuses.
 Any other prompt gets the classification rule.
 
+Implicit bias personas (seed 003, the WABT and the AAT): a model named ``wabt-consistent``, ``wabt-neutral`` or
+``aat-stereotyped`` (:data:`IMPLICIT_BIAS_PERSONAS`) answers the prompts of ``auditapp.paradigms.implicit_bias``
+by the rules of ``tests/implicit_bias_personas.py``: the WABT with a planted association (every X_b word with the
+S_b identifier: bias score +1) or a fair coin per word (mean near 0); the AAT turn by turn (Q1 gets a description;
+Q2, asked later in the same conversation, gets comedy, tragedy or neutral at planted rates per group label) or in one
+prompt. It reads every user message of the conversation, not only the last. Any other prompt gets the
+classification rule.
+
 The server is plain ``asyncio.Protocol`` with a minimal HTTP/1.1 parser and timer callbacks instead of
 tasks, because a benchmark drives it at over a thousand requests per second on a machine whose CPU the
 client needs too. ``LLMServer`` starts it as a subprocess for tests and benchmarks.
@@ -77,6 +85,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import uvloop
+
+from tests.implicit_bias_personas import IMPLICIT_BIAS_PERSONAS, implicit_bias_reply
 
 # Re-exported so tests compute a persona's answers from the server module: persona_choice(persona, statement, options).
 from tests.self_report_personas import (  # noqa: F401
@@ -550,6 +560,9 @@ class App:
                 text = annotation_reply(model, content, self.annotators)
             if model.startswith(EXTRACTOR_PREFIX):
                 text = extractor_answer(model, content)
+            if model in IMPLICIT_BIAS_PERSONAS:
+                text = implicit_bias_reply(model, [_text(message.get("content")) for message in request["messages"]
+                                                   if message.get("role") == "user"])
             if structure is not None:
                 text = json.dumps(structured_answer(model, content, structure[2], positive_words=self.positive_words,
                                                     first_model=config.models[0], annotators=self.annotators,
