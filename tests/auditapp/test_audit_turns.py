@@ -61,7 +61,7 @@ def expected_second(text: str) -> tuple[list[dict], str]:
     return messages, conversant_reply(messages)
 
 
-def test_two_turns_each_sent_once_with_its_history_and_own_key(server):
+def test_two_turns_each_sent_once_with_its_history_and_own_key(server, api_client):
     texts = [*TEXTS, "a joke [refuse]", "a storm [fail]"]
     endpoint = make_endpoint(server)
     # 2 of 12 requests may fail: the [fail] text's first turn and the second turn it closes. The refusal's closed
@@ -120,6 +120,9 @@ def test_two_turns_each_sent_once_with_its_history_and_own_key(server):
     assert detail["sent"] == messages and detail["key_matches"] and detail["turn"] == 1
     assert detail["reply"]["text"] == reply
     assert [(turn["turn"], turn["reply"]) for turn in detail["conversation"]] == [(0, first["text:0"].reply.text)]
+    served = api_client.get(f"/api/audits/{audit.id}/requests/{second['text:0'].id}/")
+    assert served.status_code == 200 and served.json()["sent"] == messages
+    assert served.json()["conversation"][0]["request_id"] == first["text:0"].id
     closed = audit_request_detail(audit=audit, request_id=second[refused].id)
     assert closed["sent"] is None and closed["conversation"][0]["reply"] == REFUSAL
     assert closed["error"].startswith("turn 1 gave nothing")
@@ -214,3 +217,23 @@ def test_retry_failed_reopens_whole_conversations():
     assert services.audit_retry_failed(audit=audit) == 1
     closed = AuditRequest.objects.get(pk=second["text:2"].pk)
     assert closed.state == "failed" and closed.error == "turn 1 gave nothing to continue from: a refusal"
+
+
+def test_a_second_turn_left_waiting_after_its_first_was_recorded_is_sent_by_the_next_slice(server):
+    """A first turn recorded without moving its conversation on (a fault between the two writes, or an older
+    worker): the next work slice keys the second turn, so the audit cannot wait for ever."""
+    endpoint = make_endpoint(server)
+    audit = make_audit(endpoint, TEXTS[:1], use_cache=False)
+    services.audit_prepare(audit_id=audit.id)
+    builder = TwoTurnRequests(audit)
+    chunk = services.chunk_open(audit_id=audit.id)
+    [request] = services.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=10)
+    completion = llm_clients.Completion(conversant_reply(describe(TEXTS[0])), "stop", None, None, None)
+    services.chunk_record(chunk_id=chunk, results=[services.RequestResult(request, completion, "", 1, 1.0)],
+                          parse=builder.parse)
+    services.chunk_release(chunk_id=chunk)
+    assert requests_of(audit, 1)["text:0"].key == "", "recorded without the builder: not moved on"
+    server.reset_stats()
+    assert audit_runner.audit_work(audit.id, slice_seconds=20) == "finished"
+    assert requests_of(audit, 1)["text:0"].reply.text == expected_second(TEXTS[0])[1]
+    assert server.stats()["requests"] == 1

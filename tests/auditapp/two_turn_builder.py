@@ -75,12 +75,24 @@ class TwoTurnRequests:
         return {"paradigm": NAME, "texts": self.texts, "turns": self.turns}
 
 
+def _analyse(audit: Audit) -> None:
+    Audit.objects.filter(pk=audit.pk, status=Audit.Status.ANALYSING).update(status=Audit.Status.COMPLETED)
+
+
 PARADIGM = SimpleNamespace(name=NAME, label="Two turns (tests)", builder=TwoTurnRequests,
-                           cells=lambda audit: [(CONDITION, "Conversation")], analyse=lambda audit: None,
+                           cells=lambda audit: [(CONDITION, "Conversation")], analyse=_analyse,
                            answer_schema=lambda audit: None)
+
+
+def _lookup(real):
+    return lambda name: PARADIGM if name == NAME else real(name)
 
 
 def install(monkeypatch) -> None:
     """Make ``registry.get`` answer :data:`NAME` with this paradigm (every other name as before)."""
-    real = registry.get
-    monkeypatch.setattr(registry, "get", lambda name: PARADIGM if name == NAME else real(name))
+    monkeypatch.setattr(registry, "get", _lookup(registry.get))
+
+
+def install_for_process() -> None:
+    """The same for a whole process (a Celery worker started by ``tests/integration/two_turn_worker.py``)."""
+    registry.get = _lookup(registry.get)
