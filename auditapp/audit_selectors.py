@@ -83,7 +83,7 @@ def _progress_row(head: dict, counts: dict, retrying_now: int) -> dict:
 
 RESPONSE_EXPORT = {
     "key": "key", "model": "audit_model__model", "model_label": "audit_model__label", "condition": "condition",
-    "item": "item__external_id", "unit": "unit", "replicate": "replicate", "state": "state", "outcome": "outcome",
+    "item": "item__external_id", "unit": "unit", "replicate": "replicate", "turn": "turn", "state": "state", "outcome": "outcome",
     "label": "label", "explanation": "explanation", "parse_reason": "parse_reason", "reply": "reply__text",
     "finish_reason": "reply__finish_reason", "latency_ms": "reply__latency_ms",
     "prompt_tokens": "reply__prompt_tokens", "completion_tokens": "reply__completion_tokens",

@@ -120,6 +120,9 @@ def test_two_turns_each_sent_once_with_its_history_and_own_key(server, api_clien
     assert detail["sent"] == messages and detail["key_matches"] and detail["turn"] == 1
     assert detail["reply"]["text"] == reply
     assert [(turn["turn"], turn["reply"]) for turn in detail["conversation"]] == [(0, first["text:0"].reply.text)]
+    exported = api_client.get(f"/api/audits/{audit.id}/responses/").json()["results"]
+    assert sorted((row["unit"], row["turn"]) for row in exported) == sorted(
+        (f"text:{index}", turn) for index in range(6) for turn in (0, 1))
     served = api_client.get(f"/api/audits/{audit.id}/requests/{second['text:0'].id}/")
     assert served.status_code == 200 and served.json()["sent"] == messages
     assert served.json()["conversation"][0]["request_id"] == first["text:0"].id
