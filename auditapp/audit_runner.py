@@ -4,7 +4,8 @@ A work task (``tasks.audits.audit_work_task``) calls :func:`audit_work`. It open
 (:func:`~auditapp.audit_services.chunk_open`), then loops:
 
 - claim pending requests in dispatch order whenever the local queue runs low;
-- senders (one coroutine per unit of the endpoints' max concurrency) rebuild each request's messages,
+- senders (one coroutine per unit of the endpoints' max concurrency) rebuild each request's messages (a later
+  turn of a conversation: from its earlier turns' payloads and replies, loaded with the claim),
   check that they still hash to the request's key, and send them through
   :func:`auditapp.scorer_kinds.send` (one aiohttp session with keep-alive connections), which holds the
   endpoint's cross-worker limits and retries (a local scorer has none);
@@ -206,7 +207,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
 
     async def _send_one(session: aiohttp.ClientSession | None, request: services.ClaimedRequest) -> services.RequestResult:
         audit_model = builder.models[request.audit_model_id]
-        payload = builder.payload(request)
+        payload = services.request_payload(builder, request)
         if builder.key(audit_model, payload, request.replicate) != request.key:
             return services.RequestResult(request, None, "the request no longer matches its key (its item, template, "
                                           "instrument or endpoint changed after the audit was prepared)", 0, 0.0)
@@ -220,7 +221,8 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
     async def flush() -> str:
         batch = results[:]
         results.clear()
-        await db(services.chunk_record, chunk_id=chunk_id, results=batch, parse=builder.parse)
+        await db(services.chunk_record, chunk_id=chunk_id, results=batch, parse=builder.parse,
+                        builder=builder)
         unreachable = {endpoints[endpoint_id].name: {
             "since": datetime.fromtimestamp(breaker.unreachable_since, UTC).isoformat(timespec="seconds"),
             "last_error": breaker.view.last_error}
@@ -276,7 +278,8 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
             for task in senders:
                 task.cancel()
             await asyncio.gather(*senders, return_exceptions=True)
-            await db(services.chunk_record, chunk_id=chunk_id, results=results[:], parse=builder.parse)
+            await db(services.chunk_record, chunk_id=chunk_id, results=results[:], parse=builder.parse,
+                        builder=builder)
             for limiter in limiters.values():
                 await limiter.aclose()
             await breaker_store.aclose()
@@ -344,7 +347,10 @@ def _unusable_answer_format(endpoints: dict, answer_formats: dict) -> str:
 
 
 def _builder(*, audit_id: int):
-    return services.request_builder(Audit.objects.get(pk=audit_id))
+    """The audit's request builder; conversations whose next turn waits on a finished one are moved on first."""
+    builder = services.request_builder(Audit.objects.get(pk=audit_id))
+    services.turns_unblock(audit=builder.audit, builder=builder)
+    return builder
 
 
 def _run_in_own_loop(make_coroutine):

@@ -15,8 +15,10 @@ from django.utils import timezone
 
 from annotation.selectors import Export
 from auditapp import parse_quality
+from auditapp.audit_services import conversation_payload, conversations_before
 from auditapp.models import Audit, AuditChunk, AuditRequest
 from auditapp.paradigms import registry
+from auditapp.paradigms.base import NoFollowUp
 
 RATE_WINDOW = timedelta(seconds=60)
 
@@ -81,7 +83,7 @@ def _progress_row(head: dict, counts: dict, retrying_now: int) -> dict:
 
 RESPONSE_EXPORT = {
     "key": "key", "model": "audit_model__model", "model_label": "audit_model__label", "condition": "condition",
-    "item": "item__external_id", "unit": "unit", "replicate": "replicate", "state": "state", "outcome": "outcome",
+    "item": "item__external_id", "unit": "unit", "replicate": "replicate", "turn": "turn", "state": "state", "outcome": "outcome",
     "label": "label", "explanation": "explanation", "parse_reason": "parse_reason", "reply": "reply__text",
     "finish_reason": "reply__finish_reason", "latency_ms": "reply__latency_ms",
     "prompt_tokens": "reply__prompt_tokens", "completion_tokens": "reply__completion_tokens",
@@ -123,19 +125,30 @@ def audit_responses_export(*, audit: Audit, model: int | None = None, condition:
 def audit_request_detail(*, audit: Audit, request_id: int) -> dict | None:
     """One request whole, for a drill-down: what was sent (rebuilt by the paradigm's request builder; its key
     proves it is what was sent), the stored reply, the parse and each judgment. None when the audit has no such
-    request."""
+    request. A later turn of a conversation also lists the turns before it (``conversation``: each one's reply or
+    error); ``sent`` then holds every message of the conversation up to this turn's question, and is None while
+    it waits for an earlier turn or was closed unsent."""
     request = (AuditRequest.objects.filter(audit=audit, pk=request_id)
                .select_related("audit_model__endpoint", "reply").first())
     if request is None:
         return None
     builder = registry.get(audit.paradigm).builder(audit)
-    sent = builder.payload(request)
+    earlier = conversations_before([request.previous_id])[request.previous_id] if request.previous_id else ()
+    sent = None
+    if all(turn.state == AuditRequest.State.ANSWERED for turn in earlier):
+        try:
+            sent = conversation_payload(builder, request, earlier)
+        except NoFollowUp:
+            sent = None
     reply = request.reply
     return {
         "id": request.id, "model": request.audit_model.display_name, "condition": request.condition,
         "unit": request.unit, "item": request.item_id, "replicate": request.replicate, "state": request.state,
-        "key": request.key, "key_matches": builder.key(request.audit_model, sent, request.replicate) == request.key,
-        "sent": sent,
+        "key": request.key, "key_matches": sent is not None and builder.key(
+            request.audit_model, sent, request.replicate) == request.key,
+        "sent": sent, "turn": request.turn,
+        "conversation": [{"turn": turn.request.turn, "request_id": turn.request.id, "key": turn.request.key,
+                          "state": turn.state, "reply": turn.reply_text, "error": turn.error} for turn in earlier],
         "reply": None if reply is None else {"text": reply.text, "finish_reason": reply.finish_reason,
                                              "latency_ms": reply.latency_ms, "from_cache": request.from_cache},
         "outcome": request.outcome, "label": request.label, "parse_reason": request.parse_reason,

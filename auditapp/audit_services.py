@@ -25,6 +25,7 @@ by two workers, do the work once.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import subprocess
 from dataclasses import dataclass, field
@@ -53,7 +54,7 @@ from auditapp.models import (
     endpoint_address_policy,
 )
 from auditapp.paradigms import registry
-from auditapp.paradigms.base import ParsedReply
+from auditapp.paradigms.base import NoFollowUp, ParsedReply, is_multi_turn
 from auditapp.request_keys import request_key
 
 logger = logging.getLogger(__name__)
@@ -248,6 +249,7 @@ class PlannedRequest:
     replicate: int
     order: int
     key: str
+    turn: int = 0
 
 
 def request_builder(audit: Audit):
@@ -356,15 +358,19 @@ def audit_prepare(*, audit_id: int) -> None:
     builder = request_builder(audit)
     rows = [AuditRequest(audit=audit, audit_model=planned.audit_model, condition=planned.condition,
                          item_id=planned.item_id, unit=planned.unit, replicate=planned.replicate, order=planned.order,
-                         key=planned.key) for planned in builder.requests()]
+                         key=planned.key, turn=planned.turn) for planned in builder.requests()]
     refused = _structured_output_refusal(audit, builder, rows)
     if refused:
         audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED, reason=refused)
         return
     with transaction.atomic():
         AuditRequest.objects.bulk_create(rows, batch_size=BULK_BATCH_SIZE, ignore_conflicts=True)
+        if any(row.turn for row in rows):
+            _turns_link(audit.id)
         if audit.use_cache:
-            _take_cached_replies(audit.id, builder)
+            answered = _take_cached_replies(audit.id, builder)
+            if is_multi_turn(builder):
+                _turns_advance(audit, builder, answered)
         manifest = {**builder.manifest(), **app_version(), **structured_output_manifest(audit, models)}
         started = Audit.objects.filter(pk=audit.id, status=Audit.Status.QUEUED).update(
             status=Audit.Status.RUNNING, n_requests=len(rows), manifest=manifest, started_at=timezone.now(),
@@ -389,7 +395,8 @@ def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) 
         return ""
     first: dict[int, AuditRequest] = {}
     for row in rows:
-        first.setdefault(row.audit_model_id, row)
+        if row.turn == 0:
+            first.setdefault(row.audit_model_id, row)
     for audit_model_id, row in first.items():
         audit_model = builder.models[audit_model_id]
         endpoint = audit_model.endpoint
@@ -435,9 +442,12 @@ def structured_output_manifest(audit: Audit, models) -> dict:
                 "replies"}}
 
 
-def _take_cached_replies(audit_id: int, builder) -> None:
-    """Pending requests whose key already has a stored reply take it (errors are never stored, so never reused)."""
-    pending = AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.PENDING)
+def _take_cached_replies(audit_id: int, builder, ids: list[int] | None = None) -> set[int]:
+    """Pending requests (of ``ids`` when given) whose key already has a stored reply take it (errors are never
+    stored, so never reused); returns their ids. A later turn still waiting for its key takes nothing."""
+    pending = AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.PENDING).exclude(key="")
+    if ids is not None:
+        pending = pending.filter(id__in=ids)
     keys = set(pending.values_list("key", flat=True))
     replies = {}
     key_list = sorted(keys)
@@ -445,9 +455,10 @@ def _take_cached_replies(audit_id: int, builder) -> None:
         batch = key_list[start:start + BULK_BATCH_SIZE]
         replies.update({reply.key: reply for reply in LLMReply.objects.filter(key__in=batch)})
     if not replies:
-        return
+        return set()
     now = timezone.now()
-    rows = [row for row in pending.only("id", "key", "audit_model_id", "condition", "item_id", "unit", "replicate")
+    rows = [row for row in pending.only("id", "key", "audit_model_id", "condition", "item_id", "unit", "replicate",
+                                        "turn")
             if row.key in replies]
     judged = []
     for row in rows:
@@ -461,6 +472,141 @@ def _take_cached_replies(audit_id: int, builder) -> None:
     AuditRequest.objects.bulk_update(rows, ["state", "reply", "from_cache", "finished_at", "attempts", "outcome",
                                             "label", "explanation", "parse_reason"], batch_size=BULK_BATCH_SIZE)
     _judgments_create(audit_id, judged)
+    return {row.id for row in rows}
+
+
+# ------------------------------------------------------------------------------------------- conversations
+# A later turn (AuditRequest.turn > 0) waits, pending with a blank key, until the turn before it is finished; in
+# the transaction that records that turn it is keyed (then claimable) or closed with the reason. See "Multi-turn
+# requests" in auditapp/paradigms/base.py.
+
+TURN_FAILED = "turn {turn} failed: {reason}"
+TURN_ENDED = "turn {turn} gave nothing to continue from: {reason}"
+_TURN_ENDED_MARK = " gave nothing to continue from: "
+_CONVERSATION_FIELDS = ("id", "audit_model_id", "condition", "item_id", "unit", "replicate", "key", "turn",
+                        "previous_id")
+
+
+def _turns_link(audit_id: int) -> None:
+    """Point each later turn of a freshly prepared audit at the turn before it: same model, condition, item or
+    unit and replicate, one turn lower. A turn planned without the one before it is a bug of its paradigm."""
+    identities = {}
+    later = []
+    for row in AuditRequest.objects.filter(audit_id=audit_id).only(
+            "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "turn", "previous_id"):
+        identities[(row.audit_model_id, row.condition, row.item_id, row.unit, row.replicate, row.turn)] = row.id
+        if row.turn and row.previous_id is None:
+            later.append(row)
+    for row in later:
+        identity = (row.audit_model_id, row.condition, row.item_id, row.unit, row.replicate, row.turn - 1)
+        if identity not in identities:
+            raise RuntimeError(f"the paradigm planned turn {row.turn} of {identity[:5]} without turn {row.turn - 1}")
+        row.previous_id = identities[identity]
+    AuditRequest.objects.bulk_update(later, ["previous_id"], batch_size=BULK_BATCH_SIZE)
+
+
+@dataclass(frozen=True)
+class EarlierTurn:
+    """A finished turn of a conversation as a later turn needs it: the request, its state, its reply's text (None
+    when it has none) and its error."""
+
+    request: ClaimedRequest
+    state: str
+    reply_text: str | None
+    error: str = ""
+
+
+def conversations_before(ids) -> dict[int, tuple[EarlierTurn, ...]]:
+    """For each request id, its conversation up to and including it (turn 0 first), in one query per turn."""
+    chains: dict[int, tuple[EarlierTurn, ...]] = {}
+    rows: dict[int, tuple] = {}
+    wanted = set(ids)
+    while wanted:
+        fetched = AuditRequest.objects.filter(id__in=wanted).values_list(*_CONVERSATION_FIELDS, "state",
+                                                                          "reply__text", "error")
+        rows.update({row[0]: row for row in fetched})
+        wanted = {row[8] for row in rows.values() if row[8] is not None and row[8] not in rows}
+
+    def chain(request_id: int) -> tuple[EarlierTurn, ...]:
+        if request_id not in chains:
+            *fields, state, text, error = rows[request_id]
+            turn = EarlierTurn(ClaimedRequest(*fields[:7], turn=fields[7], previous_id=fields[8]), state, text, error)
+            chains[request_id] = (*(chain(fields[8]) if fields[8] is not None else ()), turn)
+        return chains[request_id]
+
+    return {request_id: chain(request_id) for request_id in ids}
+
+
+def conversation_payload(builder, request, earlier: tuple[EarlierTurn, ...] = ()):
+    """What a request sends: its builder's payload; for a later turn, the first turn's payload continued by each
+    earlier reply and the next turn's question (``follow_up``, which may raise NoFollowUp)."""
+    if not earlier:
+        return builder.payload(request)
+    payload = builder.payload(earlier[0].request)
+    for before, after in zip(earlier, [*(turn.request for turn in earlier[1:]), request], strict=True):
+        payload = builder.follow_up(after, payload, before.reply_text)
+    return payload
+
+
+def request_payload(builder, request: ClaimedRequest):
+    """What a claimed request sends (its earlier turns were loaded with the claim)."""
+    return conversation_payload(builder, request, request.earlier)
+
+
+def _turns_advance(audit: Audit, builder, finished_ids) -> None:
+    """Key or close the later turns waiting on these finished requests (each only once: a turn already keyed or
+    closed is not waiting); a closed turn closes the turns after it, and with the cache a keyed turn takes a stored
+    reply, whose next turn is then keyed in turn."""
+    finished = set(finished_ids)
+    while finished:
+        waiting = list(AuditRequest.objects.filter(previous_id__in=finished, state=AuditRequest.State.PENDING,
+                                                   key="").values_list(*_CONVERSATION_FIELDS))
+        if not waiting:
+            return
+        chains = conversations_before({row[8] for row in waiting})
+        now = timezone.now()
+        keyed, closed = [], []
+        for fields in waiting:
+            request = ClaimedRequest(*fields[:7], turn=fields[7], previous_id=fields[8])
+            chain = chains[request.previous_id]
+            before = chain[-1]
+            if before.state == AuditRequest.State.PENDING:
+                continue
+            if before.state == AuditRequest.State.FAILED:
+                closed.append(AuditRequest(id=request.id, error=TURN_FAILED.format(
+                    turn=before.request.turn + 1, reason=before.error)))
+                continue
+            try:
+                payload = conversation_payload(builder, request, chain)
+            except NoFollowUp as ended:
+                closed.append(AuditRequest(id=request.id, error=TURN_ENDED.format(turn=before.request.turn + 1,
+                                                                                  reason=ended)))
+                continue
+            keyed.append(AuditRequest(id=request.id, key=builder.key(
+                builder.models[request.audit_model_id], payload, request.replicate)))
+        for row in closed:
+            row.state, row.outcome, row.finished_at, row.attempts = (AuditRequest.State.FAILED,
+                                                                     AuditRequest.Outcome.ERROR, now, 0)
+        AuditRequest.objects.bulk_update(keyed, ["key"], batch_size=BULK_BATCH_SIZE)
+        AuditRequest.objects.bulk_update(closed, ["state", "outcome", "finished_at", "attempts", "error"],
+                                         batch_size=BULK_BATCH_SIZE)
+        finished = {row.id for row in closed}
+        if audit.use_cache:
+            keyed_ids = [row.id for row in keyed]
+            for start in range(0, len(keyed_ids), BULK_BATCH_SIZE):
+                finished |= _take_cached_replies(audit.id, builder, keyed_ids[start:start + BULK_BATCH_SIZE])
+
+
+def turns_unblock(*, audit: Audit, builder) -> None:
+    """Key or close the later turns still waiting although the turn before them is finished (re-opened by "retry
+    failed", or after a fault): run by each work slice, so no conversation is left waiting for ever."""
+    if not is_multi_turn(builder):
+        return
+    stranded = AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.PENDING, key="",
+                                           previous__isnull=False).exclude(
+        previous__state=AuditRequest.State.PENDING).values_list("previous_id", flat=True)
+    with transaction.atomic():
+        _turns_advance(audit, builder, set(stranded))
 
 
 def app_version() -> dict:
@@ -485,6 +631,8 @@ def manifest_models(models) -> list[dict]:
 
 @dataclass(frozen=True)
 class ClaimedRequest:
+    """A request a worker sends; a later turn of a conversation carries its ``earlier`` turns, answered."""
+
     id: int
     audit_model_id: int
     condition: str
@@ -492,6 +640,9 @@ class ClaimedRequest:
     unit: str
     replicate: int
     key: str
+    turn: int = 0
+    previous_id: int | None = None
+    earlier: tuple[EarlierTurn, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -521,8 +672,9 @@ def chunk_open(*, audit_id: int) -> int | None:
 
 
 def _free_requests(audit_id: int, now):
+    """Pending requests no live lease holds, except later turns still waiting for their key."""
     return AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.PENDING).filter(
-        Q(chunk__isnull=True) | Q(chunk__leased_until__lt=now))
+        Q(chunk__isnull=True) | Q(chunk__leased_until__lt=now)).exclude(key="")
 
 
 def chunk_claim(*, chunk_id: int, audit_id: int, limit: int) -> list[ClaimedRequest]:
@@ -536,9 +688,15 @@ def chunk_claim(*, chunk_id: int, audit_id: int, limit: int) -> list[ClaimedRequ
         # Re-checked in the UPDATE itself: where row locks do not exist (SQLite) two workers may have read
         # the same ids, and only the first UPDATE still finds them free.
         _free_requests(audit_id, now).filter(id__in=ids).update(chunk_id=chunk_id)
-    return [ClaimedRequest(*row) for row in AuditRequest.objects.filter(
+    claimed = [ClaimedRequest(*row) for row in AuditRequest.objects.filter(
         id__in=ids, chunk_id=chunk_id, state=AuditRequest.State.PENDING).order_by("order", "id").values_list(
-        "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "key")]
+        *_CONVERSATION_FIELDS)]
+    later = {request.previous_id for request in claimed if request.previous_id is not None}
+    if not later:
+        return claimed
+    chains = conversations_before(later)
+    return [dataclasses.replace(request, earlier=chains[request.previous_id]) if request.previous_id else request
+            for request in claimed]
 
 
 _RECORDED_FIELDS = ("state", "reply", "error", "attempts", "finished_at", "outcome", "label", "explanation",
@@ -555,12 +713,22 @@ def _record_statement() -> str:
             f"WHERE {connection.ops.quote_name('id')} = %s AND {connection.ops.quote_name('state')} = %s")
 
 
-def chunk_record(*, chunk_id: int, results: list[RequestResult], parse) -> None:
+def chunk_record(*, chunk_id: int, results: list[RequestResult], parse, builder=None) -> None:
     """Store a batch of finished requests in bulk: each reply once per key, each request once, and its judgments.
     ``parse`` is the request builder's (the reply stored for a key is parsed, which is this one unless the key was
-    answered before)."""
+    answered before). With a multi-turn ``builder``, the later turns waiting on these requests are keyed or closed
+    in the same transaction (:func:`_turns_advance`), so a worker killed between two turns loses no conversation."""
     if not results:
         return
+    if builder is not None and is_multi_turn(builder):
+        with transaction.atomic():
+            _chunk_record(chunk_id, results, parse)
+            _turns_advance(builder.audit, builder, {result.request.id for result in results})
+        return
+    _chunk_record(chunk_id, results, parse)
+
+
+def _chunk_record(chunk_id: int, results: list[RequestResult], parse) -> None:
     now = connection.ops.adapt_datetimefield_value(timezone.now())
     answered = [r for r in results if r.completion is not None]
     with transaction.atomic():
@@ -708,7 +876,10 @@ def chunk_renew(*, chunk_id: int, audit_id: int, retry_state: dict) -> str:
         Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING, status_reason=audit.status_reason).update(
             status_reason="")
     if audit.status == Audit.Status.RUNNING:
-        failed = AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.FAILED).count()
+        # A later turn closed because the earlier reply gave nothing to continue from (a refusal) is a finding of
+        # the audit, not a failure of the endpoint.
+        failed = AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.FAILED).exclude(
+            previous__isnull=False, error__contains=_TURN_ENDED_MARK).count()
         if failed > audit.error_budget * audit.n_requests:
             stopped = Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).update(
                 status=Audit.Status.STOPPED,
@@ -780,9 +951,17 @@ def audit_resume(*, audit: Audit) -> None:
 
 
 def _requeue_failed(audit: Audit) -> int:
+    """Make the failed requests pending again. A later turn re-opened with its earlier turn waits for it again
+    (its key blank: the earlier reply will be a new one); one whose earlier turn is answered keeps its key, or is
+    keyed or closed again now when it was closed unsent (:func:`turns_unblock`)."""
     AuditJudgment.objects.filter(audit=audit, request__state=AuditRequest.State.FAILED).delete()
-    return AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.FAILED).update(
-        state=AuditRequest.State.PENDING, error="", outcome="", attempts=0, finished_at=None, chunk=None)
+    failed = AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.FAILED)
+    failed.filter(previous__state=AuditRequest.State.FAILED).update(key="")
+    n = failed.update(state=AuditRequest.State.PENDING, error="", outcome="", attempts=0, finished_at=None,
+                      chunk=None)
+    if n and AuditRequest.objects.filter(audit=audit, turn__gt=0).exists():
+        turns_unblock(audit=audit, builder=request_builder(audit))
+    return n
 
 
 def audit_cancel(*, audit: Audit) -> None:
@@ -822,7 +1001,7 @@ def audit_reparse(*, audit_id: int) -> int:
         for start in range(0, len(ids), REPARSE_BATCH_SIZE):
             batch_ids = ids[start:start + REPARSE_BATCH_SIZE]
             rows = list(answered.filter(id__in=batch_ids).select_related("reply").only(
-                "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "reply__text",
+                "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "turn", "reply__text",
                 "reply__finish_reason"))
             judged = []
             for row in rows:
@@ -847,7 +1026,7 @@ def audit_judge_unjudged(*, audit_id: int) -> int:
     judged_total, last_id = 0, 0
     while True:
         rows = list(unjudged.filter(id__gt=last_id).select_related("reply").only(
-            "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "reply__text",
+            "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "turn", "reply__text",
             "reply__finish_reason")[:BULK_BATCH_SIZE])
         if not rows:
             return judged_total

@@ -436,7 +436,11 @@ class AuditRequest(models.Model):
                             help_text="Self-report: item:<position> or batch; corpus audits: a unit key or batch:<n>.")
     replicate = models.PositiveSmallIntegerField(default=0)
     order = models.BigIntegerField(help_text="Dispatch order, seeded from the audit seed and the item id.")
-    key = models.CharField(max_length=64, db_index=True)
+    key = models.CharField(max_length=64, db_index=True,
+                           help_text="Blank only for a later turn whose earlier turn is not answered yet.")
+    turn = models.PositiveSmallIntegerField(default=0, help_text="0, or n for the (n+1)th turn of a conversation.")
+    previous = models.ForeignKey("self", null=True, blank=True, on_delete=models.CASCADE, related_name="next_turns",
+                                 help_text="The conversation's turn before this one (none for turn 0).")
     state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
     chunk = models.ForeignKey(AuditChunk, null=True, blank=True, on_delete=models.SET_NULL, related_name="requests")
     reply = models.ForeignKey(LLMReply, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
@@ -451,9 +455,9 @@ class AuditRequest(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["audit", "audit_model", "condition", "item", "replicate"],
+            models.UniqueConstraint(fields=["audit", "audit_model", "condition", "item", "replicate", "turn"],
                                     condition=Q(item__isnull=False), name="audit_request_once"),
-            models.UniqueConstraint(fields=["audit", "audit_model", "condition", "unit", "replicate"],
+            models.UniqueConstraint(fields=["audit", "audit_model", "condition", "unit", "replicate", "turn"],
                                     condition=Q(item__isnull=True), name="audit_request_unit_once"),
         ]
         indexes = [models.Index(fields=["audit", "state", "order"]),

@@ -59,6 +59,13 @@ Q2, asked later in the same conversation, gets comedy, tragedy or neutral at pla
 prompt. It reads every user message of the conversation, not only the last. Any other prompt gets the
 classification rule.
 
+Conversants (issue 14, multi-turn requests): a model whose name starts with ``conversant-`` answers a conversation
+turn by turn (:func:`conversant_reply`). Asked once (no assistant message yet) it describes the prompt: ``A scene of
+<the prompt's last line>.``, or refuses with :data:`REFUSAL` when the prompt holds ``[refuse]``, or fails with a
+permanent 500 when it holds ``[fail]``. Asked again (the conversation holds its earlier replies), it quotes its own
+last reply, which proves the history was sent: ``You said: "<its last reply>". Comedy.`` (``Tragedy.`` when the
+quoted reply has an odd number of characters).
+
 The server is plain ``asyncio.Protocol`` with a minimal HTTP/1.1 parser and timer callbacks instead of
 tasks, because a benchmark drives it at over a thousand requests per second on a machine whose CPU the
 client needs too. ``LLMServer`` starts it as a subprocess for tests and benchmarks.
@@ -120,6 +127,7 @@ REASONINGS = ("is a neutral description", "uses deficit framing")
 
 STRUCTURED_OUTPUT_FORMS = ("openai_json_schema", "llamacpp_json_object", "vllm_guided_json", "ollama_format")
 PROSE_PREFIX = "prose-"
+CONVERSANT_PREFIX = "conversant-"
 PROSE_REPLIES = ("The given sentences are not harmful and they highlight a neutral description of the person.",
                  "Such wording portrays autistic people through deficit and tragedy, which many find hurtful.")
 
@@ -129,6 +137,24 @@ ROUTES = {"/v1/models": "GET", "/api/tags": "GET", "/v1/chat/completions": "POST
 
 
 # --- the answer rule --------------------------------------------------------------------------------------------
+
+def conversant_fails(messages: Sequence[dict]) -> bool:
+    """Whether a conversant fails this request for good: a first turn whose prompt holds ``[fail]``."""
+    return not any(message.get("role") == "assistant" for message in messages) and any(
+        "[fail]" in _text(message.get("content")) for message in messages)
+
+
+def conversant_reply(messages: Sequence[dict]) -> str:
+    """A conversant's reply to a conversation (see the module docstring)."""
+    said = [_text(message.get("content")) for message in messages if message.get("role") == "assistant"]
+    if said:
+        return f'You said: "{said[-1]}". {"Tragedy" if len(said[-1]) % 2 else "Comedy"}.'
+    prompt = next((_text(message.get("content")) for message in reversed(messages) if message.get("role") == "user"),
+                  "")
+    if "[refuse]" in prompt:
+        return REFUSAL
+    return f"A scene of {prompt.strip().splitlines()[-1] if prompt.strip() else 'nothing'}."
+
 
 def target_sentence(content: str) -> str:
     """The text after the last line starting with ``Target sentence: ``, or the whole content without one."""
@@ -518,7 +544,8 @@ class App:
             return self._reply(conn, path, 400, f"unsupported field '{structure[1]}': this server does not take "
                                                 f"structured output in that form", keep_alive)
 
-        if config.permanent_error_rate and _units(self.seed, key, b"|permanent")[0] < config.permanent_error_rate:
+        if (config.permanent_error_rate and _units(self.seed, key, b"|permanent")[0] < config.permanent_error_rate) or (
+                model.startswith(CONVERSANT_PREFIX) and conversant_fails(request["messages"])):
             stats.faults["permanent_error"] += 1
             return self._reply(conn, path, 500, "the model failed on this input", keep_alive)
         if config.bad_request_rate and _units(self.seed, key, b"|bad_request")[0] < config.bad_request_rate:
@@ -563,6 +590,8 @@ class App:
             if model in IMPLICIT_BIAS_PERSONAS:
                 text = implicit_bias_reply(model, [_text(message.get("content")) for message in request["messages"]
                                                    if message.get("role") == "user"])
+            if model.startswith(CONVERSANT_PREFIX):
+                text = conversant_reply(request["messages"])
             if structure is not None:
                 text = json.dumps(structured_answer(model, content, structure[2], positive_words=self.positive_words,
                                                     first_model=config.models[0], annotators=self.annotators,

@@ -307,6 +307,7 @@ class ResponseRowSerializer(serializers.Serializer):
     unit = serializers.CharField(allow_blank=True, help_text="Self-report: item:<position> or batch (the condition "
                                                              "is the form).")
     replicate = serializers.IntegerField()
+    turn = serializers.IntegerField(help_text="0, or n for the (n+1)th turn of a conversation (multi-turn requests).")
     state = serializers.ChoiceField(choices=AuditRequest.State.choices)
     outcome = serializers.CharField(help_text="label, refusal, unparseable, error or pending.")
     label = serializers.IntegerField(allow_null=True)

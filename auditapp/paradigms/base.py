@@ -12,6 +12,26 @@
 
 A paradigm's request builder (:class:`RequestBuilder`) is what the worker needs; the rest of a paradigm
 (settings, corpus, analysis, dashboard, exports) is declared by its adapter in :mod:`auditapp.paradigms.registry`.
+
+Multi-turn requests (ARCHITECTURE.md: "a chain of keyed turns"; seed 003 §3.1's affective attribution asks a
+model to describe, then to classify its own description). A builder that has a ``follow_up`` method
+(:class:`MultiTurnRequestBuilder`) may plan, beside a request, later turns of the same conversation:
+
+- ``requests()`` yields turn 0 as usual, and turn ``n`` as a ``PlannedRequest`` with the same model, condition,
+  item or unit and replicate, ``turn=n`` and a blank ``key`` (what it sends depends on a reply not yet given).
+  The engine links each turn to the one before it (``AuditRequest.previous``).
+- ``payload(request)`` builds turn 0 only. Once turn ``n - 1`` is answered, the engine asks
+  ``follow_up(request, previous_payload, previous_reply_text)`` for turn ``n``'s whole payload (for chat: the
+  earlier messages, the model's own reply as the assistant message, the new question), hashes it with ``key()``
+  and stores the key in the same transaction that records the earlier reply; only then can turn ``n`` be claimed.
+  Its key covers the earlier reply, so the reply cache works per turn.
+- ``follow_up`` raises :class:`NoFollowUp` (its message the reason) when the earlier reply gives nothing to
+  continue from (empty, a refusal: the paradigm decides). The later turns are then closed unsent, failed with
+  "turn n gave nothing to continue from: <reason>" (not counted against the error budget); an earlier turn that
+  failed closes them with "turn n failed: <its error>". "Retry failed" re-opens such conversations whole.
+- A turn that only prepares the next one (a description) records no judgment: its ``parse`` returns a
+  :class:`ParsedReply` with no ``judgments`` (its ``outcome`` still says how the reply read: an answer, or a
+  refusal or unparseable with the reason, for the parse-quality report). ``parse`` sees ``request.turn``.
 """
 from __future__ import annotations
 
@@ -98,6 +118,22 @@ class RequestBuilder(Protocol):
     def parse(self, request: Any, text: str, finish_reason: str) -> ParsedReply: ...
 
     def manifest(self) -> dict: ...
+
+
+class NoFollowUp(Exception):
+    """Raised by :meth:`MultiTurnRequestBuilder.follow_up`: the earlier reply gives nothing to continue from; the
+    message is the reason recorded on the later turns."""
+
+
+class MultiTurnRequestBuilder(RequestBuilder, Protocol):
+    """A request builder whose requests may be conversations (see "Multi-turn requests" above)."""
+
+    def follow_up(self, request: Any, previous_payload: Any, previous_reply_text: str) -> Any: ...
+
+
+def is_multi_turn(builder: Any) -> bool:
+    """Whether the builder declares later turns (one-turn paradigms pay nothing for the mechanism)."""
+    return callable(getattr(builder, "follow_up", None))
 
 
 @dataclass(frozen=True)

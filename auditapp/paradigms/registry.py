@@ -23,6 +23,15 @@ Adding a paradigm, a checklist:
    ``auditapp/audit_dashboard_base.html``) and its script under ``static/auditapp/``.
 5. Add the name to :data:`PARADIGMS`; tests under ``tests/auditapp/`` (pure, API, dashboard page, an engine run
    against the test servers with an effect planted and recovered).
+6. A paradigm that asks in turns (a question that quotes the model's own earlier answer) gives its request builder
+   a ``follow_up(request, previous_payload, previous_reply_text)`` method and plans each later turn as a
+   ``PlannedRequest`` with ``turn=n`` and a blank key, sharing model, condition, item or unit and replicate with
+   turn 0; ``follow_up`` raises ``NoFollowUp(reason)`` when a reply gives nothing to continue from, and a turn
+   that only prepares the next one parses to no judgments. The engine keys each later turn once the one before it
+   is recorded, closes it with the reason when that one failed, and shows the conversation in the drill-down: see
+   "Multi-turn requests" in :mod:`auditapp.paradigms.base`, and ``tests/auditapp/two_turn_builder.py`` for a
+   small example. Test it through the engine against the test LLM server's ``conversant-`` persona, and with a
+   worker killed between turns (``tests/integration/test_conversation_worker.py``).
 """
 from __future__ import annotations
 
