@@ -88,3 +88,63 @@ def test_the_copy_path_takes_large_batches_on_postgresql(monkeypatch):
     audit_services._judgments_create(audit_id, [(request_id, reply(audit_services.JUDGMENT_COPY_MIN_ROWS))])
     expected = [audit_services.JUDGMENT_COPY_MIN_ROWS] if connection.vendor == "postgresql" else []
     assert taken == expected
+
+
+def claimed(request_ids: list[int], keys: list[str]) -> list[audit_services.ClaimedRequest]:
+    rows = AuditRequest.objects.filter(id__in=request_ids).values_list("id", "audit_model_id", "condition", "unit")
+    by_id = {row[0]: row for row in rows}
+    return [audit_services.ClaimedRequest(request_id, by_id[request_id][1], by_id[request_id][2], None,
+                                          by_id[request_id][3], 0, key)
+            for request_id, key in zip(request_ids, keys, strict=True)]
+
+
+def completed(request, text: str) -> audit_services.RequestResult:
+    from auditapp.llm_clients import Completion
+
+    return audit_services.RequestResult(request, Completion(text, "stop", 12, 3, "m"), "", 1, 5.0)
+
+
+def parse_by_text(request, text: str, finish_reason: str) -> ParsedReply:
+    """Each reply's text is its label for two units, so a test can see which stored text was parsed."""
+    return ParsedReply(outcome="label", label=int(text), judgments=(
+        Judgment(unit="a", outcome="label", label=int(text)), Judgment(unit="b", outcome="label", label=int(text))))
+
+
+@pytest.mark.django_db(transaction=True)
+def test_chunk_record_stores_each_key_once_parses_the_stored_reply_and_records_a_request_once():
+    from auditapp.models import AuditChunk, LLMReply
+
+    audit_id, ids = make_requests(4)
+    chunk = AuditChunk.objects.create(audit_id=audit_id, leased_until="2100-01-01T00:00:00Z")
+    # key "old" was answered before (by another audit): its stored text "0", not this reply's "1", is parsed.
+    LLMReply.objects.create(key="old", text="0", latency_ms=1, attempts=1)
+    requests = claimed(ids, ["old", "new", "new", "failing"])
+    results = [completed(requests[0], "1"), completed(requests[1], "1"), completed(requests[2], "0"),
+               audit_services.RequestResult(requests[3], None, "HTTP 500", 3, 9.0)]
+    audit_services.chunk_record(chunk_id=chunk.id, results=results, parse=parse_by_text)
+    # The same completions again (a worker whose lease expired): nothing recorded twice, nothing changed.
+    audit_services.chunk_record(chunk_id=chunk.id, results=[completed(requests[1], "0")], parse=parse_by_text)
+
+    assert LLMReply.objects.filter(key="new").count() == 1
+    new_reply = LLMReply.objects.get(key="new")
+    assert (new_reply.text, new_reply.prompt_tokens, new_reply.completion_tokens, new_reply.attempts) == ("1", 12, 3, 1)
+    state = {r.id: r for r in AuditRequest.objects.filter(id__in=ids)}
+    assert [state[i].label for i in ids[:3]] == [0, 1, 1]  # the stored text of each key, the batch's first for "new"
+    assert [state[i].state for i in ids] == ["answered", "answered", "answered", "failed"]
+    assert state[ids[1]].reply_id == state[ids[2]].reply_id == new_reply.id
+    assert (state[ids[3]].error, state[ids[3]].attempts, state[ids[3]].outcome) == ("HTTP 500", 3, "error")
+    assert all(state[i].finished_at is not None for i in ids)
+    assert AuditJudgment.objects.filter(request_id=ids[3]).count() == 0
+    assert sorted(AuditJudgment.objects.filter(audit_id=audit_id).values_list("request_id", "unit", "label")) == sorted(
+        [(ids[0], "a", 0), (ids[0], "b", 0), (ids[1], "a", 1), (ids[1], "b", 1), (ids[2], "a", 1), (ids[2], "b", 1)])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_judgments_go_with_their_audit_and_their_request_though_the_database_has_no_foreign_key_on_them():
+    audit_id, (first, second) = make_requests(2)
+    with transaction.atomic():
+        audit_services._judgments_create(audit_id, [(first, reply(6)), (second, reply(6))])
+    AuditRequest.objects.filter(pk=first).delete()
+    assert {request_id for request_id, *_ in stored(audit_id)} == {second}
+    Audit.objects.filter(pk=audit_id).delete()
+    assert not AuditJudgment.objects.exists()

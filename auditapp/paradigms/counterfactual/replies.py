@@ -78,6 +78,8 @@ FORMAT_JSONL, FORMAT_NUMBERED, FORMAT_NONE = "jsonl", "numbered", "none"
 _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 _CANONICAL_OBJECT = re.compile(r'\{\s*"i"\s*:\s*(\d+)\s*,\s*"y"\s*:\s*([01])\s*\}')
+# A reply of canonical objects and nothing else, as most are, is read by the regular expression engine alone.
+_ONLY_CANONICAL = re.compile(r'(?:\s*\{\s*"i"\s*:\s*\d+\s*,\s*"y"\s*:\s*[01]\s*\}\s*)*')
 _NUMBERED_LINE = re.compile(
     r"^\s*(?:[-*•+]\s+)?[*_`#\[(]*\s*(?:text|item|no\.|number|#)?\s*(\d{1,6})\s*[*_`]*\s*"
     r"(?:->|=>|\.(?!\d)|[:)\]=\-–—→])+\s*[*_`]*\s*(.*?)\s*$", re.I | re.M)
@@ -180,6 +182,12 @@ def _json_index(value: object) -> int | None:
 
 
 def _json_answers(reply: str) -> list[tuple[int, int | str]]:
+    if _ONLY_CANONICAL.fullmatch(reply):
+        return [(int(index), int(label)) for index, label in _CANONICAL_OBJECT.findall(reply)]
+    return _every_json_answer(reply)
+
+
+def _every_json_answer(reply: str) -> list[tuple[int, int | str]]:
     """Every answer object in the reply as (index, label or reason). Objects are read outermost first (one with a
     nested object is read whole, a structured reply's ``{"answers": [...]}`` is searched), the common
     ``{"i": 3, "y": 1}`` by a regular expression without building a dict; an object written with single quotes
@@ -288,7 +296,8 @@ def parse_batch(text: str | None, indices: Sequence[int], finish_reason: str | N
     absent = REASON_CUT_OFF if finish_reason == "length" else REASON_ABSENT
     texts = []
     for index in asked:
-        value = _combined(by_index[index]) if index in by_index else absent
+        values = by_index.get(index)
+        value = absent if values is None else values[0] if len(values) == 1 else _combined(values)
         texts.append(TextReading(index, value, "") if isinstance(value, int) else TextReading(index, None, value))
     asked_set = set(asked)
     ignored = sum(len(values) for index, values in by_index.items() if index not in asked_set)

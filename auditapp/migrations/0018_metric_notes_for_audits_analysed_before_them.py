@@ -25,8 +25,10 @@ def audits_without_notes(apps) -> list[int]:
 
 
 def analyse_audits_without_notes(apps, schema_editor):
-    # The analysis lives in the app, not in the historical models: this runs today's service on the tables as
-    # 0013 leaves them (as 0009 does). A later change to those tables must squash this migration.
+    # The analysis lives in the app, not in the historical models: this runs today's service on the tables as the
+    # migrations before it leave them (as 0009 does), so it stays the app's last migration. A later change to those
+    # tables renumbers it after that change (it was 0016 before issue 14's 0016 and 0017); a database that ran it
+    # under an earlier number runs it again and finds no audit left to analyse.
     from auditapp.models import Audit
     from auditapp.paradigms.classification.services import classification_analyse
 
@@ -37,5 +39,5 @@ def analyse_audits_without_notes(apps, schema_editor):
 class Migration(migrations.Migration):
     # One transaction per audit (classification_analyse's own), not one around them all.
     atomic = False
-    dependencies = [("auditapp", "0015_audit_condition_example_snapshot")]
+    dependencies = [("auditapp", "0017_judgments_without_database_foreign_keys")]
     operations = [migrations.RunPython(analyse_audits_without_notes, migrations.RunPython.noop)]

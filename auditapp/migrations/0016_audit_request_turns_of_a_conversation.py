@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
 
     dependencies = [
         ('annotation', '0005_analysis_state_outcome'),
-        ('auditapp', '0016_metric_notes_for_audits_analysed_before_them'),
+        ('auditapp', '0015_audit_condition_example_snapshot'),
     ]
 
     operations = [
