@@ -140,3 +140,20 @@ def test_the_two_turn_follow_up_is_built_from_the_first_turns_reply_and_answered
     one_turn = services.ImplicitBiasRequests(aat_audit(endpoint, "single_prompt"), AAT_TASK)
     with pytest.raises(ValueError, match="one turn"):
         one_turn.follow_up(next(iter(one_turn.requests())), [], "")
+
+
+def test_a_default_launch_plans_the_papers_counts(api_client, endpoint, tasks_off):
+    models = [{"endpoint": endpoint.id, "model": "wabt-consistent"}]
+    wabt = api_client.post("/api/audits/", {"paradigm": "word_association", "name": "wabt", "models": models},
+                           format="json")
+    aat = api_client.post("/api/audits/", {"paradigm": "affective_attribution", "name": "aat", "models": models,
+                                           "form": "single_prompt"}, format="json")
+    assert wabt.status_code == aat.status_code == 201, (wabt.content, aat.content)
+    wabt_builder = registry.get("word_association").builder(Audit.objects.get(pk=wabt.json()["id"]))
+    aat_builder = registry.get("affective_attribution").builder(Audit.objects.get(pk=aat.json()["id"]))
+    # 10 combinations × 50 samples × 3 dimensions × 3 templates; 500 combinations × 3 templates.
+    assert len(list(wabt_builder.requests())) == 4500 and len(list(aat_builder.requests())) == 1500
+    manifest = wabt_builder.manifest()
+    assert manifest["instances_by"]["template"] == {"1": 1500, "2": 1500, "3": 1500}
+    assert set(manifest["instances_by"]["combination"].values()) == {450}
+    assert aat_builder.manifest()["generation"] == {"combinations": 500, "form": "single_prompt"}
