@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from auditapp.models import LLMEndpoint
-from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run, tasks_off  # noqa: F401
+from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -15,7 +15,13 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 HOSTILE_LABEL = "<b>neutral</b>"
 
 
-def test_both_dashboards_render_their_tables_figures_and_notes(api_client, staff_client, tasks_off):  # noqa: F811
+@pytest.fixture
+def tasks_off(monkeypatch):
+    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+
+
+def test_both_dashboards_render_their_tables_figures_and_notes(api_client, staff_client, tasks_off):
     with LLMServer(latency=0.0, models=MODELS) as server:
         source = LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
                                             max_concurrency=8)
