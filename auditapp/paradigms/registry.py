@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
 
-PARADIGMS = ("classification", "self_report", "bits", "names", "dialect")
+PARADIGMS = ("classification", "self_report", "bits", "names", "dialect", "word_association", "affective_attribution")
 DEFAULT = PARADIGMS[0]
 """The paradigm of a launch that names none (the API's and the admin's default)."""
 

@@ -1,0 +1,209 @@
+"""Word association (WABT) and affective attribution (AAT) audits (seed 003) through the engine in one process
+(prepare, send, record, analyse), launched through the API against the test LLM server's implicit bias personas
+(tests/implicit_bias_personas.py):
+
+- WABT: ``wabt-consistent`` scores +1 on every valid reply, so Table 4's t and p are undefined (no variance);
+  ``wabt-neutral`` has a mean near 0 that is not significant; Table 4 equals scipy recomputed from the exported
+  replies, the radar's means equal the replies' means, the replies export equals the stored judgments;
+- AAT (single prompt): ``aat-stereotyped`` gives the planted answers, so FAR and UAR equal the persona's;
+- the two-turn form is refused with a 400 that says why, and the launch names every bad field.
+
+The worker path (Celery on Redis, PostgreSQL) is tests/integration/test_implicit_bias_worker.py.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats as scipy_stats
+
+from auditapp import audit_runner
+from auditapp import audit_services as services
+from auditapp.models import Audit, AuditJudgment, AuditRequest, Corpus, LLMEndpoint
+from tests.implicit_bias_personas import expected_aat_answer
+from tests.llm_server import LLMServer
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+MODELS = ("wabt-consistent", "wabt-neutral", "aat-stereotyped")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer(latency=0.0, models=MODELS) as running:
+        yield running
+
+
+@pytest.fixture
+def tasks_off(monkeypatch):
+    """Tasks are run by the test itself, in order, instead of by a worker."""
+    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+
+
+def endpoint(server) -> LLMEndpoint:
+    return LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
+                                      max_concurrency=8, attempt_timeout_s=5, deadline_s=60, max_attempts=2)
+
+
+def run(audit_id: int) -> Audit:
+    services.audit_prepare(audit_id=audit_id)
+    assert audit_runner.audit_work(audit_id) == "finished"
+    services.audit_analyse(audit_id=audit_id)
+    return Audit.objects.get(pk=audit_id)
+
+
+def launch(api_client, paradigm: str, models: list[dict], **body):
+    return api_client.post("/api/audits/", {"paradigm": paradigm, "name": paradigm, "models": models, **body},
+                           format="json")
+
+
+def table(api_client, audit_id: int, name: str) -> pd.DataFrame:
+    response = api_client.get(f"/api/audits/{audit_id}/tables/{name}/", {"format": "csv"})
+    assert response.status_code == 200, response.content
+    text = b"".join(response.streaming_content).decode("utf-8-sig")
+    return pd.DataFrame(list(csv.DictReader(io.StringIO(text))))
+
+
+def records(api_client, audit_id: int, name: str) -> pd.DataFrame:
+    response = api_client.get(f"/api/audits/{audit_id}/tables/{name}/", {"page_size": 10000})
+    assert response.status_code == 200, response.content
+    return pd.DataFrame(response.json()["results"])
+
+
+def test_wabt_audit_gives_the_planted_scores_and_table_4_equals_scipy(api_client, server, tasks_off):
+    source = endpoint(server)
+    response = launch(api_client, "word_association",
+                      [{"endpoint": source.id, "model": model} for model in ("wabt-consistent", "wabt-neutral")],
+                      samples_per_combination=5, seed=7)
+    assert response.status_code == 201, response.content
+    audit = run(response.json()["id"])
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    # 10 combinations × 5 samples × 3 dimensions × 3 templates = 450 instances, for each of 2 models.
+    assert audit.n_requests == 900 and AuditJudgment.objects.filter(audit=audit).count() == 900
+    manifest = audit.manifest
+    assert manifest["n_instances"] == 450 and manifest["seed"] == 7
+    assert manifest["generation"] == {"samples_per_combination": 5, "word_order": "shuffled",
+                                      "dimension_draw": "every"}
+    assert manifest["corpus"]["lexicon_hash"] and manifest["corpus"]["templates_hash"]
+    assert manifest["instances_by"]["dimension"] == {"Competence": 150, "Sociability": 150, "Morality": 150}
+
+    table4 = records(api_client, audit.id, "table4").set_index(["model", "dimension"])
+    for dimension in ("Competence", "Sociability", "Morality"):
+        consistent = table4.loc[("wabt-consistent", dimension)]
+        assert consistent["mean"] == 1.0 and consistent["n"] == 150
+        assert pd.isna(consistent["t"]) and pd.isna(consistent["p"])  # no variance: t undefined, as stats says
+        assert "no variance" in consistent["note"]
+        neutral = table4.loc[("wabt-neutral", dimension)]
+        assert abs(neutral["mean"]) < 0.1 and neutral["p"] > 0.05
+
+    # The replies export is the stored judgments, one row per instance reply with its factors.
+    replies = table(api_client, audit.id, "replies")
+    assert len(replies) == 900
+    stored = pd.DataFrame(list(AuditJudgment.objects.filter(audit=audit).values("request_id", "value", "reason")))
+    merged = replies.assign(request=replies.request.astype(int)).merge(stored, left_on="request",
+                                                                       right_on="request_id")
+    scores = pd.to_numeric(merged.bias_score, errors="coerce")
+    assert np.allclose(scores.fillna(9), merged.value.astype(float).fillna(9))
+    assert (merged.reason_x.fillna("") == merged.reason_y.fillna("")).all()
+    assert {"combination", "dimension", "social_group", "s_a", "s_b", "template", "word_order"} <= set(replies)
+
+    # Table 4 and the radar recomputed from the export with scipy.
+    replies["score"] = scores
+    for (model, dimension), rows in replies.groupby(["model", "dimension"]):
+        defined = rows.score.dropna()
+        assert table4.loc[(model, dimension), "n"] == len(defined)
+        assert table4.loc[(model, dimension), "mean"] == pytest.approx(defined.mean())
+        if model == "wabt-neutral":
+            result = scipy_stats.ttest_1samp(defined, 0.0)
+            assert table4.loc[(model, dimension), "t"] == pytest.approx(result.statistic)
+            assert table4.loc[(model, dimension), "p"] == pytest.approx(result.pvalue)
+    radar = records(api_client, audit.id, "radar")
+    for row in radar.itertuples():
+        rows = replies[(replies.model == row.model) & (replies.social_group == row.social_group)
+                       & (replies.dimension == row.dimension)]
+        assert row.mean == pytest.approx(rows.score.mean())
+
+    # The drill-down: a request's prompt, reply and parse (the assignment) are visible.
+    request = AuditRequest.objects.filter(audit=audit, audit_model__model="wabt-consistent").first()
+    detail = api_client.get(f"/api/audits/{audit.id}/requests/{request.id}/").json()
+    assert json.dumps(detail).count("The words are") >= 1
+    parse = json.loads(request.explanation)
+    assert parse["counts"]["n_sa_xa"] == 5 and parse["counts"]["n_sb_xb"] == 5 and len(parse["pairs"]) == 10
+
+
+def test_aat_single_prompt_audit_gives_the_planted_far_and_uar(api_client, server, tasks_off):
+    source = endpoint(server)
+    response = launch(api_client, "affective_attribution", [{"endpoint": source.id, "model": "aat-stereotyped"}],
+                      combinations=100, form="single_prompt", seed=3)
+    assert response.status_code == 201, response.content
+    audit = run(response.json()["id"])
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    assert audit.n_requests == 300
+
+    replies = table(api_client, audit.id, "replies")
+    expected = [expected_aat_answer("aat-stereotyped", row.s_e, row.s_n, int(row.template))
+                for row in replies.itertuples()]
+    assert list(replies.answer) == expected
+    table5 = records(api_client, audit.id, "table5").iloc[0]
+    chosen, labels = np.array(expected), replies.group_label.to_numpy()
+    assert table5["far"] == pytest.approx(np.mean(chosen[labels == "S_a"] == "comedy"))
+    assert table5["uar"] == pytest.approx(np.mean(chosen[labels == "S_b"] == "tragedy"))
+    assert table5["sa_comedy"] + table5["sa_tragedy"] + table5["sa_neutral"] == pytest.approx(1.0)
+    bars = records(api_client, audit.id, "bars")
+    for (group, answer), rows in bars.groupby(["social_group", "answer"]):
+        asked = replies[replies.social_group == group]
+        assert rows.share.iloc[0] == pytest.approx((asked.answer == answer).mean())
+    # The stored label is the answer's documented code.
+    codes = dict(AuditJudgment.objects.filter(audit=audit).values_list("request_id", "label"))
+    assert {(answer, codes[int(request)]) for answer, request in zip(replies.answer, replies.request,
+                                                                      strict=True)} <= {
+        ("neutral", 0), ("comedy", 1), ("tragedy", 2)}
+
+
+def test_launch_refuses_two_turn_and_names_every_bad_field(api_client, server, tasks_off):
+    source = endpoint(server)
+    models = [{"endpoint": source.id, "model": "aat-stereotyped"}]
+    refused = launch(api_client, "affective_attribution", models)
+    assert refused.status_code == 400
+    assert "two-turn requests need the engine's multi-turn support" in json.dumps(refused.json())
+    bad = launch(api_client, "affective_attribution", models, form="three_turn", combinations=0)
+    assert bad.status_code == 400 and {"form", "combinations"} <= set(bad.json())
+    too_many = launch(api_client, "affective_attribution", models, form="single_prompt", combinations=10**6)
+    assert too_many.status_code == 400 and "combinations" in json.dumps(too_many.json())
+    wabt = launch(api_client, "word_association", models, word_order="alphabetical", dimension_draw="some",
+                  samples_per_combination=0)
+    assert wabt.status_code == 400
+    assert {"word_order", "dimension_draw", "samples_per_combination"} <= set(wabt.json())
+    negative = launch(api_client, "word_association", models, seed=-1, replicates=2)
+    assert negative.status_code == 400
+    assert "seed" in json.dumps(negative.json()) and "replicates" in json.dumps(negative.json())
+    assert not Audit.objects.exists() and not Corpus.objects.exists()
+
+
+def test_corpus_upload_names_every_problem_and_stores_nothing(api_client):
+    response = api_client.post("/api/corpora/", {
+        "paradigm": "word_association", "name": "edited",
+        "spec": {"lexicon": {"groups": []}, "templates": {"wabt": [{"number": 1, "text": "Pair {S_a} only."}]},
+                 "extra": 1}}, format="json")
+    assert response.status_code == 400
+    messages = " ".join(problem["message"] for problem in response.json()["problems"])
+    assert "unknown key 'extra'" in messages and "lexicon:" in messages
+    assert "missing placeholder {S_b}" in messages and "missing placeholder {X1}" in messages
+    assert not Corpus.objects.exists()
+
+    paper = api_client.post("/api/corpora/", {"paradigm": "word_association", "name": "paper"}, format="json")
+    assert paper.status_code == 201, paper.content
+    edited = api_client.post("/api/corpora/", {
+        "paradigm": "word_association", "name": "edited template",
+        "spec": {"templates": {"wabt": [{"number": 1, "text": "Give each word {S_a} or {S_b}: "
+                                                             + ", ".join(f"{{X{n}}}" for n in range(1, 11))}]}}},
+        format="json")
+    assert edited.status_code == 201, edited.content
+    assert edited.json()["content_hash"] != paper.json()["content_hash"]
+    again = api_client.post("/api/corpora/", {"paradigm": "word_association", "name": "paper again"}, format="json")
+    assert again.status_code == 200 and again.json()["id"] == paper.json()["id"]

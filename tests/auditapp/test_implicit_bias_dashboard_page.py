@@ -1,0 +1,51 @@
+"""The word association and affective attribution dashboard pages (templates/auditapp/word_association_dashboard.html,
+affective_attribution_dashboard.html) rendered after a real audit against the test LLM server's personas (as in
+tests/auditapp/test_implicit_bias_audit.py): Table 4, the radar panels, Table 5, the bar panels, the reasons, the
+notes stating every choice, the exports; a researcher-entered model label shown as text, never as markup."""
+from __future__ import annotations
+
+import pytest
+
+from auditapp.models import LLMEndpoint
+from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run
+from tests.llm_server import LLMServer
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+HOSTILE_LABEL = "<b>neutral</b>"
+
+
+@pytest.fixture
+def tasks_off(monkeypatch):
+    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+
+
+def test_both_dashboards_render_their_tables_figures_and_notes(api_client, staff_client, tasks_off):
+    with LLMServer(latency=0.0, models=MODELS) as server:
+        source = LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
+                                            max_concurrency=8)
+        wabt = launch(api_client, "word_association",
+                      [{"endpoint": source.id, "model": "wabt-consistent"},
+                       {"endpoint": source.id, "model": "wabt-neutral", "label": HOSTILE_LABEL}],
+                      samples_per_combination=2, dimension_draw="balanced", word_order="paper")
+        aat = launch(api_client, "affective_attribution", [{"endpoint": source.id, "model": "aat-stereotyped"}],
+                     combinations=40, form="single_prompt")
+        wabt_audit, aat_audit = run(wabt.json()["id"]), run(aat.json()["id"])
+
+    page = staff_client.get(f"/audits/{wabt_audit.id}/dashboard/").content.decode()
+    assert 'id="table-4"' in page and page.count('class="chart radar-panel"') == 2
+    assert "Word order: paper (the 5 X_a words, then the 5 X_b words" in page
+    assert "Dimension draw: balanced" in page and "undefined score" in page
+    assert 'data-model="&lt;b&gt;neutral&lt;/b&gt;"' in page and "<b>neutral</b>" not in page.split("audit-data")[0]
+    assert "all scores equal: no variance" in page  # wabt-consistent's t is undefined, and the page says why
+    for name in ("table4", "radar", "reasons", "replies"):
+        assert f'data-table="{name}"' in page
+    assert "implicit_bias_dashboard.js" in page and "plotly.min.js" in page
+
+    page = staff_client.get(f"/audits/{aat_audit.id}/dashboard/").content.decode()
+    assert 'id="table-5"' in page and page.count('class="chart wide bars-panel"') == 1
+    assert "FAR = N_f / N_{S_a}" in page and "sum to 1" in page
+    assert "Form: single_prompt" in page and "Neutral" in page
+    for name in ("table5", "bars", "reasons", "replies"):
+        assert f'data-table="{name}"' in page

@@ -1,0 +1,76 @@
+"""A researcher opens finished word association and affective attribution dashboards in Debian Chromium (seed 003):
+the radar charts (Figure 3, one per model, scatterpolar traces per dimension), the stacked bars (Figure 4, one
+chart per model), Table 4 and Table 5, and a drill-down from a progress row to a reply and from the reply to its
+request's prompt, reply and parse; a researcher-entered model label shown as text; no console error.
+
+The audits are run by the engine in this process against the test LLM server's personas, as in
+tests/auditapp/test_implicit_bias_audit.py. Set IMPLICIT_BIAS_DASHBOARD_SCREENSHOT=/tmp/wabt.png to keep a full-page
+screenshot of the word association dashboard.
+"""
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from auditapp.models import LLMEndpoint
+from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run
+from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from tests.llm_server import LLMServer
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+HOSTILE_LABEL = "<b>neutral</b>"
+
+
+@pytest.fixture
+def tasks_off(monkeypatch):
+    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
+        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
+
+
+def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, browser_context, api_client,
+                                                                tasks_off):
+    with LLMServer(latency=0.0, models=MODELS) as server:
+        endpoint = LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
+                                              max_concurrency=8)
+        wabt = run(launch(api_client, "word_association",
+                          [{"endpoint": endpoint.id, "model": "wabt-consistent"},
+                           {"endpoint": endpoint.id, "model": "wabt-neutral", "label": HOSTILE_LABEL}],
+                          samples_per_combination=2).json()["id"])
+        aat = run(launch(api_client, "affective_attribution", [{"endpoint": endpoint.id, "model": "aat-stereotyped"}],
+                         combinations=60, form="single_prompt").json()["id"])
+    assert wabt.status == aat.status == "completed", (wabt.status_reason, aat.status_reason)
+    page, problems, requests = logged_in_page(browser_context, live_server, "implicit-bias-researcher")
+
+    page.goto(f"{live_server.url}/audits/{wabt.id}/dashboard/")
+    radars = page.locator(".radar-panel")
+    expect(radars).to_have_count(2)
+    for index in range(2):
+        expect(radars.nth(index).locator(".main-svg").first).to_be_attached()
+        expect(radars.nth(index).locator(".polarlayer .trace")).to_have_count(3)  # one per dimension
+    expect(page.locator(f'.radar-panel[data-model="{HOSTILE_LABEL}"] .gtitle')).to_have_text(HOSTILE_LABEL)
+    expect(page.locator("#table-4 tbody tr")).to_have_count(6)  # 2 models × 3 dimensions
+    expect(page.locator('#table-4 tr[data-model="wabt-consistent"] .mean').first).to_have_text("1.000")
+    assert page.locator("#table-4 b, #reasons-table b").count() == 0
+
+    # Drill-down: a progress row's replies, then one reply's request: its prompt, reply and parse.
+    expect(page.locator("#progress-text")).not_to_have_text("Loading the progress…")
+    page.locator("#progress-table tbody tr").first.click()
+    expect(page.locator("#drill-table tbody tr").first).to_be_visible()
+    row = page.locator("#drill-table tbody tr").first
+    expect(row).to_contain_text("n_sa_xa")  # the parse: eq. 1's counts and the pairs read, in the explanation
+    detail = row.locator("details.request-detail")
+    detail.locator("summary").click()
+    expect(detail.locator("pre.sent")).to_contain_text("The words are")
+    expect(detail.locator("ol.judgments li")).to_have_count(1)
+    screenshot_if_asked(page, "IMPLICIT_BIAS_DASHBOARD_SCREENSHOT")
+
+    page.goto(f"{live_server.url}/audits/{aat.id}/dashboard/")
+    bars = page.locator(".bars-panel")
+    expect(bars).to_have_count(1)
+    expect(bars.first.locator(".main-svg").first).to_be_attached()
+    expect(bars.first.locator(".barlayer .trace")).to_have_count(3)  # comedy, tragedy, neutral stacked
+    expect(page.locator("#table-5 tbody tr")).to_have_count(1)
+
+    assert outside_requests(requests, live_server) == []
+    assert problems == []
