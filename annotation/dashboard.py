@@ -287,6 +287,7 @@ def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] |
              "title": "Items without a label on one side (ties)"},
         ],
         "agreement": _agreement_rows(run),
+        "n_annotator_pairs": len(kappa.get("annotators", [])) * (len(kappa.get("annotators", [])) - 1) // 2,
         "item_sets": item_set_sizes(study),
         "settings_rows": _flatten(run.settings or {}),
         "notes": list(run.notes or []),
