@@ -4,8 +4,9 @@ Everything comes from the stored latest analysis (``annotation.study_analysis``)
 the run's metadata, agreement and Cohen's kappa; ``ParticipantWeight`` for the annotators' scores, R
 and W (seed 000 Appendix B, eqs. 1–5); ``ItemGroundTruth`` for the majority and weighted labels (eq. 6);
 ``ItemSetMember`` for the test and ICL example sets. A fixed number of queries whatever the study's
-size: the lists of items are capped at ``limit`` rows each (their totals are always exact), and the
-labels of the listed items are read in one query.
+size: the lists of items (disagreements, items without a label on one side) are read a page at a time
+(``ITEM_PAGE_SIZE`` rows, in study order, optionally filtered by a text in the item's id or sentence), their
+totals come from the contingency table's counts, and the labels of the listed items are read in one query.
 
 R components: R is the mean of the standardised scores that entered it (eq. 4), so an annotator's bar
 is split into x̂_AQ/n, x̂_SATA/n and x̂_IAT/n, n the number of those scores (3 as a rule; fewer when an
@@ -23,7 +24,8 @@ from annotation.models import AnalysisRun, ItemGroundTruth, ItemSetMember, Label
 from annotation.selectors import study_analysis_status
 from psychometrics.models import IATSession, InstrumentScore, StudyInstrument
 
-DISPLAY_LIMIT = 500
+ITEM_PAGE_SIZE = 50
+ITEM_LIST_IDS = ("disagreements", "ties")
 LABEL_KEYS = (1, 0, None)   # rows and columns of the contingency table; None = no label
 SET_ORDER = ("all", *GROUPS, "icl_a", "icl_b")
 SET_DESCRIPTIONS = {
@@ -67,14 +69,41 @@ class ItemRow:
         return "; ".join(reasons)
 
 
+@dataclass(frozen=True)
+class ItemListQuery:
+    """Which page of a list of items to show, and the text its items must contain (id or sentence; "" = all)."""
+
+    page: int = 1
+    text: str = ""
+
+
+class ItemListQueryError(ValueError):
+    """A page beyond the last one of a list (the message names the list, the page asked and the last page)."""
+
+
 @dataclass
 class ItemList:
+    """One page of a list of items: ``total`` items in the list, ``matching`` of them contain ``text``."""
+
     rows: list[ItemRow]
     total: int
+    matching: int = 0
+    page: int = 1
+    page_size: int = ITEM_PAGE_SIZE
+    text: str = ""
 
     @property
-    def truncated(self) -> bool:
-        return self.total > len(self.rows)
+    def n_pages(self) -> int:
+        return max(1, -(-self.matching // self.page_size))
+
+    @property
+    def first(self) -> int:
+        """The position (from 1) of the page's first row in the matching items."""
+        return (self.page - 1) * self.page_size + 1 if self.rows else 0
+
+    @property
+    def last(self) -> int:
+        return self.first + len(self.rows) - 1 if self.rows else 0
 
 
 def _ground_truth(study: Study) -> QuerySet[ItemGroundTruth]:
@@ -88,10 +117,25 @@ ITEM_ROW_FIELDS = ("item_id", "item__external_id", "item__preceding", "item__tar
                    "weighted_label", "weighted_tie")
 
 
-def _item_rows(queryset: QuerySet[ItemGroundTruth], limit: int) -> list[ItemRow]:
-    rows = queryset.order_by("item__position", "item_id").values_list(*ITEM_ROW_FIELDS)[:limit]
+def _item_rows(queryset: QuerySet[ItemGroundTruth], *, offset: int, limit: int) -> list[ItemRow]:
+    rows = queryset.order_by("item__position", "item_id").values_list(*ITEM_ROW_FIELDS)[offset:offset + limit]
     return [ItemRow(item_id, external_id, preceding, target, following, *rest)
             for item_id, external_id, preceding, target, following, *rest in rows]
+
+
+def _item_list(list_id: str, queryset: QuerySet[ItemGroundTruth], *, total: int, query: ItemListQuery,
+               page_size: int) -> ItemList:
+    """A page of ``queryset``'s items; counts the matching items (one query) only when a text filters them."""
+    matching = total
+    if query.text:
+        queryset = queryset.filter(Q(item__external_id__icontains=query.text) | Q(item__target__icontains=query.text))
+        matching = queryset.count()
+    items = ItemList([], total, matching, query.page, page_size, query.text)
+    if query.page > items.n_pages:
+        raise ItemListQueryError(f"{list_id}_page {query.page} is beyond the last page of this list "
+                                 f"({items.n_pages}).")
+    items.rows = _item_rows(queryset, offset=(query.page - 1) * page_size, limit=page_size)
+    return items
 
 
 def _attach_labels(rows: list[ItemRow]) -> None:
@@ -202,20 +246,27 @@ def _agreement_rows(run: AnalysisRun) -> list[dict]:
     return [{k: row.get(k) for k in keys} for row in run.agreement]
 
 
-def study_dashboard_context(*, study: Study, limit: int = DISPLAY_LIMIT) -> dict:
-    """Everything the dashboard shows, from the stored latest analysis; ``run`` is None when there is none."""
+def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] | None = None,
+                            page_size: int = ITEM_PAGE_SIZE) -> dict:
+    """Everything the dashboard shows, from the stored latest analysis; ``run`` is None when there is none.
+
+    ``queries`` picks the page and filter of each list of items by its id (``ITEM_LIST_IDS``; default: the
+    first page, unfiltered). Raises ItemListQueryError for a page beyond a list's last.
+    """
+    queries = queries or {}
     run = AnalysisRun.objects.filter(study=study).first()
     analysis = study_analysis_status(study=study)
     if run is None:
         return {"study": study, "run": None, "analysis": analysis}
     annotators = annotator_rows(study)
     truth = _ground_truth(study)
-    disagreements = ItemList(_item_rows(truth.filter(DISAGREE), limit), 0)
-    ties = ItemList(_item_rows(truth.filter(ONE_SIDE_MISSING), limit), 0)
-    _attach_labels(disagreements.rows + ties.rows)
     contingency = contingency_table(study)
-    disagreements.total = contingency["disagree"]
-    ties.total = contingency["total"] - contingency["agree"] - contingency["disagree"]
+    disagreements = _item_list("disagreements", truth.filter(DISAGREE), total=contingency["disagree"],
+                               query=queries.get("disagreements", ItemListQuery()), page_size=page_size)
+    ties = _item_list("ties", truth.filter(ONE_SIDE_MISSING),
+                      total=contingency["total"] - contingency["agree"] - contingency["disagree"],
+                      query=queries.get("ties", ItemListQuery()), page_size=page_size)
+    _attach_labels(disagreements.rows + ties.rows)
     kappa = run.cohen_kappa or {}
     chart_keys = ("pseudonym", "team", "aq", "sata", "iat_d", "weight", "trust_raw", "aq_part", "sata_part",
                   "iat_part", "included")
@@ -236,6 +287,7 @@ def study_dashboard_context(*, study: Study, limit: int = DISPLAY_LIMIT) -> dict
              "title": "Items without a label on one side (ties)"},
         ],
         "agreement": _agreement_rows(run),
+        "n_annotator_pairs": len(kappa.get("annotators", [])) * (len(kappa.get("annotators", [])) - 1) // 2,
         "item_sets": item_set_sizes(study),
         "settings_rows": _flatten(run.settings or {}),
         "notes": list(run.notes or []),

@@ -2,16 +2,20 @@
 
 Thin: the page reads the stored latest analysis through ``annotation.dashboard``; a GET never computes
 anything. The recomputation runs in the Celery worker (``tasks.analysis``), so the page stays fast.
+
+Each long list of items is paged on the server: ``<list>_page`` (from 1) and ``<list>_q`` (a text the item's
+id or sentence contains) for ``disagreements`` and ``ties``; a page link or filter keeps the other list's.
+A malformed page, a text of more than 200 characters, or a page beyond the last answers 400 naming it.
 """
 from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
-from annotation.dashboard import study_dashboard_context
+from annotation.dashboard import ITEM_LIST_IDS, ItemListQuery, ItemListQueryError, study_dashboard_context
 from annotation.models import Study
 from annotation.study_analysis import study_analysis_request
 
@@ -20,7 +24,44 @@ from annotation.study_analysis import study_analysis_request
 @staff_member_required
 def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
     study = get_object_or_404(Study, pk=study_id)
-    return render(request, "annotation/dashboard.html", study_dashboard_context(study=study))
+    try:
+        queries = _item_list_queries(request.GET)
+        context = study_dashboard_context(study=study, queries=queries)
+    except (ValueError, ItemListQueryError) as error:
+        return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")
+    for item_list in context.get("item_lists", []):
+        item_list.update(_paging_links(request.GET, item_list["id"], item_list["items"].page,
+                                       item_list["items"].n_pages))
+        item_list["open"] = any(f"{item_list['id']}_{name}" in request.GET for name in ("page", "q"))
+    return render(request, "annotation/dashboard.html", context)
+
+
+MAX_FILTER_LENGTH = 200
+
+
+def _item_list_queries(params: QueryDict) -> dict[str, ItemListQuery]:
+    queries = {}
+    for list_id in ITEM_LIST_IDS:
+        page = params.get(f"{list_id}_page", "1")
+        if not (page.isascii() and page.isdigit() and int(page) >= 1):
+            raise ValueError(f"{list_id}_page must be a whole number from 1, not {page[:20]!r}.")
+        text = params.get(f"{list_id}_q", "").strip()
+        if len(text) > MAX_FILTER_LENGTH or "\x00" in text:
+            raise ValueError(f"{list_id}_q must be at most {MAX_FILTER_LENGTH} characters of text.")
+        queries[list_id] = ItemListQuery(int(page), text)
+    return queries
+
+
+def _paging_links(params: QueryDict, list_id: str, page: int, n_pages: int) -> dict:
+    """The query strings of a list's previous and next pages, and the other parameters its filter form keeps."""
+    def with_page(number: int) -> str:
+        changed = params.copy()
+        changed[f"{list_id}_page"] = str(number)
+        return changed.urlencode()
+    return {"previous_query": with_page(page - 1) if page > 1 else None,
+            "next_query": with_page(page + 1) if page < n_pages else None,
+            "kept_params": [(name, value) for name, value in params.items()
+                            if name not in (f"{list_id}_page", f"{list_id}_q")]}
 
 
 @require_POST

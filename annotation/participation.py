@@ -98,6 +98,42 @@ def next_step(participant: Participant) -> Step:
     return Step("done")
 
 
+@dataclass(frozen=True)
+class StepPosition:
+    """A page's place in the study as the participant sees it: "Step ``number`` of ``total``: ``name``"."""
+
+    number: int
+    total: int
+    name: str
+
+
+def step_position(*, participant: Participant, step: Step) -> StepPosition | None:
+    """Where ``step`` stands among the study's steps, counted as :func:`next_step` routes: consent, each
+    instrument in its position, the IAT when the study has it, labelling (its instructions and its items
+    are one step). None for the pages outside the count (done, withdrawn). One query, for the instruments.
+    """
+    from psychometrics.models import StudyInstrument
+
+    if step.kind not in ("consent", "questionnaire", "iat", "instructions", "label"):
+        return None
+    instruments = list(StudyInstrument.objects.filter(study_id=participant.study_id).order_by("position", "id")
+                       .values_list("instrument_id", "instrument__name"))
+    names = (["Consent"] + [name for _, name in instruments]
+             + (["Reaction-time task"] if participant.study.iat_enabled else []) + ["Labelling"])
+    if step.kind == "consent":
+        number = 1
+    elif step.kind == "questionnaire":
+        order = [instrument_id for instrument_id, _ in instruments]
+        if step.instrument_id not in order:
+            return None
+        number = 2 + order.index(step.instrument_id)
+    elif step.kind == "iat":
+        number = 2 + len(instruments)
+    else:
+        number = len(names)
+    return StepPosition(number, len(names), names[number - 1])
+
+
 def step_url(participant: Participant, step: Step) -> str:
     """The page of a flow step for this participant."""
     if step.kind == "questionnaire":

@@ -11,6 +11,7 @@ from annotation.models import LabelValue, Study
 from annotation.participant_input import InputError, form_number, storable_text
 from annotation.participation import (
     FlowError,
+    Step,
     instructions_read,
     label_submit,
     labelling_progress,
@@ -19,6 +20,7 @@ from annotation.participation import (
     participant_complete,
     participant_consent,
     participant_withdraw,
+    step_position,
     step_url,
 )
 
@@ -53,7 +55,9 @@ def consent(request: HttpRequest, participant) -> HttpResponse:
     if request.method == "POST" and request.POST.get("consent") == "yes":
         participant_consent(participant=participant)
         return redirect("participant:resume", participant.invite_token)
-    return render(request, "participant/consent.html", {"participant": participant, "study": participant.study})
+    return render(request, "participant/consent.html", {
+        "participant": participant, "study": participant.study,
+        "flow_step": step_position(participant=participant, step=Step("consent"))})
 
 
 @require_http_methods(["GET", "POST"])
@@ -63,7 +67,8 @@ def instructions(request: HttpRequest, participant) -> HttpResponse:
         instructions_read(participant=participant)
         return redirect("participant:resume", participant.invite_token)
     return render(request, "participant/instructions.html", {
-        "participant": participant, "study": participant.study, "label_choices": _label_choices(participant.study)})
+        "participant": participant, "study": participant.study, "label_choices": _label_choices(participant.study),
+        "flow_step": step_position(participant=participant, step=Step("instructions"))})
 
 
 def _label_choices(study: Study) -> list[tuple[int, str, str]]:
@@ -99,7 +104,8 @@ def label(request: HttpRequest, participant) -> HttpResponse:
     return render(request, "participant/label.html", {
         "participant": participant, "study": participant.study, "item": progress.assignment.item,
         "number": progress.done + 1, "total": progress.total, "label_choices": _label_choices(participant.study),
-        "error": error}, status=400 if error else 200)
+        "error": error, "flow_step": step_position(participant=participant, step=Step("label"))},
+        status=400 if error else 200)
 
 
 @participant_page(step="done")

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.access import participant_page
 from annotation.participant_input import InputError, form_number, iat_block_post, questionnaire_answer
+from annotation.participation import Step, step_position
 from psychometrics.models import Instrument, InstrumentResponse
 from psychometrics.services import (
     IATBlockRejected,
@@ -50,7 +51,9 @@ def questionnaire(request: HttpRequest, participant, instrument_id: int) -> Http
     return render(request, "participant/questionnaire.html", {
         "participant": participant, "study": participant.study, "instrument": instrument, "rows": rows,
         "options": list(enumerate(instrument.parsed.response_options)), "missing": missing,
-        "answered": len(answers), "total": len(rows)})
+        "answered": len(answers), "total": len(rows),
+        "flow_step": step_position(participant=participant, step=Step("questionnaire", instrument.pk))},
+        status=400 if missing else 200)
 
 
 @require_POST
@@ -77,7 +80,8 @@ def iat(request: HttpRequest, participant) -> HttpResponse:
         "next_url": reverse("participant:resume", args=[participant.invite_token]),
     }
     return render(request, "participant/iat.html", {
-        "participant": participant, "study": participant.study, "config": config})
+        "participant": participant, "study": participant.study, "config": config,
+        "flow_step": step_position(participant=participant, step=Step("iat"))})
 
 
 @require_POST

@@ -76,5 +76,9 @@
       margin: { l: 60, r: 15, t: 20, b: 60 },
       xaxis: { type: "category" }, yaxis: { type: "category", autorange: "reversed" }
     }, config);
+    // Drawn while its section may be collapsed (many annotators): fit it to its box when it is opened.
+    document.getElementById("kappa-details").addEventListener("toggle", function () {
+      Plotly.Plots.resize("chart-kappa");
+    });
   }
 }());

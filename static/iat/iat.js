@@ -14,6 +14,7 @@
   const stimulus = document.getElementById("iat-stimulus");
   const errorMark = document.getElementById("iat-error");
   const message = document.getElementById("iat-message");
+  const progress = document.getElementById("iat-progress");
   const KEYS = { e: "left", i: "right" };
   const INTER_TRIAL_MS = 250;
 
@@ -96,6 +97,8 @@
       if (block.number < config.start_block) continue;
       showLabels(block);
       stimulus.textContent = "";
+      const blockName = "Block " + block.number + " of " + config.blocks.length;
+      progress.textContent = blockName + " · " + block.trials.length + " trials";
       message.textContent = "Block " + block.number + " of " + config.blocks.length + "\n\n" +
         "Put your left finger on E for items that belong to the category on the left,\n" +
         "and your right finger on I for items that belong to the category on the right.\n" +
@@ -105,14 +108,15 @@
       message.textContent = "";
       await sleep(INTER_TRIAL_MS);
       const records = [];
-      for (const trial of block.trials) {
+      for (const [position, trial] of block.trials.entries()) {
+        progress.textContent = blockName + " · trial " + (position + 1) + " of " + block.trials.length;
         records.push(await runTrial(trial));
         await sleep(INTER_TRIAL_MS);
       }
       await postBlock(block.number, records);
       message.textContent = "";
     }
-    left.textContent = right.textContent = "";
+    left.textContent = right.textContent = progress.textContent = "";
     message.textContent = "Done. Continuing…";
     window.location.assign(config.next_url);
   }

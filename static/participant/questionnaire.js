@@ -2,6 +2,8 @@
 // the page was shown or the previous answer). An answer is kept until the server acknowledges it: on a
 // network error or a 5xx it is sent again with backoff, and it is kept in localStorage so that a closed
 // tab sends it when the page is opened again. The form's own submit still works without JavaScript.
+// A submit with statements unanswered stays on the page: a summary links each one and the first takes the
+// focus (without JavaScript the server answers with the same summary, keeping every answer given).
 (function () {
   "use strict";
   const form = document.getElementById("questionnaire");
@@ -57,6 +59,8 @@
     const li = input.closest("li.item");
     const now = performance.now();
     li.classList.remove("missing");
+    const itemError = li.querySelector(".item-error");
+    if (itemError) itemError.remove();
     const body = { item: Number(li.dataset.item), response: Number(input.value), rt_ms: Math.round(now - last) };
     pending[body.item] = body;
     last = now;
@@ -72,4 +76,40 @@
   }
   if (Object.keys(pending).length) updateCount();
   Object.values(pending).forEach(send);
+
+  function showUnanswered(unanswered) {
+    let summary = document.getElementById("error-summary");
+    if (!summary) {
+      summary = document.createElement("div");
+      summary.id = "error-summary";
+      summary.className = "error-summary";
+      summary.setAttribute("role", "alert");
+      summary.tabIndex = -1;
+      form.before(summary);
+    }
+    const heading = document.createElement("h2");
+    heading.textContent = unanswered.length + (unanswered.length === 1 ? " statement" : " statements") +
+      " not answered yet";
+    const list = document.createElement("p");
+    list.textContent = "Your other answers are saved. Please answer: ";
+    for (const li of unanswered) {
+      li.classList.add("missing");
+      const link = document.createElement("a");
+      link.href = "#" + li.id;
+      link.textContent = "statement " + (Number(li.dataset.position) + 1);
+      list.append(link, " ");
+    }
+    summary.replaceChildren(heading, list);
+    unanswered[0].querySelector("input").focus();
+  }
+
+  const unansweredItems = () => [...form.querySelectorAll("li.item")].filter((li) => !li.querySelector("input:checked"));
+  form.addEventListener("submit", (event) => {
+    const unanswered = unansweredItems();
+    if (!unanswered.length) return;
+    event.preventDefault();
+    showUnanswered(unanswered);
+  });
+  const markedByServer = form.querySelector("li.item.missing input");
+  if (markedByServer) markedByServer.focus();
 })();

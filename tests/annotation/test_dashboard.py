@@ -10,7 +10,7 @@ from django.test import Client
 from pytest import approx
 
 from annotation import study_analysis
-from annotation.dashboard import study_dashboard_context
+from annotation.dashboard import ItemListQuery, ItemListQueryError, study_dashboard_context
 from annotation.models import Item, Label, StudyAnalysisSettings
 from annotation.study_analysis import study_analysis_compute
 from tests.factories import make_participant_user, make_study, make_worked_example_study
@@ -131,9 +131,14 @@ def test_the_context_takes_a_fixed_number_of_queries(study, django_assert_max_nu
         assert all(len(row.labels) == 3 for row in context["disagreements"].rows)
 
 
-def test_long_lists_are_capped_with_exact_totals(study):
-    context = study_dashboard_context(study=study, limit=1)
-    assert len(context["ties"].rows) == 1 and context["ties"].total == 2 and context["ties"].truncated
+def test_long_lists_are_paged_with_exact_totals(study):
+    context = study_dashboard_context(study=study, page_size=1)
+    ties = context["ties"]
+    assert [row.external_id for row in ties.rows] == ["y"] and (ties.total, ties.matching, ties.n_pages) == (2, 2, 2)
+    second = study_dashboard_context(study=study, page_size=1, queries={"ties": ItemListQuery(page=2)})["ties"]
+    assert [row.external_id for row in second.rows] == ["z"] and (second.first, second.last) == (2, 2)
+    with pytest.raises(ItemListQueryError, match=r"ties_page 3 is beyond the last page of this list \(2\)"):
+        study_dashboard_context(study=study, page_size=1, queries={"ties": ItemListQuery(page=3)})
 
 
 @pytest.mark.parametrize("who", ["anonymous", "not staff"])

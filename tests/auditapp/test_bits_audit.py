@@ -101,6 +101,11 @@ def test_vader_and_textblob_score_the_default_corpus_as_the_libraries_do(api_cli
                                                                                       "textblob": "texts"}
     page = staff_client.get(f"/audits/{audit.id}/dashboard/")
     assert page.status_code == 200 and 'id="table-7"' in page.content.decode()
+    # Table 10 (a row per group × term) is counted first and folded away beyond 20 rows.
+    html = page.content.decode()
+    n_terms = html.count("<tr data-term=")
+    assert f"<summary>{n_terms} group × term rows</summary>" in html
+    assert ('<details id="table-10-details" open>' in html) is (n_terms <= 20)
 
     # The same scorers on the same corpus again: every request from the cache, the same scores.
     again = run(launch(api_client, corpus=corpus.id, models=[{"endpoint": local.id, "model": "vader"}]))

@@ -85,7 +85,12 @@ def test_resume_sends_the_participant_to_where_they_stopped():
     assert page.count("data-item=") == 50
     # Finishing with answers missing names them and stores no score; an answer that is no option is ignored.
     response = client.post(aq, {"item-1": 0, "item-2": 9})
-    assert "Please answer the 48 statements marked below" in response.content.decode()
+    html = response.content.decode()
+    assert response.status_code == 400 and "48 statements not answered yet" in html
+    # The summary links each unanswered statement; the answers given (item 1, and item 7 autosaved) stay checked.
+    assert html.count('<a href="#statement-') == 48 and 'href="#statement-2"' in html
+    assert 'href="#statement-1"' not in html and 'href="#statement-7"' not in html
+    assert 'name="item-1" value="0" checked' in html and 'name="item-7" value="2" checked' in html
     assert not InstrumentScore.objects.exists()
     # Pages further on redirect back to the current step.
     assert client.get(base + "label/")["Location"] == aq
