@@ -86,6 +86,23 @@ def test_absent_indices_of_a_reply_stopped_at_the_token_limit_are_cut_off():
     assert set(reasons(nothing).values()) == {"cut off"} and nothing.format == FORMAT_NONE
 
 
+@pytest.mark.parametrize("tail", ['\n{"i": 61, "y"', "\nDone.", "  \n  \n{", " x"])
+def test_a_long_reply_with_a_tail_that_is_not_canonical_is_read_at_once(tail):
+    """A regression guard: the fast path's pattern once backtracked exponentially on such a reply (60 objects took
+    forever), hanging a worker inside its recording transaction. An alarm fails the test instead of hanging it."""
+    import signal
+
+    indices = list(range(1, 62))
+    reply = "\n\n".join(f'{{"i": {i}, "y": {i % 2}}}' for i in indices[:60]) + tail
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(TimeoutError("parse_batch backtracked")))
+    signal.alarm(5)
+    try:
+        reading = parse_batch(reply, indices, "length")
+    finally:
+        signal.alarm(0)
+    assert labels(reading) == {**{i: i % 2 for i in indices[:60]}, 61: None}
+
+
 def test_answers_to_indices_not_asked_are_ignored_and_counted():
     reading = parse_batch('{"i": 9, "y": 1}\n{"i": 1, "y": 1}\n{"i": 2, "y": 0}\n{"i": 7, "y": 1}', [1, 2])
     assert labels(reading) == {1: 1, 2: 0}

@@ -79,7 +79,9 @@ _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.S | re.I)
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 _CANONICAL_OBJECT = re.compile(r'\{\s*"i"\s*:\s*(\d+)\s*,\s*"y"\s*:\s*([01])\s*\}')
 # A reply of canonical objects and nothing else, as most are, is read by the regular expression engine alone.
-_ONLY_CANONICAL = re.compile(r'(?:\s*\{\s*"i"\s*:\s*\d+\s*,\s*"y"\s*:\s*[01]\s*\}\s*)*')
+# One whitespace run between objects, never two adjacent \s*: with two, a reply that is not all canonical (cut off at
+# the token limit, "Done." at the end) made the engine try every split of every gap, time doubling per object.
+_ONLY_CANONICAL = re.compile(r'\s*(?:\{\s*"i"\s*:\s*\d+\s*,\s*"y"\s*:\s*[01]\s*\}\s*)*')
 _NUMBERED_LINE = re.compile(
     r"^\s*(?:[-*•+]\s+)?[*_`#\[(]*\s*(?:text|item|no\.|number|#)?\s*(\d{1,6})\s*[*_`]*\s*"
     r"(?:->|=>|\.(?!\d)|[:)\]=\-–—→])+\s*[*_`]*\s*(.*?)\s*$", re.I | re.M)
