@@ -69,7 +69,12 @@ from auditapp.paradigms import registry
 from auditapp.paradigms.base import Judgment, NoFollowUp, Outcome, ParsedReply, Unit
 from auditapp.paradigms.implicit_bias import analysis as payloads
 from auditapp.paradigms.implicit_bias import stats
-from auditapp.paradigms.implicit_bias.aat_replies import ANSWERS, description_problem, parse_aat_reply
+from auditapp.paradigms.implicit_bias.aat_replies import (
+    ANSWERS,
+    DESCRIPTION_PROBLEMS,
+    description_problem,
+    parse_aat_reply,
+)
 from auditapp.paradigms.implicit_bias.generation import (
     DEFAULT_AAT_COMBINATIONS,
     DEFAULT_SAMPLES_PER_COMBINATION,
@@ -402,7 +407,8 @@ def description_parse(text: str) -> ParsedReply:
     problem = description_problem(text)
     if problem is None:
         return ParsedReply(outcome=Outcome.LABEL, explanation=f"{DESCRIBED}: the answer is the next turn's")
-    outcome = Outcome.REFUSAL if problem == "refused description" else Outcome.UNPARSEABLE
+    empty, _refused = DESCRIPTION_PROBLEMS
+    outcome = Outcome.UNPARSEABLE if problem == empty else Outcome.REFUSAL
     return ParsedReply(outcome=outcome, reason=problem)
 
 
