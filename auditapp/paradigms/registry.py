@@ -29,9 +29,10 @@ Adding a paradigm, a checklist:
    turn 0; ``follow_up`` raises ``NoFollowUp(reason)`` when a reply gives nothing to continue from, and a turn
    that only prepares the next one parses to no judgments. The engine keys each later turn once the one before it
    is recorded, closes it with the reason when that one failed, and shows the conversation in the drill-down: see
-   "Multi-turn requests" in :mod:`auditapp.paradigms.base`, and ``tests/auditapp/two_turn_builder.py`` for a
-   small example. Test it through the engine against the test LLM server's ``conversant-`` persona, and with a
-   worker killed between turns (``tests/integration/test_conversation_worker.py``).
+   "Multi-turn requests" in :mod:`auditapp.paradigms.base`, ``tests/auditapp/two_turn_builder.py`` for a small
+   example and the affective attribution paradigm (``implicit_bias/services.py``) for a real one. Test it through
+   the engine against the test LLM server (a persona that answers turn by turn), and with a worker killed between
+   turns (``tests/integration/test_conversation_worker.py``, which does it to a two-turn AAT audit).
 """
 from __future__ import annotations
 

@@ -498,7 +498,8 @@
     if (row.request_id === undefined || row.request_id === null) { return td; }
     var details = document.createElement("details");
     details.className = "request-detail";
-    details.appendChild(element("summary", "request " + row.request_id));
+    // Turns are numbered from 1 for people (the API's turn is 0-based); a first turn reads as a plain request.
+    details.appendChild(element("summary", "request " + row.request_id + (row.turn ? ", turn " + (row.turn + 1) : "")));
     details.addEventListener("toggle", function () {
       if (!details.open || details.getAttribute("data-loaded")) { return; }
       details.setAttribute("data-loaded", "1");
@@ -510,6 +511,16 @@
         details.appendChild(element("h3", detail.key_matches ? "Sent (rebuilt; matches its key)" :
                                           "Sent (rebuilt; does NOT match its key)"));
         details.appendChild(element("pre", sent, "sent"));
+        if (detail.conversation && detail.conversation.length) {
+          var turns = document.createElement("ol");
+          turns.className = "conversation";
+          detail.conversation.forEach(function (turn) {
+            turns.appendChild(element("li", "turn " + (turn.turn + 1) + " (request " + turn.request_id + "), " +
+                                            turn.state + ": " + (turn.error || turn.reply || "")));
+          });
+          details.appendChild(element("h3", "Earlier turns of this conversation"));
+          details.appendChild(turns);
+        }
         var list = document.createElement("ol");
         list.className = "judgments";
         detail.judgments.forEach(function (j) {

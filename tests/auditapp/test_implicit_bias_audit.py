@@ -6,7 +6,12 @@
   ``wabt-neutral`` has a mean near 0 that is not significant; Table 4 equals scipy recomputed from the exported
   replies, the radar's means equal the replies' means, the replies export equals the stored judgments;
 - AAT (single prompt): ``aat-stereotyped`` gives the planted answers, so FAR and UAR equal the persona's;
-- the two-turn form is refused with a 400 that says why, and the launch names every bad field.
+- AAT (two turns, the default): each instance a conversation of two requests, the persona answering Q2 with its own
+  description in the conversation; FAR and UAR are the planted ones, counted over conversations from the second
+  turn's answers only; the exports and the drill-down say the turn; a re-run with the cache sends nothing again;
+- with refusals injected by the server, a conversation refused at its description ends there (no second turn sent)
+  and one described then refused at Q2 are each counted once, under their reasons;
+- the launch names every bad field.
 
 The worker path (Celery on Redis, PostgreSQL) is tests/integration/test_implicit_bias_worker.py.
 """
@@ -23,9 +28,9 @@ from scipy import stats as scipy_stats
 
 from auditapp import audit_runner
 from auditapp import audit_services as services
-from auditapp.models import Audit, AuditJudgment, AuditRequest, Corpus, LLMEndpoint
+from auditapp.models import Audit, AuditJudgment, AuditRequest, Corpus, LLMEndpoint, LLMReply
 from tests.implicit_bias_personas import expected_aat_answer
-from tests.llm_server import LLMServer
+from tests.llm_server import REFUSAL, LLMServer
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -165,12 +170,97 @@ def test_aat_single_prompt_audit_gives_the_planted_far_and_uar(api_client, serve
         ("neutral", 0), ("comedy", 1), ("tragedy", 2)}
 
 
-def test_launch_refuses_two_turn_and_names_every_bad_field(api_client, server, tasks_off):
+def planted(replies: pd.DataFrame) -> np.ndarray:
+    return np.array([expected_aat_answer("aat-stereotyped", row.s_e, row.s_n, int(row.template))
+                     for row in replies.itertuples()])
+
+
+def test_aat_two_turn_audit_gives_the_planted_far_and_uar_and_a_rerun_sends_nothing(api_client, server, tasks_off):
     source = endpoint(server)
     models = [{"endpoint": source.id, "model": "aat-stereotyped"}]
-    refused = launch(api_client, "affective_attribution", models)
-    assert refused.status_code == 400
-    assert "two-turn requests need the engine's multi-turn support" in json.dumps(refused.json())
+    server.reset_stats()
+    response = launch(api_client, "affective_attribution", models, combinations=60, seed=5)
+    assert response.status_code == 201, response.content
+    audit = run(response.json()["id"])
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    # 60 combinations × 3 templates = 180 conversations of 2 turns; every body sent once.
+    assert audit.design["options"]["form"] == "two_turn"
+    sent = server.stats()
+    assert audit.n_requests == 360 and sent["bodies"] == 360 and sent["max_repeats"] == 1
+    requests = AuditRequest.objects.filter(audit=audit)
+    assert requests.filter(state="answered").count() == 360
+    assert AuditJudgment.objects.filter(audit=audit).count() == 180  # the descriptions record none
+    assert not AuditJudgment.objects.filter(audit=audit, request__turn=0).exists()
+
+    replies = table(api_client, audit.id, "replies")
+    assert len(replies) == 360 and set(replies.turn) == {"0", "1"}
+    described, answered = replies[replies.turn == "0"], replies[replies.turn == "1"].reset_index(drop=True)
+    assert set(described.outcome) == {"described"} and set(described.question) == {"Q1 (describe)"}
+    assert described.answer.eq("").all()
+    assert list(answered.answer) == list(planted(answered))  # turn 2's answers are the persona's
+    chosen, labels = planted(answered), answered.group_label.to_numpy()
+    table5 = records(api_client, audit.id, "table5").iloc[0]
+    assert table5["sa_n"] + table5["sb_n"] == 180  # conversations, not requests
+    assert table5["far"] == pytest.approx(np.mean(chosen[labels == "S_a"] == "comedy"))
+    assert table5["uar"] == pytest.approx(np.mean(chosen[labels == "S_b"] == "tragedy"))
+    assert 0.6 < table5["far"] and 0.5 < table5["uar"]  # planted 0.8 and 0.7
+    assert audit.analysis["counted"] == "conversations" and audit.analysis["n_replies"] == 180
+    assert any("Two turns" in note for note in audit.analysis["notes"])
+
+    # The drill-down of a second turn: the whole conversation (Q1, the model's description, Q2) and the first turn.
+    second = requests.filter(turn=1).select_related("previous__reply").first()
+    detail = api_client.get(f"/api/audits/{audit.id}/requests/{second.id}/").json()
+    assert detail["turn"] == 1 and detail["key_matches"]
+    assert [message["role"] for message in detail["sent"]] == ["user", "assistant", "user"]
+    assert detail["sent"][1]["content"] == second.previous.reply.text
+    assert detail["conversation"] == [{"turn": 0, "request_id": second.previous_id, "key": second.previous.key,
+                                       "state": "answered", "reply": second.previous.reply.text, "error": ""}]
+
+    # The same audit again: every turn's reply comes from the cache, nothing is sent.
+    again = run(launch(api_client, "affective_attribution", models, combinations=60, seed=5).json()["id"])
+    assert again.status == Audit.Status.COMPLETED, again.status_reason
+    chat = "/v1/chat/completions"
+    assert server.stats()["by_path"][chat] == sent["by_path"][chat] == 360  # the model listing is not a turn
+    assert AuditRequest.objects.filter(audit=again, from_cache=True).count() == 360
+    assert records(api_client, again.id, "table5").iloc[0]["far"] == table5["far"]
+
+
+def test_a_conversation_refused_at_either_turn_is_counted_once_with_its_reason(api_client, tasks_off):
+    with LLMServer(models=("aat-stereotyped",), fault_rate=0.25, fault_kinds=("refusal",)) as faulty:
+        source = endpoint(faulty)
+        response = launch(api_client, "affective_attribution", [{"endpoint": source.id, "model": "aat-stereotyped"}],
+                          combinations=40, seed=2, error_budget=1.0)
+        assert response.status_code == 201, response.content
+        audit = run(response.json()["id"])
+        bodies = faulty.stats()["bodies"]
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    requests = AuditRequest.objects.filter(audit=audit)
+    first = {row.unit: row for row in requests.filter(turn=0).select_related("reply")}
+    second = {row.unit: row for row in requests.filter(turn=1).select_related("reply")}
+    refused_first = {unit for unit, row in first.items() if row.reply.text == REFUSAL}
+    refused_second = {unit for unit, row in second.items() if row.reply is not None and row.reply.text == REFUSAL}
+    assert refused_first and refused_second, "the server refused some descriptions and some choices"
+    for unit in refused_first:  # ended after the description: the second turn closed unsent, with the reason
+        assert (second[unit].state, second[unit].reply_id) == ("failed", None)
+        assert second[unit].error == "turn 1 gave nothing to continue from: refused description"
+        assert (first[unit].outcome, first[unit].parse_reason) == ("refusal", "refused description")
+    assert bodies == 120 + 120 - len(refused_first)  # no second turn sent after a refused description
+
+    reasons = records(api_client, audit.id, "reasons").set_index("reason")
+    assert reasons.loc["refused description", "n"] == len(refused_first)
+    assert reasons.loc["refusal", "n"] == len(refused_second)
+    table5 = records(api_client, audit.id, "table5").iloc[0]
+    assert table5["sa_n_replies"] + table5["sb_n_replies"] == 120  # every conversation once
+    assert table5["sa_n"] + table5["sb_n"] == 120 - len(refused_first) - len(refused_second)
+    replies = table(api_client, audit.id, "replies")
+    closed = replies[(replies.turn == "1") & replies.instance.isin(refused_first)]
+    assert set(closed.reason) == {"refused description"} and set(closed.outcome) == {"error"}
+    assert LLMReply.objects.filter(text=REFUSAL).count() >= len(refused_first) + len(refused_second) - 1
+
+
+def test_launch_names_every_bad_field(api_client, server, tasks_off):
+    source = endpoint(server)
+    models = [{"endpoint": source.id, "model": "aat-stereotyped"}]
     bad = launch(api_client, "affective_attribution", models, form="three_turn", combinations=0)
     assert bad.status_code == 400 and {"form", "combinations"} <= set(bad.json())
     too_many = launch(api_client, "affective_attribution", models, form="single_prompt", combinations=10**6)

@@ -1,7 +1,8 @@
 """The seed 003 paradigms' Django side beyond a full run (tests/auditapp/test_implicit_bias_audit.py): the admin's
 launch forms, the answer schemas (a reply valid against each parses to the same judgment as the free-text reply),
-the two-turn follow-up built from the first turn's stored reply and answered by the real test server, and the
-reading of invalid and undefined WABT replies into judgments."""
+the two-turn plan (turn 0 keyed, turn 1 blank) and follow-up built from the first turn's stored reply and answered by
+the real test server (an empty or refused description ends the conversation), the first turn's parse (no judgment),
+two-turn with structured output refused, and the reading of invalid and undefined WABT replies into judgments."""
 from __future__ import annotations
 
 import json
@@ -13,6 +14,7 @@ import pytest
 from auditapp.models import Audit, AuditModel, Corpus, LLMEndpoint
 from auditapp.paradigms import registry
 from auditapp.paradigms.affective_attribution.adapter import TASK as AAT_TASK
+from auditapp.paradigms.base import NoFollowUp
 from auditapp.paradigms.implicit_bias import services
 from auditapp.paradigms.implicit_bias.generation import generate_aat, generate_wabt
 from auditapp.paradigms.implicit_bias.stats import NO_WORD_FOR_SA
@@ -58,12 +60,35 @@ def test_the_word_association_form_launches_over_the_papers_material(staff_clien
     assert audit.corpus.paradigm == "word_association" and audit.corpus.n_units == 2
 
 
-def test_the_affective_attribution_form_refuses_two_turn_and_stores_nothing(staff_client, endpoint):
+def test_the_affective_attribution_form_launches_two_turn_and_refuses_it_with_structured_output(
+        staff_client, endpoint, tasks_off):
+    endpoint.structured_output = "openai_json_schema"
+    endpoint.save()
+    refused = staff_client.post("/admin/auditapp/audit/add/?paradigm=affective_attribution",
+                                form(endpoint, combinations=10, form="two_turn", structured_output="on"))
+    assert refused.status_code == 200
+    assert "the two-turn AAT cannot constrain its replies" in refused.content.decode()
+    assert not Audit.objects.exists() and not Corpus.objects.exists()
     response = staff_client.post("/admin/auditapp/audit/add/?paradigm=affective_attribution",
                                  form(endpoint, combinations=10, form="two_turn"))
-    assert response.status_code == 200
-    assert "two-turn requests need the engine&#x27;s multi-turn support" in response.content.decode()
+    assert response.status_code == 302, response.content.decode()[-2000:]
+    assert Audit.objects.get().design["options"] == {"combinations": 10, "form": "two_turn"}
+
+
+def test_the_api_refuses_two_turn_with_structured_output_and_stores_nothing(api_client, endpoint, tasks_off):
+    endpoint.structured_output = "openai_json_schema"
+    endpoint.save()
+    models = [{"endpoint": endpoint.id, "model": "wabt-consistent"}]
+    refused = api_client.post("/api/audits/", {"paradigm": "affective_attribution", "name": "aat", "models": models,
+                                               "structured_output": True}, format="json")
+    assert refused.status_code == 400
+    assert "the two-turn AAT cannot constrain its replies" in refused.json()["structured_output"][0]
     assert not Audit.objects.exists() and not Corpus.objects.exists()
+    single = api_client.post("/api/audits/", {"paradigm": "affective_attribution", "name": "aat", "models": models,
+                                              "structured_output": True, "form": "single_prompt",
+                                              "combinations": 5}, format="json")
+    assert single.status_code == 201, single.content
+    assert Audit.objects.get().structured_output
 
 
 def test_a_wabt_reply_valid_against_the_schema_parses_as_the_free_text_one():
@@ -124,18 +149,35 @@ def test_the_two_turn_follow_up_is_built_from_the_first_turns_reply_and_answered
         endpoint = LLMEndpoint.objects.create(name="personas", base_url=server.base_url)
         builder = services.ImplicitBiasRequests(aat_audit(endpoint, "two_turn"), AAT_TASK)
         assert builder.material.manifest() == services.material_of(None).manifest()
-        planned = next(iter(builder.requests()))
+        plan = list(builder.requests())
+        # 5 combinations × 3 templates, each a conversation of two turns: turn 0 keyed, turn 1 blank (the engine
+        # keys it once turn 0 is recorded), with the same model, condition and unit.
+        assert len(plan) == 30 and [p.turn for p in plan] == [0, 1] * 15
+        planned, later = plan[0], plan[1]
+        assert planned.key and later.key == "" and (later.unit, later.condition) == (planned.unit, planned.condition)
         instance = builder.instances[planned.unit]
         first = builder.payload(planned)
         assert first == [{"role": "user", "content": instance.texts[0]}]
         description = chat(server.base_url, first)
-        second = builder.follow_up(planned, first, description)
+        described = builder.parse(planned, description, "stop")
+        assert (described.outcome, described.label, described.judgments) == ("label", None, ())
+        second = builder.follow_up(later, first, description)
         assert second == [*first, {"role": "assistant", "content": description},
                           {"role": "user", "content": instance.texts[1]}]
-        answer = services.aat_judgment(instance, chat(server.base_url, second), form="two_turn")
+        answered = builder.parse(later, chat(server.base_url, second), "stop")
     factors = instance.factors
     expected = expected_aat_answer("aat-stereotyped", factors["s_e"], factors["s_n"], int(factors["template"]))
-    assert answer.label == services.ANSWER_CODES[expected]
+    assert answered.label == services.ANSWER_CODES[expected] and len(answered.judgments) == 1
+    assert builder.last_turn == 1
+
+    # A refused or empty description leaves nothing to classify: the conversation ends with the reason, and the
+    # first turn records the refusal (no judgment).
+    for text, reason, outcome in (("I'm sorry, but I can't describe that.", "refused description", "refusal"),
+                                  ("   ", "empty description", "unparseable")):
+        with pytest.raises(NoFollowUp, match=reason):
+            builder.follow_up(later, first, text)
+        parsed = builder.parse(planned, text, "stop")
+        assert (parsed.outcome, parsed.reason, parsed.judgments) == (outcome, reason, ())
 
     one_turn = services.ImplicitBiasRequests(aat_audit(endpoint, "single_prompt"), AAT_TASK)
     with pytest.raises(ValueError, match="one turn"):
@@ -157,6 +199,14 @@ def test_a_default_launch_plans_the_papers_counts(api_client, endpoint, tasks_of
     assert manifest["instances_by"]["template"] == {"1": 1500, "2": 1500, "3": 1500}
     assert set(manifest["instances_by"]["combination"].values()) == {450}
     assert aat_builder.manifest()["generation"] == {"combinations": 500, "form": "single_prompt"}
+    # The default AAT form is the paper's two turns: the same 1,500 instances, each a conversation of 2 requests.
+    default = api_client.post("/api/audits/", {"paradigm": "affective_attribution", "name": "aat two turns",
+                                               "models": models}, format="json")
+    assert default.status_code == 201, default.content
+    two_turn = registry.get("affective_attribution").builder(Audit.objects.get(pk=default.json()["id"]))
+    plan = list(two_turn.requests())
+    assert two_turn.options["form"] == "two_turn" and two_turn.manifest()["n_instances"] == 1500
+    assert len(plan) == 3000 and sum(p.turn == 0 for p in plan) == sum(p.turn == 1 for p in plan) == 1500
 
 
 def test_an_uploaded_template_set_is_what_the_audit_sends(endpoint):

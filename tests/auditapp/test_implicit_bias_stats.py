@@ -41,6 +41,22 @@ def test_eq_1_bias_score_per_reply_with_undefined_never_zero():
                                                            stats.NO_WORD_FOR_SA, "", "", ""]
 
 
+def test_eq_1_on_one_replys_counts_is_the_frames_score():
+    # The parse scores each reply from its four counts, without a DataFrame: the same numbers as the frame's.
+    assert stats.eq1(4, 2, 1, 3) == (pytest.approx(5 / 12), None)  # 4/6 + 3/4 - 1
+    assert stats.eq1(5, 0, 0, 5) == (1.0, None)
+    score, reason = stats.eq1(5, 5, 0, 0)
+    assert np.isnan(score) and reason == stats.NO_WORD_FOR_SB
+    score, reason = stats.eq1(0, 0, 5, 5)
+    assert np.isnan(score) and reason == stats.NO_WORD_FOR_SA
+    frame = stats.bias_scores(HAND)
+    for row, scored in zip(HAND.itertuples(), frame.itertuples(), strict=True):
+        if row.valid:
+            score, reason = stats.eq1(row.n_sa_xa, row.n_sa_xb, row.n_sb_xa, row.n_sb_xb)
+            np.testing.assert_equal(score, scored.bias_score)
+            assert reason == (None if pd.isna(scored.undefined_reason) else scored.undefined_reason)
+
+
 def test_table_4_per_model_and_dimension_equals_scipy():
     table = stats.wabt_table(HAND).set_index(["model", "dimension"])
     gpt = table.loc[("gpt", "Competence")]

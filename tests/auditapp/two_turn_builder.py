@@ -91,8 +91,3 @@ def _lookup(real):
 def install(monkeypatch) -> None:
     """Make ``registry.get`` answer :data:`NAME` with this paradigm (every other name as before)."""
     monkeypatch.setattr(registry, "get", _lookup(registry.get))
-
-
-def install_for_process() -> None:
-    """The same for a whole process (a Celery worker started by ``tests/integration/two_turn_worker.py``)."""
-    registry.get = _lookup(registry.get)

@@ -1,7 +1,9 @@
 """A researcher opens finished word association and affective attribution dashboards in Debian Chromium (seed 003):
 the radar charts (Figure 3, one per model, scatterpolar traces per dimension), the stacked bars (Figure 4, one
 chart per model), Table 4 and Table 5, and a drill-down from a progress row to a reply and from the reply to its
-request's prompt, reply and parse; a researcher-entered model label shown as text; no console error.
+request's prompt, reply and parse; on the two-turn AAT dashboard (the paper's form) the conversation count, and a
+second turn's drill-down showing the whole conversation (Q1, the model's description, Q2) and its first turn; a
+researcher-entered model label shown as text; no console error.
 
 The audits are run by the engine in this process against the test LLM server's personas, as in
 tests/auditapp/test_implicit_bias_audit.py. Set IMPLICIT_BIAS_DASHBOARD_SCREENSHOT=/tmp/wabt.png to keep a full-page
@@ -38,7 +40,7 @@ def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, bro
                            {"endpoint": endpoint.id, "model": "wabt-neutral", "label": HOSTILE_LABEL}],
                           samples_per_combination=2).json()["id"])
         aat = run(launch(api_client, "affective_attribution", [{"endpoint": endpoint.id, "model": "aat-stereotyped"}],
-                         combinations=60, form="single_prompt").json()["id"])
+                         combinations=20).json()["id"])
     assert wabt.status == aat.status == "completed", (wabt.status_reason, aat.status_reason)
     page, problems, requests = logged_in_page(browser_context, live_server, "implicit-bias-researcher")
 
@@ -71,6 +73,24 @@ def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, bro
     expect(bars.first.locator(".main-svg").first).to_be_attached()
     expect(bars.first.locator(".barlayer .trace")).to_have_count(3)  # comedy, tragedy, neutral stacked
     expect(page.locator("#table-5 tbody tr")).to_have_count(1)
+    # 20 combinations × 3 templates = 60 conversations of two turns, 120 requests.
+    expect(page.locator("#conversations")).to_contain_text("60 conversations of 2 turns")
+    expect(page.locator("#conversations")).to_contain_text("120 requests")
+
+    # A second turn's drill-down: the whole conversation as sent, and the first turn it continues.
+    expect(page.locator("#progress-text")).not_to_have_text("Loading the progress…")
+    page.locator("#progress-table tbody tr").first.click()
+    expect(page.locator("#drill-table tbody tr").first).to_be_visible()
+    second = page.locator("#drill-table details.request-detail",
+                          has=page.locator("summary", has_text="turn 2")).first
+    second.locator("summary").click()
+    sent = second.locator("pre.sent")
+    expect(sent).to_contain_text("user: ")
+    expect(sent).to_contain_text("assistant: Thinking of")  # the persona's own description, quoted back
+    expect(sent).to_contain_text("tragedy")  # Q2
+    expect(second.locator("ol.conversation li")).to_have_count(1)
+    expect(second.locator("ol.conversation li")).to_contain_text("turn 1")
+    expect(second.locator("ol.judgments li")).to_have_count(1)
 
     assert outside_requests(requests, live_server) == []
     assert problems == []

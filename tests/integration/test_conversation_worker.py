@@ -1,51 +1,45 @@
-"""Two-turn audits run by a real Celery worker on Redis into PostgreSQL, against the real test LLM server (issue 14,
-"Must show"): a worker killed with SIGKILL between the two turns of many conversations, then restarted, leaves
-exactly one reply per turn and no conversation without its second turn.
+"""Two-turn affective attribution audits (seed 003 §3.1.2) run by a real Celery worker on Redis into PostgreSQL,
+against the real test LLM server's ``aat-stereotyped`` persona (issue 14, "Must show"): an AAT audit launched through
+``POST /api/audits/`` in its default two-turn form, its worker killed with SIGKILL between the two turns of many
+conversations, then restarted, leaves exactly one reply per turn, no conversation without its second turn, every
+second turn sent with the model's own description in the conversation, and the planted FAR and UAR recovered.
 
-The worker has the test-only two-turn paradigm registered (tests/integration/two_turn_worker.py): no paradigm of
-the app asks in two turns yet. Once the affective attribution paradigm is registered, the same test should launch
-an AAT audit through ``POST /api/audits/`` instead and start a plain worker (``started_celery_worker``).
+The same audit in one process (no worker), with refusals and the cache, is tests/auditapp/test_implicit_bias_audit.py;
+the engine's conversations with a test-only paradigm are tests/auditapp/test_audit_turns.py.
 """
 from __future__ import annotations
 
 import signal
 
+import numpy as np
 import pytest
 
-from auditapp import audit_services as services
 from auditapp.models import Audit, AuditRequest, LLMEndpoint, LLMReply
-from tasks.audits import audit_prepare_task
-from tests.auditapp import two_turn_builder
-from tests.integration.support import VENV_BIN, WatchedProcess, wait_for, worker_environment
-from tests.llm_server import LLMServer, conversant_reply
+from auditapp.paradigms import registry
+from tests.auditapp.test_implicit_bias_audit import records
+from tests.implicit_bias_personas import aat_reply, expected_aat_answer
+from tests.integration.support import started_celery_worker, wait_for, worker_environment
+from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
-MODEL = "conversant-a"
-N_CONVERSATIONS = 150
+MODEL = "aat-stereotyped"
+COMBINATIONS = 50
+N_CONVERSATIONS = 3 * COMBINATIONS  # each combination with the paper's three templates
 
 
-def two_turn_worker(env: dict[str, str]) -> WatchedProcess:
-    process = WatchedProcess([str(VENV_BIN / "python"), "-m", "tests.integration.two_turn_worker", "-A", "auditapp",
-                              "worker", "--loglevel=INFO", "--concurrency=2", "--without-mingle", "--without-gossip"],
-                             env=env)
-    process.wait_for_output(r"celery@\S+ ready", timeout=60)
-    return process
-
-
-def test_worker_killed_between_turns_loses_and_duplicates_no_turn(monkeypatch):
+def test_worker_killed_between_turns_loses_and_duplicates_no_turn(api_client):
     env = worker_environment(AUDIT_LEASE_SECONDS="4")
-    two_turn_builder.install(monkeypatch)
-    texts = [f"scene number {index}" for index in range(N_CONVERSATIONS)]
     with LLMServer(latency=0.05, models=(MODEL,)) as server:
-        endpoint = LLMEndpoint.objects.create(name="conversant", protocol="openai", base_url=server.base_url,
+        endpoint = LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
                                               max_concurrency=8, attempt_timeout_s=5, max_attempts=3)
-        audit = Audit.objects.create(name="killed between turns", paradigm=two_turn_builder.NAME,
-                                     design={"texts": texts}, use_cache=False)
-        services.audit_models_create(audit, [services.ModelChoice(endpoint=endpoint, model=MODEL)])
-        worker = two_turn_worker(env)
-        audit_prepare_task.delay(audit.id)
-        requests = AuditRequest.objects.filter(audit=audit)
+        worker = started_celery_worker(env)
+        response = api_client.post("/api/audits/", {
+            "paradigm": "affective_attribution", "name": "killed between turns", "combinations": COMBINATIONS,
+            "seed": 8, "use_cache": False, "models": [{"endpoint": endpoint.id, "model": MODEL}]}, format="json")
+        assert response.status_code == 201, response.content
+        audit_id = response.json()["id"]
+        requests = AuditRequest.objects.filter(audit_id=audit_id)
 
         def between_turns() -> bool:
             first = requests.filter(turn=0, state="answered").count()
@@ -55,22 +49,35 @@ def test_worker_killed_between_turns_loses_and_duplicates_no_turn(monkeypatch):
         wait_for(between_turns, timeout=120, what="conversations answered in their first turn only")
         worker.stop(signal.SIGKILL)
         assert requests.filter(turn=1, state="answered").count() < N_CONVERSATIONS, "finished before the kill"
-        assert Audit.objects.get(pk=audit.pk).status == "running"
+        assert Audit.objects.get(pk=audit_id).status == "running"
 
-        worker = two_turn_worker(env)
+        worker = started_celery_worker(env)
         try:
-            wait_for(lambda: Audit.objects.get(pk=audit.pk).status == "completed", timeout=300, what="the audit")
+            wait_for(lambda: Audit.objects.get(pk=audit_id).status == "completed", timeout=300, what="the audit")
         finally:
             worker.stop()
         stats = server.stats()
+    audit = Audit.objects.get(pk=audit_id)
+    assert audit.design["options"]["form"] == "two_turn"
     assert requests.count() == 2 * N_CONVERSATIONS and requests.filter(state="answered").count() == 2 * N_CONVERSATIONS
     keys = list(requests.values_list("key", flat=True))
     assert len(set(keys)) == 2 * N_CONVERSATIONS
     assert LLMReply.objects.filter(key__in=keys).count() == 2 * N_CONVERSATIONS
-    replies = {(row["unit"], row["turn"]): row["reply__text"] for row in requests.values("unit", "turn", "reply__text")}
-    for index in range(N_CONVERSATIONS):
-        first, second = replies[(f"text:{index}", 0)], replies[(f"text:{index}", 1)]
-        assert second == conversant_reply([*two_turn_builder.describe(texts[index]),
-                                           {"role": "assistant", "content": first}, two_turn_builder.ask(1)])
     # Every body reached the server; one in flight at the kill may have been sent twice, never a recorded one.
     assert stats["bodies"] == 2 * N_CONVERSATIONS
+
+    # Each second turn was sent with its conversation: the persona answered Q2 after its own description.
+    instances = registry.get("affective_attribution").builder(audit).instances
+    replies = {(row["unit"], row["turn"]): row["reply__text"] for row in requests.values("unit", "turn", "reply__text")}
+    chosen, labels = [], []
+    for unit, instance in instances.items():
+        q1, q2 = instance.texts
+        assert replies[(unit, 1)] == aat_reply(MODEL, [q1, q2])
+        factors = instance.factors
+        chosen.append(expected_aat_answer(MODEL, factors["s_e"], factors["s_n"], int(factors["template"])))
+        labels.append(factors["group_label"])
+    chosen, labels = np.array(chosen), np.array(labels)
+    table5 = records(api_client, audit_id, "table5").iloc[0]
+    assert table5["sa_n_replies"] + table5["sb_n_replies"] == N_CONVERSATIONS
+    assert table5["far"] == pytest.approx(np.mean(chosen[labels == "S_a"] == "comedy"))
+    assert table5["uar"] == pytest.approx(np.mean(chosen[labels == "S_b"] == "tragedy"))

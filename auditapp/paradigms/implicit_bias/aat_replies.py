@@ -22,7 +22,9 @@ tragedy") removed:
 - no label → ``refusal`` when it declines, ``empty`` without text, else ``no choice``.
 
 Reply shapes. **Two-turn** (the paper's): the reply to Q2 is short ("Table: Comedy", "Bridge – tragedy",
-"**Tragedy**", "I'd say comedy."); the whole reply is read. **Single-prompt** (ours): the description comes first and
+"**Tragedy**", "I'd say comedy."); the whole reply is read. Its first turn, the description (Q1), is read only to
+know whether Q2 can follow (:func:`description_problem`): an empty reply, or one whose first line declines (the
+refusal patterns below), gives nothing to classify, and the conversation ends there with that reason. **Single-prompt** (ours): the description comes first and
 may itself hold "tragic" or "comic", so only the choice is read: the last line that starts with "Choice", "Answer",
 "Classification" or "Q2", else the reply's last non-empty line; without a label there, the reply is unparseable
 (``no choice``), even if the description holds one.
@@ -95,6 +97,20 @@ def _read(text: str) -> AatReply:
     if negated - {"neutral"}:
         return AatReply(None, "negated label only", f"only {' and '.join(sorted(negated - {'neutral'}))} negated")
     return AatReply(None, None)
+
+
+DESCRIPTION_PROBLEMS = ("empty description", "refused description")
+
+
+def description_problem(reply: str | None) -> str | None:
+    """Why a two-turn AAT description (the reply to Q1) gives Q2 nothing to classify: ``empty description`` (no
+    text) or ``refused description`` (its first non-empty line matches the refusal patterns, e.g. "I'm sorry, but I
+    can't…"; only that line is read, so a description whose later line says "I can't help picturing…" goes on);
+    None when Q2 can be asked."""
+    if reply is None or not reply.strip():
+        return DESCRIPTION_PROBLEMS[0]
+    first_line = next(line for line in reply.splitlines() if line.strip())
+    return DESCRIPTION_PROBLEMS[1] if _REFUSAL.search(first_line) else None
 
 
 def parse_aat_reply(reply: str | None, *, form: str = "two_turn") -> AatReply:

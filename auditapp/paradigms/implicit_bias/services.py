@@ -13,9 +13,15 @@ content hash versions both. ``POST /api/corpora/`` with the paradigm and no spec
 **Requests.** The instances are generated again from the corpus, the seed and the audit's options whenever the
 engine needs them (:mod:`.generation`: never stored); one request per model × instance, the instance key as the
 request's unit, the WABT's dimension or the AAT's group label (S_a / S_b) as its condition (the progress table's
-column). The AAT's ``two_turn`` form needs the engine's multi-turn requests: :meth:`ImplicitBiasRequests.follow_up`
-builds the second turn from the first turn's stored reply, but the launch refuses the form until the engine
-sends second turns.
+column). The AAT's ``two_turn`` form (the default, the paper's) is a conversation of two requests on the engine's
+multi-turn requests ("Multi-turn requests" in :mod:`auditapp.paradigms.base`): turn 0 asks Q1 (describe), turn 1,
+planned with a blank key, asks Q2 with the model's own description in the conversation
+(:meth:`ImplicitBiasRequests.follow_up`, which ends the conversation with :class:`NoFollowUp` when the description is
+empty or refused: :func:`.aat_replies.description_problem`). Turn 0 records no judgment: its request reads
+``label`` with no label ("described" in the exports) or the refusal, and only turn 1's answer enters the analysis,
+which counts conversations (one row per model × instance: turn 1's answer, or the reason it has none). A two-turn
+audit cannot ask for structured output: the engine constrains every request of a model to one schema, and turn 0 is
+free text (refused at the launch with a 400).
 
 **Judgments** (one per request). WABT: ``value`` is the eq. 1 bias score; the explanation is the parse as JSON (the
 four counts of eq. 1 and every (word, identifier) pair read), which the analysis reads back; an invalid reply is
@@ -25,6 +31,7 @@ got no word. AAT: the answer as a label with the code :data:`ANSWER_CODES`, or m
 """
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -43,6 +50,7 @@ from auditapp import scorer_kinds
 from auditapp.api.exports import stored_analysis_table
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
 from auditapp.audit_services import (
+    TURN_ENDED,
     AuditError,
     ModelChoice,
     PlannedRequest,
@@ -58,10 +66,15 @@ from auditapp.corpus_services import CorpusError, CorpusProblem, corpus_store
 from auditapp.launch_forms import ModelsFieldsMixin
 from auditapp.models import Audit, AuditRequest, Corpus
 from auditapp.paradigms import registry
-from auditapp.paradigms.base import Judgment, Outcome, ParsedReply, Unit
+from auditapp.paradigms.base import Judgment, NoFollowUp, Outcome, ParsedReply, Unit
 from auditapp.paradigms.implicit_bias import analysis as payloads
 from auditapp.paradigms.implicit_bias import stats
-from auditapp.paradigms.implicit_bias.aat_replies import ANSWERS, parse_aat_reply
+from auditapp.paradigms.implicit_bias.aat_replies import (
+    ANSWERS,
+    DESCRIPTION_PROBLEMS,
+    description_problem,
+    parse_aat_reply,
+)
 from auditapp.paradigms.implicit_bias.generation import (
     DEFAULT_AAT_COMBINATIONS,
     DEFAULT_SAMPLES_PER_COMBINATION,
@@ -93,8 +106,15 @@ from auditapp.paradigms.implicit_bias.wabt_replies import association_counts, pa
 ANSWER_CODES = {"neutral": 0, "comedy": 1, "tragedy": 2}
 """An AAT judgment's label: the answer's code (neutral/ambiguous 0, comedy 1, tragedy 2)."""
 ANSWER_OF_CODE = {code: answer for answer, code in ANSWER_CODES.items()}
-TWO_TURN_REFUSAL = ("form: two-turn requests need the engine's multi-turn support, which this app does not have yet; "
-                    "choose form \"single_prompt\" (both questions in one prompt) for now")
+TWO_TURN_STRUCTURED_REFUSAL = (
+    "structured_output: the two-turn AAT cannot constrain its replies: the engine constrains every request of a model "
+    "to one schema, and the first turn (the description, Q1) is free text; launch without structured output, or "
+    "choose form \"single_prompt\"")
+DESCRIBED = "described"
+"""The outcome the exports show for a two-turn AAT's first turn answered with a description (no judgment)."""
+QUESTIONS = ("Q1 (describe)", "Q2 (comedy or tragedy)")
+CONVERSATION_ENDED = TURN_ENDED.format(turn=1, reason="")
+"""How the engine's error on a second turn closed unsent begins (the rest is :func:`follow_up`'s reason)."""
 MAX_SAMPLES_PER_COMBINATION = 1000
 FAILED_REASON = "request failed (no reply)"
 WABT_ANSWER_SCHEMA = {
@@ -282,12 +302,22 @@ class ImplicitBiasRequests:
                 instances_of(self.task, self.material, seed=self.audit.seed, options=self.options)}
 
     def requests(self):
+        """One request per model × instance; a two-turn instance's second turn (Q2) is planned with it, its key
+        blank until the description is recorded (the engine's protocol)."""
         for instance in self.instances.values():
             messages = self._first_messages(instance)
             for audit_model in self.models.values():
-                yield PlannedRequest(audit_model, condition_of(instance), None, instance.key, 0,
-                                     dispatch_order(self.audit.seed, audit_model.id, instance.key),
-                                     self.key(audit_model, messages, 0))
+                first = PlannedRequest(audit_model, condition_of(instance), None, instance.key, 0,
+                                       dispatch_order(self.audit.seed, audit_model.id, instance.key),
+                                       self.key(audit_model, messages, 0))
+                yield first
+                for turn in range(1, len(instance.texts)):
+                    yield dataclasses.replace(first, key="", turn=turn)
+
+    @property
+    def last_turn(self) -> int:
+        """The turn whose answer is judged: 1 for the two-turn AAT, 0 otherwise."""
+        return 1 if self.task.task == "aat" and self.options["form"] == "two_turn" else 0
 
     @staticmethod
     def _first_messages(instance: Instance) -> list[dict]:
@@ -300,10 +330,14 @@ class ImplicitBiasRequests:
     def follow_up(self, request, previous_messages: Sequence[Mapping], previous_reply_text: str) -> list[dict]:
         """The two-turn AAT's second turn (§3.1.2): the first turn's messages, the model's own description (its
         stored reply) as the assistant's turn, then Q2. Every message is sent again: the model sees the whole
-        conversation. An instance with one turn has no follow-up (ValueError)."""
+        conversation. An empty or refused description ends the conversation (NoFollowUp with the reason); an
+        instance with one turn has no follow-up (ValueError)."""
         instance = self.instances[request.unit]
         if len(instance.texts) < 2:
             raise ValueError(f"instance {instance.key} has one turn: there is no follow-up")
+        problem = description_problem(previous_reply_text)
+        if problem is not None:
+            raise NoFollowUp(problem)
         return [*(dict(message) for message in previous_messages),
                 {"role": "assistant", "content": previous_reply_text},
                 {"role": "user", "content": instance.texts[1]}]
@@ -313,6 +347,8 @@ class ImplicitBiasRequests:
 
     def parse(self, request, text: str, finish_reason: str) -> ParsedReply:
         instance = self.instances[request.unit]
+        if request.turn < len(instance.texts) - 1:
+            return description_parse(text)
         judgment = (wabt_judgment(instance, text) if instance.task == "wabt"
                     else aat_judgment(instance, text, form=self.options["form"]))
         reason = judgment.reason
@@ -358,13 +394,22 @@ def wabt_judgment(instance: Instance, text: str) -> Judgment:
         outcome = Outcome.REFUSAL if read.reason == "refusal" else Outcome.UNPARSEABLE
         return Judgment(unit=instance.key, outcome=outcome, reason=f"{read.reason}: {read.detail}"[:200],
                         explanation=explanation)
-    scored = stats.bias_scores(pd.DataFrame([{"model": "", "dimension": "", "social_group": "", "valid": True,
-                                              "reason": None, **dict(zip(stats.COUNT_COLUMNS, counts, strict=True))}]))
-    score = scored["bias_score"].iloc[0]
-    if pd.isna(score):
-        return Judgment(unit=instance.key, outcome=Outcome.SCORE, reason=scored["undefined_reason"].iloc[0],
-                        explanation=explanation)
+    score, undefined_reason = stats.eq1(*counts)
+    if undefined_reason is not None:
+        return Judgment(unit=instance.key, outcome=Outcome.SCORE, reason=undefined_reason, explanation=explanation)
     return Judgment(unit=instance.key, outcome=Outcome.SCORE, value=float(score), explanation=explanation)
+
+
+def description_parse(text: str) -> ParsedReply:
+    """A two-turn AAT's first turn (the description) as its request records it, with no judgment: read (``label``
+    without a label, shown as "described") or why Q2 cannot follow (an empty description unparseable, a refused
+    one a refusal)."""
+    problem = description_problem(text)
+    if problem is None:
+        return ParsedReply(outcome=Outcome.LABEL, explanation=f"{DESCRIBED}: the answer is the next turn's")
+    empty, _refused = DESCRIPTION_PROBLEMS
+    outcome = Outcome.UNPARSEABLE if problem == empty else Outcome.REFUSAL
+    return ParsedReply(outcome=outcome, reason=problem)
 
 
 def aat_judgment(instance: Instance, text: str, *, form: str) -> Judgment:
@@ -397,9 +442,10 @@ REPLY_COLUMNS = ("request", "model_id", "unit", "state", "outcome", "value", "la
                  "error")
 
 
-def replies_frame(audit_id: int) -> pd.DataFrame:
-    """One row per finished request: its judgment (a failed request: none, its error kept)."""
-    rows = (AuditRequest.objects.filter(audit_id=audit_id).exclude(state=AuditRequest.State.PENDING)
+def replies_frame(audit_id: int, *, turn: int = 0) -> pd.DataFrame:
+    """One row per finished request of the judged ``turn`` (one per model × instance: a two-turn AAT's conversations
+    are counted once, by their second turn): its judgment (a failed request: none, its error kept)."""
+    rows = (AuditRequest.objects.filter(audit_id=audit_id, turn=turn).exclude(state=AuditRequest.State.PENDING)
             .order_by("id").values_list("id", "audit_model_id", "unit", "state", "judgments__outcome",
                                         "judgments__value", "judgments__label", "judgments__reason",
                                         "judgments__explanation", "error"))
@@ -420,8 +466,15 @@ def wabt_frame(replies: pd.DataFrame, instances: Mapping[str, Instance], names: 
     return pd.DataFrame(rows, columns=list(stats.WABT_COLUMNS))
 
 
+def failed_reason(error: str) -> str:
+    """Why a failed request has no answer: a two-turn conversation ended after its description says why (an empty or
+    refused description); any other failure is :data:`FAILED_REASON`."""
+    return error[len(CONVERSATION_ENDED):] if error.startswith(CONVERSATION_ENDED) else FAILED_REASON
+
+
 def aat_frame(replies: pd.DataFrame, instances: Mapping[str, Instance], names: Mapping[int, str]) -> pd.DataFrame:
-    """The AAT frame of :mod:`.stats`: one row per reply, its group, answer (None when unparseable) and reason."""
+    """The AAT frame of :mod:`.stats`: one row per reply (per conversation, two-turn), its group, answer (None when
+    unparseable) and reason."""
     rows = []
     for reply in replies.itertuples(index=False):
         factors = instances[reply.unit].factors
@@ -430,7 +483,7 @@ def aat_frame(replies: pd.DataFrame, instances: Mapping[str, Instance], names: M
         rows.append({"model": names[reply.model_id], "social_group": factors["social_group"],
                      "group_label": factors["group_label"],
                      "answer": ANSWER_OF_CODE[int(reply.label)] if answered else None,
-                     "reason": None if answered else (FAILED_REASON if failed else reply.reason)})
+                     "reason": None if answered else (failed_reason(reply.error or "") if failed else reply.reason)})
     return pd.DataFrame(rows, columns=list(stats.AAT_COLUMNS))
 
 
@@ -470,6 +523,10 @@ def notes(task: Task, options: Mapping[str, Any]) -> list[str]:
         + ("Q1, then Q2 with the model's description in the conversation, as in the paper" if options["form"] ==
            "two_turn" else "ours: Q1 and Q2 in one prompt, the choice read from the last line") + f"); "
         f"{options['combinations']} combinations of a group identifier and a neutral word, each with every template.",
+        *(["Two turns: each model × instance is one conversation of two requests (the progress counts requests, "
+           "two per conversation). The tables count conversations and read only the second turn's answer; a "
+           "conversation whose description was empty or refused has no second turn and is counted under that "
+           "reason, as is one whose request failed."] if options["form"] == "two_turn" else []),
     ]
 
 
@@ -478,7 +535,7 @@ def analyse(audit: Audit, task: Task) -> None:
     each choice."""
     builder = ImplicitBiasRequests(audit, task)
     names = model_names(audit)
-    replies = replies_frame(audit.id)
+    replies = replies_frame(audit.id, turn=builder.last_turn)
     if task.task == "wabt":
         frame = wabt_frame(replies, builder.instances, names)
         payload = payloads.wabt_payload(frame)
@@ -492,6 +549,7 @@ def analyse(audit: Audit, task: Task) -> None:
         "dimensions": list(DIMENSIONS),
         "options": dict(builder.options),
         "n_replies": len(frame),
+        "counted": "conversations" if builder.last_turn else "replies",
         "notes": notes(task, builder.options),
         "tables": {RENAMED[name]: rows for name, rows in payload["tables"].items()},
         "columns": {RENAMED[name]: columns for name, columns in payload["columns"].items()},
@@ -502,43 +560,56 @@ def analyse(audit: Audit, task: Task) -> None:
 
 
 def replies_table(task: Task) -> Callable[[Audit], Export]:
-    """One row per instance reply: the request, model, instance, its factors, outcome, the score (WABT) or answer
-    (AAT), the reason it is missing and the parse."""
+    """One row per instance reply (two-turn: per turn): the request, model, instance, its factors, the turn (0 or 1,
+    as the engine numbers it) and its question, outcome, the score (WABT) or answer (AAT), the reason it is missing
+    and the parse. A two-turn AAT's first turn reads ``described`` (no answer: its conversation's is the next
+    turn's) or why the conversation ended there; a second turn closed unsent says why."""
     def rows(audit: Audit) -> Export:
         builder = ImplicitBiasRequests(audit, task)
         names = model_names(audit)
         factor_names = list(next(iter(builder.instances.values())).factors) if builder.instances else []
         value_column = "bias_score" if task.task == "wabt" else "answer"
+        judged_turn = builder.last_turn
         queryset = (AuditRequest.objects.filter(audit=audit).exclude(state=AuditRequest.State.PENDING)
-                    .order_by("id").values_list("id", "audit_model_id", "unit", "state", "judgments__outcome",
-                                                "judgments__value", "judgments__label", "judgments__reason",
-                                                "judgments__explanation", "error"))
+                    .order_by("id").values_list("id", "audit_model_id", "unit", "turn", "state", "outcome",
+                                                "parse_reason", "judgments__outcome", "judgments__value",
+                                                "judgments__label", "judgments__reason", "judgments__explanation",
+                                                "error"))
 
         def transform(row: tuple) -> tuple:
-            request_id, model_id, unit, state, outcome, value, label, reason, explanation, error = row
+            (request_id, model_id, unit, turn, state, request_outcome, parse_reason, outcome, value, label, reason,
+             explanation, error) = row
             factors = builder.instances[unit].factors
             shown = value if task.task == "wabt" else (ANSWER_OF_CODE[label] if label is not None else None)
-            return (request_id, names.get(model_id), unit, *(factors[name] for name in factor_names),
-                    outcome or "error", shown, reason or (error and FAILED_REASON) or "", explanation or "")
-        return Export(["request", "model", "instance", *factor_names, "outcome", value_column, "reason",
-                       "parse"], queryset, transform)
+            question = QUESTIONS[turn] if judged_turn else ""
+            if turn < judged_turn and state == AuditRequest.State.ANSWERED:
+                outcome = DESCRIBED if request_outcome == Outcome.LABEL else request_outcome
+                reason = parse_reason
+            return (request_id, names.get(model_id), unit, *(factors[name] for name in factor_names), turn,
+                    question, outcome or "error", shown, reason or (error and failed_reason(error)) or "",
+                    explanation or "")
+        return Export(["request", "model", "instance", *factor_names, "turn", "question", "outcome", value_column,
+                       "reason", "parse"], queryset, transform)
     return rows
 
 
 def tables_of(task: Task) -> dict[str, registry.Table]:
     return {**{name: registry.Table(name, description, stored_analysis_table(name))
                for name, description in task.tables.items()},
-            "replies": registry.Table("replies", "One row per instance reply: its factors, the bias score or "
-                                                 "answer, the reason it is missing and the parse.",
+            "replies": registry.Table("replies", "One row per instance reply (a two-turn AAT: per turn, the "
+                                                 "first \"described\"): its factors, turn and question, the bias "
+                                                 "score or answer, the reason it is missing and the parse.",
                                       replies_table(task))}
 
 
 # ------------------------------------------------------------------------------------------------- launch
 
 def launch_problems_of(task: Task, *, models: list[ModelChoice], corpus: Corpus | None, options: Mapping,
-                       seed: int, replicates: int, error_budget: float) -> list[str]:
-    """Every problem of a launch, nothing written."""
+                       seed: int, replicates: int, error_budget: float, structured_output: bool = False) -> list[str]:
+    """Every problem of a launch, nothing written (``structured_output``: whether the launch asks for it)."""
     problems = launch_problems(models=models, replicates=1, error_budget=error_budget, accepts=("messages",))
+    if structured_output and task.task == "aat" and options.get("form") == "two_turn":
+        problems.append(TWO_TURN_STRUCTURED_REFUSAL)
     if replicates != 1:
         problems.append("replicates: an implicit bias audit repeats by samples (each a new draw), not replicates: "
                         "leave replicates at 1")
@@ -546,8 +617,6 @@ def launch_problems_of(task: Task, *, models: list[ModelChoice], corpus: Corpus 
         problems.append("seed: the seed of the generation must be a non-negative integer")
     if corpus is not None and corpus.paradigm != task.name:
         problems.append(f"corpus: corpus {corpus.id} is a {corpus.paradigm} corpus, not a {task.name} one")
-    if options.get("form") == "two_turn":
-        problems.append(TWO_TURN_REFUSAL)
     labels = [choice.label or choice.model for choice in models]
     repeated = sorted({label for label in labels if labels.count(label) > 1})
     if repeated:
@@ -609,8 +678,8 @@ def option_fields(task: Task, kind: str) -> dict[str, Any]:
             "combinations": ("int", DEFAULT_AAT_COMBINATIONS, None,
                              "Distinct (group identifier, neutral word) combinations (500 in seed 003)."),
             "form": ("choice", "two_turn", AAT_FORMS,
-                     "two_turn (the paper's: needs the engine's multi-turn requests, refused until then) or "
-                     "single_prompt (ours: both questions at once)."),
+                     "two_turn (the paper's, the default: Q1, then Q2 with the model's description in the "
+                     "conversation; not with structured output) or single_prompt (ours: both questions at once)."),
         }
     made = {}
     for name, (kind_of, default, bound, help_text) in specs.items():
@@ -634,8 +703,19 @@ def launch_serializer(task: Task) -> type:
             queryset=Corpus.objects.all(), required=False, allow_null=True, default=None,
             help_text="A stored material corpus (lexicon and templates, POST /api/corpora/); omit for the paper's."),
         **option_fields(task, "api"),
+        "validate": _validate_launch(task),
     }
     return type(f"{task.name.title().replace('_', '')}LaunchSerializer", (LaunchSerializer,), attributes)
+
+
+def _validate_launch(task: Task) -> Callable:
+    """The serializer's check across fields: a two-turn AAT with structured output is a 400 naming both."""
+    def validate(self, attrs: dict) -> dict:
+        options = {**task.options, **{name: attrs[name] for name in task.options if name in attrs}}
+        if attrs.get("structured_output") and task.task == "aat" and options["form"] == "two_turn":
+            raise serializers.ValidationError({"structured_output": [TWO_TURN_STRUCTURED_REFUSAL]})
+        return attrs
+    return validate
 
 
 def _create_arguments(task: Task, values: Mapping) -> dict:
@@ -677,7 +757,7 @@ def launch_form(task: Task) -> type:
                 for problem in launch_problems_of(
                         task, models=self.model_choices(), corpus=arguments["corpus"],
                         options={**task.options, **arguments["options"]}, seed=arguments["seed"], replicates=1,
-                        error_budget=arguments["error_budget"]):
+                        error_budget=arguments["error_budget"], structured_output=bool(data.get("structured_output"))):
                     self.add_error(None, problem)
             return data
 
@@ -705,7 +785,11 @@ def cells_function(task: Task) -> Callable:
 
 def dashboard_data_function(task: Task) -> Callable:
     def dashboard_data(audit: Audit) -> dict:
+        """What the dashboard shows; ``turns`` is 2 for a two-turn AAT, whose ``n_conversations`` are counted apart
+        from its requests (two per conversation)."""
         corpus = audit.corpus
+        options = {**task.options, **audit.design.get("options", {})}
+        turns = 2 if task.task == "aat" and options["form"] == "two_turn" else 1
         return {
             "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
                       "status_label": audit.get_status_display(), "status_reason": audit.status_reason,
@@ -713,8 +797,10 @@ def dashboard_data_function(task: Task) -> Callable:
             "models": [{"id": m.id, "label": m.display_name, "model": m.model} for m in audit.models.all()],
             "conditions": [{"code": code, "name": name} for code, name in cells_function(task)(audit)],
             "corpus": {"id": corpus.id, "name": corpus.name, "content_hash": corpus.content_hash},
-            "design": {"seed": audit.seed, "options": {**task.options, **audit.design.get("options", {})},
-                       "n_instances": (audit.manifest or {}).get("n_instances")},
+            "design": {"seed": audit.seed, "options": options, "turns": turns,
+                       "n_instances": (audit.manifest or {}).get("n_instances"),
+                       "n_conversations": (AuditRequest.objects.filter(audit=audit, turn=0).count() if turns > 1
+                                           else None)},
             "analysis": audit.analysis or None,
             "tables": [*task.tables, "replies"],
         }
@@ -723,8 +809,9 @@ def dashboard_data_function(task: Task) -> Callable:
 
 def answer_schema_function(task: Task) -> Callable:
     def answer_schema(audit: Audit) -> dict | None:
-        """The WABT's pairs; the single-prompt AAT's description and choice. The two-turn AAT has none until the
-        engine's multi-turn requests say which turn a schema constrains."""
+        """The WABT's pairs; the single-prompt AAT's description and choice. The two-turn AAT has none: the engine
+        constrains every request of a model to one schema, and its first turn is free text (the launch refuses
+        structured output with it, :data:`TWO_TURN_STRUCTURED_REFUSAL`)."""
         if task.task == "wabt":
             return WABT_ANSWER_SCHEMA
         form = {**task.options, **audit.design.get("options", {})}["form"]

@@ -55,19 +55,31 @@ def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
         raise ValueError(f"{what}: missing column(s) {', '.join(absent)} (needs {', '.join(columns)})")
 
 
-def bias_scores(frame: pd.DataFrame) -> pd.DataFrame:
-    """``frame`` with ``bias_score`` (eq. 1; NaN when invalid or undefined) and ``undefined_reason`` (why a valid
-    reply has no score; missing otherwise)."""
-    _require(frame, WABT_COLUMNS, "WABT frame")
-    sa_xa, sa_xb, sb_xa, sb_xb = (frame[column].to_numpy(float) for column in COUNT_COLUMNS)
-    valid = frame["valid"].to_numpy(bool)
+def eq1(n_sa_xa, n_sa_xb, n_sb_xa, n_sb_xb):
+    """Eq. 1 on counts (scalars or arrays alike): (bias score, why undefined). The score is
+    N(S_a,X_a)/(N(S_a,X_a)+N(S_a,X_b)) + N(S_b,X_b)/(N(S_b,X_a)+N(S_b,X_b)) − 1, NaN where a denominator is 0, and
+    the reason then :data:`NO_WORD_FOR_SA` or :data:`NO_WORD_FOR_SB` (None where defined). One reply's counts are
+    scored without a DataFrame (the parse of each reply); :func:`bias_scores` applies it to a frame's columns."""
+    sa_xa, sa_xb, sb_xa, sb_xb = (np.asarray(count, dtype=float) for count in (n_sa_xa, n_sa_xb, n_sb_xa, n_sb_xb))
     sa_total, sb_total = sa_xa + sa_xb, sb_xa + sb_xb
     with np.errstate(invalid="ignore", divide="ignore"):
         score = sa_xa / sa_total + sb_xb / sb_total - 1
-    defined = valid & (sa_total > 0) & (sb_total > 0)
-    reason = np.where(sa_total == 0, NO_WORD_FOR_SA, NO_WORD_FOR_SB).astype(object)
-    return frame.assign(bias_score=np.where(defined, score, np.nan),
-                        undefined_reason=np.where(valid & ~defined, reason, None))
+    defined = (sa_total > 0) & (sb_total > 0)
+    reason = np.where(defined, None, np.where(sa_total == 0, NO_WORD_FOR_SA, NO_WORD_FOR_SB).astype(object))
+    score = np.where(defined, score, np.nan)
+    if score.ndim == 0:
+        return float(score), reason.item()
+    return score, reason
+
+
+def bias_scores(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with ``bias_score`` (eq. 1, :func:`eq1`; NaN when invalid or undefined) and ``undefined_reason``
+    (why a valid reply has no score; missing otherwise)."""
+    _require(frame, WABT_COLUMNS, "WABT frame")
+    score, reason = eq1(*(frame[column].to_numpy(float) for column in COUNT_COLUMNS))
+    valid = frame["valid"].to_numpy(bool)
+    return frame.assign(bias_score=np.where(valid, score, np.nan),
+                        undefined_reason=np.where(valid, reason, None))
 
 
 def _one_sample_t(n: pd.Series, mean: pd.Series, sd: pd.Series) -> pd.DataFrame:
