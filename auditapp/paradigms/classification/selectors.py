@@ -244,3 +244,23 @@ def audit_extraction_labels_export(*, extraction: AuditExtraction) -> Export:
 def _model_label(row: tuple) -> tuple:
     """The model's label column shows its name when it has no label of its own (as the metrics export does)."""
     return (*row[:2], row[2] or row[1], *row[3:])
+
+
+ROBUSTNESS_TABLES = {
+    "cells": ["model_id", "model", "condition", "alternative", "n", "kappa", "kappa_low", "kappa_high", "kappa_note",
+              "f1", "f1_low", "f1_high", "f1_note", "delta_kappa"],
+    "ranks": ["scope", "model_id", "key", "alternative", "mean_kappa", "rank"],
+    "tau": ["scope", "alternative", "tau", "p_value", "n", "note"],
+    "tests": ["alternative", "mean_delta", "t_statistic", "p_value", "df", "bootstrap_low", "bootstrap_high",
+              "n_cells", "note"],
+}
+
+
+def audit_robustness_export(*, audit: Audit, table: str = "cells") -> Export:
+    """A table of the audit's re-scoring against every alternative ground truth (``Audit.analysis["robustness"]``,
+    computed when the audit is analysed; empty until then or when the study's analysis has no alternatives)."""
+    if table not in ROBUSTNESS_TABLES:
+        raise ValueError(f"table must be one of {', '.join(ROBUSTNESS_TABLES)}, not {table!r}")
+    records = (audit.analysis or {}).get("robustness", {}).get(table, [])
+    columns = ROBUSTNESS_TABLES[table]
+    return Export(columns, [tuple(record.get(column) for column in columns) for record in records])
