@@ -53,7 +53,7 @@ def robustness(replies: pd.DataFrame, references: pd.DataFrame, *, alternatives:
     alternatives = list(alternatives)
     items = references["item"].to_numpy()
     predictions = cell_predictions(replies)
-    keyed = predictions.set_index(["model", "condition", "item"])["prediction"]
+    keyed = predictions.set_index(["model", "condition", "item"])["prediction"].sort_index()
     cell_keys = [(m, c) for m in models for c in conditions
                  if ((predictions["model"] == m) & (predictions["condition"] == c)).any()]
     if not cell_keys:
