@@ -121,3 +121,33 @@ def test_the_study_analysis_stores_crowd_kit_outputs_unchanged():
     assert stored["glad"]["betas"] == {t: float(b) for t, b in models["glad"].betas_.items()}
     assert np.array_equal(np.array(stored["mace"]["spamming"]), models["mace"].spamming_)
     assert np.array_equal(np.array(stored["mace"]["thetas"]), models["mace"].thetas_)
+
+
+@pytest.mark.django_db
+def test_the_study_dashboard_shows_the_robustness_section(staff_client):
+    from annotation.study_analysis import study_analysis_compute
+    from tests.factories import make_worked_example_study
+
+    study = make_worked_example_study()
+    study_analysis_compute(study_id=study.id)
+    page = staff_client.get(f"/studies/{study.id}/dashboard/").content.decode()
+    assert 'id="robustness"' in page and 'id="chart-robustness-agreement"' in page
+    for alternative in ALTERNATIVES:
+        assert f'data-alternative="{alternative.name}"' in page
+    # SATA + IAT flips x (worked above); the flipped row shows x's labels and links to them in the admin.
+    flipped = page[page.index('<details class="flipped" data-alternative="loo_sata_iat"'):]
+    flipped = flipped[:flipped.index("</details>")]
+    assert "1 flipped item" in flipped and "P1: 1" in flipped and "P2: 0" in flipped and "P3: 1" in flipped
+    assert f"/admin/annotation/label/?item__study__id__exact={study.id}&amp;q=x" in flipped
+
+
+@pytest.mark.django_db
+def test_the_alternatives_export_names_a_wrong_table_and_needs_a_researcher(api_client, client):
+    from tests.factories import make_worked_example_study
+
+    study = make_worked_example_study()
+    url = f"/api/studies/{study.id}/ground-truth-alternatives/"
+    assert api_client.get(url).json()["results"] == []  # nothing until the analysis is computed
+    answer = api_client.get(url + "?table=everything")
+    assert answer.status_code == 400 and "everything" in answer.json()["table"][0]
+    assert client.get(url).status_code in (401, 403)
