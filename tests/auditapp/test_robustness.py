@@ -113,7 +113,8 @@ def _labelled_study(n_items: int = 60):
 @pytest.mark.integration
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
-def test_the_robustness_export_equals_scikit_learn_recomputed_from_the_exports(api_client, audit_tasks_off):
+def test_the_robustness_export_equals_scikit_learn_recomputed_from_the_exports(api_client, staff_client,
+                                                                              audit_tasks_off):
     from annotation.models import StudyAnalysisSettings
     from annotation.study_analysis import study_analysis_compute
     from auditapp import audit_runner
@@ -172,4 +173,7 @@ def test_the_robustness_export_equals_scikit_learn_recomputed_from_the_exports(a
     assert majority["t_statistic"] == pytest.approx(audit.analysis["kappa_gap"]["t_statistic"])
     assert majority["bootstrap_low"] == pytest.approx(audit.analysis["kappa_gap"]["bootstrap_low"])
     assert api_client.get(f"/api/audits/{audit.id}/robustness/?table=nope").status_code == 400
+    page = staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode()
+    assert 'id="chart-robustness"' in page and 'data-alternative="dawid_skene"' in page
+    assert '"robustness": {"available": true' in page
     assert api_client.get(f"/api/studies/{study.id}/ground-truth-alternatives/?table=nope").status_code == 400
