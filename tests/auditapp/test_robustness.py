@@ -110,11 +110,9 @@ def _labelled_study(n_items: int = 60):
     return study
 
 
-@pytest.mark.integration
-@pytest.mark.slow
-@pytest.mark.django_db(transaction=True)
-def test_the_robustness_export_equals_scikit_learn_recomputed_from_the_exports(api_client, staff_client,
-                                                                              audit_tasks_off):
+def audited_study():
+    """A labelled study, its analysis with the alternatives, and a finished audit of two models × two conditions
+    against the real test LLM server, analysed (so its robustness is stored)."""
     from annotation.models import StudyAnalysisSettings
     from annotation.study_analysis import study_analysis_compute
     from auditapp import audit_runner
@@ -137,7 +135,16 @@ def test_the_robustness_export_equals_scikit_learn_recomputed_from_the_exports(a
         services.audit_prepare(audit_id=audit.id)
         assert audit_runner.audit_work(audit.id) == "finished"
         services.audit_analyse(audit_id=audit.id)
+    audit.refresh_from_db()
+    return study, audit
 
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_robustness_export_equals_scikit_learn_recomputed_from_the_exports(api_client, staff_client,
+                                                                              audit_tasks_off):
+    study, audit = audited_study()
     alternatives = _csv(api_client.get(f"/api/studies/{study.id}/ground-truth-alternatives/?format=csv"))
     cells = _csv(api_client.get(f"/api/audits/{audit.id}/robustness/?format=csv"))
     requests = _csv(api_client.get(f"/api/audits/{audit.id}/responses/?format=csv"))
@@ -168,7 +175,7 @@ def test_the_robustness_export_equals_scikit_learn_recomputed_from_the_exports(a
     assert checked == len(cells)
     tests = api_client.get(f"/api/audits/{audit.id}/robustness/?table=tests").json()["results"]
     majority = next(t for t in tests if t["alternative"] == "majority")
-    audit.refresh_from_db()  # the §4.1 test against majority vote is the audit's own Δκ test
+    # The §4.1 test against majority vote is the audit's own Δκ test.
     assert majority["mean_delta"] == pytest.approx(audit.analysis["kappa_gap"]["mean_delta"])
     assert majority["t_statistic"] == pytest.approx(audit.analysis["kappa_gap"]["t_statistic"])
     assert majority["bootstrap_low"] == pytest.approx(audit.analysis["kappa_gap"]["bootstrap_low"])
