@@ -36,6 +36,7 @@ from annotation.selectors import (
 )
 from annotation.services import item_import_submit
 from annotation.study_analysis import study_analysis_request
+from auditapp.api.audits import TableRowSerializer
 from auditapp.api.exports import ExportListAPIView
 from auditapp.api.fields import StrictCharField, StrictSlugField
 
@@ -276,13 +277,6 @@ class StudyGroundTruthView(StudyExportView):
     serializer_class = GroundTruthRowSerializer
     export_selector = study_ground_truth_export
     export_name = "ground-truth"
-
-
-class TableRowSerializer(serializers.Serializer):
-    """A row of a table whose columns depend on the table asked for (``?table=``): its values as stored."""
-
-    def to_representation(self, instance):
-        return dict(instance)
 
 
 @extend_schema(

@@ -10,7 +10,7 @@ from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditapp.api.audits import AuditScoped
+from auditapp.api.audits import AuditScoped, TableRowSerializer
 from auditapp.api.exports import ExportListAPIView
 from auditapp.api.parsers import JSONObjectParser
 from auditapp.audit_services import AuditError
@@ -93,13 +93,6 @@ class AuditMetricsView(AuditScoped, ExportListAPIView):
         return f"audit-{self.audit.id}-metrics.csv"
 
 
-class RobustnessRowSerializer(serializers.Serializer):
-    """A row of the robustness table asked for (``?table=``), as stored."""
-
-    def to_representation(self, instance):
-        return dict(instance)
-
-
 @extend_schema(
     summary="An audit re-scored against every alternative ground truth (issue 19)",
     parameters=[OpenApiParameter("table", str, enum=list(ROBUSTNESS_TABLES), description=(
@@ -112,7 +105,7 @@ class RobustnessRowSerializer(serializers.Serializer):
                 "again. Undefined values are null (empty in CSV) with a note.")
 class AuditRobustnessView(AuditScoped, ExportListAPIView):
     paradigm = PARADIGM
-    serializer_class = RobustnessRowSerializer
+    serializer_class = TableRowSerializer
 
     def export_rows(self):
         table = self.request.query_params.get("table", "cells")
