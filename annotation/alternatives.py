@@ -198,6 +198,9 @@ def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, mis
 
     data = crowdkit_input(labels)
     crowdkit: dict = {"seed": crowdkit_seed, "n_labels": len(data)}
+    one_class = data["label"].nunique() == 1
+    if one_class:
+        notes.append(f"every 0/1 label is {int(data['label'].iloc[0])}: crowd-kit's models can only return that class")
     for name, model in crowdkit_models(crowdkit_seed).items():
         if data.empty:
             table[name] = np.nan
@@ -206,6 +209,8 @@ def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, mis
         with warnings.catch_warnings():  # crowd-kit 1.4.2 uses pandas' deprecated inplace= arguments: its problem
             warnings.simplefilter("ignore", DeprecationWarning)
             warnings.simplefilter("ignore", FutureWarning)
+            if one_class:  # log(0) of the absent class's probabilities: the fit still returns the one class
+                warnings.simplefilter("ignore", RuntimeWarning)
             model.fit(data)
         crowdkit[name] = _crowdkit_output(name, model, data)
         table[name] = pd.Series(crowdkit[name]["labels"], dtype=float).reindex(table.index.astype(str)).to_numpy()

@@ -151,3 +151,12 @@ def test_the_alternatives_export_names_a_wrong_table_and_needs_a_researcher(api_
     answer = api_client.get(url + "?table=everything")
     assert answer.status_code == 400 and "everything" in answer.json()["table"][0]
     assert client.get(url).status_code in (401, 403)
+
+
+def test_labels_of_one_class_or_none_give_every_alternative_without_error():
+    one_class = alternative_ground_truths(SCORES, LABELS.assign(value=LABELS["value"].where(LABELS["value"] < 0, 1)))
+    assert "every 0/1 label is 1: crowd-kit's models can only return that class" in one_class.notes
+    assert set(one_class.labels["dawid_skene"].dropna()) == {1.0}
+    nothing = alternative_ground_truths(SCORES, LABELS.assign(value=-1))
+    assert nothing.labels[["weighted", "dawid_skene", "mace"]].isna().all().all()
+    assert "mace: no 0/1 labels, no model fitted" in nothing.notes
