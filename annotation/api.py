@@ -12,7 +12,7 @@ from functools import cached_property
 from django.db import models
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
@@ -22,7 +22,9 @@ from annotation.forms import ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import ItemImport, LabelValue, Participant, Study
 from annotation.selectors import (
+    ALTERNATIVE_TABLES,
     study_analysis_status,
+    study_ground_truth_alternatives_export,
     study_ground_truth_export,
     study_iat_trials_export,
     study_instrument_responses_export,
@@ -34,6 +36,7 @@ from annotation.selectors import (
 )
 from annotation.services import item_import_submit
 from annotation.study_analysis import study_analysis_request
+from auditapp.api.audits import TableRowSerializer
 from auditapp.api.exports import ExportListAPIView
 from auditapp.api.fields import StrictCharField, StrictSlugField
 
@@ -274,6 +277,33 @@ class StudyGroundTruthView(StudyExportView):
     serializer_class = GroundTruthRowSerializer
     export_selector = study_ground_truth_export
     export_name = "ground-truth"
+
+
+@extend_schema(
+    summary="A study's alternative ground truths (issue 19)",
+    parameters=[OpenApiParameter("table", str, enum=list(ALTERNATIVE_TABLES), description=(
+        "labels (default): one row per item, one column per alternative (1/0, null = no label; soft is the "
+        "weighted score ŷ); summary: one row per alternative against the paper's weighted label (share of items "
+        "that differ, Cohen's κ); agreement: κ between every pair of alternatives; flipped: the items whose label "
+        "differs from the paper's; weights: W per annotator under each weighting."))],
+    description="Computed and stored with the study's analysis (recomputed when it is); empty until then. The "
+                "alternatives and their settings are described in annotation/alternatives.py and the summary table.")
+class StudyGroundTruthAlternativesView(StudyExportView):
+    serializer_class = TableRowSerializer
+
+    @cached_property
+    def table(self) -> str:
+        table = self.request.query_params.get("table", "labels")
+        if table not in ALTERNATIVE_TABLES:
+            raise serializers.ValidationError(
+                {"table": [f"unknown table {table!r}: one of {', '.join(ALTERNATIVE_TABLES)}"]})
+        return table
+
+    def export_rows(self):
+        return study_ground_truth_alternatives_export(study=self.study, table=self.table)
+
+    def export_filename(self) -> str:
+        return f"{self.study.slug}-ground-truth-alternatives-{self.table}.csv"
 
 
 @extend_schema(summary="A study's test sets and ICL example sets")

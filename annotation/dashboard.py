@@ -16,8 +16,10 @@ The segments then add up to R exactly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from urllib.parse import urlencode
 
 from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum, Value, When
+from django.urls import reverse
 
 from annotation.analysis import GROUPS
 from annotation.models import AnalysisRun, ItemGroundTruth, ItemSetMember, Label, ParticipantWeight, Study
@@ -246,6 +248,40 @@ def _agreement_rows(run: AnalysisRun) -> list[dict]:
     return [{k: row.get(k) for k in keys} for row in run.agreement]
 
 
+ROBUSTNESS_FLIP_LIMIT = 200
+
+
+def robustness_context(study: Study, run: AnalysisRun, *, limit: int) -> dict:
+    """The "Robustness" section (issue 19): the stored alternatives' summary against the paper's weighted label,
+    and the flipped items (the first ``limit`` per alternative, in study order) with their labels and a link to
+    them in the admin; ``available`` is False until the analysis has alternatives."""
+    stored = run.alternatives or {}
+    if not stored.get("summary"):
+        return {"available": False}
+    flipped = stored.get("flipped", [])
+    positions: dict[str, int] = {}
+    labels_by_item: dict[str, list[str]] = {}
+    for item, position, pseudonym, value in (
+            Label.objects.filter(item__study=study, item__external_id__in={f["item"] for f in flipped})
+            .order_by("participant__pseudonym")
+            .values_list("item__external_id", "item__position", "participant__pseudonym", "value")):
+        positions[item] = position
+        labels_by_item.setdefault(item, []).append(f"{pseudonym}: {value}")
+    shown: dict[str, list[dict]] = {}
+    for flip in sorted(flipped, key=lambda f: (positions.get(f["item"], 0), f["item"])):
+        shown.setdefault(flip["alternative"], []).append(flip)
+    changelist = reverse("admin:annotation_label_changelist")
+    groups = []
+    for row in stored["summary"]:
+        flips = shown.get(row["alternative"], [])
+        groups.append({**row, "flips": [{**f, "labels": labels_by_item.get(f["item"], []),
+                                         "url": f"{changelist}?{urlencode({'item__study__id__exact': study.id, 'q': f['item']})}"}
+                                        for f in flips[:limit]],
+                       "n_flipped": len(flips), "truncated": len(flips) > limit})
+    return {"available": True, "rows": groups, "notes": stored.get("notes", []),
+            "crowdkit_seed": stored.get("settings", {}).get("crowdkit_seed")}
+
+
 def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] | None = None,
                             page_size: int = ITEM_PAGE_SIZE) -> dict:
     """Everything the dashboard shows, from the stored latest analysis; ``run`` is None when there is none.
@@ -291,7 +327,11 @@ def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] |
         "item_sets": item_set_sizes(study),
         "settings_rows": _flatten(run.settings or {}),
         "notes": list(run.notes or []),
+        "robustness": robustness_context(study, run, limit=ROBUSTNESS_FLIP_LIMIT),
         "chart_data": {
+            "robustness": {"agreement": (run.alternatives or {}).get("agreement", {}),
+                           "labels": {a["name"]: a["label"] for a in
+                                      (run.alternatives or {}).get("settings", {}).get("alternatives", [])}},
             "annotators": [{k: a[k] for k in chart_keys} for a in annotators],
             "kappa": {"annotators": list(kappa.get("annotators", [])), "kappa": list(kappa.get("kappa", []))},
         },

@@ -323,6 +323,10 @@ class AnalysisRun(models.Model):
     notes = models.JSONField(default=list)
     agreement = models.JSONField(default=list)
     cohen_kappa = models.JSONField(default=dict, help_text="{annotators: [...], kappa: [[...]]}")
+    alternatives = models.JSONField(default=dict, blank=True,
+                                    help_text="The alternative ground truths (annotation.alternatives): settings, "
+                                              "per-item labels, summary, agreement matrix, flipped items, crowd-kit "
+                                              "outputs as returned.")
 
 
 class ParticipantWeight(models.Model):

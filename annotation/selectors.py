@@ -18,6 +18,7 @@ from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Su
 from django.db.models.functions import Coalesce
 
 from annotation.models import (
+    AnalysisRun,
     AnalysisState,
     Item,
     ItemGroundTruth,
@@ -256,3 +257,33 @@ def study_analysis_status(*, study: Study) -> StudyAnalysisStatus:
         finished_at=state.finished_at, error=state.error or None,
         computed_at=run.computed_at if run else None, duration_ms=run.duration_ms if run else None,
         notes=list(run.notes) if run else [])
+
+
+ALTERNATIVE_TABLES = ("labels", "summary", "agreement", "flipped", "weights")
+SUMMARY_COLUMNS = ["alternative", "label", "description", "n_compared", "n_undefined", "n_differ", "share_differ",
+                   "kappa", "mean_distance"]
+
+
+def study_ground_truth_alternatives_export(*, study: Study, table: str = "labels") -> Export:
+    """One of the stored alternative ground truths' tables (``annotation.alternatives``), empty until the study's
+    analysis has them: ``labels`` (one row per item, one column per alternative; ``soft`` is ŷ), ``summary`` (one
+    row per alternative against the paper's label), ``agreement`` (κ between every pair, one row per alternative),
+    ``flipped`` (item, alternative, paper and alternative labels), ``weights`` (W per annotator and weighting)."""
+    if table not in ALTERNATIVE_TABLES:
+        raise ValueError(f"table must be one of {', '.join(ALTERNATIVE_TABLES)}, not {table!r}")
+    run = AnalysisRun.objects.filter(study=study).only("alternatives").first()
+    stored = run.alternatives if run is not None else {}
+    if table == "labels":
+        names = list(stored.get("labels", {}))
+        columns = ["item", *names]
+        return Export(columns, [(item, *(stored["labels"][n][i] for n in names))
+                                for i, item in enumerate(stored.get("items", []))])
+    if table == "agreement":
+        agreement = stored.get("agreement", {"alternatives": [], "kappa": []})
+        return Export(["alternative", *agreement["alternatives"]],
+                      [(name, *row) for name, row in zip(agreement["alternatives"], agreement["kappa"], strict=True)])
+    records = stored.get(table, [])
+    defaults = {"summary": SUMMARY_COLUMNS, "flipped": ["item", "alternative", "paper_label", "alternative_label"],
+                "weights": ["participant", "weighted", "loo_aq_sata", "loo_aq_iat", "loo_sata_iat", "no_team_norm"]}
+    columns = defaults[table]
+    return Export(columns, [tuple(record.get(column) for column in columns) for record in records])

@@ -30,6 +30,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.aggregation import AggregationSettings
+from annotation.alternatives import GroundTruthAlternatives, alternative_ground_truths
 from annotation.analysis import Analysis, AnalysisSettings, analyse
 from annotation.models import (
     AnalysisRun,
@@ -206,7 +207,10 @@ def study_analysis_compute(*, study_id: int) -> AnalysisRun:
     """Compute and store the study's analysis; running it twice gives the same stored result."""
     started = time.perf_counter()
     study = Study.objects.get(pk=study_id)
-    result = analyse(study_scores_frame(study=study), study_labels_frame(study=study), analysis_settings_for(study))
+    scores, labels, settings = study_scores_frame(study=study), study_labels_frame(study=study), analysis_settings_for(study)
+    result = analyse(scores, labels, settings)
+    alternatives = alternative_ground_truths(scores, labels, missing=settings.missing_instrument,
+                                             aggregation=settings.aggregation)
     with transaction.atomic():
         Study.objects.select_for_update().get(pk=study.pk)
         _store(study, result)
@@ -218,6 +222,7 @@ def study_analysis_compute(*, study_id: int) -> AnalysisRun:
             "agreement": [{k: _value(v) for k, v in row.items()} for row in result.agreement.to_dict("records")],
             "cohen_kappa": {"annotators": list(result.cohen_kappa.index),
                             "kappa": [[_value(v) for v in row] for row in result.cohen_kappa.to_numpy().tolist()]},
+            "alternatives": alternatives_json(alternatives),
         })
     return run
 
@@ -243,3 +248,20 @@ def _store(study: Study, result: Analysis) -> None:
     ItemSetMember.objects.bulk_create([
         ItemSetMember(study=study, set_name=row["set"], item_id=item_ids[row["item"]], label=int(row["label"]))
         for row in result.item_sets.to_dict("records")], batch_size=2000)
+
+
+def _records(frame) -> list[dict]:
+    return [{k: _value(v) for k, v in row.items()} for row in frame.to_dict("records")]
+
+
+def alternatives_json(result: GroundTruthAlternatives) -> dict:
+    """The alternative ground truths as stored on ``AnalysisRun.alternatives``: per-item labels as columns (item
+    external ids, then one list per alternative), the summary, agreement matrix, flipped items, annotators'
+    weights, settings, notes and crowd-kit's outputs unchanged."""
+    labels = result.labels
+    return {"settings": result.settings, "notes": result.notes, "items": [str(item) for item in labels["item"]],
+            "labels": {name: [_value(v) for v in labels[name]] for name in labels.columns if name != "item"},
+            "summary": _records(result.summary), "flipped": _records(result.flipped),
+            "agreement": {"alternatives": list(result.agreement.index),
+                          "kappa": [[_value(v) for v in row] for row in result.agreement.to_numpy().tolist()]},
+            "weights": _records(result.weights), "crowdkit": result.crowdkit}

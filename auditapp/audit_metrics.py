@@ -277,3 +277,159 @@ def kappa_gap(preds, majority, weighted, *, unparsed: UnparsedRule = "exclude", 
         notes["bootstrap"] = notes["mean_delta"]
     return KappaGap(delta=delta, mean_delta=_mean_of_finite(delta), t_statistic=t_statistic, p_value=p_value,
                     df=df, bootstrap_ci=bootstrap_ci, cell_notes=cell_notes, notes=notes)
+
+
+# ------------------------------------------------------------------ against many references at once (issue 19)
+
+def bootstrap_resample_counts(n_items: int, *, n_resamples: int, seed: int) -> np.ndarray:
+    """How many times each item is drawn in each resample (resamples × items, float32).
+
+    The draws are exactly those of ``scipy.stats.bootstrap(..., rng=np.random.default_rng(seed))`` with the default
+    batch (``rng.integers(0, n, (n_resamples, n))`` in one call), so every interval below equals the one
+    :func:`classification_metrics` and :func:`kappa_gap` compute for the same seed. A metric over a resample is then
+    a metric of the counts ``counts @ indicators``: one matrix product scores every cell and resample at once.
+    """
+    drawn = np.random.default_rng(seed).integers(0, n_items, (n_resamples, n_items))
+    counts = np.empty((n_resamples, n_items), dtype=np.float32)
+    step = max(1, 2_000_000 // max(n_items, 1))
+    for start in range(0, n_resamples, step):
+        block = drawn[start:start + step]
+        offsets = (np.arange(len(block)) * n_items)[:, None]
+        counts[start:start + step] = np.bincount((block + offsets).ravel(),
+                                                 minlength=len(block) * n_items).reshape(len(block), n_items)
+    return counts
+
+
+@dataclass(frozen=True)
+class ReferenceMetrics:
+    """Metrics of every cell (rows of the predictions) against every reference, arrays of cells × references:
+    ``point[metric]``, ``low[metric]``, ``high[metric]`` (NaN = undefined), ``counts`` (cells × references × 4:
+    tp, fp, fn, tn; expected counts for a soft reference), ``n`` (items scored), ``notes`` (per cell and reference:
+    metric or ``<metric>_ci`` → reason). Against the reference ``base``: ``delta`` = κ(reference) − κ(base) per cell,
+    and per reference the paired t-test over cells (``t_statistic``, ``p_value``, ``df``) and the item bootstrap of
+    the mean Δκ (``mean_delta``, ``delta_low``, ``delta_high``), with ``test_notes`` saying why any is undefined."""
+
+    point: dict[str, np.ndarray]
+    low: dict[str, np.ndarray]
+    high: dict[str, np.ndarray]
+    counts: np.ndarray
+    n: np.ndarray
+    notes: list[list[dict[str, str]]]
+    delta: np.ndarray
+    mean_delta: np.ndarray
+    delta_low: np.ndarray
+    delta_high: np.ndarray
+    t_statistic: np.ndarray
+    p_value: np.ndarray
+    df: list[int | None]
+    test_notes: list[dict[str, str]]
+
+
+def _expected_indicators(preds: np.ndarray, reference: np.ndarray, unparsed: UnparsedRule) -> np.ndarray:
+    """Per cell and item: the item's share of tp, fp, fn, tn (cells × items × 4). A 0/1 reference gives 0/1 shares;
+    a soft reference s gives p·s, p·(1 − s), (1 − p)·s, (1 − p)·(1 − s): expected counts. Items without a
+    reference or (under "exclude") a prediction give 0 everywhere."""
+    preds = _with_unparsed(preds, reference, unparsed)
+    valid = ~np.isnan(preds) & ~np.isnan(reference)
+    p = np.where(valid, preds, 0.0)
+    s = np.where(valid, reference, 0.0)
+    v = valid.astype(float)
+    return np.stack([p * s, p * (v - s), (v - p) * s, (v - p) * (v - s)], axis=-1)
+
+
+def _quantiles(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.ndarray]:
+    """The percentile interval along axis 0, NaN where any resample is NaN (as ``scipy.stats.bootstrap``)."""
+    alpha = (1 - confidence) / 2
+    bounds = stats.quantile(np.moveaxis(values, 0, -1), np.array([alpha, 1 - alpha]), axis=-1)
+    return bounds[..., 0], bounds[..., 1]
+
+
+def reference_metrics(preds, references, *, base: int = 0, unparsed: UnparsedRule = "exclude",
+                      metrics: tuple[str, ...] = ("kappa", "f1"), n_resamples: int = 2000, seed: int = 0,
+                      confidence: float = 0.95, resample_counts: np.ndarray | None = None) -> ReferenceMetrics:
+    """:func:`classification_metrics` and :func:`kappa_gap` for many references at once, vectorised.
+
+    ``preds``: cells × items (1/0/NaN). ``references``: references × items, 0/1/NaN or soft scores in [0, 1]
+    (metrics of expected counts; κ and F1 then equal scikit-learn's with each item split into a positive with
+    weight s and a negative with weight 1 − s). The intervals are the paired item bootstrap of
+    :func:`classification_metrics` with the same draws (:func:`bootstrap_resample_counts`, passed in to share them
+    across calls), over all the audit's items at once: an item without a reference or a prediction counts 0 in the
+    resample that draws it, so every cell and reference shares one set of resamples (the pairing the Δκ interval
+    needs). Where every item has both, each interval equals :func:`classification_metrics`'s exactly; where some
+    do not, that function resamples only the scored items and its interval differs slightly. The rules for
+    undefined values and intervals are the module's. Δκ against ``base`` follows
+    :func:`kappa_gap` (a reference's Δκ with itself is 0 in every cell).
+    """
+    preds = np.atleast_2d(np.asarray(preds, dtype=float))
+    references = np.atleast_2d(np.asarray(references, dtype=float))
+    n_cells, n_items = preds.shape
+    if resample_counts is None:
+        resample_counts = bootstrap_resample_counts(n_items, n_resamples=n_resamples, seed=seed)
+    shape = (n_cells, len(references))
+    point = {name: np.full(shape, np.nan) for name in metrics}
+    low = {name: np.full(shape, np.nan) for name in metrics}
+    high = {name: np.full(shape, np.nan) for name in metrics}
+    counts = np.zeros((*shape, 4))
+    resampled_kappa = np.empty((len(resample_counts), *shape))
+    notes: list[list[dict[str, str]]] = [[{} for _ in references] for _ in range(n_cells)]
+    for r, reference in enumerate(references):
+        indicators = _expected_indicators(preds, reference, unparsed)          # cells × items × 4
+        counts[:, r] = indicators.sum(axis=1)
+        flat = indicators.transpose(1, 0, 2).reshape(n_items, n_cells * 4).astype(np.float32)
+        resampled = (resample_counts @ flat).astype(float).reshape(len(resample_counts), n_cells, 4)
+        values = metrics_from_counts(*np.moveaxis(resampled, -1, 0))
+        estimates = metrics_from_counts(*counts[:, r].T)
+        resampled_kappa[:, :, r] = values["kappa"]
+        scored = ((~np.isnan(_with_unparsed(preds, reference, unparsed))) & ~np.isnan(reference)).sum(axis=1)
+        for name in metrics:
+            point[name][:, r] = estimates[name]
+            low[name][:, r], high[name][:, r] = _quantiles(values[name], confidence)
+        for cell in range(n_cells):
+            cell_notes = {k: v for k, v in undefined_reasons(*counts[cell, r]).items() if k in metrics}
+            for name in metrics:
+                if name in cell_notes:
+                    cell_notes[f"{name}_ci"] = f"{name} is undefined"
+                elif scored[cell] < 2:
+                    cell_notes[f"{name}_ci"] = "fewer than two scored items"
+                elif not np.isfinite(low[name][cell, r]) or not np.isfinite(high[name][cell, r]):
+                    cell_notes[f"{name}_ci"] = f"{name} is undefined in some bootstrap resamples"
+                if f"{name}_ci" in cell_notes:
+                    low[name][cell, r] = high[name][cell, r] = np.nan
+            notes[cell][r] = cell_notes
+    n = counts.sum(axis=-1)
+
+    kappa = metrics_from_counts(*np.moveaxis(counts, -1, 0))["kappa"]
+    delta = kappa - kappa[:, [base]]
+    resampled_delta = resampled_kappa - resampled_kappa[:, :, [base]]
+    finite = np.isfinite(resampled_delta)
+    n_finite = finite.sum(axis=1)
+    with np.errstate(invalid="ignore"):
+        resampled_mean = np.where(n_finite > 0, np.where(finite, resampled_delta, 0).sum(axis=1) / n_finite, np.nan)
+    delta_low, delta_high = _quantiles(resampled_mean, confidence)
+    mean_delta = np.array([_mean_of_finite(delta[:, r]) for r in range(len(references))])
+    t_statistic, p_value = np.full(len(references), np.nan), np.full(len(references), np.nan)
+    df: list[int | None] = []
+    test_notes: list[dict[str, str]] = []
+    for r in range(len(references)):
+        cells = np.isfinite(delta[:, r])
+        reasons = {}
+        if r == base:
+            reasons["t_test"] = "the reference the others are compared with"
+            df.append(None)
+        elif cells.sum() >= 2 and np.ptp(delta[cells, r]) > 0:
+            test = stats.ttest_rel(kappa[cells, r], kappa[cells, base])
+            t_statistic[r], p_value[r] = test.statistic, test.pvalue
+            df.append(int(cells.sum()) - 1)
+        else:
+            df.append(None)
+            reasons["t_test"] = (f"the paired t-test needs at least two cells with a defined Δκ that are not all "
+                                 f"equal (there are {int(cells.sum())})")
+        if not cells.any():
+            reasons["mean_delta"] = "no cell has a defined Δκ"
+        if not (np.isfinite(delta_low[r]) and np.isfinite(delta_high[r])):
+            reasons["bootstrap"] = "no cell has a defined Δκ in some bootstrap resamples"
+            delta_low[r] = delta_high[r] = np.nan
+        test_notes.append(reasons)
+    return ReferenceMetrics(point=point, low=low, high=high, counts=counts, n=n, notes=notes, delta=delta,
+                            mean_delta=mean_delta, delta_low=delta_low, delta_high=delta_high,
+                            t_statistic=t_statistic, p_value=p_value, df=df, test_notes=test_notes)

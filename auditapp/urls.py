@@ -25,6 +25,8 @@ api_patterns = [
          name="study-instrument-responses"),
     path("studies/<int:pk>/iat-trials/", annotation_api.StudyIATTrialsView.as_view(), name="study-iat-trials"),
     path("studies/<int:pk>/ground-truth/", annotation_api.StudyGroundTruthView.as_view(), name="study-ground-truth"),
+    path("studies/<int:pk>/ground-truth-alternatives/", annotation_api.StudyGroundTruthAlternativesView.as_view(),
+         name="study-ground-truth-alternatives"),
     path("studies/<int:pk>/analysis/", annotation_api.StudyAnalysisView.as_view(), name="study-analysis"),
     path("studies/<int:pk>/item-sets/", annotation_api.StudyItemSetsView.as_view(), name="study-item-sets"),
     path("studies/<int:pk>/labels/", annotation_api.StudyLabelsView.as_view(), name="study-labels"),

@@ -10,6 +10,12 @@ trust score R and the weight W.
     R_i      = (x̂_AQ,i + x̂_SATA,i + x̂_IAT,i) / 3                        (eq. 4)
     W_i      = R_i / mean_{j ∈ T} R_j, T the annotator's team             (eq. 5)
 
+Two generalisations serve the robustness analysis (``annotation.alternatives``), each off by default so
+the paper's weights are unchanged: ``instruments`` takes a subset of the three (a leave-one-instrument-out
+weighting: R is the mean over the chosen instruments, the others are not read at all, so an annotator missing
+only a left-out instrument keeps a weight under ``missing="exclude"``), and ``team_normalise=False`` skips
+eq. 5 (W = R).
+
 The IAT is inverted (eq. 3) so that a higher standardised value means less implicit bias; the D score
 sign convention is the one of ``psychometrics`` scoring: positive D = more implicit bias.
 
@@ -33,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 INSTRUMENTS = ("aq", "sata", "iat_d")
+NORM_COLUMNS = {"aq": "aq_norm", "sata": "sata_norm", "iat_d": "iat_norm"}
 MissingRule = Literal["exclude", "average"]
 
 
@@ -56,19 +63,24 @@ def _standardise(values: pd.Series, *, invert: bool) -> tuple[pd.Series, bool]:
     return (1.0 - scaled if invert else scaled), True
 
 
-def trust_weights(scores: pd.DataFrame, *, missing: MissingRule = "exclude") -> TrustWeights:
+def trust_weights(scores: pd.DataFrame, *, missing: MissingRule = "exclude",
+                  instruments: tuple[str, ...] = INSTRUMENTS, team_normalise: bool = True) -> TrustWeights:
     """R and W for each annotator (Appendix B, eqs. 1–5); see the module docstring for edge cases.
 
     ``scores`` has columns participant, team, aq, sata, iat_d. An empty frame gives an empty table.
+    ``instruments`` (a non-empty subset of aq, sata, iat_d) enter R; ``team_normalise=False`` gives W = R.
     """
     if missing not in ("exclude", "average"):
         raise ValueError(f"missing must be 'exclude' or 'average', not {missing!r}")
+    if not instruments or set(instruments) - set(INSTRUMENTS):
+        raise ValueError(f"instruments must be a non-empty subset of {INSTRUMENTS}, not {instruments!r}")
+    used = [name for name in INSTRUMENTS if name in instruments]
     table = scores.loc[:, ["participant", "team", *INSTRUMENTS]].copy()
     table[list(INSTRUMENTS)] = table[list(INSTRUMENTS)].astype(float)
     notes: list[str] = []
 
-    has_all = table[list(INSTRUMENTS)].notna().all(axis=1)
-    has_any = table[list(INSTRUMENTS)].notna().any(axis=1)
+    has_all = table[used].notna().all(axis=1)
+    has_any = table[used].notna().any(axis=1)
     table["included"] = has_all if missing == "exclude" else has_any
     for pseudonym in table.loc[~table["included"], "participant"]:
         notes.append(f"{pseudonym}: no weight (missing instrument score; rule '{missing}')")
@@ -77,7 +89,10 @@ def trust_weights(scores: pd.DataFrame, *, missing: MissingRule = "exclude") -> 
             notes.append(f"{pseudonym}: R averages only the instruments they have (rule 'average')")
 
     informative = []
-    for instrument, column in zip(INSTRUMENTS, ("aq_norm", "sata_norm", "iat_norm"), strict=True):
+    for instrument, column in NORM_COLUMNS.items():
+        if instrument not in used:
+            table[column] = np.nan
+            continue
         values = table[instrument].where(table["included"])
         table[column], useful = _standardise(values, invert=instrument == "iat_d")
         if useful:
@@ -92,6 +107,10 @@ def trust_weights(scores: pd.DataFrame, *, missing: MissingRule = "exclude") -> 
         if table["included"].any():
             notes.append("no instrument varies across annotators: every included annotator has W = 1")
 
+    if not team_normalise:
+        weight = table["trust_raw"].mask(table["included"] & table["trust_raw"].isna(), 1.0)
+        table["weight"] = weight.where(table["included"])
+        return TrustWeights(table=table.loc[:, list(TrustWeights.COLUMNS)].reset_index(drop=True), notes=notes)
     team_mean = table.groupby("team")["trust_raw"].transform("mean")
     weight = table["trust_raw"] / team_mean
     zero_teams = sorted(table.loc[table["included"] & (team_mean == 0), "team"].unique())

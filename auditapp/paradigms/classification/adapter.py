@@ -164,9 +164,11 @@ def api_urls() -> list:
         AuditExtractionLabelsView,
         AuditExtractionsView,
         AuditMetricsView,
+        AuditRobustnessView,
     )
 
     return [path("audits/<int:pk>/metrics/", AuditMetricsView.as_view(), name="audit-metrics"),
+            path("audits/<int:pk>/robustness/", AuditRobustnessView.as_view(), name="audit-robustness"),
             path("audits/<int:pk>/extractions/", AuditExtractionsView.as_view(), name="audit-extractions"),
             path("audits/<int:pk>/extractions/<str:extraction_id>/labels/", AuditExtractionLabelsView.as_view(),
                  name="audit-extraction-labels")]

@@ -10,7 +10,7 @@ from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditapp.api.audits import AuditScoped
+from auditapp.api.audits import AuditScoped, TableRowSerializer
 from auditapp.api.exports import ExportListAPIView
 from auditapp.api.parsers import JSONObjectParser
 from auditapp.audit_services import AuditError
@@ -23,9 +23,11 @@ from auditapp.paradigms.classification.extraction_services import (
 from auditapp.paradigms.classification.selectors import (
     EXTRACTION_COUNTS,
     METRIC_VALUES,
+    ROBUSTNESS_TABLES,
     audit_extraction_labels_export,
     audit_extractions,
     audit_metrics_export,
+    audit_robustness_export,
 )
 
 PARADIGM = "classification"
@@ -89,6 +91,30 @@ class AuditMetricsView(AuditScoped, ExportListAPIView):
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-metrics.csv"
+
+
+@extend_schema(
+    summary="An audit re-scored against every alternative ground truth (issue 19)",
+    parameters=[OpenApiParameter("table", str, enum=list(ROBUSTNESS_TABLES), description=(
+        "cells (default): κ and F1 with bootstrap 95% CIs per model × condition × alternative, and Δκ = "
+        "κ(alternative) − κ(weighted); ranks: mean κ and rank of each model and condition under each alternative; "
+        "tau: Kendall's τ between each alternative's ranking and the paper's; tests: the §4.1 Δκ test against "
+        "every alternative (mean Δκ, paired t-test over cells, bootstrap CI)."))],
+    description="Computed when the audit is analysed, from its strict outcomes and the alternative ground truths of "
+                "its study's latest analysis (the paper's weighted label is the audit's snapshot). No model is asked "
+                "again. Undefined values are null (empty in CSV) with a note.")
+class AuditRobustnessView(AuditScoped, ExportListAPIView):
+    paradigm = PARADIGM
+    serializer_class = TableRowSerializer
+
+    def export_rows(self):
+        table = self.request.query_params.get("table", "cells")
+        if table not in ROBUSTNESS_TABLES:
+            raise ValidationError({"table": [f"unknown table {table!r}: one of {', '.join(ROBUSTNESS_TABLES)}"]})
+        return audit_robustness_export(audit=self.audit, table=table)
+
+    def export_filename(self) -> str:
+        return f"audit-{self.audit.id}-robustness-{self.request.query_params.get('table', 'cells')}.csv"
 
 
 class ExtractionCreateSerializer(serializers.Serializer):

@@ -185,12 +185,34 @@ def audit_dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
         "condition_means": analysis.get("condition_means", []),
         "scatter": scatter,
         "metric_rows": _metric_rows(metrics, models, conditions, gap),
+        "robustness": robustness_dashboard_data(audit),
         "outcome_source": {"name": source.name, "label": source.label},
         "outcome_sources": [{"name": STRICT, "label": "strict outcomes (default)"}] + [
             {"name": f"extraction:{e.id}",
              "label": f"extraction {e.id}: {e.extractor} ({coverage[e.id]['coverage']})"}
             for e in AuditExtraction.objects.filter(audit=audit, results__isnull=False).only("id", "extractor")],
     }
+
+
+def robustness_dashboard_data(audit: Audit) -> dict:
+    """The dashboard's robustness section (issue 19), from ``Audit.analysis["robustness"]`` (strict outcomes): κ per
+    model × condition × alternative with its CI for the chart, the Δκ tests and Kendall's τ for the table."""
+    from annotation.alternatives import ALTERNATIVES
+
+    stored = (audit.analysis or {}).get("robustness") or {}
+    if not stored.get("available"):
+        return {"available": False, "notes": stored.get("notes", [])}
+    names = {a.name: a.label for a in ALTERNATIVES}
+    tau = {(row["scope"], row["alternative"]): row for row in stored.get("tau", [])}
+    rows = [{**test, "label": names.get(test["alternative"], test["alternative"]),
+             **{f"tau_{scope}": tau.get((scope, test["alternative"]), {}).get("tau") for scope in
+                ("model", "condition", "cell")}}
+            for test in stored.get("tests", [])]
+    return {"available": True, "alternatives": [{"name": n, "label": names.get(n, n)} for n in stored["alternatives"]],
+            "cells": [{k: cell.get(k) for k in ("model", "condition", "alternative", "kappa", "kappa_low", "kappa_high")}
+                      for cell in stored.get("cells", [])],
+            "rows": rows, "notes": stored.get("notes", []),
+            "study_analysis_computed_at": stored.get("study_analysis_computed_at")}
 
 
 EXTRACTION_COUNTS = ("label_0", "label_1", "none", "unparseable", "error")
@@ -244,3 +266,23 @@ def audit_extraction_labels_export(*, extraction: AuditExtraction) -> Export:
 def _model_label(row: tuple) -> tuple:
     """The model's label column shows its name when it has no label of its own (as the metrics export does)."""
     return (*row[:2], row[2] or row[1], *row[3:])
+
+
+ROBUSTNESS_TABLES = {
+    "cells": ["model_id", "model", "condition", "alternative", "n", "kappa", "kappa_low", "kappa_high", "kappa_note",
+              "f1", "f1_low", "f1_high", "f1_note", "delta_kappa"],
+    "ranks": ["scope", "model_id", "key", "alternative", "mean_kappa", "rank"],
+    "tau": ["scope", "alternative", "tau", "p_value", "n", "note"],
+    "tests": ["alternative", "mean_delta", "t_statistic", "p_value", "df", "bootstrap_low", "bootstrap_high",
+              "n_cells", "note"],
+}
+
+
+def audit_robustness_export(*, audit: Audit, table: str = "cells") -> Export:
+    """A table of the audit's re-scoring against every alternative ground truth (``Audit.analysis["robustness"]``,
+    computed when the audit is analysed; empty until then or when the study's analysis has no alternatives)."""
+    if table not in ROBUSTNESS_TABLES:
+        raise ValueError(f"table must be one of {', '.join(ROBUSTNESS_TABLES)}, not {table!r}")
+    records = (audit.analysis or {}).get("robustness", {}).get(table, [])
+    columns = ROBUSTNESS_TABLES[table]
+    return Export(columns, [tuple(record.get(column) for column in columns) for record in records])

@@ -40,6 +40,7 @@ from auditapp.models import (
 from auditapp.paradigms.base import Judgment, ParsedReply, Unit
 from auditapp.paradigms.classification import analysis as classification
 from auditapp.paradigms.classification import evaluation as evaluation_sets
+from auditapp.paradigms.classification import robustness as classification_robustness
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
 
 PARADIGM = "classification"
@@ -450,6 +451,7 @@ def classification_analyse(audit: Audit) -> None:
     """Compute the strict outcomes' results (:func:`classification_results`) and store them."""
     audit_id = audit.id
     cells, analysis = classification_results(audit)
+    analysis["robustness"] = audit_robustness(audit)
     metric_rows = [AuditMetric(audit=audit, audit_model_id=cell["model"], condition=cell["condition"],
                                reference=cell["reference"], unparsed=audit.unparsed, values=cell["values"])
                    for cell in cells]
@@ -458,6 +460,53 @@ def classification_analyse(audit: Audit) -> None:
         AuditMetric.objects.bulk_create(metric_rows)
         Audit.objects.filter(pk=audit_id).update(analysis=analysis, analysed_at=timezone.now())
         Audit.objects.filter(pk=audit_id, status=Audit.Status.ANALYSING).update(status=Audit.Status.COMPLETED)
+
+
+def audit_robustness(audit: Audit) -> dict:
+    """The audit's replies re-scored against every alternative ground truth of its study (issue 19;
+    :mod:`.robustness`), as stored in ``Audit.analysis["robustness"]``.
+
+    The paper's label is the audit's own snapshot (``AuditItem.weighted_label``, what its metrics use); the other
+    alternatives come from the study's latest analysis (``AnalysisRun.alternatives``), matched by item. When that
+    analysis is newer than the snapshot its weighted labels may differ: the number of such items is in the notes.
+    Without a stored analysis with alternatives there is nothing to compare: ``available`` is False and a note
+    says why."""
+    from annotation.alternatives import ALTERNATIVES
+
+    run = getattr(audit.study, "analysis_run", None)
+    stored = run.alternatives if run is not None else {}
+    if not stored.get("labels"):
+        return {"available": False, "notes": ["the study's analysis has no alternative ground truths: recompute it "
+                                              "(study dashboard), then re-analyse the audit"]}
+    snapshot = pd.DataFrame.from_records(
+        AuditItem.objects.filter(audit=audit).order_by("item_id").values_list("item_id", "item__external_id",
+                                                                              "weighted_label"),
+        columns=["item", "external_id", "snapshot"])
+    alternatives = pd.DataFrame(stored["labels"], index=stored["items"], dtype=float)
+    references = snapshot.join(alternatives, on="external_id")
+    notes = []
+    missing = int(references["weighted"].isna().sum() - references["snapshot"].isna().sum())
+    changed = int(((references["weighted"] != references["snapshot"].astype(float))
+                   & references["weighted"].notna() & references["snapshot"].notna()).sum())
+    if changed or missing > 0:
+        notes.append(f"the study's latest analysis gives {changed} of the audit's items another weighted label than "
+                     f"the audit's snapshot ({max(missing, 0)} more without one); the audit's snapshot is the paper's "
+                     "label here")
+    references["weighted"] = references["snapshot"].astype(float)
+    names = [a.name for a in ALTERNATIVES if a.name in references.columns]
+    tables = classification_robustness.robustness(
+        classification_requests_frame(audit), references, alternatives=names,
+        models=[m.id for m in audit.models.all()], conditions=list(audit.conditions.values_list("condition", flat=True)),
+        unparsed=audit.unparsed, n_resamples=audit.n_resamples, seed=audit.seed)
+    model_names = {m.id: m.display_name for m in audit.models.all()}
+    for row in tables["cells"]:
+        row["model_id"], row["model"] = row["model"], model_names[row["model"]]
+    for row in tables["ranks"]:
+        if row["scope"] == "model":
+            row["model_id"], row["key"] = row["key"], model_names[row["key"]]
+    return {"available": True, "study_analysis_computed_at": run.computed_at.isoformat(),
+            "settings": stored.get("settings", {}), "alternatives": names, "notes": notes,
+            **{name: [{k: _json_number(v) for k, v in row.items()} for row in rows] for name, rows in tables.items()}}
 
 
 def _json_number(value):

@@ -1,0 +1,186 @@
+"""Audit metrics against many references (auditapp.audit_metrics.reference_metrics) and a classification audit
+re-scored under every alternative ground truth (issue 19): equal to the single-reference code and to scikit-learn,
+recomputed from the exports."""
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+from sklearn.metrics import cohen_kappa_score, f1_score
+
+from auditapp.audit_metrics import classification_metrics, kappa_gap, reference_metrics
+
+RNG = np.random.default_rng(1)
+N_ITEMS = 240
+REFERENCES = np.stack([(RNG.random(N_ITEMS) < 0.3), (RNG.random(N_ITEMS) < 0.4)]).astype(float)
+PREDICTIONS = (RNG.random((4, N_ITEMS)) < 0.4).astype(float)
+
+
+@pytest.mark.parametrize("unparsed", ["exclude", "wrong"])
+def test_every_cell_and_reference_equals_classification_metrics_with_its_bootstrap(unparsed):
+    result = reference_metrics(PREDICTIONS, REFERENCES, unparsed=unparsed, n_resamples=400, seed=5)
+    for cell in range(len(PREDICTIONS)):
+        for r in range(len(REFERENCES)):
+            one = classification_metrics(PREDICTIONS[cell], REFERENCES[r], unparsed=unparsed, n_resamples=400, seed=5)
+            for name in ("kappa", "f1"):
+                assert result.point[name][cell, r] == pytest.approx(getattr(one, name))
+                assert (result.low[name][cell, r], result.high[name][cell, r]) == pytest.approx(one.ci[name])
+
+
+@pytest.mark.parametrize("unparsed", ["exclude", "wrong"])
+def test_the_delta_kappa_test_equals_kappa_gap_with_missing_labels(unparsed):
+    predictions, references = PREDICTIONS.copy(), REFERENCES.copy()
+    predictions[0, :12] = np.nan       # unparsed replies
+    references[1, :7] = np.nan         # majority ties
+    result = reference_metrics(predictions, references, base=0, unparsed=unparsed, n_resamples=300, seed=2)
+    gap = kappa_gap(predictions, references[1], references[0], unparsed=unparsed, n_resamples=300, seed=2)
+    assert result.delta[:, 1] == pytest.approx(gap.delta)
+    assert result.t_statistic[1] == pytest.approx(gap.t_statistic) and result.df[1] == gap.df
+    assert (result.delta_low[1], result.delta_high[1]) == pytest.approx(gap.bootstrap_ci)
+    assert np.all(result.delta[:, 0] == 0) and "t_test" in result.test_notes[0]
+
+
+def test_a_soft_reference_gives_scikit_learns_weighted_kappa_and_f1():
+    soft = RNG.random(N_ITEMS)
+    result = reference_metrics(PREDICTIONS, soft[None, :], n_resamples=100, seed=0)
+    for cell, prediction in enumerate(PREDICTIONS):
+        # Each item counts as a positive with weight s and a negative with weight 1 − s.
+        y_true, y_pred = np.r_[np.ones(N_ITEMS), np.zeros(N_ITEMS)], np.r_[prediction, prediction]
+        weight = np.r_[soft, 1 - soft]
+        assert result.point["kappa"][cell, 0] == pytest.approx(cohen_kappa_score(y_true, y_pred,
+                                                                                 sample_weight=weight))
+        assert result.point["f1"][cell, 0] == pytest.approx(f1_score(y_true, y_pred, sample_weight=weight))
+
+
+def test_kendall_tau_and_ranks_of_the_robustness_tables():
+    from auditapp.paradigms.classification.robustness import robustness
+
+    items = np.arange(N_ITEMS)
+    replies = pd.DataFrame([(m, c, i, 0, PREDICTIONS[2 * m + c, i]) for m in range(2) for c in range(2)
+                            for i in items], columns=["model", "condition", "item", "replicate", "label"])
+    references = pd.DataFrame({"item": items, "weighted": REFERENCES[0], "majority": REFERENCES[1]})
+    tables = robustness(replies, references, alternatives=["weighted", "majority"], models=[0, 1], conditions=[0, 1],
+                        n_resamples=100)
+    cells = pd.DataFrame(tables["cells"])
+    for row in tables["cells"]:
+        reference = references[row["alternative"]].to_numpy()
+        assert row["kappa"] == pytest.approx(cohen_kappa_score(reference, PREDICTIONS[2 * row["model"]
+                                                                                      + row["condition"]]))
+    means = cells.groupby(["model", "alternative"])["kappa"].mean().unstack()
+    tau = next(t for t in tables["tau"] if t["scope"] == "cell" and t["alternative"] == "majority")
+    by_cell = cells.pivot_table(index=["model", "condition"], columns="alternative", values="kappa")
+    assert tau["tau"] == pytest.approx(stats.kendalltau(by_cell["weighted"], by_cell["majority"]).statistic)
+    ranks = {(r["key"], r["alternative"]): r["rank"] for r in tables["ranks"] if r["scope"] == "model"}
+    best = means["majority"].idxmax()
+    assert ranks[(best, "majority")] == 1
+
+
+# ------------------------------------------------------------------------------- a real audit, through the API
+
+def _csv(response) -> pd.DataFrame:
+    return pd.read_csv(io.StringIO(b"".join(response.streaming_content).decode()), keep_default_na=True)
+
+
+def _labelled_study(n_items: int = 60):
+    """make_audit_study's items with six annotators (scores and labels) whose analysis gives the alternatives."""
+    from annotation.models import Item, Label, Participant
+    from psychometrics.models import IATSession, Instrument, InstrumentScore, StudyInstrument
+    from tests.factories import make_audit_study
+
+    study = make_audit_study(n_items, n_examples=4)
+    aq, sata = Instrument.objects.get(slug="aq50"), Instrument.objects.get(slug="sata_partial")
+    StudyInstrument.objects.create(study=study, instrument=aq, role="aq", position=0)
+    StudyInstrument.objects.create(study=study, instrument=sata, role="sata", position=1)
+    rng = np.random.default_rng(7)
+    items = list(Item.objects.filter(study=study).order_by("position"))
+    for k in range(6):
+        participant = Participant.objects.create(study=study, pseudonym=f"P{k}", team="ab"[k % 2], status="completed")
+        InstrumentScore.objects.create(participant=participant, instrument=aq, total=10 + 6 * k)
+        InstrumentScore.objects.create(participant=participant, instrument=sata, total=90 - 5 * k + 3 * (k % 2))
+        IATSession.objects.create(participant=participant, condition_index=0, seed=0, stimuli={}, design=[],
+                                  blocks_done=7, completed_at="2026-01-01T00:00Z", d_score=0.1 * k - 0.2)
+        accuracy = 0.9 - 0.07 * k
+        Label.objects.bulk_create([
+            Label(participant=participant, item=item,
+                  value=(i % 3 == 0) if rng.random() < accuracy else (i % 3 != 0))
+            for i, item in enumerate(items)])
+    return study
+
+
+def audited_study():
+    """A labelled study, its analysis with the alternatives, and a finished audit of two models × two conditions
+    against the real test LLM server, analysed (so its robustness is stored)."""
+    from annotation.models import StudyAnalysisSettings
+    from annotation.study_analysis import study_analysis_compute
+    from auditapp import audit_runner
+    from auditapp import audit_services as services
+    from auditapp.models import LLMEndpoint
+    from auditapp.paradigms.classification import services as classification_services
+    from tests.factories import AUDIT_POSITIVE_WORDS
+    from tests.llm_server import LLMServer
+
+    study = _labelled_study(120)
+    StudyAnalysisSettings.objects.create(study=study, icl_size=2)  # keep the items for the evaluation set
+    study_analysis_compute(study_id=study.id)
+    with LLMServer(latency=0.001, positive_words=AUDIT_POSITIVE_WORDS) as server:
+        endpoint = LLMEndpoint.objects.create(name="test server", protocol="openai", base_url=server.base_url,
+                                              max_concurrency=8, attempt_timeout_s=2.0, deadline_s=30, max_attempts=3)
+        audit = classification_services.audit_create(
+            study=study, name="robustness", conditions=["zs", "cot"],
+            models=[services.ModelChoice(endpoint=endpoint, model="model-a"),
+                    services.ModelChoice(endpoint=endpoint, model="model-b")], n_resamples=200)
+        services.audit_prepare(audit_id=audit.id)
+        assert audit_runner.audit_work(audit.id) == "finished"
+        services.audit_analyse(audit_id=audit.id)
+    audit.refresh_from_db()
+    return study, audit
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_the_robustness_export_equals_scikit_learn_recomputed_from_the_exports(api_client, staff_client,
+                                                                              audit_tasks_off):
+    study, audit = audited_study()
+    alternatives = _csv(api_client.get(f"/api/studies/{study.id}/ground-truth-alternatives/?format=csv"))
+    cells = _csv(api_client.get(f"/api/audits/{audit.id}/robustness/?format=csv"))
+    requests = _csv(api_client.get(f"/api/audits/{audit.id}/responses/?format=csv"))
+    names = {m.model: m.display_name for m in audit.models.all()}
+    requests["model"] = requests["model"].map(names)
+    assert set(cells["alternative"]) == set(alternatives.columns) - {"item"}
+    assert len(cells) == 2 * 2 * (len(alternatives.columns) - 1)
+    snapshot = pd.DataFrame(audit.items.values("item__external_id", "weighted_label")).set_index("item__external_id")
+    references = alternatives.set_index("item").astype(float)
+    references["weighted"] = snapshot["weighted_label"].astype(float).reindex(references.index)
+    labelled = requests[requests["outcome"] == "label"]
+    checked = 0
+    for row in cells.itertuples():
+        cell = labelled[(labelled["model"] == row.model) & (labelled["condition"] == row.condition)]
+        reference = references.loc[cell["item"].astype(str), row.alternative].to_numpy()
+        keep = ~np.isnan(reference)
+        prediction, reference = cell["label"].to_numpy()[keep], reference[keep]
+        if row.alternative == "soft":
+            y_true = np.r_[np.ones(len(reference)), np.zeros(len(reference))]
+            y_pred, weight = np.r_[prediction, prediction], np.r_[reference, 1 - reference]
+            assert row.kappa == pytest.approx(cohen_kappa_score(y_true, y_pred, sample_weight=weight))
+            assert row.f1 == pytest.approx(f1_score(y_true, y_pred, sample_weight=weight))
+        else:
+            assert row.kappa == pytest.approx(cohen_kappa_score(reference, prediction))
+            assert row.f1 == pytest.approx(f1_score(reference, prediction))
+        assert row.kappa_low <= row.kappa <= row.kappa_high or "undefined in some bootstrap" in row.kappa_note
+        checked += 1
+    assert checked == len(cells)
+    tests = api_client.get(f"/api/audits/{audit.id}/robustness/?table=tests").json()["results"]
+    majority = next(t for t in tests if t["alternative"] == "majority")
+    # The §4.1 test against majority vote is the audit's own Δκ test.
+    assert majority["mean_delta"] == pytest.approx(audit.analysis["kappa_gap"]["mean_delta"])
+    assert majority["t_statistic"] == pytest.approx(audit.analysis["kappa_gap"]["t_statistic"])
+    assert majority["bootstrap_low"] == pytest.approx(audit.analysis["kappa_gap"]["bootstrap_low"])
+    assert api_client.get(f"/api/audits/{audit.id}/robustness/?table=nope").status_code == 400
+    page = staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode()
+    assert 'id="chart-robustness"' in page and 'data-alternative="dawid_skene"' in page
+    assert '"robustness": {"available": true' in page
+    assert api_client.get(f"/api/studies/{study.id}/ground-truth-alternatives/?table=nope").status_code == 400
