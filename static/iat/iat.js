@@ -128,6 +128,14 @@
 
   async function run() {
     root.focus();
+    if (!config.touch_allowed && window.matchMedia("(pointer: coarse)").matches &&
+        !window.matchMedia("(any-pointer: fine)").matches) {
+      // Reached only without the consent page's check (e.g. consent given with scripts off): say what to do
+      // rather than wait for keys that cannot come. Nothing of the IAT is stored until a block is posted.
+      message.textContent = "This study needs a keyboard for this task. Your answers so far are saved: " +
+        "open this same link on a computer with a keyboard to go on.";
+      return;
+    }
     for (const block of config.blocks) {
       if (block.number < config.start_block) continue;
       showLabels(block);

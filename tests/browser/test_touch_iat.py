@@ -4,6 +4,7 @@ consent, with nothing stored."""
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 from playwright.sync_api import expect
 from rest_framework.test import APIClient
 
@@ -20,7 +21,7 @@ from tests.browser.annotator import (
     tap_side,
 )
 from tests.factories import make_researcher
-from tests.participant.helpers import flow_study, invite, trials_frame
+from tests.participant.helpers import consent_and_finish_questionnaires, flow_study, invite, trials_frame
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -129,6 +130,14 @@ def test_keyboard_required_stops_a_phone_on_the_consent_page_with_nothing_stored
     assert participant.started_at is None and participant.status == Participant.Status.INVITED
     for model in (QuestionnaireSession, InstrumentResponse, IATSession, IATTrial, Label):
         assert not model.objects.filter(participant=participant).exists()
+
+    # Consent given without the page's check (scripts off): at the IAT the phone is told what to do, not stuck.
+    (scriptless,) = invite(study)
+    consent_and_finish_questionnaires(Client(), scriptless)
+    page.goto(f"{live_server.url}/p/{scriptless.invite_token}/")
+    expect(page.locator("#iat-message")).to_contain_text("This study needs a keyboard for this task")
+    expect(page.locator("#iat-left")).to_be_empty()
+    assert not IATTrial.objects.filter(participant=scriptless).exists()
 
     # A computer with a keyboard reads the same notice before consent, and goes on.
     desktop = chromium.new_context(viewport={"width": 1280, "height": 800})
