@@ -50,7 +50,7 @@ class StudyAdmin(admin.ModelAdmin):
         ("Annotators", {"fields": ("content_warning", "consent_text", "labelling_instructions", "label_scheme",
                                    "annotators_per_item", "items_per_annotator", "assignment_timeout_minutes",
                                    "attention_check_pass_threshold")}),
-        ("IAT", {"fields": ("iat_enabled", "iat_stimuli")}),
+        ("IAT", {"fields": ("iat_enabled", "keyboard_required", "iat_stimuli")}),
         ("Recruitment", {"fields": ("invite_links", "open_link_enabled", "open_link_cap", "completion_code",
                                     "completion_url")}),
         ("Data", {"fields": ("analysis", "item_imports", "annotator_imports", "created_at", "updated_at")}),

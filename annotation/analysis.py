@@ -17,6 +17,13 @@ ICL example sets (seed 000 §3.4): ``icl_a`` from the ``high_aq`` test set, ``ic
 test set, each ``icl_size`` items (284 in the paper) drawn with a seeded generator, leaving out the items
 of the ``evaluation_set`` test set so examples never overlap the items they are used to classify. When
 fewer items are available the set is smaller, and a note says so.
+
+Touch IAT (``touch_iat_in_weights``): a D score measured wholly or partly by taps (``iat_modality`` "touch"
+or "mixed") enters the trust weights by default. D divides each participant's latency difference by their
+own SD, which removes most of the overall slowness of taps; but touch and keyboard D are not known to be
+equivalent, so a study can leave touch D out. It then counts as a missing IAT score (the
+``missing_instrument`` rule decides what happens to that annotator, and the bias index has no IAT for
+them), and a note names each annotator it concerns. A frame without ``iat_modality`` is all keyboard.
 """
 from __future__ import annotations
 
@@ -48,6 +55,7 @@ class AnalysisSettings:
     icl_size: int = 284
     icl_seed: int = 0
     evaluation_set: str = ""
+    touch_iat_in_weights: bool = True
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -87,17 +95,29 @@ def perfect_agreement_items(labels: pd.DataFrame, *, min_labels: int) -> pd.Data
     return pd.DataFrame({"item": agreed.index, "label": agreed["min"].astype(int).to_numpy()})
 
 
+def _touch_iat_applied(scores: pd.DataFrame, *, include: bool) -> tuple[pd.DataFrame, list[str]]:
+    """``scores`` with the touch and mixed IAT D scores made missing unless ``include`` (module docstring)."""
+    if include or "iat_modality" not in scores.columns:
+        return scores, []
+    touch = scores["iat_modality"].isin(["touch", "mixed"]) & scores["iat_d"].notna()
+    notes = [f"{pseudonym}: IAT D measured by touch, left out of the weights (setting touch_iat_in_weights)"
+             for pseudonym in scores.loc[touch, "participant"]]
+    return scores.assign(iat_d=scores["iat_d"].mask(touch)), notes
+
+
 def _agreement_row(scope: str, group: str, labels: pd.DataFrame) -> dict:
     summary = agreement_summary(labels.loc[labels["value"].isin([0, 1])])
     return {"scope": scope, "group": group, **summary}
 
 
 def analyse(scores: pd.DataFrame, labels: pd.DataFrame, settings: AnalysisSettings = AnalysisSettings()) -> Analysis:
-    """The full analysis. ``scores``: participant, team, aq, sata, iat_d. ``labels``: participant, item, value."""
+    """The full analysis. ``scores``: participant, team, aq, sata, iat_d and optionally iat_modality.
+    ``labels``: participant, item, value."""
+    scores, touch_notes = _touch_iat_applied(scores, include=settings.touch_iat_in_weights)
     trust = trust_weights(scores, missing=settings.missing_instrument)
     weights = trust.table.copy()
     weights["bias_index"] = 1.0 - weights[["sata_norm", "iat_norm"]].mean(axis=1, skipna=False)
-    notes = list(trust.notes)
+    notes = touch_notes + list(trust.notes)
     groups = _groups(weights, settings)
     for name in GROUPS:
         weights[name] = weights["participant"].isin(groups[name])

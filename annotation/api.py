@@ -98,6 +98,10 @@ class ParticipantRowSerializer(serializers.Serializer):
     iat_fast_fraction = serializers.FloatField(allow_null=True)
     iat_flagged_fast = serializers.BooleanField(allow_null=True, help_text="Over 10% of trials under 300 ms.")
     iat_condition = serializers.IntegerField(allow_null=True, help_text="Counterbalancing condition 0–3.")
+    iat_modality = serializers.CharField(
+        allow_null=True, allow_blank=True,
+        help_text="How the IAT was answered: keyboard, touch or mixed (empty when imported). A touch D is measured "
+                  "from tap latencies, which are longer than key latencies.")
     attention_check_score = serializers.FloatField(allow_null=True)
     attention_checks_passed = serializers.BooleanField(allow_null=True)
     trust_raw = serializers.FloatField(allow_null=True, help_text="R, seed 000 Appendix B eq. 4 (latest analysis).")
@@ -141,7 +145,8 @@ class IATTrialRowSerializer(serializers.Serializer):
     stimulus_category = serializers.CharField()
     pairing = serializers.CharField(allow_blank=True)
     correct_side = serializers.CharField()
-    first_key = serializers.CharField()
+    first_key = serializers.CharField(help_text="e (left) or i (right); for touch, the half tapped first.")
+    modality = serializers.CharField(allow_blank=True, help_text="keyboard or touch; empty for an imported trial.")
     error = serializers.BooleanField()
     latency_first_ms = serializers.FloatField(allow_null=True, help_text="Empty only for a legacy non-finite value.")
     latency_correct_ms = serializers.FloatField(allow_null=True, help_text="Empty only for a legacy non-finite value.")

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
-from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Sum, Value, When
+from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Sum, Value, When
 from django.urls import reverse
 
 from annotation.analysis import GROUPS
@@ -194,18 +194,39 @@ def _imported_flags(study: Study) -> dict[str, Exists]:
                                                             source_import__isnull=False))}
 
 
+def _iat_measured() -> dict[str, Subquery]:
+    """The annotator's IAT as measured, as subqueries of the weights' query: its input modality (keyboard, touch,
+    mixed; empty when imported) and its D score, which the weights leave out when touch D does not enter them."""
+    session = IATSession.objects.filter(participant_id=OuterRef("participant_id"))
+    return {"iat_modality": Subquery(session.values("input_modality")[:1]),
+            "iat_d_measured": Subquery(session.values("d_score")[:1])}
+
+
+def iat_modality_counts(study: Study) -> dict[str, int]:
+    """How many of the study's IATs were answered by keyboard, by touch, or by both (mixed), counting every
+    session with a stored block; "unknown" counts the imported ones."""
+    counts = dict(IATSession.objects.filter(participant__study=study, blocks_done__gt=0).order_by()
+                  .values("input_modality").annotate(n=Count("pk")).values_list("input_modality", "n"))
+    return {"keyboard": counts.get("keyboard", 0), "touch": counts.get("touch", 0),
+            "mixed": counts.get("mixed", 0), "unknown": counts.get("", 0)}
+
+
 def annotator_rows(study: Study) -> list[dict]:
-    """One row per annotator of the latest analysis, with R split into its components (module docstring) and
+    """One row per annotator of the latest analysis, with R split into its components (module docstring),
     ``imported``, the scores of the weights that came from a file (``psychometrics.annotator_imports``), e.g.
-    ["AQ", "IAT D"], read in the same query."""
+    ["AQ", "IAT D"], and the IAT's input modality and measured D (``_iat_measured``), read in the same query."""
     fields = ("participant__pseudonym", "participant__team", "aq", "sata", "iat_d", "aq_norm", "sata_norm",
               "iat_norm", "trust_raw", "weight", "included", "bias_index", *GROUPS)
     rows = []
-    for values in (ParticipantWeight.objects.filter(participant__study=study).annotate(**_imported_flags(study))
-                   .order_by("participant__pseudonym").values_list(*fields, *IMPORTED_SCORES)):
+    measured = ("iat_modality", "iat_d_measured")
+    for values in (ParticipantWeight.objects.filter(participant__study=study)
+                   .annotate(**_imported_flags(study), **_iat_measured())
+                   .order_by("participant__pseudonym").values_list(*fields, *IMPORTED_SCORES, *measured)):
         row = dict(zip(("pseudonym", "team", *fields[2:]), values[:len(fields)], strict=True))
-        row["imported"] = [name for name, flag in zip(IMPORTED_SCORES.values(), values[len(fields):], strict=True)
-                           if flag]
+        flags = values[len(fields):len(fields) + len(IMPORTED_SCORES)]
+        row["imported"] = [name for name, flag in zip(IMPORTED_SCORES.values(), flags, strict=True) if flag]
+        row.update(zip(measured, values[len(fields) + len(IMPORTED_SCORES):], strict=True))
+        row["iat_touch"] = row["iat_modality"] in ("touch", "mixed")
         norms = [row["aq_norm"], row["sata_norm"], row["iat_norm"]]
         present = [n for n in norms if n is not None]
         entered = row["trust_raw"] is not None and bool(present)
@@ -313,6 +334,7 @@ def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] |
         "annotators": annotators,
         "n_included": sum(1 for a in annotators if a["included"]),
         "n_imported": sum(1 for a in annotators if a["imported"]),
+        "iat_modalities": iat_modality_counts(study),
         "contingency": contingency,
         "disagreements": disagreements,
         "ties": ties,

@@ -59,6 +59,10 @@ class Study(models.Model):
     )
     labelling_instructions = models.TextField(blank=True)
     iat_enabled = models.BooleanField(default=True, help_text="Run the IAT after the questionnaires.")
+    keyboard_required = models.BooleanField(
+        default=False,
+        help_text="Participants must have a physical keyboard for the IAT: they are told so before consent, and a "
+                  "touch-only device cannot start. Off: the IAT also runs by taps on touch screens.")
     iat_stimuli = models.JSONField(
         default=dict, blank=True,
         help_text="IAT categories and words; empty = the defaults (seed 000 Appendix A.3 categories).",
@@ -304,6 +308,12 @@ class StudyAnalysisSettings(models.Model):
     icl_seed = models.IntegerField(default=0)
     evaluation_set = models.CharField(max_length=20, blank=True,
                                       help_text="Test set the ICL examples must not overlap (e.g. 'all').")
+    touch_iat_in_weights = models.BooleanField(
+        default=True,
+        help_text="Let IAT D scores measured by touch (or partly by touch) enter the trust weights. Tap latencies "
+                  "are longer and differ from key latencies; D divides by each participant's own SD, which removes "
+                  "most of that, but touch and keyboard D are not known to be equivalent. Off: a touch D counts as "
+                  "missing, and the missing-instrument rule decides.")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 
 from annotation.json_input import JSONTooDeepError, json_loads_bounded
+from psychometrics.iat import MODALITIES
 
 MAX_JSON_DEPTH = 20
 MAX_ID = 2**31 - 1
@@ -126,8 +127,9 @@ class IATBlockPost:
 
 
 def iat_block_post(body: bytes) -> IATBlockPost:
-    """A finished IAT block ``{"block": n, "trials": [{stimulus, first_key, latency_first_ms,
-    latency_correct_ms}, ...]}``, each trial an object with finite latencies in range (ms)."""
+    """A finished IAT block ``{"block": n, "trials": [{stimulus, first_key, modality, latency_first_ms,
+    latency_correct_ms}, ...]}``, each trial an object with finite latencies in range (ms) and the way it was
+    answered, "keyboard" or "touch" (required: an unknown modality is refused, never guessed)."""
     data = json_object(body)
     if "block" not in data or "trials" not in data:
         raise InputError("body", "needs 'block' and 'trials'")
@@ -143,6 +145,8 @@ def iat_block_post(body: bytes) -> IATBlockPost:
         for key in ("stimulus", "first_key"):
             if not isinstance(trial.get(key), str):
                 raise InputError(f"{where}.{key}", "must be a text")
+        if trial.get("modality") not in MODALITIES:
+            raise InputError(f"{where}.modality", f"must be one of {', '.join(MODALITIES)}")
         latencies = {key: finite_number(trial.get(key), field=f"{where}.{key}", minimum=0,
                                         maximum=MAX_IAT_LATENCY_MS)
                      for key in ("latency_first_ms", "latency_correct_ms")}

@@ -90,7 +90,7 @@ PARTICIPANT_COLUMNS = [
     "participant", "team", "status", "n_labels", "created_at", "consented_at", "completed_at", "withdrawn_at",
     "aq", *[f"aq_{name}" for name in AQ50_SUBSCALES], "aq_tier", "sata", "sata_tier",
     "iat_d", "iat_d600", "iat_error_rate", "iat_fast_fraction", "iat_flagged_fast", "iat_condition",
-    "attention_check_score", "attention_checks_passed", "trust_raw", "weight",
+    "iat_modality", "attention_check_score", "attention_checks_passed", "trust_raw", "weight",
 ]
 
 
@@ -99,7 +99,8 @@ def study_participants_export(*, study: Study) -> Export:
 
     ``aq`` and ``sata`` are the totals of the instruments given those roles in the study's flow; the AQ
     subscales are the AQ-50's; ``iat_d`` is the D score with the built-in error penalty (positive =
-    more implicit bias), ``iat_d600`` the D600 variant; ``trust_raw`` (R) and ``weight`` (W) come from the
+    more implicit bias), ``iat_d600`` the D600 variant, ``iat_modality`` how that D was measured (keyboard,
+    touch or mixed; empty for an imported IAT): touch latencies differ from key latencies; ``trust_raw`` (R) and ``weight`` (W) come from the
     latest analysis (seed 000 Appendix B).
     """
     participants = list(
@@ -116,14 +117,14 @@ def study_participants_export(*, study: Study) -> Export:
                .values_list("participant_id", "trust_raw", "weight")}
     iat = {row[0]: row[1:] for row in IATSession.objects.filter(participant__study=study, completed_at__isnull=False)
            .values_list("participant_id", "d_score", "d600_score", "error_rate", "fast_fraction", "flagged_fast",
-                        "condition_index")}
+                        "condition_index", "input_modality")}
     rows = []
     for pid, pseudonym, team, status, n_labels, created, consented, completed, withdrawn, att_score, att_ok in participants:
         aq_total, aq_sub, aq_tier = scores.get((pid, roles.get("aq")), (None, {}, None))
         sata_total, _, sata_tier = scores.get((pid, roles.get("sata")), (None, {}, None))
         rows.append((pseudonym, team, status, n_labels, created, consented, completed, withdrawn,
                      aq_total, *[aq_sub.get(name) for name in AQ50_SUBSCALES], aq_tier or None, sata_total,
-                     sata_tier or None, *iat.get(pid, (None,) * 6), att_score, att_ok,
+                     sata_tier or None, *iat.get(pid, (None,) * 7), att_score, att_ok,
                      *weights.get(pid, (None, None))))
     return Export(PARTICIPANT_COLUMNS, rows)
 
@@ -153,13 +154,14 @@ def study_instrument_responses_export(*, study: Study) -> Export:
 IAT_TRIAL_EXPORT = {
     "participant": "participant__pseudonym", "block": "block", "trial": "trial", "stimulus": "stimulus",
     "stimulus_category": "stimulus_category", "pairing": "pairing", "correct_side": "correct_side",
-    "first_key": "first_key", "error": "error", "latency_first_ms": "latency_first_ms",
+    "first_key": "first_key", "modality": "modality", "error": "error", "latency_first_ms": "latency_first_ms",
     "latency_correct_ms": "latency_correct_ms",
 }
 
 
 def study_iat_trials_export(*, study: Study) -> Export:
-    """Every IAT trial: latencies to the first key and to the correct key, in ms from stimulus onset.
+    """Every IAT trial: latencies to the first key and to the correct key, in ms from stimulus onset, and the
+    trial's input modality (keyboard or touch; empty for an imported trial).
 
     A latency that is not finite (stored before the IAT posts were validated) is exported as empty, so
     one such trial cannot make the whole study's export fail.
@@ -174,9 +176,10 @@ def study_iat_trials_export(*, study: Study) -> Export:
 
 
 def study_scores_frame(*, study: Study) -> pd.DataFrame:
-    """Per annotator (participant, team, aq, sata, iat_d): every participant not withdrawn who has a label or
-    a score. AQ and SATA are the totals of the instruments with those roles; iat_d the D score (positive =
-    more bias). Missing scores are NaN."""
+    """Per annotator (participant, team, aq, sata, iat_d, iat_modality): every participant not withdrawn who
+    has a label or a score. AQ and SATA are the totals of the instruments with those roles; iat_d the D score
+    (positive = more bias), iat_modality how it was measured (keyboard, touch, mixed; None when imported or
+    absent). Missing scores are NaN."""
     roles = dict(StudyInstrument.objects.filter(study=study).exclude(role=StudyInstrument.Role.OTHER)
                  .values_list("instrument_id", "role"))
     people = (Participant.objects.filter(study=study).exclude(status=Participant.Status.WITHDRAWN)
@@ -188,9 +191,10 @@ def study_scores_frame(*, study: Study) -> pd.DataFrame:
         totals = dict(InstrumentScore.objects.filter(participant__study=study, instrument_id__in=[
             i for i, r in roles.items() if r == role]).values_list("participant_id", "total"))
         frame[role] = frame["id"].map(totals).astype(float)
-    d_scores = dict(IATSession.objects.filter(participant__study=study, completed_at__isnull=False)
-                    .values_list("participant_id", "d_score"))
-    frame["iat_d"] = frame["id"].map(d_scores).astype(float)
+    iat = {pid: (d, modality or None) for pid, d, modality in IATSession.objects.filter(
+        participant__study=study, completed_at__isnull=False).values_list("participant_id", "d_score", "input_modality")}
+    frame["iat_d"] = frame["id"].map({pid: d for pid, (d, _) in iat.items()}).astype(float)
+    frame["iat_modality"] = frame["id"].map({pid: modality for pid, (_, modality) in iat.items()}).astype(object)
     return frame
 
 

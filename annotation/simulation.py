@@ -214,8 +214,8 @@ def answer_times_ms(seed: int, participant: int, n: int, *, stream: int = 0) -> 
 def iat_trials(design: Sequence[Mapping[str, Any]], implicit_bias: float, *, seed: int,
                participant: int) -> list[list[dict]]:
     """The trials a participant posts for each block of their IAT design, in the format of
-    ``psychometrics.services.iat_block_submit``: ``{index, stimulus, first_key, latency_first_ms,
-    latency_correct_ms}`` per planned trial (latencies in ms, 0.1 ms resolution).
+    ``psychometrics.services.iat_block_submit``: ``{index, stimulus, first_key, modality, latency_first_ms,
+    latency_correct_ms}`` per planned trial (modality "keyboard": the simulated latencies are key latencies) (latencies in ms, 0.1 ms resolution).
 
     ``design`` is ``IATSession.design``: blocks with ``pairing`` ("consistent", "inconsistent" or None)
     and ``trials`` (each with ``index``, ``stimulus`` and ``correct_key``). The latency model is in the
@@ -246,6 +246,7 @@ def iat_trials(design: Sequence[Mapping[str, Any]], implicit_bias: float, *, see
             correct = round(float(latency[t] + correction[t]), 1) if error[t] else first
             key = _OTHER_KEY[trial["correct_key"]] if error[t] else trial["correct_key"]
             trials.append({"index": trial["index"], "stimulus": trial["stimulus"], "first_key": key,
+                           "modality": "keyboard",
                            "latency_first_ms": first, "latency_correct_ms": correct})
         blocks.append(trials)
     return blocks

@@ -57,7 +57,7 @@ def analysis_settings_for(study: Study) -> AnalysisSettings:
         aq_high=stored.aq_high, aq_low=stored.aq_low, bias_method=stored.bias_method,
         bias_low_cut=stored.bias_low_cut, bias_high_cut=stored.bias_high_cut,
         min_group_labels=stored.min_group_labels, icl_size=stored.icl_size, icl_seed=stored.icl_seed,
-        evaluation_set=stored.evaluation_set)
+        evaluation_set=stored.evaluation_set, touch_iat_in_weights=stored.touch_iat_in_weights)
 
 
 def study_analysis_enqueue(*, study_id: int) -> None:

@@ -1,9 +1,14 @@
-"""Benchmark: how accurately the browser IAT (static/iat/iat.js) records response latencies.
+"""Benchmark: how accurately the browser IAT (static/iat/iat.js) records response latencies, for key
+presses and for taps.
 
-Runs one participant through the whole IAT (7 blocks, 200 trials) in headless Debian Chromium driven by
-Playwright, against ``manage.py runserver`` on 127.0.0.1 with SQLite in a temporary VAR_DIR. For every
-trial the harness presses the correct key (and on some trials the wrong key first) at a scripted delay
-after the stimulus onset, cycling through 350, 450, 550, 650, 800 ms, and compares what the app recorded.
+Each run takes one new participant through the whole IAT (7 blocks, 200 trials) in headless Debian Chromium
+driven by Playwright, against ``manage.py runserver`` on 127.0.0.1 with SQLite in a temporary VAR_DIR. For
+every trial the harness gives the correct response (and on some trials the wrong one first) at a scripted
+delay after the stimulus onset, cycling through 350, 450, 550, 650, 800 ms, and compares what the app
+recorded. A **keyboard** run presses E / I (``page.keyboard.press``) in a 1200×900 desktop context; a
+**touch** run taps the middle of the left or right response area with CDP touch events
+(``Input.dispatchTouchEvent`` touchStart, then touchEnd) in a phone context (390×844, ``has_touch``,
+``is_mobile``), where the app measures a tap at its ``pointerdown``.
 
 How the measurement is defined (all times on the page's own clock, ``performance.now()``):
 
@@ -12,7 +17,8 @@ How the measurement is defined (all times on the page's own clock, ``performance
   next animation frame and a ``setTimeout(0)`` and takes that time as the **independent onset** (it also
   keeps the frame's rAF timestamp). A capture-phase keydown listener on ``window`` — it runs before the
   app's listener on ``document`` — records each key's ``event.timeStamp`` (when the browser received the
-  input) and ``performance.now()`` (when it was dispatched to the page).
+  input) and ``performance.now()`` (when it was dispatched to the page); a capture-phase pointerdown
+  listener does the same for taps, coding the half tapped as its key (left e, right i).
 * The harness maps the page clock to Python's ``time.perf_counter()`` (best of several round trips,
   redone before each block), waits until it sees the onset, sleeps until onset + scripted delay and
   presses the key through CDP (``page.keyboard.press``).
@@ -26,12 +32,15 @@ Two error distributions are printed (recorded − reference, ms):
 (b) recorded − (keydown ``event.timeStamp`` − independent onset): the app's own measurement error, with
     the harness lag removed. **The target (median |error| ≤ 5 ms) applies to (b).**
 
-    .venv/bin/python benchmarks/iat_timing.py
+    .venv/bin/python benchmarks/iat_timing.py [--modality keyboard|touch|both] [--runs N]
 
-Exits 0 whether or not the target is met; prints "target (median |error| ≤ 5 ms): met/NOT met".
+(default: both modalities, 3 runs each). Prints each run, then a summary per modality: the median of
+(a) and (b) in every run and over all runs. Exits 0 whether or not the target is met; prints for each run
+"target (median |error| ≤ 5 ms): met/NOT met".
 """
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import socket
@@ -54,9 +63,12 @@ DELAYS_MS = [350, 450, 550, 650, 800]  # scripted onset -> first key press, cycl
 ERROR_EVERY = 7                        # every 7th trial (trial index % 7 == 3): wrong key first ...
 ERROR_CORRECTION_MS = 200              # ... then the correct key this much later
 TARGET_MS = 5.0
-OVERALL_DEADLINE_S = 480               # abort (still exit 0, printing what we have) after 8 minutes
+RUN_DEADLINE_S = 480                   # abort a run (still exit 0, printing what we have) after 8 minutes
+PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 3}
+DESKTOP = {"viewport": {"width": 1200, "height": 900}}
 
-# Installed before any page script. Records onsets of #iat-stimulus and every keydown, on the page clock.
+# Installed before any page script. Records onsets of #iat-stimulus and every keydown and pointerdown (a tap
+# recorded as the key of the half it landed on), on the page clock.
 INIT_SCRIPT = r"""
 (() => {
   const B = window.__iatBench = { onsets: [], keys: [], shown: 0 };
@@ -83,6 +95,14 @@ INIT_SCRIPT = r"""
     B.keys.push({ key: event.key, ts: event.timeStamp, now: performance.now(), repeat: event.repeat,
                   trusted: event.isTrusted, seq: B.shown - 1, visible: !!(el && el.textContent) });
   }, true);
+  window.addEventListener("pointerdown", (event) => {
+    const half = event.target.closest && event.target.closest("[data-side]");
+    if (!half || !event.isPrimary) return;
+    const el = document.getElementById("iat-stimulus");
+    B.keys.push({ key: half.dataset.side === "left" ? "e" : "i", ts: event.timeStamp, now: performance.now(),
+                  repeat: false, trusted: event.isTrusted, pointer: event.pointerType, seq: B.shown - 1,
+                  visible: !!(el && el.textContent) });
+  }, true);
 })();
 """
 
@@ -107,14 +127,18 @@ def stats(values: list[float]) -> str:
             f"p5={pct(0.05):8.3f}  p95={pct(0.95):8.3f}  min={v[0]:8.3f}  max={v[-1]:8.3f}")
 
 
-def setup_study() -> tuple[int, str]:
-    """Migrate the temporary database; create an open study with the IAT and one consented participant."""
+def setup_database() -> None:
+    """Migrate the temporary database."""
     import django
 
     django.setup()
     from django.core.management import call_command
 
     call_command("migrate", verbosity=0)
+
+
+def new_participant() -> tuple[int, str]:
+    """A new open study with the IAT and one consented participant (one per run)."""
     from annotation.models import Study
     from annotation.participation import participant_consent, participants_invite
 
@@ -173,8 +197,25 @@ def sleep_until(perf_s: float) -> None:
         pass
 
 
-def run_browser(base: str, token: str, deadline: float) -> dict:
-    """Drive the whole IAT; return the per-trial harness records, the posted blocks and clock info."""
+class Tapper:
+    """Taps through CDP touch events at the middle of the lower part of a response area (the stimulus and the
+    messages let taps through to the halves)."""
+
+    def __init__(self, page):
+        self.cdp = page.context.new_cdp_session(page)
+        self.points = {}
+        for key, selector in (("e", "#iat-left"), ("i", "#iat-right")):
+            box = page.locator(selector).bounding_box()
+            self.points[key] = {"x": box["x"] + box["width"] / 2, "y": box["y"] + box["height"] * 0.8}
+
+    def tap(self, key: str) -> None:
+        self.cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [self.points[key]]})
+        self.cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+
+
+def run_browser(base: str, token: str, deadline: float, modality: str) -> dict:
+    """Drive the whole IAT by keys or taps; return the per-trial harness records, the posted blocks and clock
+    info."""
     from playwright.sync_api import sync_playwright
 
     trials: list[dict] = []
@@ -184,7 +225,7 @@ def run_browser(base: str, token: str, deadline: float) -> dict:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         try:
-            context = browser.new_context(viewport={"width": 1200, "height": 900})
+            context = browser.new_context(**(PHONE if modality == "touch" else DESKTOP))
             context.add_init_script(INIT_SCRIPT)
             page = context.new_page()
             page.set_default_timeout(20_000)
@@ -206,15 +247,22 @@ def run_browser(base: str, token: str, deadline: float) -> dict:
                 raise RuntimeError(f"expected the IAT page, landed on {page.url}")
             config = json.loads(page.locator("#iat-config").text_content())
             clock = PageClock(page)
+            tapper = Tapper(page) if modality == "touch" else None
+            respond = tapper.tap if tapper else page.keyboard.press
+            ready = "Tap anywhere" if tapper else "space bar"
             seen_keys = 0
             n = 0  # trials started (= index into __iatBench.onsets)
             for block in config["blocks"]:
                 if time.monotonic() > deadline:
                     raise TimeoutError("overall deadline passed")
                 page.wait_for_function(
-                    "() => document.getElementById('iat-message').textContent.includes('space bar')")
+                    "text => document.getElementById('iat-message').textContent.includes(text)", arg=ready)
                 clock.calibrate()
-                page.keyboard.press("Space")
+                if tapper:
+                    tapper.tap("e")
+                    seen_keys += 1  # the starting tap is on a half, so it is recorded as a response too
+                else:
+                    page.keyboard.press("Space")
                 for trial in block["trials"]:
                     onset = page.wait_for_function(
                         "n => window.__iatBench.onsets.length > n ? window.__iatBench.onsets[n] : null",
@@ -233,7 +281,7 @@ def run_browser(base: str, token: str, deadline: float) -> dict:
                         target = clock.to_perf(onset["onset"] + d)
                         late.append((time.perf_counter() - target) * 1000)  # > 0: target already past
                         sleep_until(target)
-                        page.keyboard.press(key)
+                        respond(key)
                     keys = page.wait_for_function(
                         "([from, want]) => { const k = window.__iatBench.keys.slice(from)"
                         ".filter(k => k.key === 'e' || k.key === 'i'); return k.length >= want ? k : null; }",
@@ -257,7 +305,8 @@ def run_browser(base: str, token: str, deadline: float) -> dict:
     return {"config": config, "trials": trials, "posts": posts, "post_status": post_status, "clock": clock_info}
 
 
-def analyse(result: dict, participant_id: int) -> None:
+def analyse(result: dict, participant_id: int) -> dict:
+    """Print the run's figures; return the signed medians of (a) and (b) over first and correct responses."""
     from psychometrics.models import IATTrial
 
     trials, posts = result["trials"], result["posts"]
@@ -305,14 +354,14 @@ def analyse(result: dict, participant_id: int) -> None:
     print()
     print("All figures in ms, recorded − reference.")
     print("(a) end to end, app's recorded latency − scripted delay (includes the harness's lag):")
-    print("    first key  ", stats(a_first))
-    print("    correct key", stats(a_correct), "(error trials only)")
-    print("(b) app's measurement error, recorded − (keydown event.timeStamp − independent onset):")
-    print("    first key  ", stats(b_first))
-    print("    correct key", stats(b_correct), "(error trials only)")
+    print("    first response  ", stats(a_first))
+    print("    correct response", stats(a_correct), "(error trials only)")
+    print("(b) app's measurement error, recorded − (input event.timeStamp − independent onset):")
+    print("    first response  ", stats(b_first))
+    print("    correct response", stats(b_correct), "(error trials only)")
     print("context:")
-    print("    harness lag, keydown event.timeStamp − (onset + scripted delay)   ", stats(harness_lag))
-    print("    keydown dispatch, performance.now() in listener − event.timeStamp ", stats(dispatch))
+    print("    harness lag, input event.timeStamp − (onset + scripted delay)     ", stats(harness_lag))
+    print("    input dispatch, performance.now() in listener − event.timeStamp   ", stats(dispatch))
     print("    app onset − stimulus DOM change (what painted() waits)            ", stats(app_set_to_onset))
     print("    app onset − rAF frame timestamp of that frame                     ", stats(app_raf_to_onset))
     print("    independent onset − app onset                                     ", stats(indep_minus_app))
@@ -338,19 +387,26 @@ def analyse(result: dict, participant_id: int) -> None:
     met = complete and med_b <= TARGET_MS
     print(f"target (median |error| ≤ 5 ms): {'met' if met else 'NOT met'} "
           f"(applies to (b), the app's measurement error{'' if complete else '; run incomplete'})")
+    print(f"stored modality of the trials: {sorted({r.modality for r in rows})}")
+    signed = a_first + a_correct
+    return {"a": statistics.median(signed) if signed else float("nan"),
+            "b": statistics.median(b_first + b_correct) if b_first else float("nan"), "complete": complete}
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--modality", choices=("keyboard", "touch", "both"), default="both")
+    parser.add_argument("--runs", type=int, default=3, help="runs per modality (a new participant each)")
+    arguments = parser.parse_args()
+    modalities = ("keyboard", "touch") if arguments.modality == "both" else (arguments.modality,)
+
     var_dir = tempfile.mkdtemp(prefix="auditapp-iat-bench-")
     os.environ["VAR_DIR"] = var_dir
     os.environ["DJANGO_SETTINGS_MODULE"] = "auditapp.settings.local"
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("CELERY_BROKER_URL", None)
-    started = time.monotonic()
-    deadline = started + OVERALL_DEADLINE_S
-
-    participant_id, token = setup_study()
+    setup_database()
     port = free_port()
     base = f"http://127.0.0.1:{port}"
     log_path = Path(var_dir) / "runserver.log"
@@ -358,16 +414,25 @@ def main() -> None:
         server = subprocess.Popen(
             [sys.executable, "manage.py", "runserver", f"127.0.0.1:{port}", "--noreload"],
             cwd=REPO, env=dict(os.environ), stdout=log, stderr=subprocess.STDOUT)
-    result = None
+    summary: dict[str, list[dict]] = {modality: [] for modality in modalities}
     try:
         wait_for_server(base, server)
-        print(f"server on {base}, VAR_DIR {var_dir}; driving 200 trials with delays {DELAYS_MS} ms "
-              f"(wrong key first on every {ERROR_EVERY}th trial, correct key {ERROR_CORRECTION_MS} ms later)")
-        try:
-            result = run_browser(base, token, deadline)
-        except Exception as exc:  # report, still exit 0 with the target NOT met
-            print(f"run failed: {type(exc).__name__}: {exc}")
-            print("runserver log tail:\n" + log_path.read_text(errors="replace")[-2000:])
+        print(f"server on {base}, VAR_DIR {var_dir}; {arguments.runs} run(s) of 200 trials per modality "
+              f"({', '.join(modalities)}), delays {DELAYS_MS} ms (wrong response first on every "
+              f"{ERROR_EVERY}th trial, the correct one {ERROR_CORRECTION_MS} ms later)")
+        for modality in modalities:
+            for run in range(1, arguments.runs + 1):
+                print(f"\n=== {modality}, run {run} of {arguments.runs} ===")
+                participant_id, token = new_participant()
+                started = time.monotonic()
+                try:
+                    result = run_browser(base, token, started + RUN_DEADLINE_S, modality)
+                except Exception as exc:  # report, go on with the next run
+                    print(f"run failed: {type(exc).__name__}: {exc}")
+                    print("runserver log tail:\n" + log_path.read_text(errors="replace")[-2000:])
+                    continue
+                print(f"browser run took {time.monotonic() - started:.1f} s")
+                summary[modality].append(analyse(result, participant_id))
     finally:
         server.terminate()
         try:
@@ -375,11 +440,17 @@ def main() -> None:
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait(10)
-    print(f"browser run took {time.monotonic() - started:.1f} s")
-    if result is None:
-        print("target (median |error| ≤ 5 ms): NOT met (the run did not complete)")
-        return
-    analyse(result, participant_id)
+    print("\n=== summary: median recorded − reference (ms), each run ===")
+    for modality, runs in summary.items():
+        if not runs:
+            print(f"{modality:8s}  no run completed")
+            continue
+        a_medians, b_medians = [r["a"] for r in runs], [r["b"] for r in runs]
+        print(f"{modality:8s}  (a) recorded − scripted: {', '.join(f'{m:.2f}' for m in a_medians)} "
+              f"(median of runs {statistics.median(a_medians):.2f})")
+        print(f"{'':8s}  (b) recorded − (event.timeStamp − onset): {', '.join(f'{m:.3f}' for m in b_medians)} "
+              f"(median of runs {statistics.median(b_medians):.3f}); "
+              f"{sum(r['complete'] for r in runs)} of {len(runs)} runs complete")
 
 
 if __name__ == "__main__":

@@ -70,9 +70,9 @@ class InstrumentScoreAdmin(admin.ModelAdmin):
 
 @admin.register(IATSession)
 class IATSessionAdmin(admin.ModelAdmin):
-    list_display = ("participant", "condition_index", "blocks_done", "d_score", "d600_score", "flagged_fast",
-                    "completed_at")
-    list_filter = ("participant__study", "flagged_fast")
+    list_display = ("participant", "condition_index", "blocks_done", "d_score", "input_modality", "d600_score",
+                    "flagged_fast", "completed_at")
+    list_filter = ("participant__study", "flagged_fast", "input_modality")
     exclude = ("design",)
     readonly_fields = [f.name for f in IATSession._meta.fields if f.name != "design"]
 

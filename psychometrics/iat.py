@@ -84,6 +84,13 @@ Edge cases: a pair with fewer than 2 trials, a pairing with no trials, SD 0, or 
 a correct trial to anchor the replacement has D_pair = NaN; D is the mean of the available pairs and
 NaN if there is none. Rows with a missing latency are left out (so d600 is NaN without first-key
 latencies). One participant per frame.
+
+Part 3: input modality
+----------------------
+A trial is answered with the keys ("keyboard") or by tapping the left or right half of the screen
+("touch", as on Project Implicit's mobile IATs); a touch response is coded with its side's key. Tap
+latencies are longer than key latencies, so ``combined_modality`` says which one a block or a participant
+used, "mixed" when both: the D score is computed alike, and whoever reads it is told how it was measured.
 """
 from __future__ import annotations
 
@@ -111,6 +118,8 @@ BlockKind = Literal["target_practice", "attribute_practice", "combined_practice"
                     "reversed_target_practice"]
 StimulusCategory = Literal["target_a", "target_b", "attribute_pos", "attribute_neg"]
 ErrorPenalty = Literal["builtin", "d600"]
+Modality = Literal["keyboard", "touch"]
+CombinedModality = Literal["keyboard", "touch", "mixed"]
 
 CONSISTENT: Pairing = "consistent"
 INCONSISTENT: Pairing = "inconsistent"
@@ -126,6 +135,7 @@ SLOW_MS = 10_000
 FAST_MS = 300
 FAST_FRACTION_LIMIT = 0.10
 D600_PENALTY_MS = 600
+MODALITIES: tuple[Modality, ...] = ("keyboard", "touch")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -401,3 +411,19 @@ def iat_d_score(trials: pd.DataFrame, *, error_penalty: ErrorPenalty = "builtin"
     return DScore(d=d, d_practice=d_practice, d_test=d_test, error_penalty=error_penalty, n_trials=n_trials,
                   n_dropped_slow=n_dropped_slow, fast_fraction=fast_fraction,
                   flagged_fast=bool(n_trials and fast_fraction > FAST_FRACTION_LIMIT), error_rate=error_rate)
+
+
+# --------------------------------------------------------------------------------------------------
+# Part 3: input modality
+# --------------------------------------------------------------------------------------------------
+
+def combined_modality(modalities: Sequence[str]) -> CombinedModality | None:
+    """The one modality of ``modalities`` (each "keyboard", "touch" or "mixed"), "mixed" if they differ,
+    None if there are none. Raises ValueError on any other value."""
+    distinct = set(modalities)
+    unknown = distinct - {*MODALITIES, "mixed"}
+    if unknown:
+        raise ValueError(f"unknown input modality {sorted(unknown)}: give 'keyboard' or 'touch'")
+    if not distinct:
+        return None
+    return distinct.pop() if len(distinct) == 1 else "mixed"

@@ -166,8 +166,21 @@ class InstrumentScore(models.Model):
         constraints = [models.UniqueConstraint(fields=["participant", "instrument"], name="one_score_per_instrument")]
 
 
+class InputModality(models.TextChoices):
+    """How a participant answered IAT trials: the E/I keys or taps on the two halves of the screen."""
+
+    KEYBOARD = "keyboard", "Keyboard"
+    TOUCH = "touch", "Touch"
+    MIXED = "mixed", "Keyboard and touch"
+
+
 class IATSession(models.Model):
-    """A participant's IAT: counterbalancing condition, seed, the trial design shown, and the D score."""
+    """A participant's IAT: counterbalancing condition, seed, the trial design shown, and the D score.
+
+    ``block_modalities`` holds each stored block's input modality in block order, ``input_modality`` the
+    participant's over all stored blocks (mixed when they used both); both are empty for an imported IAT,
+    whose files do not say.
+    """
 
     participant = models.OneToOneField("annotation.Participant", on_delete=models.CASCADE, related_name="iat")
     condition_index = models.PositiveSmallIntegerField(null=True, blank=True,
@@ -176,6 +189,12 @@ class IATSession(models.Model):
     stimuli = models.JSONField()
     design = models.JSONField(help_text="The seven blocks with their trials, as shown.")
     blocks_done = models.PositiveSmallIntegerField(default=0)
+    block_modalities = models.JSONField(default=list, blank=True,
+                                        help_text="Input modality of each stored block, in block order.")
+    input_modality = models.CharField(
+        max_length=8, choices=InputModality.choices, blank=True,
+        help_text="Keyboard, touch, or mixed (both) over the stored blocks; empty for an imported IAT. Touch "
+                  "latencies are not comparable with key latencies.")
     started_at = models.DateTimeField(auto_now_add=True)
     completed_at = models.DateTimeField(null=True, blank=True)
     d_score = models.FloatField(null=True, blank=True, help_text="Positive = more implicit bias.")
@@ -197,7 +216,10 @@ class IATTrial(models.Model):
     stimulus_category = models.CharField(max_length=20)
     pairing = models.CharField(max_length=20, blank=True)
     correct_side = models.CharField(max_length=5)
-    first_key = models.CharField(max_length=5)
+    first_key = models.CharField(max_length=5, help_text="e (left) or i (right); for a touch trial, the half "
+                                                         "tapped first, coded the same way.")
+    modality = models.CharField(max_length=8, choices=InputModality.choices[:2], blank=True,
+                                help_text="How this trial was answered; empty for an imported trial.")
     error = models.BooleanField()
     latency_first_ms = models.FloatField(null=True, blank=True,
                                          help_text="Empty for an imported trial whose file had no first-key latency.")

@@ -164,9 +164,11 @@ def iat_session(*, participant: Participant) -> IATSession:
 def iat_block_submit(*, participant: Participant, block_number: int, trials: list[dict]) -> IATSession:
     """Store one finished block's trials; a block already stored is acknowledged again unchanged.
 
-    Only the key pressed first and the two latencies come from the browser; stimulus, category, side,
-    pairing and the error flag are taken from (or checked against) the participant's design. After
-    block 7 the D score (built-in error penalty) and D600 are computed and stored.
+    Only the key pressed (or half tapped) first, the input modality and the two latencies come from the
+    browser; stimulus, category, side, pairing and the error flag are taken from (or checked against) the
+    participant's design. The block's modality (keyboard, touch, or mixed when its trials differ) is appended
+    to ``block_modalities`` and the participant's recomputed over all blocks. After block 7 the D score
+    (built-in error penalty) and D600 are computed and stored.
     """
     with participant_locked(participant):
         session = IATSession.objects.select_for_update().filter(participant=participant).first()
@@ -186,6 +188,8 @@ def iat_block_submit(*, participant: Participant, block_number: int, trials: lis
             first_key = str(posted.get("first_key", "")).lower()
             if first_key not in IAT_KEYS:
                 raise IATBlockRejected(f"trial {planned['index']}: first key must be 'e' or 'i'")
+            if posted.get("modality") not in iat_design.MODALITIES:
+                raise IATBlockRejected(f"trial {planned['index']}: modality must be 'keyboard' or 'touch'")
             if posted.get("stimulus") != planned["stimulus"]:
                 raise IATBlockRejected(f"trial {planned['index']}: stimulus does not match the design")
             try:
@@ -199,9 +203,12 @@ def iat_block_submit(*, participant: Participant, block_number: int, trials: lis
             rows.append(IATTrial(
                 participant=participant, block=block_number, trial=planned["index"], stimulus=planned["stimulus"],
                 stimulus_category=planned["stimulus_category"], pairing=block["pairing"] or "",
-                correct_side=planned["correct_side"], first_key=first_key,
+                correct_side=planned["correct_side"], first_key=first_key, modality=posted["modality"],
                 error=first_key != planned["correct_key"], latency_first_ms=first_ms, latency_correct_ms=correct_ms))
         IATTrial.objects.bulk_create(rows)
+        session.block_modalities = [*session.block_modalities,
+                                    iat_design.combined_modality([row.modality for row in rows])]
+        session.input_modality = iat_design.combined_modality(session.block_modalities) or ""
         session.blocks_done = block_number
         if block_number == len(session.design):
             iat_session_score(session)

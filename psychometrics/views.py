@@ -78,6 +78,7 @@ def iat(request: HttpRequest, participant) -> HttpResponse:
         "start_block": session.blocks_done + 1,
         "post_url": reverse("participant:iat-block", args=[participant.invite_token]),
         "next_url": reverse("participant:resume", args=[participant.invite_token]),
+        "touch_allowed": not participant.study.keyboard_required,
     }
     return render(request, "participant/iat.html", {
         "participant": participant, "study": participant.study, "config": config,

@@ -39,5 +39,9 @@ def analyse_audits_without_notes(apps, schema_editor):
 class Migration(migrations.Migration):
     # One transaction per audit (classification_analyse's own), not one around them all.
     atomic = False
-    dependencies = [("auditapp", "0017_judgments_without_database_foreign_keys")]
+    # Today's analysis reads the other apps' tables too (the study's analysis runs, the participants' IATs): after
+    # their latest migrations as well.
+    dependencies = [("auditapp", "0017_judgments_without_database_foreign_keys"),
+                    ("annotation", "0007_analysisrun_ground_truth_alternatives"),
+                    ("psychometrics", "0005_iat_input_modality")]
     operations = [migrations.RunPython(analyse_audits_without_notes, migrations.RunPython.noop)]

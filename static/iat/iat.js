@@ -1,7 +1,11 @@
 // The IAT in the browser: seven blocks designed on the server, run here without any network request
-// inside a block. Each trial records the first key pressed and its latency, and the latency to the
-// correct key (after an error a red X shows until the correct key is pressed), both measured from the
-// moment the stimulus is painted, with performance.now() and the key event's timestamp (same clock).
+// inside a block. Each trial records the first response and its latency, and the latency to the correct
+// response (after an error a red X shows until the correct one is given), both measured from the moment
+// the stimulus is painted, with performance.now() and the input event's timestamp (same clock).
+// Responses are the E and I keys or, on a touch screen, a tap on the left or right half (as Project
+// Implicit's mobile IATs): the tap is timed at its pointerdown, like a key at its keydown, and only the
+// first finger counts (a second finger down at the same time is ignored). Each trial records which input
+// answered it ("keyboard" or "touch"): tap latencies are longer than key latencies.
 // A finished block is posted, retried until the server acknowledges it; a reload restarts the
 // interrupted block, since only acknowledged blocks are stored.
 (function () {
@@ -16,22 +20,42 @@
   const message = document.getElementById("iat-message");
   const progress = document.getElementById("iat-progress");
   const KEYS = { e: "left", i: "right" };
+  const SIDE_KEYS = { left: "e", right: "i" };
   const INTER_TRIAL_MS = 250;
+  // Taps are offered where a touch screen is present; their wording is used where touch is the main pointer.
+  const touchOffered = config.touch_allowed && window.matchMedia("(any-pointer: coarse)").matches;
+  const touchFirst = touchOffered && window.matchMedia("(pointer: coarse)").matches;
+  if (touchOffered) root.classList.add("touch");
 
   function showLabels(block) {
     left.textContent = block.left_labels.join("\nor\n");
     right.textContent = block.right_labels.join("\nor\n");
   }
 
-  function waitForKey(accept) {
+  // Resolves with the first accepted response: {key, timeStamp, modality}. A tap gives the key of the half
+  // it landed on ("start" on a tap anywhere when waiting to start a block).
+  function waitForResponse(accept) {
     return new Promise((resolve) => {
-      function onKey(event) {
-        if (event.repeat || !accept(event.key.toLowerCase())) return;
+      function finish(event, key, modality) {
         event.preventDefault();
         document.removeEventListener("keydown", onKey);
-        resolve(event);
+        root.removeEventListener("pointerdown", onPointer);
+        resolve({ key: key, timeStamp: event.timeStamp, modality: modality });
+      }
+      function onKey(event) {
+        const key = event.key.toLowerCase();
+        if (event.repeat || !accept(key)) return;
+        finish(event, key, "keyboard");
+      }
+      function onPointer(event) {
+        if (!touchOffered || !event.isPrimary || event.pointerType === "mouse") return;
+        const half = event.target.closest("[data-side]");
+        const key = accept("start") ? "start" : half && SIDE_KEYS[half.dataset.side];
+        if (!key || !accept(key)) return;
+        finish(event, key, "touch");
       }
       document.addEventListener("keydown", onKey);
+      root.addEventListener("pointerdown", onPointer);
     });
   }
 
@@ -40,6 +64,17 @@
     return new Promise((resolve) => requestAnimationFrame(() => setTimeout(() => resolve(performance.now()), 0)));
   }
 
+  const KEY_INSTRUCTIONS =
+    "Put your left finger on E for items that belong to the category on the left,\n" +
+    "and your right finger on I for items that belong to the category on the right.\n" +
+    "If you make an error, a red ✖ appears: press the other key to continue.\n" +
+    "Go as fast as you can while making as few errors as possible.\n\nPress the space bar to begin.";
+  const TAP_INSTRUCTIONS =
+    "Tap the left side for items that belong to the category on the left,\n" +
+    "and the right side for items that belong to the category on the right.\n" +
+    "If you make an error, a red ✖ appears: tap the other side to continue.\n" +
+    "Go as fast as you can while making as few errors as possible.\n\nTap anywhere to begin.";
+
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
   async function runTrial(trial) {
@@ -47,16 +82,17 @@
     stimulus.textContent = trial.stimulus;
     // Listen from the moment the word is set, so a key pressed before the paint is not lost
     // (it is recorded as 0 ms, an anticipation, which the D-score rules screen).
-    const firstKey = waitForKey((key) => key in KEYS);
+    const firstResponse = waitForResponse((key) => key in KEYS);
     const onset = await painted();
-    const record = { index: trial.index, stimulus: trial.stimulus, first_key: null,
+    const record = { index: trial.index, stimulus: trial.stimulus, first_key: null, modality: null,
                      latency_first_ms: null, latency_correct_ms: null };
-    for (let pending = firstKey; ; pending = waitForKey((key) => key in KEYS)) {
-      const event = await pending;
-      const key = event.key.toLowerCase();
-      const latency = Math.max(0, event.timeStamp - onset);
+    for (let pending = firstResponse; ; pending = waitForResponse((key) => key in KEYS)) {
+      const response = await pending;
+      const key = response.key;
+      const latency = Math.max(0, response.timeStamp - onset);
       if (record.first_key === null) {
         record.first_key = key;
+        record.modality = response.modality;
         record.latency_first_ms = latency;
       }
       if (KEYS[key] === trial.correct_side) {
@@ -93,6 +129,14 @@
 
   async function run() {
     root.focus();
+    if (!config.touch_allowed && window.matchMedia("(pointer: coarse)").matches &&
+        !window.matchMedia("(any-pointer: fine)").matches) {
+      // Reached only without the consent page's check (e.g. consent given with scripts off): say what to do
+      // rather than wait for keys that cannot come. Nothing of the IAT is stored until a block is posted.
+      message.textContent = "This study needs a keyboard for this task. Your answers so far are saved: " +
+        "open this same link on a computer with a keyboard to go on.";
+      return;
+    }
     for (const block of config.blocks) {
       if (block.number < config.start_block) continue;
       showLabels(block);
@@ -100,11 +144,8 @@
       const blockName = "Block " + block.number + " of " + config.blocks.length;
       progress.textContent = blockName + " · " + block.trials.length + " trials";
       message.textContent = "Block " + block.number + " of " + config.blocks.length + "\n\n" +
-        "Put your left finger on E for items that belong to the category on the left,\n" +
-        "and your right finger on I for items that belong to the category on the right.\n" +
-        "If you make an error, a red ✖ appears: press the other key to continue.\n" +
-        "Go as fast as you can while making as few errors as possible.\n\nPress the space bar to begin.";
-      await waitForKey((key) => key === " ");
+        (touchFirst ? TAP_INSTRUCTIONS : KEY_INSTRUCTIONS);
+      await waitForResponse((key) => key === " " || key === "start");
       message.textContent = "";
       await sleep(INTER_TRIAL_MS);
       const records = [];

@@ -215,7 +215,8 @@ def test_iat_trials_match_the_design_and_the_latency_model():
             assert [t["index"] for t in trials] == [p["index"] for p in block["trials"]]
             assert [t["stimulus"] for t in trials] == [p["stimulus"] for p in block["trials"]]
             for planned, trial in zip(block["trials"], trials, strict=True):
-                assert set(trial) == {"index", "stimulus", "first_key", "latency_first_ms", "latency_correct_ms"}
+                assert set(trial) == {"index", "stimulus", "first_key", "modality", "latency_first_ms",
+                                      "latency_correct_ms"}
                 assert 0 <= trial["latency_first_ms"] <= trial["latency_correct_ms"]
                 wrong = trial["first_key"] != planned["correct_key"]
                 assert wrong == (trial["latency_correct_ms"] > trial["latency_first_ms"])

@@ -82,3 +82,58 @@ def label_items(page: Page, *, count: int | None = None) -> int:
                                "document.querySelector('#progress').textContent !== p", arg=progress)
         done += 1
     return done
+
+
+def _watch_stimuli(page: Page) -> None:
+    page.evaluate("""() => {
+        window.iatShown = 0;
+        new MutationObserver((records) => {
+            for (const record of records) for (const node of record.addedNodes) if (node.textContent) window.iatShown++;
+        }).observe(document.getElementById("iat-stimulus"), {childList: true});
+    }""")
+
+
+def tap_side(page: Page, side: str) -> None:
+    """A tap in the middle of the lower part of the left or right response area."""
+    box = page.locator("#iat-left" if side == "left" else "#iat-right").bounding_box()
+    page.touchscreen.tap(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.8)
+
+
+def run_iat_by_taps(page: Page, *, wrong_first_on: tuple[int, ...] = (0,)) -> list[tuple[int, int]]:
+    """Do the whole IAT with taps on the two response areas, the wrong side first on the trial indexes in
+    ``wrong_first_on``; returns the (block, trial) pairs that had an error."""
+    config = iat_config(page)
+    _watch_stimuli(page)
+    shown, errors = 0, []
+    side_of = {"e": "left", "i": "right"}
+    for block in config["blocks"]:
+        if block["number"] < config["start_block"]:
+            continue
+        expect(page.locator("#iat-message")).to_contain_text(f"Block {block['number']} of 7")
+        expect(page.locator("#iat-message")).to_contain_text("Tap anywhere to begin")
+        tap_side(page, "left")
+        for trial in block["trials"]:
+            shown += 1
+            page.wait_for_function("n => window.iatShown >= n", arg=shown)
+            expect(page.locator("#iat-stimulus")).to_have_text(trial["stimulus"])
+            correct = side_of[trial["correct_key"]]
+            if trial["index"] in wrong_first_on:
+                tap_side(page, "right" if correct == "left" else "left")
+                expect(page.locator("#iat-error")).to_be_visible()
+                errors.append((block["number"], trial["index"]))
+            tap_side(page, correct)
+    return errors
+
+
+def label_items_by_taps(page: Page) -> int:
+    """Label every item by tapping the buttons: 0 for attention checks ('Please choose…'), else 1."""
+    done = 0
+    while page.locator("#target").count():
+        progress = page.locator("#progress").text_content()
+        key = "0" if "Please choose" in page.locator("#target").text_content() else "1"
+        page.locator(f"#label-{key}").tap()
+        page.wait_for_function("p => !document.querySelector('#progress') || "
+                               "document.querySelector('#progress').textContent !== p", arg=progress)
+        page.wait_for_load_state("load")
+        done += 1
+    return done

@@ -42,11 +42,11 @@ def page_config(html: str) -> dict:
     return json.loads(re.search(r'<script id="iat-config" type="application/json">(.*?)</script>', html, re.S).group(1))
 
 
-def iat_block_posts(config: dict) -> list[dict]:
+def iat_block_posts(config: dict, *, modality: str = "keyboard") -> list[dict]:
     """The posts a participant makes for every block, answering correctly at the LATENCY of the pairing."""
     posts = []
     for block in config["blocks"]:
-        trials = [{"index": t["index"], "stimulus": t["stimulus"], "first_key": t["correct_key"],
+        trials = [{"index": t["index"], "stimulus": t["stimulus"], "first_key": t["correct_key"], "modality": modality,
                    "latency_first_ms": LATENCY[block["pairing"]], "latency_correct_ms": LATENCY[block["pairing"]]}
                   for t in block["trials"]]
         posts.append({"block": block["number"], "trials": trials})

@@ -2,6 +2,7 @@
 naming the field and store nothing; the IAT trials export survives a non-finite latency."""
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -41,14 +42,27 @@ def test_bodies_that_are_not_objects_or_nested_too_deep_are_refused():
 
 
 def test_iat_trials_must_be_objects_with_finite_latencies():
-    trial = {"stimulus": "x", "first_key": "e", "latency_first_ms": 500, "latency_correct_ms": 500}
+    trial = {"stimulus": "x", "first_key": "e", "modality": "keyboard", "latency_first_ms": 500,
+             "latency_correct_ms": 500}
     with pytest.raises(InputError, match=r"trials\[1\]"):
         iat_block_post(b'{"block": 1, "trials": [%s, 7]}' % str(trial).replace("'", '"').encode())
     with pytest.raises(InputError, match=r"trials\[0\].latency_correct_ms"):
-        iat_block_post(b'{"block": 1, "trials": [{"stimulus": "x", "first_key": "e", "latency_first_ms": 1, '
-                       b'"latency_correct_ms": 1e400}]}')
+        iat_block_post(b'{"block": 1, "trials": [{"stimulus": "x", "first_key": "e", "modality": "touch", '
+                       b'"latency_first_ms": 1, "latency_correct_ms": 1e400}]}')
     with pytest.raises(InputError, match="trials"):
         iat_block_post(b'{"block": 1, "trials": {"0": 1}}')
+
+
+def test_iat_trials_must_say_how_they_were_answered():
+    for modality in (None, "", "mouse", "Touch", 1):
+        trial = {"stimulus": "x", "first_key": "e", "latency_first_ms": 500, "latency_correct_ms": 500}
+        if modality is not None:
+            trial["modality"] = modality
+        with pytest.raises(InputError, match=r"trials\[0\]\.modality: must be one of keyboard, touch"):
+            iat_block_post(json.dumps({"block": 1, "trials": [trial]}).encode())
+    for modality in ("keyboard", "touch"):
+        trial = {"stimulus": "x", "first_key": "e", "modality": modality, "latency_first_ms": 5, "latency_correct_ms": 5}
+        assert iat_block_post(json.dumps({"block": 1, "trials": [trial]}).encode()).trials[0]["modality"] == modality
 
 
 @pytest.fixture

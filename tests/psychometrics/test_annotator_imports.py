@@ -322,7 +322,8 @@ def take_the_iat_in_the_browser(client: Client, participant: Participant) -> Non
             wrong = rng.random() < 0.1
             other = "i" if trial["correct_key"] == "e" else "e"
             trials.append({"index": trial["index"], "stimulus": trial["stimulus"],
-                           "first_key": other if wrong else trial["correct_key"], "latency_first_ms": first,
+                           "first_key": other if wrong else trial["correct_key"], "modality": "keyboard",
+                           "latency_first_ms": first,
                            "latency_correct_ms": first + (rng.uniform(200, 600) if wrong else 0)})
         post = {"block": block["number"], "trials": trials}
         assert client.post(base + "iat/block/", post, content_type="application/json").status_code == 200

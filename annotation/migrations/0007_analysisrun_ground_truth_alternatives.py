@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('annotation', '0005_analysis_state_outcome'),
+        ('annotation', '0006_study_keyboard_required_touch_iat_in_weights'),
     ]
 
     operations = [

@@ -1,0 +1,151 @@
+"""A participant on a phone (touch emulation, 390×844) takes the whole study by taps: the IAT's trials are
+exported as touch and its D score is flagged as touch; with "keyboard required" the same phone stops at
+consent, with nothing stored."""
+from __future__ import annotations
+
+import pytest
+from django.test import Client
+from playwright.sync_api import expect
+from rest_framework.test import APIClient
+
+from annotation.models import Label, Participant
+from annotation.study_analysis import study_analysis_compute
+from psychometrics.iat import iat_d_score
+from psychometrics.models import IATSession, IATTrial, InstrumentResponse, QuestionnaireSession
+from tests.browser.annotator import (
+    answer_questionnaire,
+    consent,
+    iat_config,
+    label_items_by_taps,
+    run_iat_by_taps,
+    tap_side,
+)
+from tests.factories import make_researcher
+from tests.participant.helpers import consent_and_finish_questionnaires, flow_study, invite, trials_frame
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 3}
+
+
+@pytest.fixture
+def phone(chromium):
+    context = chromium.new_context(**PHONE)
+    yield context
+    context.close()
+
+
+@pytest.fixture
+def researcher_api():
+    _, token = make_researcher("touch-researcher")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    return client
+
+
+def test_a_phone_participant_takes_the_whole_study_by_taps(live_server, phone, researcher_api, client):
+    study = flow_study(n_items=3, items_per_annotator=3)
+    (participant,) = invite(study)
+    page = phone.new_page()
+    page.goto(f"{live_server.url}/p/{participant.invite_token}/")
+    assert page.evaluate("matchMedia('(pointer: coarse)').matches && !matchMedia('(any-pointer: fine)').matches")
+    consent(page)
+    answer_questionnaire(page, 0)
+    answer_questionnaire(page, 3)
+    expect(page.locator("#iat")).to_have_class("touch")
+    assert page.evaluate("getComputedStyle(document.getElementById('iat')).touchAction") == "manipulation"
+    expect(page.locator("#iat-left")).to_be_visible()
+    errors = run_iat_by_taps(page, wrong_first_on=(0, 3))
+    page.locator("#start-labelling").tap()
+    expect(page.locator("#progress")).to_have_text("Sentence 1 of 4")
+    assert label_items_by_taps(page) == 4
+    expect(page.locator("#completion-code")).to_have_text(study.completion_code)
+
+    trials = researcher_api.get(f"/api/studies/{study.id}/iat-trials/?page_size=10000").json()["results"]
+    assert len(trials) == 200 and {t["modality"] for t in trials} == {"touch"}
+    assert sorted((t["block"], t["trial"]) for t in trials if t["error"]) == sorted(errors)
+    # Tap latencies are real: measured from the paint to the pointerdown, never negative, errors corrected later.
+    assert all(0 < t["latency_first_ms"] < t["latency_correct_ms"] for t in trials if t["error"])
+    assert all(t["latency_first_ms"] == t["latency_correct_ms"] > 0 for t in trials if not t["error"])
+    session = IATSession.objects.get(participant=participant)
+    assert session.input_modality == "touch" and session.block_modalities == ["touch"] * 7
+    row = researcher_api.get(f"/api/studies/{study.id}/participants/").json()["results"][0]
+    assert row["iat_d"] == pytest.approx(iat_d_score(trials_frame(trials)).d)
+    assert row["iat_modality"] == "touch"
+    assert Label.objects.filter(participant=participant).count() == 4
+
+    study_analysis_compute(study_id=study.id)
+    client.force_login(make_researcher("touch-staff")[0])
+    dashboard = client.get(f"/studies/{study.id}/dashboard/").content.decode()
+    assert "IAT input: 0 by keyboard, 1 by touch" in dashboard
+    assert 'class="modality-flag" title="D measured from tap latencies (touch)">touch</span>' in dashboard
+
+
+def test_a_second_finger_down_during_a_trial_is_ignored(live_server, phone):
+    study = flow_study(n_items=1, items_per_annotator=1)
+    (participant,) = invite(study)
+    page = phone.new_page()
+    page.goto(f"{live_server.url}/p/{participant.invite_token}/")
+    consent(page)
+    answer_questionnaire(page, 0)
+    answer_questionnaire(page, 3)
+    first = iat_config(page)["blocks"][0]["trials"][0]
+    cdp = page.context.new_cdp_session(page)
+    left, right = (page.locator(s).bounding_box() for s in ("#iat-left", "#iat-right"))
+    centre = {"left": (left["x"] + left["width"] / 2, left["y"] + left["height"] * 0.8),
+              "right": (right["x"] + right["width"] / 2, right["y"] + right["height"] * 0.8)}
+    correct = "left" if first["correct_key"] == "e" else "right"
+    wrong = "right" if correct == "left" else "left"
+
+    def point(side: str, finger: int) -> dict:
+        return {"x": centre[side][0], "y": centre[side][1], "id": finger}
+
+    # Finger 0 starts the block and stays down; finger 1 then touches the wrong side while the word shows.
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [point(correct, 0)]})
+    expect(page.locator("#iat-stimulus")).to_have_text(first["stimulus"])
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart",
+                                          "touchPoints": [point(correct, 0), point(wrong, 1)]})
+    page.wait_for_timeout(150)
+    expect(page.locator("#iat-error")).to_be_hidden()
+    expect(page.locator("#iat-stimulus")).to_have_text(first["stimulus"])  # the second finger answered nothing
+    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+    tap_side(page, correct)
+    expect(page.locator("#iat-stimulus")).not_to_have_text(first["stimulus"])
+
+
+def test_keyboard_required_stops_a_phone_on_the_consent_page_with_nothing_stored(live_server, phone, chromium):
+    study = flow_study(n_items=2, items_per_annotator=2)
+    study.keyboard_required = True
+    study.save()
+    (participant,) = invite(study)
+    page = phone.new_page()
+    page.goto(f"{live_server.url}/p/{participant.invite_token}/")
+    expect(page.locator("#keyboard-required")).to_contain_text("You need a keyboard")
+    expect(page.locator("#no-keyboard")).to_be_visible()
+    expect(page.locator("#no-keyboard")).to_contain_text("cannot start this study here")
+    expect(page.locator("#consent-button")).to_be_hidden()
+    page.reload()
+    expect(page.locator("#no-keyboard")).to_be_visible()
+    participant.refresh_from_db()
+    assert participant.started_at is None and participant.status == Participant.Status.INVITED
+    for model in (QuestionnaireSession, InstrumentResponse, IATSession, IATTrial, Label):
+        assert not model.objects.filter(participant=participant).exists()
+
+    # Consent given without the page's check (scripts off): at the IAT the phone is told what to do, not stuck.
+    (scriptless,) = invite(study)
+    consent_and_finish_questionnaires(Client(), scriptless)
+    page.goto(f"{live_server.url}/p/{scriptless.invite_token}/")
+    expect(page.locator("#iat-message")).to_contain_text("This study needs a keyboard for this task")
+    expect(page.locator("#iat-left")).to_be_empty()
+    assert not IATTrial.objects.filter(participant=scriptless).exists()
+
+    # A computer with a keyboard reads the same notice before consent, and goes on.
+    desktop = chromium.new_context(viewport={"width": 1280, "height": 800})
+    page = desktop.new_page()
+    page.goto(f"{live_server.url}/p/{participant.invite_token}/")
+    expect(page.locator("#keyboard-required")).to_be_visible()
+    expect(page.locator("#no-keyboard")).to_be_hidden()
+    consent(page)
+    expect(page.locator("h1")).to_have_text("Autism-Spectrum Quotient (AQ-50)")
+    desktop.close()
+
