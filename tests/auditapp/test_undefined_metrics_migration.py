@@ -11,7 +11,7 @@ from django.apps import apps as django_apps
 from auditapp.models import Audit, AuditMetric
 from tests.auditapp.test_undefined_metrics_views import METRICS, NO_REFERENCE, planted_audit
 
-migration = importlib.import_module("auditapp.migrations.0016_metric_notes_for_audits_analysed_before_them")
+migration = importlib.import_module("auditapp.migrations.0018_metric_notes_for_audits_analysed_before_them")
 
 
 def as_before_notes(audit: Audit) -> None:
