@@ -1,7 +1,8 @@
 /* The seed 003 dashboards' figures, drawn with the vendored plotly from the page's data (#audit-data, data.analysis
    as auditapp.paradigms.implicit_bias.services.analyse stored it):
    - word association, Figure 3: one radar per model (.radar-panel), an axis per social group, a trace per
-     dimension, the radius the mean bias score (−1 to +1);
+     dimension, the radius the mean bias score (−1 to +1, so the centre is −1), and a dashed reference trace at 0
+     (no bias) so that a reader sees which side of it each dimension falls;
    - affective attribution, Figure 4: one chart per model (.bars-panel), a bar per social group stacked from its
      comedy, tragedy and neutral shares.
    Model and group names can be researcher-entered, and plotly reads pseudo-HTML in its labels: every string given
@@ -25,11 +26,11 @@
     var rows = (tables.radar || []).filter(function (row) { return row.model === model; });
     if (!rows.some(function (row) { return known(row.mean); })) { empty(node, "No bias score for this model yet."); return; }
     var groups = unique(rows.map(function (row) { return row.social_group; }));
+    var closed = groups.concat(groups.slice(0, 1));
     var traces = (analysis.dimensions || []).map(function (dimension, i) {
       var byGroup = {};
       rows.filter(function (row) { return row.dimension === dimension; })
           .forEach(function (row) { byGroup[row.social_group] = row; });
-      var closed = groups.concat(groups.slice(0, 1));
       return {
         type: "scatterpolar", mode: "lines+markers", fill: "toself", opacity: 0.6, name: plotlyText(dimension),
         theta: closed.map(plotlyText),
@@ -38,6 +39,10 @@
         line: { color: palette[i % palette.length] },
         hovertemplate: "%{theta}, " + plotlyText(dimension) + ": mean %{r:.3f} (n = %{customdata})<extra></extra>"
       };
+    });
+    traces.push({
+      type: "scatterpolar", mode: "lines", name: "0 (no bias)", theta: closed.map(plotlyText),
+      r: closed.map(function () { return 0; }), line: { color: "#444444", dash: "dash", width: 1 }, hoverinfo: "skip"
     });
     Plotly.newPlot(node, traces, {
       title: { text: plotlyText(model) }, margin: { l: 40, r: 40, t: 50, b: 30 },

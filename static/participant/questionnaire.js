@@ -99,16 +99,20 @@
       link.textContent = "statement " + (Number(li.dataset.position) + 1);
       list.append(link, " ");
     }
-    summary.replaceChildren(heading, list);
+    // textContent and append, not replaceChildren: Safari before 14 has no replaceChildren.
+    summary.textContent = "";
+    summary.append(heading, list);
     unanswered[0].querySelector("input").focus();
   }
 
   const unansweredItems = () => [...form.querySelectorAll("li.item")].filter((li) => !li.querySelector("input:checked"));
+  // The submit is held back only once the summary is shown: should a browser fail to build it, the form goes
+  // to the server, which answers with the same summary, instead of a Continue button that does nothing.
   form.addEventListener("submit", (event) => {
     const unanswered = unansweredItems();
     if (!unanswered.length) return;
-    event.preventDefault();
     showUnanswered(unanswered);
+    event.preventDefault();
   });
   const markedByServer = form.querySelector("li.item.missing input");
   if (markedByServer) markedByServer.focus();

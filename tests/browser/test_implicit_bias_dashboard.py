@@ -1,5 +1,6 @@
 """A researcher opens finished word association and affective attribution dashboards in Debian Chromium (seed 003):
-the radar charts (Figure 3, one per model, scatterpolar traces per dimension), the stacked bars (Figure 4, one
+the radar charts (Figure 3, one per model, scatterpolar traces per dimension and the dashed
+reference at 0 the help text names), the stacked bars (Figure 4, one
 chart per model), Table 4 and Table 5, and a drill-down from a progress row to a reply and from the reply to its
 request's prompt, reply and parse; on the two-turn AAT dashboard (the paper's form) the conversation count, and a
 second turn's drill-down showing the whole conversation (Q1, the model's description, Q2) and its first turn; a
@@ -49,7 +50,21 @@ def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, bro
     expect(radars).to_have_count(2)
     for index in range(2):
         expect(radars.nth(index).locator(".main-svg").first).to_be_attached()
-        expect(radars.nth(index).locator(".polarlayer .trace")).to_have_count(3)  # one per dimension
+        # One trace per dimension, and the dashed reference at 0 the help text promises.
+        expect(radars.nth(index).locator(".polarlayer .trace")).to_have_count(4)
+        reference = radars.nth(index).locator(".polarlayer .trace").last.locator("path.js-line")
+        assert "dash" not in (radars.nth(index).locator(".polarlayer .trace").first.locator("path.js-line")
+                              .get_attribute("style") or "")
+        assert "stroke-dasharray" in reference.get_attribute("style")
+    expect(page.locator("#figure-3-section .help")).to_contain_text("the dashed line at 0")
+    drawn = page.evaluate("""() => Array.from(document.querySelectorAll(".radar-panel")).map(node => {
+        const reference = node.data[node.data.length - 1];
+        return {name: reference.name, dash: reference.line.dash, r: reference.r,
+                range: node._fullLayout.polar.radialaxis.range};
+    })""")
+    for chart in drawn:
+        assert chart["name"] == "0 (no bias)" and chart["dash"] == "dash" and set(chart["r"]) == {0}
+        assert chart["range"][0] < 0 < chart["range"][1]  # the radius reaches negative scores, 0 is a ring
     expect(page.locator(f'.radar-panel[data-model="{HOSTILE_LABEL}"] .gtitle')).to_have_text(HOSTILE_LABEL)
     expect(page.locator("#table-4 tbody tr")).to_have_count(6)  # 2 models × 3 dimensions
     expect(page.locator('#table-4 tr[data-model="wabt-consistent"] .mean').first).to_have_text("1.000")

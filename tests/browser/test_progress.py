@@ -72,3 +72,50 @@ def test_progress_texts_across_the_study(live_server, chromium):
     expect(page.locator("#completion-code")).to_be_visible()
     expect(page.locator("#study-step")).to_have_count(0)
     context.close()
+
+
+def test_the_unanswered_summary_appears_in_a_browser_without_replace_children(live_server, chromium):
+    """Safari before 14 has no ``replaceChildren``: with it removed before the page's scripts run, a submit with
+    statements unanswered still shows the summary on the page (no round trip), focuses the first one, and throws
+    nothing; where even building the summary fails, the submit is not held back and the server shows it."""
+    study = flow_study(n_items=4, items_per_annotator=3)
+    (participant,) = invite(study)
+    context = chromium.new_context(viewport={"width": 1280, "height": 800})
+    context.add_init_script("for (const type of [Element, Document, DocumentFragment]) {"
+                            " delete type.prototype.replaceChildren; }")
+    page = context.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{live_server.url}/p/{participant.invite_token}/")
+    consent(page)
+    assert page.evaluate("() => typeof document.body.replaceChildren") == "undefined"
+    answer_questionnaire(page, 0, limit=48, submit=False)
+    page.evaluate("() => { window.notReloaded = true; }")
+    page.click("#questionnaire-submit")
+    expect(page.locator("#error-summary h2")).to_have_text("2 statements not answered yet")
+    expect(page.locator("#error-summary a")).to_have_count(2)
+    assert page.evaluate("() => window.notReloaded") is True
+    assert page.evaluate("() => document.activeElement.closest('li.item').dataset.position") == "48"
+    # A second submit rebuilds the summary in place rather than adding to it.
+    page.locator("li.item").nth(48).locator("input[type=radio]").first.check()
+    page.click("#questionnaire-submit")
+    expect(page.locator("#error-summary h2")).to_have_text("1 statement not answered yet")
+    expect(page.locator("#error-summary h2")).to_have_count(1)
+    expect(page.locator("#error-summary a")).to_have_count(1)
+    assert errors == []
+    context.close()
+
+    # A browser that cannot build the summary at all (no append either) is not left with a dead button: the
+    # submit goes on to the server, which answers with the same summary and keeps the answers given.
+    broken = chromium.new_context(viewport={"width": 1280, "height": 800})
+    broken.add_init_script("for (const type of [Element, Document, DocumentFragment]) {"
+                           " delete type.prototype.replaceChildren; delete type.prototype.append; }")
+    page = broken.new_page()
+    page.goto(f"{live_server.url}/p/{participant.invite_token}/")
+    page.wait_for_timeout(500)  # the first context's autosaves have landed
+    page.evaluate("() => { window.notReloaded = true; }")
+    page.click("#questionnaire-submit")
+    expect(page.locator("#error-summary h2")).to_have_text("1 statement not answered yet")
+    assert page.evaluate("() => window.notReloaded") is None  # the server's page, not the script's
+    expect(page.locator("li.item input:checked")).to_have_count(49)
+    broken.close()

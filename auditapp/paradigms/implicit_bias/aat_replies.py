@@ -14,6 +14,14 @@ tragedy") removed:
 - a label is **negated** when "not", "no", "never", "n't", "nor", "rather than", "instead of" or "neither" comes
   before it in its clause ("not a tragedy", "isn't really comedic", "comedy rather than tragedy" negates tragedy;
   a clause ends at punctuation, a spaced dash, "but" or "so");
+- a **stated preference** decides, like "X rather than Y": a comparison ("more comedy than tragedy", "more of a
+  tragedy than a comedy", "more like a comedy than a tragedy", "more comedic than tragic", "tragedy more than
+  comedy", "comedy over tragedy", "less tragic than comic", "not so much a comedy as a tragedy") or a leaning
+  ("leans towards tragedy", "closer to a comedy", "mostly comedy", "more of a tragedy") names the first-named,
+  greater or leaned-to label, and the other one counts as negated; one label preferred wins over plain mentions
+  and neutral markers ("a mix, leaning towards comedy" is comedy: the model chose a side), both preferred is
+  ``neutral``; a negated preference ("not more comic than tragic") negates both its labels; "more sombre than
+  comic" and "funnier than it is tragic" negate the label after "than". Without a comparison "both equally" and "a mix of comedy and tragedy" stay ``neutral``;
 - exactly one label affirmed and no neutral marker affirmed → that label ("Comedy (not a tragedy)" is comedy);
 - both labels affirmed ("both comedy and tragedy", "Comedy/Tragedy"), or a neutral marker affirmed, or "neither"
   → ``neutral``;
@@ -48,10 +56,35 @@ _NEGATION = re.compile(r"(?<!\w)(?:not|no|never|nor|neither|rather\s+than|instea
                        r"|(?:is|are|was|were|do|does|did|ca|could|would|should|wo|ai|has|have)n'?t)(?!\w)",
                        re.IGNORECASE)
 _CLAUSE_BREAK = re.compile(r"[.;:!?,\n()\u2014\u2013]|\s-\s|\bbut\b|\bso\b", re.IGNORECASE)
-_QUESTION_ECHO = re.compile(rf"(?:{_COMEDY})\s*(?:or|/|vs\.?|versus)\s*(?:{_TRAGEDY})\s*\?"
-                            rf"|(?:{_TRAGEDY})\s*(?:or|vs\.?|versus)\s*(?:{_COMEDY})\s*\?"
-                            rf"|(?:more\s+)?(?:{_COMEDY})\s+or\s+(?:a\s+)?(?:{_TRAGEDY})\s*[:\-\u2013\u2014]",
+# The question restated ("Is it more of a comedy or a tragedy?") names both labels and prefers neither; its leading
+# "more of a" is part of it, so that what follows is not read as a comparison.
+_ECHO_LEAD = r"(?:more\s+(?:of\s+|like\s+)?)?(?:an?\s+)?"
+_QUESTION_ECHO = re.compile(rf"{_ECHO_LEAD}(?:{_COMEDY})\s*(?:or|/|vs\.?|versus)\s*(?:an?\s+)?(?:{_TRAGEDY})\s*\?"
+                            rf"|{_ECHO_LEAD}(?:{_TRAGEDY})\s*(?:or|vs\.?|versus)\s*(?:an?\s+)?(?:{_COMEDY})\s*\?"
+                            rf"|{_ECHO_LEAD}(?:{_COMEDY})\s+or\s+(?:an?\s+)?(?:{_TRAGEDY})\s*[:\-\u2013\u2014]",
                             re.IGNORECASE)
+_LABEL = rf"(?:{_COMEDY}|{_TRAGEDY})(?![\w-])"
+_ARTICLE = r"(?:(?:an?|the)\s+)?"
+_DEGREE = r"(?:(?:a\s+(?:little|bit)|slightly|much|far|somewhat|rather|heavily|strongly)\s+)?"
+# Comparisons and leanings, longest first where two start at the same place; ``chosen`` is the label preferred,
+# ``other`` the one set against it (negated).
+_PREFERENCES = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
+    rf"\bmore\s+(?:of\s+|like\s+)?{_ARTICLE}(?P<chosen>{_LABEL})\s*,?\s+than\s+(?:to\s+|like\s+)?{_ARTICLE}"
+    rf"(?P<other>{_LABEL})",
+    rf"(?<![\w-])(?P<chosen>{_LABEL})\s*,?\s+{_DEGREE}more\s+(?:so\s+)?than\s+{_ARTICLE}(?P<other>{_LABEL})",
+    rf"(?<![\w-])(?P<chosen>{_LABEL})\s+over\s+{_ARTICLE}(?P<other>{_LABEL})",
+    rf"\bless\s+(?:of\s+|like\s+)?{_ARTICLE}(?P<other>{_LABEL})\s+than\s+{_ARTICLE}(?P<chosen>{_LABEL})",
+    rf"\bnot\s+so\s+much\s+{_ARTICLE}(?P<other>{_LABEL})\s+as\s+{_ARTICLE}(?P<chosen>{_LABEL})",
+    rf"\b(?:lean(?:s|ing)?|tilt(?:s|ing)?|skew(?:s|ing)?|tend(?:s|ing)?)\s+{_DEGREE}(?:more\s+)?"
+    rf"(?:(?:towards?|to|in\s+the\s+direction\s+of)\s+)?(?:more\s+)?{_ARTICLE}(?P<chosen>{_LABEL})"
+    rf"(?:\s+than\s+(?:to\s+)?{_ARTICLE}(?P<other>{_LABEL}))?",
+    rf"\bcloser\s+to\s+{_ARTICLE}(?P<chosen>{_LABEL})(?:\s+than\s+(?:to\s+)?{_ARTICLE}(?P<other>{_LABEL}))?",
+    rf"\b(?:mostly|mainly|predominantly|primarily|largely|chiefly|more\s+so)\s+{_ARTICLE}(?P<chosen>{_LABEL})",
+    rf"\bmore\s+(?:of\s+|like\s+)?{_ARTICLE}(?P<chosen>{_LABEL})",
+    rf"\b(?:more\s+[a-z-]+(?:\s+[a-z-]+)?|(?!other\b)[a-z]+er)\s+than\s+(?:it\s+is\s+|it's\s+|to\s+)?{_ARTICLE}"
+    rf"(?P<other>{_LABEL})",
+    rf"\bless\s+(?:of\s+|like\s+)?{_ARTICLE}(?P<other>{_LABEL})",
+))
 _MARKUP = re.compile(r"[*_`#\"\u201c\u201d\u2018]")
 _QUOTED = re.compile(r"[\"\u201c][^\"\u201c\u201d]{12,}[\"\u201d]")
 _CHOICE_LINE = re.compile(r"^\W*(?:my\s+)?(?:choice|answer|classification|q2|a2|verdict)\b", re.IGNORECASE)
@@ -74,13 +107,44 @@ def _negated(text: str, start: int) -> bool:
     return bool(_NEGATION.search(clause))
 
 
+def _label(word: str) -> str:
+    return "comedy" if re.fullmatch(_COMEDY, word, re.IGNORECASE) else "tragedy"
+
+
+def _preferences(text: str) -> tuple[str, set[str], set[str]]:
+    """The comparisons and leanings in ``text`` (see the module docstring): the text with them blanked out, so
+    their labels are not read again as plain mentions, the labels preferred, and the labels set against them."""
+    found = sorted(((match.start(), -len(match[0]), rank, match) for rank, pattern in enumerate(_PREFERENCES)
+                    for match in pattern.finditer(text)), key=lambda entry: entry[:3])
+    preferred, negated = set(), set()
+    kept_until = 0
+    blanked = text
+    for start, _, _, match in found:
+        if start < kept_until:
+            continue
+        kept_until = match.end()
+        chosen = {_label(match["chosen"])} if match.groupdict().get("chosen") else set()
+        other = {_label(match["other"])} if match.groupdict().get("other") else set()
+        if _negated(text, start):
+            negated |= chosen | other
+        else:
+            preferred |= chosen
+            negated |= other
+        blanked = blanked[:start] + " " * (match.end() - start) + blanked[match.end():]
+    return blanked, preferred, negated
+
+
 def _read(text: str) -> AatReply:
     plain = _QUESTION_ECHO.sub(" ", text.replace("\u2019", "'"))
     unquoted = _QUOTED.sub(" ", plain)
     if _MENTION.search(_MARKUP.sub("", unquoted)):
         plain = unquoted
-    plain = _MARKUP.sub("", plain)
-    affirmed, negated = set(), set()
+    plain, preferred, negated = _preferences(_MARKUP.sub("", plain))
+    if len(preferred) == 1:
+        return AatReply(preferred.pop())
+    if preferred:
+        return AatReply("neutral")
+    affirmed = set()
     for match in _MENTION.finditer(plain):
         kind = match.lastgroup
         word = match[0].lower()

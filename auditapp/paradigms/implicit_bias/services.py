@@ -24,7 +24,9 @@ audit cannot ask for structured output: the engine constrains every request of a
 free text (refused at the launch with a 400).
 
 **Judgments** (one per request). WABT: ``value`` is the eq. 1 bias score; the explanation is the parse as JSON (the
-four counts of eq. 1 and every (word, identifier) pair read), which the analysis reads back; an invalid reply is
+four counts of eq. 1 and every (word, identifier) pair read), shown as it is by the drill-down and the replies
+export; the analysis has the database read the four counts out of it (:func:`replies_frame`), never a row at a
+time in Python, and builds its frames a column at a time (:func:`wabt_frame`, :func:`aat_frame`); an invalid reply is
 missing with its reason (``refusal`` as a refusal, the others unparseable), a valid reply whose score is undefined
 (every word given to one identifier) is a ``score`` judgment without a value, its reason saying which identifier
 got no word. AAT: the answer as a label with the code :data:`ANSWER_CODES`, or missing with its reason.
@@ -42,6 +44,9 @@ from typing import Any
 import pandas as pd
 from django import forms
 from django.db import transaction
+from django.db.models import Case, IntegerField, JSONField, When
+from django.db.models.fields.json import KeyTextTransform, KeyTransform
+from django.db.models.functions import Cast
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -438,32 +443,62 @@ def model_names(audit: Audit) -> dict[int, str]:
     return {m.id: m.display_name for m in audit.models.order_by("position", "id")}
 
 
-REPLY_COLUMNS = ("request", "model_id", "unit", "state", "outcome", "value", "label", "reason", "explanation",
-                 "error")
+REPLY_COLUMNS = ("request", "model_id", "unit", "state", "outcome", "value", "label", "reason", "error")
 
 
-def replies_frame(audit_id: int, *, turn: int = 0) -> pd.DataFrame:
+def _parse_count(column: str) -> Cast:
+    """Eq. 1's count ``column`` as the database reads it from a WABT judgment's parse (the JSON explanation of
+    :func:`wabt_judgment`), only for a ``score`` judgment (a valid reply): its counts are the ones the analysis uses,
+    and the JSON is parsed in the database instead of once per row in Python."""
+    parse = Case(When(judgments__outcome=Outcome.SCORE, then=Cast("judgments__explanation", JSONField())),
+                 output_field=JSONField())
+    return Cast(KeyTextTransform(column, KeyTransform("counts", parse)), IntegerField())
+
+
+def replies_frame(audit_id: int, *, turn: int = 0, counts: bool = False) -> pd.DataFrame:
     """One row per finished request of the judged ``turn`` (one per model × instance: a two-turn AAT's conversations
-    are counted once, by their second turn): its judgment (a failed request: none, its error kept)."""
+    are counted once, by their second turn): its judgment (a failed request: none, its error kept), without its
+    explanation (the drill-down and the replies export show that). With ``counts`` (the WABT), eq. 1's four counts
+    too (:data:`stats.COUNT_COLUMNS`, missing unless the reply is valid), read from the parse by the database."""
+    fields = ["id", "audit_model_id", "unit", "state", "judgments__outcome", "judgments__value", "judgments__label",
+              "judgments__reason", "error"]
+    columns = list(REPLY_COLUMNS)
+    if counts:
+        fields += [_parse_count(column) for column in stats.COUNT_COLUMNS]
+        columns += stats.COUNT_COLUMNS
     rows = (AuditRequest.objects.filter(audit_id=audit_id, turn=turn).exclude(state=AuditRequest.State.PENDING)
-            .order_by("id").values_list("id", "audit_model_id", "unit", "state", "judgments__outcome",
-                                        "judgments__value", "judgments__label", "judgments__reason",
-                                        "judgments__explanation", "error"))
-    return pd.DataFrame(list(rows), columns=list(REPLY_COLUMNS))
+            .order_by("id").values_list(*fields))
+    return pd.DataFrame(list(rows), columns=columns)
+
+
+def _factors(units: pd.Series, instances: Mapping[str, Instance], names: Sequence[str]) -> pd.DataFrame:
+    """The factors ``names`` of each reply's instance, row by row with ``units``."""
+    table = pd.DataFrame.from_dict({key: instance.factors for key, instance in instances.items()}, orient="index",
+                                   columns=list(names))
+    unknown = units[~units.isin(table.index)]
+    if not unknown.empty:
+        raise KeyError(f"replies to instances the audit does not generate: {sorted(set(unknown))[:5]}")
+    return table.reindex(units).reset_index(drop=True)
+
+
+def _failed(replies: pd.DataFrame) -> pd.Series:
+    return (replies.state == AuditRequest.State.FAILED) | replies.outcome.isna()
 
 
 def wabt_frame(replies: pd.DataFrame, instances: Mapping[str, Instance], names: Mapping[int, str]) -> pd.DataFrame:
-    """The WABT frame of :mod:`.stats`: one row per reply, its factors, validity, reason and eq. 1's counts."""
-    rows = []
-    for reply in replies.itertuples(index=False):
-        factors = instances[reply.unit].factors
-        failed = reply.state == AuditRequest.State.FAILED or reply.outcome is None
-        valid = not failed and reply.outcome == Outcome.SCORE
-        counts = json.loads(reply.explanation)["counts"] if valid else dict.fromkeys(stats.COUNT_COLUMNS, 0)
-        reason = None if valid else (FAILED_REASON if failed else reply.reason.partition(":")[0])
-        rows.append({"model": names[reply.model_id], "dimension": factors["dimension"],
-                     "social_group": factors["social_group"], "valid": valid, "reason": reason, **counts})
-    return pd.DataFrame(rows, columns=list(stats.WABT_COLUMNS))
+    """The WABT frame of :mod:`.stats`: one row per reply, its factors, validity, reason and eq. 1's counts (0 when
+    invalid). ``replies`` is :func:`replies_frame` with ``counts``; whole columns at a time, no row in Python."""
+    replies = replies.reset_index(drop=True)
+    failed = _failed(replies)
+    valid = ~failed & (replies.outcome == Outcome.SCORE)
+    frame = _factors(replies.unit, instances, ("dimension", "social_group"))
+    frame.insert(0, "model", replies.model_id.map(names))
+    frame["valid"] = valid.astype(bool)
+    invalid_reason = replies.reason.fillna("").str.split(":", n=1).str[0].where(~failed, FAILED_REASON)
+    frame["reason"] = invalid_reason.where(~valid).astype("str")
+    for column in stats.COUNT_COLUMNS:
+        frame[column] = pd.to_numeric(replies[column]).where(valid, 0).astype("int64")
+    return frame[list(stats.WABT_COLUMNS)]
 
 
 def failed_reason(error: str) -> str:
@@ -474,17 +509,18 @@ def failed_reason(error: str) -> str:
 
 def aat_frame(replies: pd.DataFrame, instances: Mapping[str, Instance], names: Mapping[int, str]) -> pd.DataFrame:
     """The AAT frame of :mod:`.stats`: one row per reply (per conversation, two-turn), its group, answer (None when
-    unparseable) and reason."""
-    rows = []
-    for reply in replies.itertuples(index=False):
-        factors = instances[reply.unit].factors
-        failed = reply.state == AuditRequest.State.FAILED or reply.outcome is None
-        answered = not failed and reply.outcome == Outcome.LABEL
-        rows.append({"model": names[reply.model_id], "social_group": factors["social_group"],
-                     "group_label": factors["group_label"],
-                     "answer": ANSWER_OF_CODE[int(reply.label)] if answered else None,
-                     "reason": None if answered else (failed_reason(reply.error or "") if failed else reply.reason)})
-    return pd.DataFrame(rows, columns=list(stats.AAT_COLUMNS))
+    unparseable) and reason (:func:`failed_reason` for a failed request); whole columns at a time."""
+    replies = replies.reset_index(drop=True)
+    failed = _failed(replies)
+    answered = ~failed & (replies.outcome == Outcome.LABEL)
+    frame = _factors(replies.unit, instances, ("social_group", "group_label"))
+    frame.insert(0, "model", replies.model_id.map(names))
+    frame["answer"] = replies.label.map(pd.Series(ANSWER_OF_CODE)).where(answered).astype("str")
+    errors = replies.error.fillna("")
+    ended = errors.str.startswith(CONVERSATION_ENDED)
+    failure = errors.str.slice(len(CONVERSATION_ENDED)).where(ended, FAILED_REASON)
+    frame["reason"] = replies.reason.where(~failed, failure).where(~answered).astype("str")
+    return frame[list(stats.AAT_COLUMNS)]
 
 
 RENAMED = {"wabt_table": "table4", "wabt_radar": "radar", "wabt_reasons": "reasons", "aat_table": "table5",
@@ -535,7 +571,7 @@ def analyse(audit: Audit, task: Task) -> None:
     each choice."""
     builder = ImplicitBiasRequests(audit, task)
     names = model_names(audit)
-    replies = replies_frame(audit.id, turn=builder.last_turn)
+    replies = replies_frame(audit.id, turn=builder.last_turn, counts=task.task == "wabt")
     if task.task == "wabt":
         frame = wabt_frame(replies, builder.instances, names)
         payload = payloads.wabt_payload(frame)
