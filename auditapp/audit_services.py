@@ -565,9 +565,13 @@ def _turns_advance(audit: Audit, builder, finished_ids) -> None:
                                                    key="").values_list(*_CONVERSATION_FIELDS))
         if not waiting:
             return
+        # The earlier turns are locked before they are read: "retry failed" re-opening one waits for this
+        # transaction, or this one waits for it and reads it pending (and _requeue_failed locks them first too).
+        list(AuditRequest.objects.select_for_update().filter(id__in={row[8] for row in waiting}).order_by(
+            "id").values_list("id", flat=True))
         chains = conversations_before({row[8] for row in waiting})
         now = timezone.now()
-        keyed, closed = [], []
+        keyed, closed_failed, closed_ended = [], [], []
         for fields in waiting:
             request = ClaimedRequest(*fields[:7], turn=fields[7], previous_id=fields[8])
             chain = chains[request.previous_id]
@@ -575,24 +579,32 @@ def _turns_advance(audit: Audit, builder, finished_ids) -> None:
             if before.state == AuditRequest.State.PENDING:
                 continue
             if before.state == AuditRequest.State.FAILED:
-                closed.append(AuditRequest(id=request.id, error=TURN_FAILED.format(
+                closed_failed.append(AuditRequest(id=request.id, error=TURN_FAILED.format(
                     turn=before.request.turn + 1, reason=before.error)))
                 continue
             try:
                 payload = conversation_payload(builder, request, chain)
             except NoFollowUp as ended:
-                closed.append(AuditRequest(id=request.id, error=TURN_ENDED.format(turn=before.request.turn + 1,
-                                                                                  reason=ended)))
+                closed_ended.append(AuditRequest(id=request.id, error=TURN_ENDED.format(
+                    turn=before.request.turn + 1, reason=ended)))
                 continue
             keyed.append(AuditRequest(id=request.id, key=builder.key(
                 builder.models[request.audit_model_id], payload, request.replicate)))
-        for row in closed:
+        for row in (*closed_failed, *closed_ended):
             row.state, row.outcome, row.finished_at, row.attempts = (AuditRequest.State.FAILED,
                                                                      AuditRequest.Outcome.ERROR, now, 0)
-        AuditRequest.objects.bulk_update(keyed, ["key"], batch_size=BULK_BATCH_SIZE)
-        AuditRequest.objects.bulk_update(closed, ["state", "outcome", "finished_at", "attempts", "error"],
-                                         batch_size=BULK_BATCH_SIZE)
-        finished = {row.id for row in closed}
+        # Each write re-checks, in its own UPDATE, what it was decided on: the turn still waits and the turn
+        # before it is still answered or failed (not re-opened by "retry failed" since it was read).
+        waits = AuditRequest.objects.filter(state=AuditRequest.State.PENDING, key="")
+        closing = ["state", "outcome", "finished_at", "attempts", "error"]
+        waits.filter(previous__state=AuditRequest.State.ANSWERED).bulk_update(keyed, ["key"],
+                                                                               batch_size=BULK_BATCH_SIZE)
+        waits.filter(previous__state=AuditRequest.State.FAILED).bulk_update(closed_failed, closing,
+                                                                             batch_size=BULK_BATCH_SIZE)
+        waits.filter(previous__state=AuditRequest.State.ANSWERED).bulk_update(closed_ended, closing,
+                                                                               batch_size=BULK_BATCH_SIZE)
+        # A turn whose close was refused stays pending, so the turns after it keep waiting (the next pass reads it).
+        finished = {row.id for row in (*closed_failed, *closed_ended)}
         if audit.use_cache:
             keyed_ids = [row.id for row in keyed]
             for start in range(0, len(keyed_ids), BULK_BATCH_SIZE):
@@ -996,8 +1008,11 @@ def _requeue_failed(audit: Audit) -> int:
     """Make the failed requests pending again. A later turn re-opened with its earlier turn waits for it again
     (its key blank: the earlier reply will be a new one); one whose earlier turn is answered keeps its key, or is
     keyed or closed again now when it was closed unsent (:func:`turns_unblock`)."""
-    AuditJudgment.objects.filter(audit=audit, request__state=AuditRequest.State.FAILED).delete()
     failed = AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.FAILED)
+    # Locked first, in id order as _turns_advance locks earlier turns: a worker closing a later turn on a failed one
+    # finishes before they are re-opened, and the statements below then see the turn it closed.
+    list(failed.select_for_update().order_by("id").values_list("id", flat=True))
+    AuditJudgment.objects.filter(audit=audit, request__state=AuditRequest.State.FAILED).delete()
     failed.filter(previous__state=AuditRequest.State.FAILED).update(key="")
     n = failed.update(state=AuditRequest.State.PENDING, error="", outcome="", attempts=0, finished_at=None,
                       chunk=None)

@@ -5,19 +5,17 @@ with two connections in threads, the deletion blocked on the writer's row locks 
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.core.management import call_command
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 
 from auditapp import audit_services
 from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.base import Judgment, ParsedReply
+from tests.auditapp.db_race import finish, in_thread, postgresql_only, wait_until_blocked_on_a_lock
 
 pytestmark = pytest.mark.django_db(transaction=True)
-postgresql_only = pytest.mark.skipif("connection.vendor != 'postgresql'",
-                                     reason="row locks between two connections are PostgreSQL's")
 
 
 def make_audit(name: str, n: int, *, models: int = 1) -> tuple[Audit, list[AuditRequest]]:
@@ -83,43 +81,6 @@ def test_the_command_counts_orphans_and_deletes_them(capsys):
     call_command("judgments_orphans")
     assert "No judgment without its request." in capsys.readouterr().out
     assert judgments_of(audit.id) == 4
-
-
-def in_thread(work) -> tuple[threading.Thread, list]:
-    """Run ``work`` on its own database connection; its exception, if any, is kept for the test to raise."""
-    errors: list = []
-
-    def run():
-        try:
-            work()
-        except BaseException as error:  # noqa: BLE001 - handed to the test
-            errors.append(error)
-        finally:
-            connections.close_all()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread, errors
-
-
-def wait_until_blocked_on_a_lock(timeout: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout
-    with connection.cursor() as cursor:
-        while time.monotonic() < deadline:
-            cursor.execute("SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() "
-                           "AND wait_event_type = 'Lock'")
-            if cursor.fetchone()[0]:
-                return
-            time.sleep(0.02)
-    raise AssertionError("no connection came to wait on a lock")
-
-
-def finish(*threads) -> None:
-    for thread, errors in threads:
-        thread.join(30)
-        assert not thread.is_alive()
-        if errors:
-            raise errors[0]
 
 
 @postgresql_only
