@@ -10,6 +10,7 @@ class AuditappConfig(AppConfig):
     def ready(self) -> None:
         # Binds ``@shared_task`` to our Celery app in every Django process (web, worker, commands).
         import auditapp.celery  # noqa: F401
+        import auditapp.signals  # noqa: F401
 
         post_migrate.connect(_paradigms_after_migrate, sender=self)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from django.db.models import Count, F, Q, QuerySet, Sum, Window
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum, Window
 from django.db.models.functions import RowNumber
 from django.urls import reverse
 from django.utils import timezone
@@ -16,7 +16,7 @@ from django.utils import timezone
 from annotation.selectors import Export
 from auditapp import parse_quality
 from auditapp.audit_services import conversation_payload, conversations_before
-from auditapp.models import Audit, AuditChunk, AuditRequest
+from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest
 from auditapp.paradigms import registry
 from auditapp.paradigms.base import NoFollowUp
 
@@ -245,3 +245,9 @@ def parse_quality_columns() -> list[str]:
             *(name for outcome in outcomes for name in (f"n_{outcome}", f"share_{outcome}")),
             "truncated", "truncated_note", "finish_reasons", "unparseable_shapes", "shapes_sampled", "shapes_note",
             "warning", "unparseable_replies_url"]
+
+
+def judgment_orphan_counts() -> dict[int, int]:
+    """Audit id → how many of its judgments have no request (none should: see AuditJudgment); one anti-join."""
+    orphans = AuditJudgment.objects.exclude(Exists(AuditRequest.objects.filter(pk=OuterRef("request_id"))))
+    return dict(orphans.values("audit_id").annotate(n=Count("id")).order_by("audit_id").values_list("audit_id", "n"))

@@ -457,21 +457,23 @@ def _take_cached_replies(audit_id: int, builder, ids: list[int] | None = None) -
     if not replies:
         return set()
     now = timezone.now()
-    rows = [row for row in pending.only("id", "key", "audit_model_id", "condition", "item_id", "unit", "replicate",
-                                        "turn")
-            if row.key in replies]
-    judged = []
-    for row in rows:
-        reply = replies[row.key]
-        row.state, row.reply_id, row.from_cache, row.finished_at = AuditRequest.State.ANSWERED, reply.id, True, now
-        row.attempts = 0
-        parsed = builder.parse(row, reply.text, reply.finish_reason)
-        row.outcome, row.label, row.explanation, row.parse_reason = (parsed.outcome, parsed.label,
-                                                                     parsed.explanation, parsed.reason)
-        judged.append((row.id, parsed))
-    AuditRequest.objects.bulk_update(rows, ["state", "reply", "from_cache", "finished_at", "attempts", "outcome",
-                                            "label", "explanation", "parse_reason"], batch_size=BULK_BATCH_SIZE)
-    _judgments_create(audit_id, judged)
+    with transaction.atomic():
+        # Locked, so a request deleted meanwhile is not returned and gets no judgment (see AuditJudgment).
+        rows = [row for row in pending.select_for_update().only(
+            "id", "key", "audit_model_id", "condition", "item_id", "unit", "replicate", "turn") if row.key in replies]
+        judged = []
+        for row in rows:
+            reply = replies[row.key]
+            row.state, row.reply_id, row.from_cache, row.finished_at = (AuditRequest.State.ANSWERED, reply.id, True,
+                                                                        now)
+            row.attempts = 0
+            parsed = builder.parse(row, reply.text, reply.finish_reason)
+            row.outcome, row.label, row.explanation, row.parse_reason = (parsed.outcome, parsed.label,
+                                                                         parsed.explanation, parsed.reason)
+            judged.append((row.id, parsed))
+        AuditRequest.objects.bulk_update(rows, ["state", "reply", "from_cache", "finished_at", "attempts", "outcome",
+                                                "label", "explanation", "parse_reason"], batch_size=BULK_BATCH_SIZE)
+        _judgments_create(audit_id, judged)
     return {row.id for row in rows}
 
 
@@ -563,9 +565,13 @@ def _turns_advance(audit: Audit, builder, finished_ids) -> None:
                                                    key="").values_list(*_CONVERSATION_FIELDS))
         if not waiting:
             return
+        # The earlier turns are locked before they are read: "retry failed" re-opening one waits for this
+        # transaction, or this one waits for it and reads it pending (and _requeue_failed locks them first too).
+        list(AuditRequest.objects.select_for_update().filter(id__in={row[8] for row in waiting}).order_by(
+            "id").values_list("id", flat=True))
         chains = conversations_before({row[8] for row in waiting})
         now = timezone.now()
-        keyed, closed = [], []
+        keyed, closed_failed, closed_ended = [], [], []
         for fields in waiting:
             request = ClaimedRequest(*fields[:7], turn=fields[7], previous_id=fields[8])
             chain = chains[request.previous_id]
@@ -573,24 +579,32 @@ def _turns_advance(audit: Audit, builder, finished_ids) -> None:
             if before.state == AuditRequest.State.PENDING:
                 continue
             if before.state == AuditRequest.State.FAILED:
-                closed.append(AuditRequest(id=request.id, error=TURN_FAILED.format(
+                closed_failed.append(AuditRequest(id=request.id, error=TURN_FAILED.format(
                     turn=before.request.turn + 1, reason=before.error)))
                 continue
             try:
                 payload = conversation_payload(builder, request, chain)
             except NoFollowUp as ended:
-                closed.append(AuditRequest(id=request.id, error=TURN_ENDED.format(turn=before.request.turn + 1,
-                                                                                  reason=ended)))
+                closed_ended.append(AuditRequest(id=request.id, error=TURN_ENDED.format(
+                    turn=before.request.turn + 1, reason=ended)))
                 continue
             keyed.append(AuditRequest(id=request.id, key=builder.key(
                 builder.models[request.audit_model_id], payload, request.replicate)))
-        for row in closed:
+        for row in (*closed_failed, *closed_ended):
             row.state, row.outcome, row.finished_at, row.attempts = (AuditRequest.State.FAILED,
                                                                      AuditRequest.Outcome.ERROR, now, 0)
-        AuditRequest.objects.bulk_update(keyed, ["key"], batch_size=BULK_BATCH_SIZE)
-        AuditRequest.objects.bulk_update(closed, ["state", "outcome", "finished_at", "attempts", "error"],
-                                         batch_size=BULK_BATCH_SIZE)
-        finished = {row.id for row in closed}
+        # Each write re-checks, in its own UPDATE, what it was decided on: the turn still waits and the turn
+        # before it is still answered or failed (not re-opened by "retry failed" since it was read).
+        waits = AuditRequest.objects.filter(state=AuditRequest.State.PENDING, key="")
+        closing = ["state", "outcome", "finished_at", "attempts", "error"]
+        waits.filter(previous__state=AuditRequest.State.ANSWERED).bulk_update(keyed, ["key"],
+                                                                               batch_size=BULK_BATCH_SIZE)
+        waits.filter(previous__state=AuditRequest.State.FAILED).bulk_update(closed_failed, closing,
+                                                                             batch_size=BULK_BATCH_SIZE)
+        waits.filter(previous__state=AuditRequest.State.ANSWERED).bulk_update(closed_ended, closing,
+                                                                               batch_size=BULK_BATCH_SIZE)
+        # A turn whose close was refused stays pending, so the turns after it keep waiting (the next pass reads it).
+        finished = {row.id for row in (*closed_failed, *closed_ended)}
         if audit.use_cache:
             keyed_ids = [row.id for row in keyed]
             for start in range(0, len(keyed_ids), BULK_BATCH_SIZE):
@@ -994,8 +1008,11 @@ def _requeue_failed(audit: Audit) -> int:
     """Make the failed requests pending again. A later turn re-opened with its earlier turn waits for it again
     (its key blank: the earlier reply will be a new one); one whose earlier turn is answered keeps its key, or is
     keyed or closed again now when it was closed unsent (:func:`turns_unblock`)."""
-    AuditJudgment.objects.filter(audit=audit, request__state=AuditRequest.State.FAILED).delete()
     failed = AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.FAILED)
+    # Locked first, in id order as _turns_advance locks earlier turns: a worker closing a later turn on a failed one
+    # finishes before they are re-opened, and the statements below then see the turn it closed.
+    list(failed.select_for_update().order_by("id").values_list("id", flat=True))
+    AuditJudgment.objects.filter(audit=audit, request__state=AuditRequest.State.FAILED).delete()
     failed.filter(previous__state=AuditRequest.State.FAILED).update(key="")
     n = failed.update(state=AuditRequest.State.PENDING, error="", outcome="", attempts=0, finished_at=None,
                       chunk=None)
@@ -1026,6 +1043,27 @@ def audit_retry_failed(*, audit: Audit) -> int:
     return n
 
 
+# ------------------------------------------------------------------------------------------------ deletion
+
+def audit_judgments_sweep(*, audit_id: int) -> int:
+    """Delete the audit's judgments whose request no longer exists (all of them once the audit is deleted); returns
+    how many. Run after the commit of every deletion of an audit or of its models (:mod:`auditapp.signals`): the
+    judgments' foreign keys are not database constraints, and Django's cascade deletes judgments before their
+    requests, so a worker that held a request's row lock can commit its judgments between the two (AuditJudgment)."""
+    orphans = AuditJudgment.objects.filter(audit_id=audit_id).exclude(
+        Exists(AuditRequest.objects.filter(pk=OuterRef("request_id"))))
+    deleted, _ = orphans.delete()
+    if deleted:
+        logger.info("Audit %s: deleted %s judgments left by a deletion", audit_id, deleted)
+    return deleted
+
+
+def audit_judgments_sweep_on_commit(*, audit_id: int, using: str) -> None:
+    """Sweep the audit's orphaned judgments once the deleting transaction commits (at once outside one): by then
+    every worker that held a deleted request's lock has committed, and no later writer finds the request."""
+    transaction.on_commit(lambda: audit_judgments_sweep(audit_id=audit_id), using=using, robust=True)
+
+
 # ----------------------------------------------------------------------------------- parsing and metrics
 
 def audit_reparse(*, audit_id: int) -> int:
@@ -1040,9 +1078,11 @@ def audit_reparse(*, audit_id: int) -> int:
         ids = list(answered.values_list("id", flat=True))
         for start in range(0, len(ids), REPARSE_BATCH_SIZE):
             batch_ids = ids[start:start + REPARSE_BATCH_SIZE]
-            rows = list(answered.filter(id__in=batch_ids).select_related("reply").only(
-                "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "turn", "reply__text",
-                "reply__finish_reason"))
+            # Locked (PostgreSQL; SQLite's IMMEDIATE transactions hold the whole database): a request deleted
+            # meanwhile is not returned, so no judgment is written for it (see AuditJudgment).
+            rows = list(answered.filter(id__in=batch_ids).select_related("reply").select_for_update(
+                of=("self",)).only("id", "audit_model_id", "condition", "item_id", "unit", "replicate", "turn",
+                                   "reply__text", "reply__finish_reason"))
             judged = []
             for row in rows:
                 parsed = builder.parse(row, row.reply.text, row.reply.finish_reason)
@@ -1065,13 +1105,14 @@ def audit_judge_unjudged(*, audit_id: int) -> int:
                 .exclude(Exists(AuditJudgment.objects.filter(request=OuterRef("pk")))).order_by("id"))
     judged_total, last_id = 0, 0
     while True:
-        rows = list(unjudged.filter(id__gt=last_id).select_related("reply").only(
-            "id", "audit_model_id", "condition", "item_id", "unit", "replicate", "turn", "reply__text",
-            "reply__finish_reason")[:BULK_BATCH_SIZE])
-        if not rows:
-            return judged_total
-        last_id = rows[-1].id
         with transaction.atomic():
+            # Read and locked in the transaction that writes their judgments, as audit_reparse does.
+            rows = list(unjudged.filter(id__gt=last_id).select_related("reply").select_for_update(
+                of=("self",)).only("id", "audit_model_id", "condition", "item_id", "unit", "replicate", "turn",
+                                   "reply__text", "reply__finish_reason")[:BULK_BATCH_SIZE])
+            if not rows:
+                return judged_total
+            last_id = rows[-1].id
             _judgments_create(audit_id, [(row.id, builder.parse(row, row.reply.text, row.reply.finish_reason))
                                          for row in rows])
         judged_total += len(rows)

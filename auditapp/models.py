@@ -471,10 +471,14 @@ class AuditJudgment(models.Model):
 
     # Neither foreign key is a database constraint (db_constraint=False): PostgreSQL checks a constraint row by row
     # at commit, and these checks were most of the cost of recording judgments (a 50-reply batch of 3,000
-    # judgments: about 50 ms of a 100 ms commit, benchmarks/counterfactual_scale.py). The engine writes a request's
-    # judgments only in the transaction that has just recorded that request (its UPDATE … RETURNING proves the
-    # row exists), and Django still deletes judgments with their audit or request (on_delete=CASCADE is Django's,
-    # never the database's).
+    # judgments: about 50 ms of a 100 ms commit, benchmarks/counterfactual_scale.py). So nothing in the database
+    # stops a judgment from outliving its request; what does: every writer writes judgments only for request rows
+    # it holds locked in its transaction (the recorder's UPDATE … RETURNING, the re-parse's and the cache's
+    # SELECT … FOR UPDATE; on SQLite each transaction holds the database's write lock), so a request deleted first
+    # gets none. Django's cascade (on_delete=CASCADE is Django's, never the database's) deletes judgments before
+    # their requests, and a writer already holding a request's lock commits its judgments in between; once the
+    # deletion of an audit or of its model commits, its judgments without a request are swept
+    # (audit_services.audit_judgments_sweep, from auditapp.signals). `manage.py judgments_orphans` counts any left.
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="judgments", db_constraint=False)
     # No index of its own: the unique (request, unit) index serves every lookup by request, and one index fewer
     # to maintain for every judgment written (a names audit writes millions).

@@ -14,8 +14,12 @@ A paradigm's request builder (:class:`RequestBuilder`) is what the worker needs;
 (settings, corpus, analysis, dashboard, exports) is declared by its adapter in :mod:`auditapp.paradigms.registry`.
 
 Multi-turn requests (ARCHITECTURE.md: "a chain of keyed turns"; seed 003 §3.1's affective attribution asks a
-model to describe, then to classify its own description). A builder that has a ``follow_up`` method
-(:class:`MultiTurnRequestBuilder`) may plan, beside a request, later turns of the same conversation:
+model to describe, then to classify its own description). A builder whose audit asks in turns
+(:class:`MultiTurnRequestBuilder`) says so with ``multi_turn`` true, has a ``follow_up`` method, and plans, beside a
+request, later turns of the same conversation. ``multi_turn`` is this audit's answer, not the paradigm's: the engine
+reads it (:func:`is_multi_turn`) before every turn query, so a builder that can ask in turns but does not in this
+audit (the AAT's single-prompt form, the WABT) says false and its audits pay nothing for the mechanism; a builder
+without the attribute is one-turn.
 
 - ``requests()`` yields turn 0 as usual, and turn ``n`` as a ``PlannedRequest`` with the same model, condition,
   item or unit and replicate, ``turn=n`` and a blank ``key`` (what it sends depends on a reply not yet given).
@@ -126,14 +130,18 @@ class NoFollowUp(Exception):
 
 
 class MultiTurnRequestBuilder(RequestBuilder, Protocol):
-    """A request builder whose requests may be conversations (see "Multi-turn requests" above)."""
+    """A request builder whose requests may be conversations (see "Multi-turn requests" above): ``multi_turn`` is
+    true when this audit plans later turns."""
+
+    multi_turn: bool
 
     def follow_up(self, request: Any, previous_payload: Any, previous_reply_text: str) -> Any: ...
 
 
 def is_multi_turn(builder: Any) -> bool:
-    """Whether the builder declares later turns (one-turn paradigms pay nothing for the mechanism)."""
-    return callable(getattr(builder, "follow_up", None))
+    """Whether the builder's audit has later turns (its ``multi_turn``; false without one): one-turn audits run no
+    query of the mechanism."""
+    return bool(getattr(builder, "multi_turn", False))
 
 
 @dataclass(frozen=True)

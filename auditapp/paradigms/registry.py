@@ -24,7 +24,8 @@ Adding a paradigm, a checklist:
 5. Add the name to :data:`PARADIGMS`; tests under ``tests/auditapp/`` (pure, API, dashboard page, an engine run
    against the test servers with an effect planted and recovered).
 6. A paradigm that asks in turns (a question that quotes the model's own earlier answer) gives its request builder
-   a ``follow_up(request, previous_payload, previous_reply_text)`` method and plans each later turn as a
+   ``multi_turn`` true (for the audits that ask in turns) and a
+   ``follow_up(request, previous_payload, previous_reply_text)`` method, and plans each later turn as a
    ``PlannedRequest`` with ``turn=n`` and a blank key, sharing model, condition, item or unit and replicate with
    turn 0; ``follow_up`` raises ``NoFollowUp(reason)`` when a reply gives nothing to continue from, and a turn
    that only prepares the next one parses to no judgments. The engine keys each later turn once the one before it

@@ -3,6 +3,7 @@ test LLM server, whose conversant persona answers a second turn by quoting its f
 history was sent). Runs on SQLite, and on PostgreSQL with DATABASE_URL set."""
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 
 import pytest
@@ -13,6 +14,7 @@ from auditapp import audit_services as services
 from auditapp.audit_selectors import audit_parse_quality, audit_progress, audit_request_detail
 from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, LLMEndpoint, LLMReply
 from tests.auditapp import two_turn_builder
+from tests.auditapp.db_race import finish, in_thread, postgresql_only, wait_until_blocked_on_a_lock
 from tests.auditapp.two_turn_builder import NAME, TwoTurnRequests, ask, describe
 from tests.llm_server import REFUSAL, LLMServer, conversant_reply
 
@@ -240,3 +242,83 @@ def test_a_second_turn_left_waiting_after_its_first_was_recorded_is_sent_by_the_
     assert audit_runner.audit_work(audit.id, slice_seconds=20) == "finished"
     assert requests_of(audit, 1)["text:0"].reply.text == expected_second(TEXTS[0])[1]
     assert server.stats()["requests"] == 1
+
+
+def test_retry_failed_committed_between_a_slices_read_and_its_write_does_not_close_the_reopened_turn(
+        server, monkeypatch):
+    """The race in its order: a work slice reads a conversation whose first turn failed and decides to close the
+    second; "retry failed" re-opens the first turn; then the slice writes. The write re-checks the first turn in
+    its UPDATE, so the second turn keeps waiting, and the conversation is then sent whole."""
+    endpoint = make_endpoint(server)
+    audit = make_audit(endpoint, TEXTS[:1], use_cache=False)
+    services.audit_prepare(audit_id=audit.id)
+    builder = TwoTurnRequests(audit)
+    chunk = services.chunk_open(audit_id=audit.id)
+    [request] = services.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=10)
+    # Recorded failed without moving the conversation on, as a worker killed between the two writes leaves it.
+    services.chunk_record(chunk_id=chunk, results=[services.RequestResult(request, None, "HTTP 500", 2, 1.0)],
+                          parse=builder.parse)
+    services.chunk_release(chunk_id=chunk)
+    Audit.objects.filter(pk=audit.pk).update(status=Audit.Status.STOPPED)
+    assert requests_of(audit, 1)["text:0"].state == "pending"
+
+    read_chains = services.conversations_before
+    retried = []
+
+    def read_then_retry(ids):
+        chains = read_chains(ids)
+        if not retried:
+            retried.append(services.audit_retry_failed(audit=Audit.objects.get(pk=audit.pk)))
+        return chains
+
+    monkeypatch.setattr(services, "conversations_before", read_then_retry)
+    services.turns_unblock(audit=audit, builder=builder)
+    assert retried == [1]
+    assert [chain[-1].state for chain in read_chains([request.id]).values()] == ["pending"]
+    second = requests_of(audit, 1)["text:0"]
+    assert (second.state, second.key, second.error) == ("pending", "", ""), "the re-opened turn was closed again"
+
+    monkeypatch.setattr(services, "conversations_before", read_chains)
+    server.reset_stats()
+    assert audit_runner.audit_work(audit.id) == "finished"
+    assert requests_of(audit, 1)["text:0"].reply.text == expected_second(TEXTS[0])[1]
+    assert server.stats()["requests"] == 2
+
+
+@postgresql_only
+def test_retry_failed_waits_for_a_slice_closing_a_turn_and_reopens_the_turn_it_closed(server, monkeypatch):
+    """The same race on two connections: the slice holds the failed first turn locked while it closes the second;
+    "retry failed" waits for it, then re-opens both turns, so no conversation is left half open."""
+    endpoint = make_endpoint(server)
+    audit = make_audit(endpoint, TEXTS[:1], use_cache=False)
+    services.audit_prepare(audit_id=audit.id)
+    builder = TwoTurnRequests(audit)
+    chunk = services.chunk_open(audit_id=audit.id)
+    [request] = services.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=10)
+    services.chunk_record(chunk_id=chunk, results=[services.RequestResult(request, None, "HTTP 500", 2, 1.0)],
+                          parse=builder.parse)
+    services.chunk_release(chunk_id=chunk)
+    Audit.objects.filter(pk=audit.pk).update(status=Audit.Status.STOPPED)
+
+    read_chains = services.conversations_before
+    read, go = threading.Event(), threading.Event()
+
+    def read_then_wait(ids):
+        chains = read_chains(ids)
+        read.set()
+        assert go.wait(20)
+        return chains
+
+    monkeypatch.setattr(services, "conversations_before", read_then_wait)
+    slice_ = in_thread(lambda: services.turns_unblock(audit=audit, builder=builder))
+    assert read.wait(20)
+    retry = in_thread(lambda: services.audit_retry_failed(audit=Audit.objects.get(pk=audit.pk)))
+    wait_until_blocked_on_a_lock()
+    go.set()
+    finish(slice_, retry)
+
+    first, second = requests_of(audit, 0)["text:0"], requests_of(audit, 1)["text:0"]
+    assert (first.state, second.state, second.key, second.error) == ("pending", "pending", "", "")
+    monkeypatch.setattr(services, "conversations_before", read_chains)
+    assert audit_runner.audit_work(audit.id) == "finished"
+    assert requests_of(audit, 1)["text:0"].reply.text == expected_second(TEXTS[0])[1]

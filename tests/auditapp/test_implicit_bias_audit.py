@@ -29,6 +29,7 @@ from scipy import stats as scipy_stats
 from auditapp import audit_runner
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditJudgment, AuditRequest, Corpus, LLMEndpoint, LLMReply
+from auditapp.paradigms.base import is_multi_turn
 from tests.implicit_bias_personas import expected_aat_answer
 from tests.llm_server import REFUSAL, LLMServer
 
@@ -297,3 +298,35 @@ def test_corpus_upload_names_every_problem_and_stores_nothing(api_client):
     assert edited.json()["content_hash"] != paper.json()["content_hash"]
     again = api_client.post("/api/corpora/", {"paradigm": "word_association", "name": "paper again"}, format="json")
     assert again.status_code == 200 and again.json()["id"] == paper.json()["id"]
+
+
+def test_only_the_two_turn_aat_runs_the_turn_queries(api_client, server, tasks_off, monkeypatch,
+                                                     django_assert_num_queries):
+    """The WABT and the single-prompt AAT have no later turns: their builders say so, a work slice's unblocking runs
+    no query, and recording their replies never moves conversations on; the two-turn AAT does."""
+    source = endpoint(server)
+    ids = {
+        "wabt": launch(api_client, "word_association", [{"endpoint": source.id, "model": "wabt-consistent"}],
+                       samples_per_combination=1, seed=2).json()["id"],
+        "single_prompt": launch(api_client, "affective_attribution",
+                                [{"endpoint": source.id, "model": "aat-stereotyped"}], combinations=5,
+                                form="single_prompt", seed=2).json()["id"],
+        "two_turn": launch(api_client, "affective_attribution", [{"endpoint": source.id, "model": "aat-stereotyped"}],
+                           combinations=5, seed=2).json()["id"],
+    }
+    builders = {name: services.request_builder(Audit.objects.get(pk=audit_id)) for name, audit_id in ids.items()}
+    assert {name: is_multi_turn(builder) for name, builder in builders.items()} == {
+        "wabt": False, "single_prompt": False, "two_turn": True}
+    for name in ("wabt", "single_prompt"):
+        with django_assert_num_queries(0):
+            services.turns_unblock(audit=builders[name].audit, builder=builders[name])
+
+    advanced = []
+    advance = services._turns_advance
+    monkeypatch.setattr(services, "_turns_advance", lambda audit, builder, finished: (
+        advanced.append(audit.id), advance(audit, builder, finished))[-1])
+    for name in ("wabt", "single_prompt"):
+        assert run(ids[name]).status == Audit.Status.COMPLETED
+    assert advanced == []
+    assert run(ids["two_turn"]).status == Audit.Status.COMPLETED
+    assert set(advanced) == {ids["two_turn"]}

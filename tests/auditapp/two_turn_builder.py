@@ -34,6 +34,7 @@ class TwoTurnRequests:
         self.models = {m.id: m for m in audit.models.select_related("endpoint")}
         self.texts = audit.design["texts"]
         self.turns = audit.design.get("turns", 2)
+        self.multi_turn = self.turns > 1
 
     def requests(self):
         for audit_model in self.models.values():

@@ -324,6 +324,11 @@ class ImplicitBiasRequests:
         """The turn whose answer is judged: 1 for the two-turn AAT, 0 otherwise."""
         return 1 if self.task.task == "aat" and self.options["form"] == "two_turn" else 0
 
+    @property
+    def multi_turn(self) -> bool:
+        """Only the two-turn AAT asks in turns (the engine's protocol, :func:`auditapp.paradigms.base.is_multi_turn`)."""
+        return self.last_turn > 0
+
     @staticmethod
     def _first_messages(instance: Instance) -> list[dict]:
         return [{"role": "user", "content": instance.texts[0]}]
