@@ -207,6 +207,10 @@ def test_an_audit_analysed_before_its_studys_alternatives_waits_for_them_then_is
     assert "being computed" in robustness["notes"][0]
     page = staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode()
     assert "the study&#x27;s alternative ground truths are being computed" in page
+    for suffix in ("", "?format=csv&table=tests"):
+        answer = api_client.get(f"/api/audits/{audit.id}/robustness/{suffix}")
+        assert answer.status_code == 202 and answer.json()["status"] == "computing", suffix
+        assert answer.json()["requested_at"] == run.alternatives_requested_at.isoformat()
     kappa_gap = audit.analysis["kappa_gap"]
 
     assert study_alternatives_compute_task(run.id) == "stored"  # the task tells the waiting audits
