@@ -6,8 +6,9 @@ own results at once and asks for the alternatives when it commits (``study_alter
 (``tasks.analysis.study_alternatives_compute_task``, on the "analysis" queue) runs ``study_alternatives_compute``:
 
 - it computes from the inputs the run used, known by their digest (``AnalysisRun.alternatives_inputs_digest``);
-  when the study's labels, scores or settings changed since, it stores nothing, records why, and asks for a new
-  analysis (whose own task computes them);
+  when the study's labels, scores or settings changed since, it stores nothing and records why. It asks for no
+  analysis itself: while annotators label, that would chain analyses for as long as labels arrive; the change that
+  ends a study's labelling (an annotator finishing) asks for the analysis whose alternatives then follow;
 - it stores only for the request it was sent for (``alternatives_requested_at`` names it): a newer run's request
   replaces an older one, and the older task skips;
 - a failure of the computation (crowd-kit on unusual data) is recorded with its reason, never an empty result;
@@ -40,7 +41,7 @@ from annotation.selectors import study_labels_frame, study_scores_frame
 logger = logging.getLogger(__name__)
 
 INPUTS_CHANGED = ("the study's labels, scores or settings changed after this analysis, so its alternatives were not "
-                  "computed; a new analysis computes them")
+                  "computed: the next analysis (when an annotator finishes, or Recompute) computes them")
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def _send(run_id: int, requested_at: datetime) -> None:
 def study_alternatives_compute(*, run_id: int) -> AlternativesOutcome:
     """Compute and store the alternatives the run asked for (module docstring); idempotent."""
     # Imported here: the study analysis imports this module to ask for alternatives when it stores a run.
-    from annotation.study_analysis import analysis_settings_for, study_analysis_enqueue
+    from annotation.study_analysis import analysis_settings_for
 
     run = AnalysisRun.objects.filter(pk=run_id).first()
     if run is None:
@@ -91,8 +92,6 @@ def study_alternatives_compute(*, run_id: int) -> AlternativesOutcome:
                                         aggregation=settings.aggregation)
     if digest != run.alternatives_inputs_digest:
         stored = _finish(run_id, requested_at, alternatives={}, error=INPUTS_CHANGED)
-        if stored:
-            study_analysis_enqueue(study_id=study.id)
         return AlternativesOutcome(study.id, stored, INPUTS_CHANGED)
     try:
         alternatives, error = alternatives_json(alternative_ground_truths(
