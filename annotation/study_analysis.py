@@ -16,6 +16,9 @@ queued and one running per study, and a request during a run makes exactly one m
 hundred annotators finishing together cost two or three runs, not a hundred, and the last request is
 never lost. ``study_analyses_recover`` (run periodically by the workers) sends again what was queued but
 never sent, and takes over runs whose worker died.
+
+A stored run asks for its alternative ground truths when it commits (``annotation.study_alternatives``): crowd-kit's
+models take seconds, so they run in their own task and the analysis does not wait for them.
 """
 from __future__ import annotations
 
