@@ -36,6 +36,8 @@ matrix holds κ between every pair of labelled alternatives, over the items both
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import warnings
 from dataclasses import dataclass, field
 
@@ -170,6 +172,20 @@ def agreement_matrix(labels: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFra
             value = _compare(labels[first], labels[second])[0]["kappa"]
             matrix.loc[first, second] = matrix.loc[second, first] = value
     return matrix
+
+
+def alternatives_inputs_digest(scores: pd.DataFrame, labels: pd.DataFrame, *, missing: MissingRule,
+                               aggregation: AggregationSettings) -> str:
+    """A SHA-256 of everything :func:`alternative_ground_truths` reads (scores, labels, missing rule, aggregation
+    settings), independent of row order: equal digests mean equal inputs, so alternatives computed later from the
+    stored data are known to be those of the analysis that asked for them."""
+    digest = hashlib.sha256(json.dumps({"missing": missing, "aggregation": aggregation.as_dict()},
+                                       sort_keys=True, default=str).encode())
+    for frame in (scores, labels):
+        ordered = frame.sort_values(list(frame.columns)).reset_index(drop=True) if len(frame.columns) else frame
+        digest.update(",".join(map(str, frame.columns)).encode())
+        digest.update(pd.util.hash_pandas_object(ordered, index=False).to_numpy().tobytes())
+    return digest.hexdigest()
 
 
 def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, missing: MissingRule = "exclude",

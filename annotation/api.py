@@ -10,6 +10,7 @@ from dataclasses import asdict
 from functools import cached_property
 
 from django.db import models
+from django.http import JsonResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -23,6 +24,7 @@ from annotation.item_files import ItemFileError
 from annotation.models import ItemImport, LabelValue, Participant, Study
 from annotation.selectors import (
     ALTERNATIVE_TABLES,
+    study_alternatives_status,
     study_analysis_status,
     study_ground_truth_alternatives_export,
     study_ground_truth_export,
@@ -291,10 +293,23 @@ class StudyGroundTruthView(StudyExportView):
         "weighted score ŷ); summary: one row per alternative against the paper's weighted label (share of items "
         "that differ, Cohen's κ); agreement: κ between every pair of alternatives; flipped: the items whose label "
         "differs from the paper's; weights: W per annotator under each weighting."))],
-    description="Computed and stored with the study's analysis (recomputed when it is); empty until then. The "
-                "alternatives and their settings are described in annotation/alternatives.py and the summary table.")
+    description="Computed by their own task after each study analysis (crowd-kit's models take seconds). Until "
+                "they are stored the answer is not a table but a JSON object with `status`: 202 `computing` (with "
+                "`requested_at`, when the analysis asked for them), 409 `failed` (with `error`, the reason), 404 "
+                "`none` (no analysis, or one from before they existed), in either format. The alternatives and "
+                "their settings are described in annotation/alternatives.py and the summary table.")
 class StudyGroundTruthAlternativesView(StudyExportView):
     serializer_class = TableRowSerializer
+    not_ready_status = {"computing": status.HTTP_202_ACCEPTED, "failed": status.HTTP_409_CONFLICT,
+                        "none": status.HTTP_404_NOT_FOUND}
+
+    def list(self, request, *args, **kwargs):
+        self.table  # noqa: B018 - an unknown table is a 400 whatever the state
+        state = study_alternatives_status(study=self.study)
+        if state["status"] != "ready":
+            # JSON whatever the format asked: a CSV consumer must not read an empty table as "no alternatives".
+            return JsonResponse(state, status=self.not_ready_status[state["status"]])
+        return super().list(request, *args, **kwargs)
 
     @cached_property
     def table(self) -> str:

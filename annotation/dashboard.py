@@ -275,10 +275,14 @@ ROBUSTNESS_FLIP_LIMIT = 200
 def robustness_context(study: Study, run: AnalysisRun, *, limit: int) -> dict:
     """The "Robustness" section (issue 19): the stored alternatives' summary against the paper's weighted label,
     and the flipped items (the first ``limit`` per alternative, in study order) with their labels and a link to
-    them in the admin; ``available`` is False until the analysis has alternatives."""
+    them in the admin. ``available`` is False until they are stored, with ``status`` saying why: ``computing``
+    (their own task runs after the analysis; ``requested_at`` is when it was asked), ``failed`` (``error``), or
+    ``none`` (an analysis from before they existed)."""
+    status = run.alternatives_status
     stored = run.alternatives or {}
-    if not stored.get("summary"):
-        return {"available": False}
+    if status != "ready" or not stored.get("summary"):
+        return {"available": False, "status": status, "requested_at": run.alternatives_requested_at,
+                "error": run.alternatives_error}
     flipped = stored.get("flipped", [])
     positions: dict[str, int] = {}
     labels_by_item: dict[str, list[str]] = {}
@@ -299,7 +303,8 @@ def robustness_context(study: Study, run: AnalysisRun, *, limit: int) -> dict:
                                          "url": f"{changelist}?{urlencode({'item__study__id__exact': study.id, 'q': f['item']})}"}
                                         for f in flips[:limit]],
                        "n_flipped": len(flips), "truncated": len(flips) > limit})
-    return {"available": True, "rows": groups, "notes": stored.get("notes", []),
+    return {"available": True, "status": status, "computed_at": run.alternatives_computed_at,
+            "rows": groups, "notes": stored.get("notes", []),
             "crowdkit_seed": stored.get("settings", {}).get("crowdkit_seed")}
 
 

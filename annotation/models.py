@@ -336,7 +336,30 @@ class AnalysisRun(models.Model):
     alternatives = models.JSONField(default=dict, blank=True,
                                     help_text="The alternative ground truths (annotation.alternatives): settings, "
                                               "per-item labels, summary, agreement matrix, flipped items, crowd-kit "
-                                              "outputs as returned.")
+                                              "outputs as returned. Computed after the run by its own task "
+                                              "(annotation.study_alternatives): empty until then.")
+    alternatives_inputs_digest = models.CharField(
+        max_length=64, blank=True, default="",
+        help_text="A hash of the scores, labels and settings this run used: the alternatives task computes from the "
+                  "same inputs or not at all.")
+    alternatives_requested_at = models.DateTimeField(
+        null=True, blank=True, help_text="When this run asked for its alternatives (it names the request).")
+    alternatives_sent_at = models.DateTimeField(
+        null=True, blank=True, help_text="When their task was last sent (None: the broker was away; the recovery "
+                                         "sends it).")
+    alternatives_computed_at = models.DateTimeField(null=True, blank=True)
+    alternatives_error = models.TextField(blank=True, default="",
+                                          help_text="Why the alternatives could not be computed for this run.")
+
+    @property
+    def alternatives_status(self) -> str:
+        """``ready`` (stored), ``failed`` (``alternatives_error`` says why), ``computing`` (asked at
+        ``alternatives_requested_at``), or ``none`` (a run from before they existed)."""
+        if self.alternatives_computed_at is not None:
+            return "ready"
+        if self.alternatives_error:
+            return "failed"
+        return "computing" if self.alternatives_requested_at is not None else "none"
 
 
 class ParticipantWeight(models.Model):

@@ -263,6 +263,27 @@ def study_analysis_status(*, study: Study) -> StudyAnalysisStatus:
         notes=list(run.notes) if run else [])
 
 
+def study_alternatives_status(*, study: Study) -> dict:
+    """Whether the study's latest analysis has its alternative ground truths: ``status`` is ``ready``,
+    ``computing`` (their task has not stored them yet; ``requested_at`` says when the analysis asked), ``failed``
+    (``error`` says why) or ``none`` (no analysis, or one from before they existed). Times are ISO 8601."""
+    run = (AnalysisRun.objects.filter(study=study)
+           .only("computed_at", "alternatives_requested_at", "alternatives_computed_at", "alternatives_error")
+           .first())
+    if run is None:
+        return {"status": "none", "detail": "the study has no analysis yet: compute it first"}
+    status = run.alternatives_status
+    details = {"ready": "the alternative ground truths are stored",
+               "computing": "the alternative ground truths are being computed by a worker after the study's analysis",
+               "failed": "the alternative ground truths could not be computed for the latest analysis",
+               "none": "the latest analysis predates the alternative ground truths: recompute it"}
+    return {"status": status, "detail": details[status],
+            "analysis_computed_at": run.computed_at.isoformat(),
+            "requested_at": run.alternatives_requested_at.isoformat() if run.alternatives_requested_at else None,
+            "computed_at": run.alternatives_computed_at.isoformat() if run.alternatives_computed_at else None,
+            "error": run.alternatives_error or None}
+
+
 ALTERNATIVE_TABLES = ("labels", "summary", "agreement", "flipped", "weights")
 SUMMARY_COLUMNS = ["alternative", "label", "description", "n_compared", "n_undefined", "n_differ", "share_differ",
                    "kappa", "mean_distance"]

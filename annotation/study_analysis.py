@@ -16,6 +16,9 @@ queued and one running per study, and a request during a run makes exactly one m
 hundred annotators finishing together cost two or three runs, not a hundred, and the last request is
 never lost. ``study_analyses_recover`` (run periodically by the workers) sends again what was queued but
 never sent, and takes over runs whose worker died.
+
+A stored run asks for its alternative ground truths when it commits (``annotation.study_alternatives``): crowd-kit's
+models take seconds, so they run in their own task and the analysis does not wait for them.
 """
 from __future__ import annotations
 
@@ -30,7 +33,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.aggregation import AggregationSettings
-from annotation.alternatives import GroundTruthAlternatives, alternative_ground_truths
+from annotation.alternatives import alternatives_inputs_digest
 from annotation.analysis import Analysis, AnalysisSettings, analyse
 from annotation.models import (
     AnalysisRun,
@@ -44,6 +47,7 @@ from annotation.models import (
     StudyAnalysisSettings,
 )
 from annotation.selectors import study_labels_frame, study_scores_frame
+from annotation.study_alternatives import study_alternatives_request
 
 logger = logging.getLogger(__name__)
 
@@ -209,8 +213,8 @@ def study_analysis_compute(*, study_id: int) -> AnalysisRun:
     study = Study.objects.get(pk=study_id)
     scores, labels, settings = study_scores_frame(study=study), study_labels_frame(study=study), analysis_settings_for(study)
     result = analyse(scores, labels, settings)
-    alternatives = alternative_ground_truths(scores, labels, missing=settings.missing_instrument,
-                                             aggregation=settings.aggregation)
+    inputs_digest = alternatives_inputs_digest(scores, labels, missing=settings.missing_instrument,
+                                               aggregation=settings.aggregation)
     with transaction.atomic():
         Study.objects.select_for_update().get(pk=study.pk)
         _store(study, result)
@@ -222,8 +226,8 @@ def study_analysis_compute(*, study_id: int) -> AnalysisRun:
             "agreement": [{k: _value(v) for k, v in row.items()} for row in result.agreement.to_dict("records")],
             "cohen_kappa": {"annotators": list(result.cohen_kappa.index),
                             "kappa": [[_value(v) for v in row] for row in result.cohen_kappa.to_numpy().tolist()]},
-            "alternatives": alternatives_json(alternatives),
         })
+        study_alternatives_request(run=run, inputs_digest=inputs_digest)
     return run
 
 
@@ -249,19 +253,3 @@ def _store(study: Study, result: Analysis) -> None:
         ItemSetMember(study=study, set_name=row["set"], item_id=item_ids[row["item"]], label=int(row["label"]))
         for row in result.item_sets.to_dict("records")], batch_size=2000)
 
-
-def _records(frame) -> list[dict]:
-    return [{k: _value(v) for k, v in row.items()} for row in frame.to_dict("records")]
-
-
-def alternatives_json(result: GroundTruthAlternatives) -> dict:
-    """The alternative ground truths as stored on ``AnalysisRun.alternatives``: per-item labels as columns (item
-    external ids, then one list per alternative), the summary, agreement matrix, flipped items, annotators'
-    weights, settings, notes and crowd-kit's outputs unchanged."""
-    labels = result.labels
-    return {"settings": result.settings, "notes": result.notes, "items": [str(item) for item in labels["item"]],
-            "labels": {name: [_value(v) for v in labels[name]] for name in labels.columns if name != "item"},
-            "summary": _records(result.summary), "flipped": _records(result.flipped),
-            "agreement": {"alternatives": list(result.agreement.index),
-                          "kappa": [[_value(v) for v in row] for row in result.agreement.to_numpy().tolist()]},
-            "weights": _records(result.weights), "crowdkit": result.crowdkit}

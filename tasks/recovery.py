@@ -7,6 +7,8 @@ recovery sends again:
 
 - item imports still pending that no worker is running (``annotation.services.item_imports_recover``);
 - study analyses queued but never sent, or whose run's lease expired (``study_analyses_recover``);
+- study analyses' alternative ground truths asked for but never sent, or sent long ago and still unanswered
+  (``study_alternatives_recover``);
 - running audits no worker has held a lease on for settings.WORK_STALLED_SECONDS, e.g. after a transient
   fault stopped their work (``auditapp.audit_services.audits_resume_stalled``);
 - audits still queued that long after their launch, whose preparation was never sent (the broker was away
@@ -26,6 +28,7 @@ from celery.signals import worker_ready
 from django.conf import settings
 
 from annotation.services import item_imports_recover
+from annotation.study_alternatives import study_alternatives_recover
 from annotation.study_analysis import study_analyses_recover
 from auditapp.audit_services import audits_prepare_unsent, audits_resume_stalled
 from auditapp.paradigms import registry
@@ -40,6 +43,7 @@ def work_recover_task(at_start: bool = False) -> dict[str, list[int]]:
     stalled = timedelta(seconds=settings.WORK_STALLED_SECONDS)
     return {"imports": item_imports_recover(resend_after=timedelta(0) if at_start else stalled),
             "analyses": study_analyses_recover(),
+            "alternatives": study_alternatives_recover(),
             "audits": audits_resume_stalled(stalled_after=stalled),
             "audits_prepared": audits_prepare_unsent(stalled_after=stalled),
             **{f"{paradigm.name}_work": paradigm.recover(stalled_after=stalled) for paradigm in registry.every()}}

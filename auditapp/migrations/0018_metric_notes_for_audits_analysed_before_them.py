@@ -42,6 +42,6 @@ class Migration(migrations.Migration):
     # Today's analysis reads the other apps' tables too (the study's analysis runs, the participants' IATs): after
     # their latest migrations as well.
     dependencies = [("auditapp", "0017_judgments_without_database_foreign_keys"),
-                    ("annotation", "0007_analysisrun_ground_truth_alternatives"),
+                    ("annotation", "0008_analysisrun_alternatives_computed_by_own_task"),
                     ("psychometrics", "0005_iat_input_modality")]
     operations = [migrations.RunPython(analyse_audits_without_notes, migrations.RunPython.noop)]

@@ -80,7 +80,10 @@ class Paradigm:
       structured output (``Audit.structured_output``), or None when the paradigm has none (the launch is then
       refused with structured output). Its parser must read such a reply;
     - ``recover(stalled_after=)``: send again the paradigm's own background work that is stuck (its task lost, its
-      worker dead), for the workers' periodic recovery (``tasks.recovery``); returns the ids sent.
+      worker dead), for the workers' periodic recovery (``tasks.recovery``); returns the ids sent;
+    - ``study_alternatives_settled(study_id)``: a study's alternative ground truths were stored or failed
+      (``annotation.study_alternatives``, in their own task after the study analysis): its audits that waited for
+      them can now use them or say why not.
     """
 
     name: str
@@ -103,6 +106,7 @@ class Paradigm:
     answer_schema: Callable[[Any], dict | None] = lambda audit: None
     dashboard_query: tuple[str, ...] = ()
     recover: Callable[..., list[int]] = lambda stalled_after: []
+    study_alternatives_settled: Callable[[int], None] = lambda study_id: None
 
 
 class UnknownParadigm(KeyError):

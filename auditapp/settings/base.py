@@ -247,7 +247,8 @@ ANALYSIS_RESEND_SECONDS = float(os.environ.get("ANALYSIS_RESEND_SECONDS", "600")
 # Recomputations have their own queue, which a worker serves in turn with the default one, so an item
 # import or an audit never waits behind a backlog of analyses.
 CELERY_TASK_QUEUES = {"celery": {}, "analysis": {}}
-CELERY_TASK_ROUTES = {"annotation.study_analysis_compute": {"queue": "analysis"}}
+CELERY_TASK_ROUTES = {"annotation.study_analysis_compute": {"queue": "analysis"},
+                      "annotation.study_alternatives_compute": {"queue": "analysis"}}
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"

@@ -12,6 +12,7 @@ from scipy import stats
 from sklearn.metrics import cohen_kappa_score, f1_score
 
 from auditapp.audit_metrics import classification_metrics, kappa_gap, reference_metrics
+from tests.annotation.test_alternatives import analyse_with_alternatives
 
 RNG = np.random.default_rng(1)
 N_ITEMS = 240
@@ -110,9 +111,10 @@ def _labelled_study(n_items: int = 60):
     return study
 
 
-def audited_study():
+def audited_study(*, alternatives_first: bool = True):
     """A labelled study, its analysis with the alternatives, and a finished audit of two models × two conditions
-    against the real test LLM server, analysed (so its robustness is stored)."""
+    against the real test LLM server, analysed (so its robustness is stored). ``alternatives_first=False``: the
+    alternatives' task has not run when the audit is analysed (it is still computing them)."""
     from annotation.models import StudyAnalysisSettings
     from annotation.study_analysis import study_analysis_compute
     from auditapp import audit_runner
@@ -124,7 +126,10 @@ def audited_study():
 
     study = _labelled_study(120)
     StudyAnalysisSettings.objects.create(study=study, icl_size=2)  # keep the items for the evaluation set
-    study_analysis_compute(study_id=study.id)
+    if alternatives_first:
+        analyse_with_alternatives(study.id)
+    else:
+        study_analysis_compute(study_id=study.id)
     with LLMServer(latency=0.001, positive_words=AUDIT_POSITIVE_WORDS) as server:
         endpoint = LLMEndpoint.objects.create(name="test server", protocol="openai", base_url=server.base_url,
                                               max_concurrency=8, attempt_timeout_s=2.0, deadline_s=30, max_attempts=3)
@@ -184,3 +189,34 @@ def test_the_robustness_export_equals_scikit_learn_recomputed_from_the_exports(a
     assert 'id="chart-robustness"' in page and 'data-alternative="dawid_skene"' in page
     assert '"robustness": {"available": true' in page
     assert api_client.get(f"/api/studies/{study.id}/ground-truth-alternatives/?table=nope").status_code == 400
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_an_audit_analysed_before_its_studys_alternatives_waits_for_them_then_is_rescored(api_client, staff_client,
+                                                                                         audit_tasks_off):
+    from annotation.models import AnalysisRun
+    from tasks.analysis import study_alternatives_compute_task
+
+    study, audit = audited_study(alternatives_first=False)
+    run = AnalysisRun.objects.get(study=study)
+    robustness = audit.analysis["robustness"]
+    assert robustness["available"] is False and robustness["pending"] is True
+    assert robustness["study_alternatives_requested_at"] == run.alternatives_requested_at.isoformat()
+    assert "being computed" in robustness["notes"][0]
+    page = staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode()
+    assert "the study&#x27;s alternative ground truths are being computed" in page
+    for suffix in ("", "?format=csv&table=tests"):
+        answer = api_client.get(f"/api/audits/{audit.id}/robustness/{suffix}")
+        assert answer.status_code == 202 and answer.json()["status"] == "computing", suffix
+        assert answer.json()["requested_at"] == run.alternatives_requested_at.isoformat()
+    kappa_gap = audit.analysis["kappa_gap"]
+
+    assert study_alternatives_compute_task(run.id) == "stored"  # the task tells the waiting audits
+    audit.refresh_from_db()
+    robustness = audit.analysis["robustness"]
+    assert robustness["available"] is True and "pending" not in robustness
+    assert len(robustness["cells"]) == 2 * 2 * 11 and audit.analysis["kappa_gap"] == kappa_gap
+    assert robustness["study_analysis_computed_at"] == run.computed_at.isoformat()
+    assert api_client.get(f"/api/audits/{audit.id}/robustness/").json()["count"] == 44

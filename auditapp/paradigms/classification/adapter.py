@@ -181,6 +181,8 @@ PARADIGM = registry.Paradigm(
     cells=condition_cells,
     analyse=analyse,
     recover=extractions_recover,
+    study_alternatives_settled=lambda study_id: classification_services.robustness_after_alternatives(
+        study_id=study_id, paradigm=NAME),
     launch_serializer=ClassificationLaunchSerializer,
     launch=launch,
     launch_form=ClassificationLaunchForm,

@@ -3,6 +3,7 @@ under an outcome source ``?outcomes=strict|extraction:<id>``) and the second-pas
 (``/api/audits/{id}/extractions/``: record one, list them with their counts, export one's labels)."""
 from __future__ import annotations
 
+from django.http import JsonResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import serializers, status
@@ -102,10 +103,21 @@ class AuditMetricsView(AuditScoped, ExportListAPIView):
         "every alternative (mean Δκ, paired t-test over cells, bootstrap CI)."))],
     description="Computed when the audit is analysed, from its strict outcomes and the alternative ground truths of "
                 "its study's latest analysis (the paper's weighted label is the audit's snapshot). No model is asked "
-                "again. Undefined values are null (empty in CSV) with a note.")
+                "again. Undefined values are null (empty in CSV) with a note. While the study's alternatives are "
+                "still being computed (their own task after its analysis) the answer is 202 with `status: "
+                "\"computing\"`, when they were asked and a note, in either format; the audit is re-scored when they "
+                "are stored.")
 class AuditRobustnessView(AuditScoped, ExportListAPIView):
     paradigm = PARADIGM
     serializer_class = TableRowSerializer
+
+    def list(self, request, *args, **kwargs):
+        robustness = (self.audit.analysis or {}).get("robustness") or {}
+        if robustness.get("pending"):
+            # JSON whatever the format asked: an empty table would read as "no alternatives".
+            return JsonResponse({"status": "computing", "requested_at": robustness["study_alternatives_requested_at"],
+                                 "notes": robustness.get("notes", [])}, status=status.HTTP_202_ACCEPTED)
+        return super().list(request, *args, **kwargs)
 
     def export_rows(self):
         table = self.request.query_params.get("table", "cells")

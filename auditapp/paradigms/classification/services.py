@@ -14,7 +14,7 @@ import pandas as pd
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import Item, ItemGroundTruth, ItemSetMember, Study
+from annotation.models import AnalysisRun, Item, ItemGroundTruth, ItemSetMember, Study
 from auditapp.audit_services import (
     BULK_BATCH_SIZE,
     AuditError,
@@ -469,12 +469,24 @@ def audit_robustness(audit: Audit) -> dict:
     The paper's label is the audit's own snapshot (``AuditItem.weighted_label``, what its metrics use); the other
     alternatives come from the study's latest analysis (``AnalysisRun.alternatives``), matched by item. When that
     analysis is newer than the snapshot its weighted labels may differ: the number of such items is in the notes.
-    Without a stored analysis with alternatives there is nothing to compare: ``available`` is False and a note
-    says why."""
+
+    The study's alternatives are computed by their own task after its analysis (``annotation.study_alternatives``).
+    Until they are stored this waits for them rather than use none: ``available`` is False, ``pending`` True with
+    when they were asked, and the task re-scores the audit once they are (:func:`robustness_after_alternatives`).
+    When they failed or the study has none, ``available`` is False and a note says why."""
     from annotation.alternatives import ALTERNATIVES
 
-    run = getattr(audit.study, "analysis_run", None)
-    stored = run.alternatives if run is not None else {}
+    run = AnalysisRun.objects.filter(study_id=audit.study_id).first()
+    status = run.alternatives_status if run is not None else "none"
+    if status == "computing":
+        asked = run.alternatives_requested_at.isoformat()
+        return {"available": False, "pending": True, "study_alternatives_requested_at": asked,
+                "notes": [f"the study's alternative ground truths are being computed (asked at {asked}); the audit is "
+                          "re-scored against them when they are stored"]}
+    if status == "failed":
+        return {"available": False, "notes": [f"the study's alternative ground truths could not be computed: "
+                                              f"{run.alternatives_error}"]}
+    stored = run.alternatives if status == "ready" else {}
     if not stored.get("labels"):
         return {"available": False, "notes": ["the study's analysis has no alternative ground truths: recompute it "
                                               "(study dashboard), then re-analyse the audit"]}
@@ -507,6 +519,24 @@ def audit_robustness(audit: Audit) -> dict:
     return {"available": True, "study_analysis_computed_at": run.computed_at.isoformat(),
             "settings": stored.get("settings", {}), "alternatives": names, "notes": notes,
             **{name: [{k: _json_number(v) for k, v in row.items()} for row in rows] for name, rows in tables.items()}}
+
+
+def robustness_after_alternatives(*, study_id: int, paradigm: str) -> list[int]:
+    """The study's alternatives were stored or failed: its audits of ``paradigm`` whose robustness waits for them
+    (``pending``) are re-scored, their other results unchanged. Returns the audit ids re-scored."""
+    waiting = list(Audit.objects.filter(study_id=study_id, paradigm=paradigm, analysis__robustness__pending=True)
+                   .values_list("id", flat=True))
+    for audit_id in waiting:
+        audit = Audit.objects.select_related("study").get(pk=audit_id)
+        robustness = audit_robustness(audit)
+        with transaction.atomic():
+            locked = Audit.objects.select_for_update().get(pk=audit_id)
+            analysis = locked.analysis or {}
+            if not (analysis.get("robustness") or {}).get("pending"):
+                continue
+            analysis["robustness"] = robustness
+            Audit.objects.filter(pk=audit_id).update(analysis=analysis)
+    return waiting
 
 
 def _json_number(value):
