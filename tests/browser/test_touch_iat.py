@@ -170,3 +170,40 @@ def test_keyboard_required_stops_a_phone_on_the_consent_page_with_nothing_stored
     expect(page.locator("h1")).to_have_text("Autism-Spectrum Quotient (AQ-50)")
     desktop.close()
 
+
+
+def test_keyboard_required_open_link_stops_a_phone_before_any_participant_exists(live_server, phone, chromium):
+    study = flow_study(n_items=2, items_per_annotator=2)
+    study.keyboard_required, study.open_link_enabled, study.open_link_cap = True, True, 1
+    study.save()
+    url = f"{live_server.url}/join/{study.open_link_token}/?PROLIFIC_PID=pp-phone&STUDY_ID=st&SESSION_ID=se"
+    page = phone.new_page()
+    page.goto(url)
+    expect(page.locator("#keyboard-required")).to_contain_text("You need a keyboard")
+    expect(page.locator("#no-keyboard")).to_be_visible()
+    expect(page.locator("#no-keyboard")).to_contain_text("Nothing has been recorded")
+    expect(page.locator("#join-button")).to_be_hidden()
+    page.reload()
+    expect(page.locator("#no-keyboard")).to_be_visible()
+    assert not Participant.objects.filter(study=study).exists()  # no row, no PROLIFIC_PID, no place taken
+
+    # Without scripts the device cannot be checked: the page says what is needed and offers no way on.
+    scriptless = chromium.new_context(viewport={"width": 1280, "height": 800}, java_script_enabled=False)
+    page = scriptless.new_page()
+    page.goto(url)
+    expect(page.locator("#needs-scripts")).to_be_visible()
+    expect(page.locator("#join-button")).to_be_hidden()
+    scriptless.close()
+    assert not Participant.objects.filter(study=study).exists()
+
+    # A computer with a keyboard reads the same notice, goes on, and is the one participant, with their ids.
+    desktop = chromium.new_context(viewport={"width": 1280, "height": 800})
+    page = desktop.new_page()
+    page.goto(url.replace("pp-phone", "pp-desk"))
+    expect(page.locator("#keyboard-required")).to_be_visible()
+    expect(page.locator("#no-keyboard")).to_be_hidden()
+    page.click("#join-button")
+    expect(page.locator("#content-warning")).to_be_visible()
+    (participant,) = Participant.objects.filter(study=study)
+    assert (participant.prolific_pid, participant.via_open_link, participant.started_at) == ("pp-desk", True, None)
+    desktop.close()
