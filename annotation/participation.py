@@ -159,23 +159,21 @@ def participants_invite(*, study: Study, count: int, team: str = "default") -> l
             [Participant(study=study, pseudonym=p, team=team) for p in _next_pseudonyms(study, count)])
 
 
-def _open_link_returning(study: Study, prolific_pid: str) -> Participant | None:
-    if not prolific_pid:
-        return None
-    return Participant.objects.filter(study=study, prolific_pid=prolific_pid).first()
-
-
-def open_link_check(*, study: Study, prolific_pid: str = "") -> None:
+def open_link_check(*, study: Study, prolific_pid: str = "") -> Participant | None:
     """Raise FlowError when the open link would turn this visitor away: the link is off, the study closed, or
-    it is full for a newcomer (a known PROLIFIC_PID is let back in). Reads only: the page shown before a
-    participant is created asks it, and :func:`open_link_join` asks it again under the study's lock."""
+    it is full for a newcomer. A known PROLIFIC_PID is let back in: their participant is returned. Reads only:
+    the page shown before a participant is created asks it, and :func:`open_link_join` asks it again under
+    the study's lock."""
     if not study.open_link_enabled or study.status != Study.Status.OPEN:
         raise FlowError("This study is not accepting participants through this link.")
-    if _open_link_returning(study, prolific_pid) is not None:
-        return
+    if prolific_pid:
+        returning = Participant.objects.filter(study=study, prolific_pid=prolific_pid).first()
+        if returning is not None:
+            return returning
     joined = Participant.objects.filter(study=study, via_open_link=True).count()
     if study.open_link_cap and joined >= study.open_link_cap:
         raise FlowError("This study is full. Thank you for your interest.")
+    return None
 
 
 def open_link_join(*, study: Study, prolific_pid: str = "", prolific_study_id: str = "",
@@ -184,10 +182,9 @@ def open_link_join(*, study: Study, prolific_pid: str = "", prolific_study_id: s
     else a new one while the cap allows. Raises FlowError when the link is off, the study closed or full."""
     with transaction.atomic():
         Study.objects.select_for_update().get(pk=study.pk)
-        open_link_check(study=study, prolific_pid=prolific_pid)
-        existing = _open_link_returning(study, prolific_pid)
-        if existing is not None:
-            return existing
+        returning = open_link_check(study=study, prolific_pid=prolific_pid)
+        if returning is not None:
+            return returning
         return Participant.objects.create(
             study=study, pseudonym=_next_pseudonyms(study, 1)[0], via_open_link=True, prolific_pid=prolific_pid[:64],
             prolific_study_id=prolific_study_id[:64], prolific_session_id=prolific_session_id[:64])
