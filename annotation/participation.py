@@ -159,21 +159,32 @@ def participants_invite(*, study: Study, count: int, team: str = "default") -> l
             [Participant(study=study, pseudonym=p, team=team) for p in _next_pseudonyms(study, count)])
 
 
+def open_link_check(*, study: Study, prolific_pid: str = "") -> Participant | None:
+    """Raise FlowError when the open link would turn this visitor away: the link is off, the study closed, or
+    it is full for a newcomer. A known PROLIFIC_PID is let back in: their participant is returned. Reads only:
+    the page shown before a participant is created asks it, and :func:`open_link_join` asks it again under
+    the study's lock."""
+    if not study.open_link_enabled or study.status != Study.Status.OPEN:
+        raise FlowError("This study is not accepting participants through this link.")
+    if prolific_pid:
+        returning = Participant.objects.filter(study=study, prolific_pid=prolific_pid).first()
+        if returning is not None:
+            return returning
+    joined = Participant.objects.filter(study=study, via_open_link=True).count()
+    if study.open_link_cap and joined >= study.open_link_cap:
+        raise FlowError("This study is full. Thank you for your interest.")
+    return None
+
+
 def open_link_join(*, study: Study, prolific_pid: str = "", prolific_study_id: str = "",
                    prolific_session_id: str = "") -> Participant:
     """The participant for a visitor of the study's open link: the same one again for a known PROLIFIC_PID,
     else a new one while the cap allows. Raises FlowError when the link is off, the study closed or full."""
-    if not study.open_link_enabled or study.status != Study.Status.OPEN:
-        raise FlowError("This study is not accepting participants through this link.")
     with transaction.atomic():
         Study.objects.select_for_update().get(pk=study.pk)
-        if prolific_pid:
-            existing = Participant.objects.filter(study=study, prolific_pid=prolific_pid).first()
-            if existing is not None:
-                return existing
-        joined = Participant.objects.filter(study=study, via_open_link=True).count()
-        if study.open_link_cap and joined >= study.open_link_cap:
-            raise FlowError("This study is full. Thank you for your interest.")
+        returning = open_link_check(study=study, prolific_pid=prolific_pid)
+        if returning is not None:
+            return returning
         return Participant.objects.create(
             study=study, pseudonym=_next_pseudonyms(study, 1)[0], via_open_link=True, prolific_pid=prolific_pid[:64],
             prolific_study_id=prolific_study_id[:64], prolific_session_id=prolific_session_id[:64])

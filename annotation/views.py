@@ -16,6 +16,7 @@ from annotation.participation import (
     label_submit,
     labelling_progress,
     next_step,
+    open_link_check,
     open_link_join,
     participant_complete,
     participant_consent,
@@ -25,8 +26,15 @@ from annotation.participation import (
 )
 
 
+@require_http_methods(["GET", "POST"])
 def join(request: HttpRequest, open_token: str) -> HttpResponse:
-    """The study's open link: one participant per visitor (per PROLIFIC_PID when given), up to the cap."""
+    """The study's open link: one participant per visitor (per PROLIFIC_PID when given), up to the cap.
+
+    A study that requires a keyboard first shows the keyboard notice and checks the device in the browser:
+    only its form's POST (same URL, so the Prolific parameters come along) creates the participant. A
+    touch-only device is told so, and so is a browser without scripts (the IAT needs them), before anything
+    is stored or a place under the cap is taken.
+    """
     study = get_object_or_404(Study, open_link_token=open_token)
     try:
         prolific = {field: storable_text(request.GET.get(parameter, ""), field=parameter)
@@ -35,6 +43,9 @@ def join(request: HttpRequest, open_token: str) -> HttpResponse:
     except InputError as error:
         return render(request, "participant/message.html", {"study": study, "message": str(error)}, status=400)
     try:
+        if study.keyboard_required and request.method == "GET":
+            open_link_check(study=study, prolific_pid=prolific["prolific_pid"])
+            return render(request, "participant/join.html", {"study": study, "action": request.get_full_path()})
         participant = open_link_join(study=study, **prolific)
     except FlowError as error:
         return render(request, "participant/message.html", {"study": study, "message": str(error)}, status=403)

@@ -8,7 +8,11 @@ delay after the stimulus onset, cycling through 350, 450, 550, 650, 800 ms, and 
 recorded. A **keyboard** run presses E / I (``page.keyboard.press``) in a 1200×900 desktop context; a
 **touch** run taps the middle of the left or right response area with CDP touch events
 (``Input.dispatchTouchEvent`` touchStart, then touchEnd) in a phone context (390×844, ``has_touch``,
-``is_mobile``), where the app measures a tap at its ``pointerdown``.
+``is_mobile``), where the app measures a tap at its ``pointerdown``. A **two-thumbs** run taps in the same
+phone context with two fingers whose touches overlap: the left thumb answers on the left half and the right
+thumb on the right, and a thumb rests on the screen after its tap until the other one lands (then lifts),
+so every tap of the other thumb is a second finger down (a non-primary pointer; CDP touchStart with two
+touch points). A thumb that taps twice in a row lifts first.
 
 How the measurement is defined (all times on the page's own clock, ``performance.now()``):
 
@@ -18,7 +22,8 @@ How the measurement is defined (all times on the page's own clock, ``performance
   keeps the frame's rAF timestamp). A capture-phase keydown listener on ``window`` — it runs before the
   app's listener on ``document`` — records each key's ``event.timeStamp`` (when the browser received the
   input) and ``performance.now()`` (when it was dispatched to the page); a capture-phase pointerdown
-  listener does the same for taps, coding the half tapped as its key (left e, right i).
+  listener does the same for taps (every finger, primary or not), coding the half tapped as its key (left
+  e, right i).
 * The harness maps the page clock to Python's ``time.perf_counter()`` (best of several round trips,
   redone before each block), waits until it sees the onset, sleeps until onset + scripted delay and
   presses the key through CDP (``page.keyboard.press``).
@@ -32,9 +37,9 @@ Two error distributions are printed (recorded − reference, ms):
 (b) recorded − (keydown ``event.timeStamp`` − independent onset): the app's own measurement error, with
     the harness lag removed. **The target (median |error| ≤ 5 ms) applies to (b).**
 
-    .venv/bin/python benchmarks/iat_timing.py [--modality keyboard|touch|both] [--runs N]
+    .venv/bin/python benchmarks/iat_timing.py [--modality keyboard|touch|two-thumbs|all] [--runs N]
 
-(default: both modalities, 3 runs each). Prints each run, then a summary per modality: the median of
+(default: all three, 3 runs each). Prints each run, then a summary per modality: the median of
 (a) and (b) in every run and over all runs. Exits 0 whether or not the target is met; prints for each run
 "target (median |error| ≤ 5 ms): met/NOT met".
 """
@@ -66,6 +71,7 @@ TARGET_MS = 5.0
 RUN_DEADLINE_S = 480                   # abort a run (still exit 0, printing what we have) after 8 minutes
 PHONE = {"viewport": {"width": 390, "height": 844}, "has_touch": True, "is_mobile": True, "device_scale_factor": 3}
 DESKTOP = {"viewport": {"width": 1200, "height": 900}}
+MODALITIES = ("keyboard", "touch", "two-thumbs")
 
 # Installed before any page script. Records onsets of #iat-stimulus and every keydown and pointerdown (a tap
 # recorded as the key of the half it landed on), on the page clock.
@@ -97,11 +103,11 @@ INIT_SCRIPT = r"""
   }, true);
   window.addEventListener("pointerdown", (event) => {
     const half = event.target.closest && event.target.closest("[data-side]");
-    if (!half || !event.isPrimary) return;
+    if (!half || event.pointerType === "mouse") return;
     const el = document.getElementById("iat-stimulus");
     B.keys.push({ key: half.dataset.side === "left" ? "e" : "i", ts: event.timeStamp, now: performance.now(),
-                  repeat: false, trusted: event.isTrusted, pointer: event.pointerType, seq: B.shown - 1,
-                  visible: !!(el && el.textContent) });
+                  repeat: false, trusted: event.isTrusted, pointer: event.pointerType, primary: event.isPrimary,
+                  seq: B.shown - 1, visible: !!(el && el.textContent) });
   }, true);
 })();
 """
@@ -213,8 +219,40 @@ class Tapper:
         self.cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
 
 
+class TwoThumbs(Tapper):
+    """Taps with two thumbs whose touches overlap: the left thumb answers e, the right thumb i; a thumb rests
+    after its tap until the other one lands, then lifts. In Chromium's CDP a touchStart lists every finger
+    down (a new id is pressed, a known one stays) and a touchEnd the fingers it lifts."""
+
+    FINGER = {"e": 0, "i": 1}
+
+    def __init__(self, page):
+        super().__init__(page)
+        for key, point in self.points.items():
+            point["id"] = self.FINGER[key]
+        self.down: list[str] = []
+
+    def _send(self, kind: str, keys: list[str]) -> None:
+        self.cdp.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": [self.points[k] for k in keys]})
+
+    def tap(self, key: str) -> None:
+        if key in self.down:
+            self.down.remove(key)
+            self._send("touchEnd", [key])
+        self.down.append(key)
+        self._send("touchStart", self.down)
+        for resting in [k for k in self.down if k != key]:
+            self.down.remove(resting)
+            self._send("touchEnd", [resting])
+
+    def lift(self) -> None:
+        if self.down:
+            self._send("touchEnd", self.down)
+            self.down = []
+
+
 def run_browser(base: str, token: str, deadline: float, modality: str) -> dict:
-    """Drive the whole IAT by keys or taps; return the per-trial harness records, the posted blocks and clock
+    """Drive the whole IAT by keys, taps or two-thumb taps; return the per-trial harness records, the posted blocks and clock
     info."""
     from playwright.sync_api import sync_playwright
 
@@ -225,7 +263,7 @@ def run_browser(base: str, token: str, deadline: float, modality: str) -> dict:
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
         try:
-            context = browser.new_context(**(PHONE if modality == "touch" else DESKTOP))
+            context = browser.new_context(**(DESKTOP if modality == "keyboard" else PHONE))
             context.add_init_script(INIT_SCRIPT)
             page = context.new_page()
             page.set_default_timeout(20_000)
@@ -247,7 +285,8 @@ def run_browser(base: str, token: str, deadline: float, modality: str) -> dict:
                 raise RuntimeError(f"expected the IAT page, landed on {page.url}")
             config = json.loads(page.locator("#iat-config").text_content())
             clock = PageClock(page)
-            tapper = Tapper(page) if modality == "touch" else None
+            tappers = {"touch": Tapper, "two-thumbs": TwoThumbs}
+            tapper = tappers[modality](page) if modality in tappers else None
             respond = tapper.tap if tapper else page.keyboard.press
             ready = "Tap anywhere" if tapper else "space bar"
             seen_keys = 0
@@ -388,6 +427,10 @@ def analyse(result: dict, participant_id: int) -> dict:
     print(f"target (median |error| ≤ 5 ms): {'met' if met else 'NOT met'} "
           f"(applies to (b), the app's measurement error{'' if complete else '; run incomplete'})")
     print(f"stored modality of the trials: {sorted({r.modality for r in rows})}")
+    taps = [k for t in trials for k in t["keys"] if "primary" in k]
+    if taps:
+        print(f"taps by a second finger while another was down (non-primary pointers): "
+              f"{sum(not k['primary'] for k in taps)} of {len(taps)}")
     signed = a_first + a_correct
     return {"a": statistics.median(signed) if signed else float("nan"),
             "b": statistics.median(b_first + b_correct) if b_first else float("nan"), "complete": complete}
@@ -395,10 +438,10 @@ def analyse(result: dict, participant_id: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--modality", choices=("keyboard", "touch", "both"), default="both")
+    parser.add_argument("--modality", choices=(*MODALITIES, "all"), default="all")
     parser.add_argument("--runs", type=int, default=3, help="runs per modality (a new participant each)")
     arguments = parser.parse_args()
-    modalities = ("keyboard", "touch") if arguments.modality == "both" else (arguments.modality,)
+    modalities = MODALITIES if arguments.modality == "all" else (arguments.modality,)
 
     var_dir = tempfile.mkdtemp(prefix="auditapp-iat-bench-")
     os.environ["VAR_DIR"] = var_dir
@@ -443,12 +486,12 @@ def main() -> None:
     print("\n=== summary: median recorded − reference (ms), each run ===")
     for modality, runs in summary.items():
         if not runs:
-            print(f"{modality:8s}  no run completed")
+            print(f"{modality:10s}  no run completed")
             continue
         a_medians, b_medians = [r["a"] for r in runs], [r["b"] for r in runs]
-        print(f"{modality:8s}  (a) recorded − scripted: {', '.join(f'{m:.2f}' for m in a_medians)} "
+        print(f"{modality:10s}  (a) recorded − scripted: {', '.join(f'{m:.2f}' for m in a_medians)} "
               f"(median of runs {statistics.median(a_medians):.2f})")
-        print(f"{'':8s}  (b) recorded − (event.timeStamp − onset): {', '.join(f'{m:.3f}' for m in b_medians)} "
+        print(f"{'':10s}  (b) recorded − (event.timeStamp − onset): {', '.join(f'{m:.3f}' for m in b_medians)} "
               f"(median of runs {statistics.median(b_medians):.3f}); "
               f"{sum(r['complete'] for r in runs)} of {len(runs)} runs complete")
 

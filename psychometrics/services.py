@@ -46,6 +46,15 @@ class IATBlockRejected(Exception):
     """A posted block does not match the participant's design (the message says why)."""
 
 
+class IATTrialNotAllowed(Exception):
+    """A posted trial answered in a way the study does not allow (touch where a keyboard is required):
+    ``field`` names the trial's field, the message says why; nothing of the block is stored."""
+
+    def __init__(self, field: str, reason: str):
+        self.field = field
+        super().__init__(f"{field}: {reason}")
+
+
 def instrument_store(*, parsed: instrument_format.Instrument, shipped: bool = False, uploaded_by=None) -> Instrument:
     """Store a validated instrument once per content hash (a second copy returns the stored one)."""
     instrument, _ = Instrument.objects.get_or_create(
@@ -167,8 +176,9 @@ def iat_block_submit(*, participant: Participant, block_number: int, trials: lis
     Only the key pressed (or half tapped) first, the input modality and the two latencies come from the
     browser; stimulus, category, side, pairing and the error flag are taken from (or checked against) the
     participant's design. The block's modality (keyboard, touch, or mixed when its trials differ) is appended
-    to ``block_modalities`` and the participant's recomputed over all blocks. After block 7 the D score
-    (built-in error penalty) and D600 are computed and stored.
+    to ``block_modalities`` and the participant's recomputed over all blocks. A touch trial in a study that
+    requires a keyboard raises IATTrialNotAllowed (the page never offers taps there; a post that has them
+    was not made by it). After block 7 the D score (built-in error penalty) and D600 are computed and stored.
     """
     with participant_locked(participant):
         session = IATSession.objects.select_for_update().filter(participant=participant).first()
@@ -183,13 +193,17 @@ def iat_block_submit(*, participant: Participant, block_number: int, trials: lis
         block = session.design[block_number - 1]
         if len(trials) != len(block["trials"]):
             raise IATBlockRejected(f"block {block_number} has {len(block['trials'])} trials, {len(trials)} posted")
+        keyboard_required = participant.study.keyboard_required
         rows = []
-        for planned, posted in zip(block["trials"], trials, strict=True):
+        for position, (planned, posted) in enumerate(zip(block["trials"], trials, strict=True)):
             first_key = str(posted.get("first_key", "")).lower()
             if first_key not in IAT_KEYS:
                 raise IATBlockRejected(f"trial {planned['index']}: first key must be 'e' or 'i'")
             if posted.get("modality") not in iat_design.MODALITIES:
                 raise IATBlockRejected(f"trial {planned['index']}: modality must be 'keyboard' or 'touch'")
+            if keyboard_required and posted["modality"] != "keyboard":
+                raise IATTrialNotAllowed(f"trials[{position}].modality",
+                                         "this study requires a keyboard; taps are not accepted")
             if posted.get("stimulus") != planned["stimulus"]:
                 raise IATBlockRejected(f"trial {planned['index']}: stimulus does not match the design")
             try:

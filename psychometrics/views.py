@@ -13,6 +13,7 @@ from annotation.participation import Step, step_position
 from psychometrics.models import Instrument, InstrumentResponse
 from psychometrics.services import (
     IATBlockRejected,
+    IATTrialNotAllowed,
     IncompleteQuestionnaire,
     answer_save,
     iat_block_submit,
@@ -98,6 +99,8 @@ def iat_block(request: HttpRequest, participant) -> JsonResponse:
         return JsonResponse({"error": f"malformed block: {error}"}, status=400)
     try:
         session = iat_block_submit(participant=participant, block_number=posted.block, trials=posted.trials)
+    except IATTrialNotAllowed as not_allowed:
+        return JsonResponse({"error": str(not_allowed), "field": not_allowed.field}, status=400)
     except IATBlockRejected as rejected:
         return JsonResponse({"error": str(rejected)}, status=409)
     return JsonResponse({"next_block": session.blocks_done + 1, "finished": session.completed_at is not None})

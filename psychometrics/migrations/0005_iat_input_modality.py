@@ -9,10 +9,11 @@ def keyboard_before_touch(apps, schema_editor):
     IATTrial = apps.get_model("psychometrics", "IATTrial")
     IATSession = apps.get_model("psychometrics", "IATSession")
     IATTrial.objects.filter(source_import__isnull=True).update(modality="keyboard")
-    for session in IATSession.objects.filter(source_import__isnull=True, blocks_done__gt=0).only("blocks_done"):
-        session.block_modalities = ["keyboard"] * session.blocks_done
-        session.input_modality = "keyboard"
-        session.save(update_fields=["block_modalities", "input_modality"])
+    sessions = IATSession.objects.filter(source_import__isnull=True, blocks_done__gt=0)
+    # One UPDATE per number of blocks done (at most the seven of the design), whatever the number of sessions.
+    for blocks_done in sessions.values_list("blocks_done", flat=True).distinct().order_by("blocks_done"):
+        sessions.filter(blocks_done=blocks_done).update(block_modalities=["keyboard"] * blocks_done,
+                                                        input_modality="keyboard")
 
 
 class Migration(migrations.Migration):

@@ -3,9 +3,12 @@
 // response (after an error a red X shows until the correct one is given), both measured from the moment
 // the stimulus is painted, with performance.now() and the input event's timestamp (same clock).
 // Responses are the E and I keys or, on a touch screen, a tap on the left or right half (as Project
-// Implicit's mobile IATs): the tap is timed at its pointerdown, like a key at its keydown, and only the
-// first finger counts (a second finger down at the same time is ignored). Each trial records which input
-// answered it ("keyboard" or "touch"): tap latencies are longer than key latencies.
+// Implicit's mobile IATs): the tap is timed at its pointerdown, like a key at its keydown. Every finger's
+// touch counts, not only the primary pointer's: with two thumbs the second one touches while the first still
+// rests, and ignoring it would add its time to the latency (more so in the harder blocks, biasing D). A touch
+// gives one pointerdown, and each response is taken by one listener that is then removed, so a touch answers
+// once. Each trial records which input answered it ("keyboard" or "touch"): tap latencies are longer than
+// key latencies.
 // A finished block is posted, retried until the server acknowledges it; a reload restarts the
 // interrupted block, since only acknowledged blocks are stored.
 (function () {
@@ -48,7 +51,7 @@
         finish(event, key, "keyboard");
       }
       function onPointer(event) {
-        if (!touchOffered || !event.isPrimary || event.pointerType === "mouse") return;
+        if (!touchOffered || event.pointerType === "mouse") return;
         const half = event.target.closest("[data-side]");
         const key = accept("start") ? "start" : half && SIDE_KEYS[half.dataset.side];
         if (!key || !accept(key)) return;

@@ -57,17 +57,22 @@ def test_a_frame_without_modalities_is_scored_as_before():
 
 
 @pytest.mark.django_db
-def test_the_migration_marks_the_app_iats_stored_before_touch_as_keyboard():
+def test_the_migration_marks_the_app_iats_stored_before_touch_as_keyboard(django_assert_num_queries):
     study = flow_study()
-    (participant,) = invite(study)
-    client = Client()
-    base = consent_and_finish_questionnaires(client, participant)
-    for body in iat_block_posts(page_config(client.get(base + "iat/").content.decode()))[:2]:
-        client.post(base + "iat/block/", body, content_type="application/json")
+    participants = invite(study, 5)
+    for participant, blocks in zip(participants, (2, 2, 1, 1, 0), strict=True):
+        client = Client()
+        base = consent_and_finish_questionnaires(client, participant)
+        for body in iat_block_posts(page_config(client.get(base + "iat/").content.decode()))[:blocks]:
+            client.post(base + "iat/block/", body, content_type="application/json")
     IATTrial.objects.update(modality="")
     IATSession.objects.update(block_modalities=[], input_modality="")
     migration = importlib.import_module("psychometrics.migrations.0005_iat_input_modality")
-    migration.keyboard_before_touch(apps, None)
-    session = IATSession.objects.get(participant=participant)
-    assert (session.block_modalities, session.input_modality) == (["keyboard", "keyboard"], "keyboard")
+    # In bulk: the trials' UPDATE, the SELECT of the numbers of blocks done, one UPDATE for each (2 and 1), not
+    # one per session.
+    with django_assert_num_queries(4):
+        migration.keyboard_before_touch(apps, None)
+    sessions = {s.participant_id: s for s in IATSession.objects.all()}
+    assert [(sessions[p.id].block_modalities, sessions[p.id].input_modality) for p in participants] == [
+        (["keyboard", "keyboard"], "keyboard")] * 2 + [(["keyboard"], "keyboard")] * 2 + [([], "")]
     assert set(IATTrial.objects.values_list("modality", flat=True)) == {"keyboard"}

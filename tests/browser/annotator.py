@@ -99,6 +99,44 @@ def tap_side(page: Page, side: str) -> None:
     page.touchscreen.tap(box["x"] + box["width"] / 2, box["y"] + box["height"] * 0.8)
 
 
+class TwoThumbs:
+    """Taps with two thumbs, the left one on the left response area and the right one on the right, through
+    CDP touch events. A thumb rests after its tap until the other thumb lands, so a tap with the other thumb
+    comes while a finger is already down (a non-primary pointer); a second tap with the same thumb lifts it
+    first. Chromium's CDP: a touchStart lists every finger down (a new id is pressed, a known one stays), a
+    touchEnd the fingers it lifts."""
+
+    FINGER = {"left": 0, "right": 1}
+
+    def __init__(self, page: Page):
+        self.cdp = page.context.new_cdp_session(page)
+        self.points = {}
+        for side in ("left", "right"):
+            box = page.locator(f"#iat-{side}").bounding_box()
+            self.points[side] = {"x": box["x"] + box["width"] / 2, "y": box["y"] + box["height"] * 0.8,
+                                 "id": self.FINGER[side]}
+        self.down: list[str] = []
+
+    def _send(self, kind: str, sides: list[str]) -> None:
+        self.cdp.send("Input.dispatchTouchEvent", {"type": kind, "touchPoints": [self.points[s] for s in sides]})
+
+    def _lift(self, side: str) -> None:
+        self.down.remove(side)
+        self._send("touchEnd", [side])
+
+    def tap(self, side: str) -> None:
+        if side in self.down:
+            self._lift(side)
+        self.down.append(side)
+        self._send("touchStart", self.down)
+        for resting in [s for s in self.down if s != side]:
+            self._lift(resting)  # the other thumb lifts once this one has landed
+
+    def lift(self) -> None:
+        for side in list(self.down):
+            self._lift(side)
+
+
 def run_iat_by_taps(page: Page, *, wrong_first_on: tuple[int, ...] = (0,)) -> list[tuple[int, int]]:
     """Do the whole IAT with taps on the two response areas, the wrong side first on the trial indexes in
     ``wrong_first_on``; returns the (block, trial) pairs that had an error."""

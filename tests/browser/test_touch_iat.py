@@ -1,6 +1,7 @@
 """A participant on a phone (touch emulation, 390×844) takes the whole study by taps: the IAT's trials are
-exported as touch and its D score is flagged as touch; with "keyboard required" the same phone stops at
-consent, with nothing stored."""
+exported as touch and its D score is flagged as touch; a tap of a second finger while another rests counts,
+once; with "keyboard required" the same phone stops at consent, or before joining through the open link,
+with nothing stored."""
 from __future__ import annotations
 
 import pytest
@@ -13,12 +14,12 @@ from annotation.study_analysis import study_analysis_compute
 from psychometrics.iat import iat_d_score
 from psychometrics.models import IATSession, IATTrial, InstrumentResponse, QuestionnaireSession
 from tests.browser.annotator import (
+    TwoThumbs,
     answer_questionnaire,
     consent,
     iat_config,
     label_items_by_taps,
     run_iat_by_taps,
-    tap_side,
 )
 from tests.factories import make_researcher
 from tests.participant.helpers import consent_and_finish_questionnaires, flow_study, invite, trials_frame
@@ -81,7 +82,9 @@ def test_a_phone_participant_takes_the_whole_study_by_taps(live_server, phone, r
     assert 'class="modality-flag" title="D measured from tap latencies (touch)">touch</span>' in dashboard
 
 
-def test_a_second_finger_down_during_a_trial_is_ignored(live_server, phone):
+def test_a_second_fingers_tap_counts_once(live_server, phone):
+    """Two thumbs, each tap landing while the other thumb still rests (a non-primary pointer): every tap
+    answers, the first after the word and the first correct one timed, and one tap answers one trial only."""
     study = flow_study(n_items=1, items_per_annotator=1)
     (participant,) = invite(study)
     page = phone.new_page()
@@ -89,28 +92,46 @@ def test_a_second_finger_down_during_a_trial_is_ignored(live_server, phone):
     consent(page)
     answer_questionnaire(page, 0)
     answer_questionnaire(page, 3)
-    first = iat_config(page)["blocks"][0]["trials"][0]
-    cdp = page.context.new_cdp_session(page)
-    left, right = (page.locator(s).bounding_box() for s in ("#iat-left", "#iat-right"))
-    centre = {"left": (left["x"] + left["width"] / 2, left["y"] + left["height"] * 0.8),
-              "right": (right["x"] + right["width"] / 2, right["y"] + right["height"] * 0.8)}
-    correct = "left" if first["correct_key"] == "e" else "right"
-    wrong = "right" if correct == "left" else "left"
+    block = iat_config(page)["blocks"][0]
+    page.evaluate("""() => { window.nonPrimaryDowns = 0; window.addEventListener("pointerdown",
+        (event) => { if (!event.isPrimary) window.nonPrimaryDowns++; }, true); }""")
+    thumbs = TwoThumbs(page)
+    side_of = {"e": "left", "i": "right"}
+    other = {"left": "right", "right": "left"}
+    first = block["trials"][0]
+    page.evaluate("""() => { window.iatShown = 0; new MutationObserver((records) => {
+        for (const r of records) for (const n of r.addedNodes) if (n.textContent) window.iatShown++;
+        }).observe(document.getElementById("iat-stimulus"), {childList: true}); }""")
+    # The block is started with the thumb of trial 0's correct side, which then rests on the screen.
+    thumbs.tap(side_of[first["correct_key"]])
+    wrong_first_on = {0, 3}
+    for shown, trial in enumerate(block["trials"], start=1):
+        page.wait_for_function("n => window.iatShown >= n", arg=shown)
+        expect(page.locator("#iat-stimulus")).to_have_text(trial["stimulus"])
+        correct = side_of[trial["correct_key"]]
+        if trial["index"] in wrong_first_on:
+            thumbs.tap(other[correct])
+            expect(page.locator("#iat-error")).to_be_visible()  # the second finger's wrong tap counted
+        thumbs.tap(correct)
+        if trial["index"] == 0:
+            # Answered once: the next word comes and is still waiting for its own answer.
+            page.wait_for_function("n => window.iatShown >= n", arg=shown + 1)
+            page.wait_for_timeout(150)
+            expect(page.locator("#iat-stimulus")).to_have_text(block["trials"][1]["stimulus"])
+            expect(page.locator("#iat-error")).to_be_hidden()
+    thumbs.lift()
+    expect(page.locator("#iat-message")).to_contain_text("Block 2 of 7")
+    # Trial 0's two taps came while the other thumb rested; most of the block's taps did.
+    assert page.evaluate("window.nonPrimaryDowns") >= 2
 
-    def point(side: str, finger: int) -> dict:
-        return {"x": centre[side][0], "y": centre[side][1], "id": finger}
-
-    # Finger 0 starts the block and stays down; finger 1 then touches the wrong side while the word shows.
-    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [point(correct, 0)]})
-    expect(page.locator("#iat-stimulus")).to_have_text(first["stimulus"])
-    cdp.send("Input.dispatchTouchEvent", {"type": "touchStart",
-                                          "touchPoints": [point(correct, 0), point(wrong, 1)]})
-    page.wait_for_timeout(150)
-    expect(page.locator("#iat-error")).to_be_hidden()
-    expect(page.locator("#iat-stimulus")).to_have_text(first["stimulus"])  # the second finger answered nothing
-    cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
-    tap_side(page, correct)
-    expect(page.locator("#iat-stimulus")).not_to_have_text(first["stimulus"])
+    stored = list(IATTrial.objects.filter(participant=participant, block=1).order_by("trial"))
+    assert [t.trial for t in stored] == [t["index"] for t in block["trials"]]
+    for row, trial in zip(stored, block["trials"], strict=True):
+        error = trial["index"] in wrong_first_on
+        expected_first = trial["correct_key"] if not error else {"e": "i", "i": "e"}[trial["correct_key"]]
+        assert (row.first_key, row.error, row.modality) == (expected_first, error, "touch")
+        assert 0 < row.latency_first_ms < row.latency_correct_ms if error else (
+            0 < row.latency_first_ms == row.latency_correct_ms)
 
 
 def test_keyboard_required_stops_a_phone_on_the_consent_page_with_nothing_stored(live_server, phone, chromium):
@@ -149,3 +170,40 @@ def test_keyboard_required_stops_a_phone_on_the_consent_page_with_nothing_stored
     expect(page.locator("h1")).to_have_text("Autism-Spectrum Quotient (AQ-50)")
     desktop.close()
 
+
+
+def test_keyboard_required_open_link_stops_a_phone_before_any_participant_exists(live_server, phone, chromium):
+    study = flow_study(n_items=2, items_per_annotator=2)
+    study.keyboard_required, study.open_link_enabled, study.open_link_cap = True, True, 1
+    study.save()
+    url = f"{live_server.url}/join/{study.open_link_token}/?PROLIFIC_PID=pp-phone&STUDY_ID=st&SESSION_ID=se"
+    page = phone.new_page()
+    page.goto(url)
+    expect(page.locator("#keyboard-required")).to_contain_text("You need a keyboard")
+    expect(page.locator("#no-keyboard")).to_be_visible()
+    expect(page.locator("#no-keyboard")).to_contain_text("Nothing has been recorded")
+    expect(page.locator("#join-button")).to_be_hidden()
+    page.reload()
+    expect(page.locator("#no-keyboard")).to_be_visible()
+    assert not Participant.objects.filter(study=study).exists()  # no row, no PROLIFIC_PID, no place taken
+
+    # Without scripts the device cannot be checked: the page says what is needed and offers no way on.
+    scriptless = chromium.new_context(viewport={"width": 1280, "height": 800}, java_script_enabled=False)
+    page = scriptless.new_page()
+    page.goto(url)
+    expect(page.locator("#needs-scripts")).to_be_visible()
+    expect(page.locator("#join-button")).to_be_hidden()
+    scriptless.close()
+    assert not Participant.objects.filter(study=study).exists()
+
+    # A computer with a keyboard reads the same notice, goes on, and is the one participant, with their ids.
+    desktop = chromium.new_context(viewport={"width": 1280, "height": 800})
+    page = desktop.new_page()
+    page.goto(url.replace("pp-phone", "pp-desk"))
+    expect(page.locator("#keyboard-required")).to_be_visible()
+    expect(page.locator("#no-keyboard")).to_be_hidden()
+    page.click("#join-button")
+    expect(page.locator("#content-warning")).to_be_visible()
+    (participant,) = Participant.objects.filter(study=study)
+    assert (participant.prolific_pid, participant.via_open_link, participant.started_at) == ("pp-desk", True, None)
+    desktop.close()

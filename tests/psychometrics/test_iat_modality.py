@@ -1,6 +1,6 @@
 """The IAT's input modality: per trial as posted, per block and per participant (mixed when both), validated at
-the boundary, exported with the trials and participants, counted on the dashboard; the migration's rule for the
-IATs stored before touch existed."""
+the boundary, refused as touch where the study requires a keyboard, exported with the trials and participants,
+counted on the dashboard."""
 from __future__ import annotations
 
 import csv
@@ -99,3 +99,24 @@ def test_the_iat_page_offers_taps_unless_a_keyboard_is_required(at_the_iat):
     study.keyboard_required = True
     study.save()
     assert page_config(client.get(base + "iat/").content.decode())["touch_allowed"] is False
+
+
+@pytest.mark.django_db
+def test_a_touch_trial_in_a_keyboard_required_study_is_400_naming_it_and_nothing_is_stored(at_the_iat):
+    study, participant, client, base, config = at_the_iat
+    study.keyboard_required = True
+    study.save()
+    keyboard = iat_block_posts(config, modality="keyboard")[0]
+    one_tap = {**keyboard, "trials": [*keyboard["trials"][:7], {**keyboard["trials"][7], "modality": "touch"},
+                                      *keyboard["trials"][8:]]}
+    for body, field in ((one_tap, "trials[7].modality"), (iat_block_posts(config, modality="touch")[0],
+                                                          "trials[0].modality")):
+        response = client.post(base + "iat/block/", json.dumps(body), content_type="application/json")
+        assert response.status_code == 400
+        assert response.json() == {
+            "error": f"{field}: this study requires a keyboard; taps are not accepted", "field": field}
+        assert not IATTrial.objects.filter(participant=participant).exists()
+        session = IATSession.objects.get(participant=participant)
+        assert (session.blocks_done, session.block_modalities) == (0, [])
+    assert post(client, base, keyboard) == 200
+    assert IATTrial.objects.filter(participant=participant, modality="keyboard").count() == len(keyboard["trials"])
