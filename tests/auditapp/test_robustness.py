@@ -220,3 +220,35 @@ def test_an_audit_analysed_before_its_studys_alternatives_waits_for_them_then_is
     assert len(robustness["cells"]) == 2 * 2 * 11 and audit.analysis["kappa_gap"] == kappa_gap
     assert robustness["study_analysis_computed_at"] == run.computed_at.isoformat()
     assert api_client.get(f"/api/audits/{audit.id}/robustness/").json()["count"] == 44
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_labels_added_after_the_launch_leave_weighted_and_majority_at_the_audit_s_snapshot_and_are_counted(
+        api_client, audit_tasks_off):
+    from annotation.models import ItemGroundTruth, Label, Participant
+    from auditapp.paradigms.classification.services import audit_robustness
+
+    study, audit = audited_study()
+    snapshot = dict(audit.items.values_list("item_id", "majority_label"))
+    flipped = sorted(item for item, label in snapshot.items() if label is not None)[:15]
+    for k in range(7):  # seven late annotators (no scores, so no weight) outvote the six on 15 items
+        late = Participant.objects.create(study=study, pseudonym=f"late{k}", team="a", status="completed")
+        Label.objects.bulk_create([Label(participant=late, item_id=item, value=1 - snapshot[item]) for item in flipped])
+    analyse_with_alternatives(study.id)
+    latest = dict(ItemGroundTruth.objects.filter(item__study=study).values_list("item_id", "majority_label"))
+    assert sum(latest[item] != snapshot[item] for item in flipped) == 15
+
+    robustness = audit_robustness(audit)
+    majority = next(t for t in robustness["tests"] if t["alternative"] == "majority")
+    # Still the audit's own §4.1 test: its majority is the snapshot's, not the latest analysis's.
+    assert majority["mean_delta"] == pytest.approx(audit.analysis["kappa_gap"]["mean_delta"])
+    assert majority["t_statistic"] == pytest.approx(audit.analysis["kappa_gap"]["t_statistic"])
+    drift = {row["alternative"]: row for row in robustness["snapshot"]}
+    assert drift["majority"] == {"alternative": "majority", "source": "audit snapshot", "n_items": len(snapshot),
+                                 "n_changed": 15, "n_missing": 0,
+                                 "n_unlabelled": sum(label is None for label in snapshot.values())}
+    assert drift["weighted"]["n_changed"] == 0 and drift["weighted"]["source"] == "audit snapshot"
+    assert drift["dawid_skene"]["n_changed"] is None and drift["dawid_skene"]["source"].startswith("study analysis")
+    assert any("changes 15 items' majority label (0 more without one)" in note for note in robustness["notes"])
