@@ -18,12 +18,22 @@ as -1 stay out, as in :mod:`annotation.aggregation`):
 ``dawid_skene``     crowd-kit ``DawidSkene(n_iter=100, tol=1e-5)``: deterministic (initialised from the
                     majority vote). The label is crowd-kit's ``labels_`` (highest posterior).
 ``glad``            crowd-kit ``GLAD(n_iter=100, tol=1e-5)``, deterministic.
-``mace``            crowd-kit ``MACE(n_restarts=10, n_iter=50, method="vb", smoothing=0.1, default_noise=0.5,
-                    alpha=0.5, beta=0.5, random_state=seed)``; the seed is :data:`CROWDKIT_SEED` unless given.
+``mace``            crowd-kit ``MACE(n_restarts=10, n_iter=50, method="vb", default_noise=0.5, alpha=0.5,
+                    beta=0.5, random_state=numpy.random.RandomState(seed))``; the seed is :data:`CROWDKIT_SEED`
+                    unless given. Ten random starts, each drawn from one RandomState seeded once, keep the fit with
+                    the highest marginal likelihood: crowd-kit 1.4.2 reseeds every start with an integer
+                    ``random_state``, which would make the ten starts identical. The same seed gives the same fit.
+                    Variational Bayes: the priors are ``alpha``/``beta`` on each annotator's spamming and 10 on each
+                    strategy; crowd-kit's ``smoothing`` is not passed (1.4.2 never reads it: ``fit`` sets its own
+                    ``smoothing_`` = 0.01 / number of classes, used only by ``method="em"``).
 ``soft``            The weighted score ŷ of eq. 6 itself, a probability rather than a label. Its label (ŷ cut
                     at the threshold) is the paper's by construction; what it adds is the score, which the
                     audit metrics use as expected counts (``auditapp.audit_metrics``).
 ==================  ===================================================================================
+
+Ties: crowd-kit's label is ``probas_.idxmax(axis="columns")``, so an item whose posteriors are equal gets the
+class of the first column of ``probas_``, in crowd-kit's column order (stored with each model's output as
+``probas.classes``). The rule is stored in the settings (``crowdkit_tie_rule``).
 
 crowd-kit's models see the items with at least one 0/1 label and the annotators who gave one; an item without
 any has no label there (NaN), as everywhere. Their whole output (labels, posteriors, and each model's annotator
@@ -51,6 +61,8 @@ from annotation.aggregation import AggregationSettings, ground_truth
 from psychometrics.trust import MissingRule, trust_weights
 
 CROWDKIT_SEED = 0
+CROWDKIT_TIE_RULE = ("crowd-kit's labels_ is probas_.idxmax(axis='columns'): equal posteriors give the class of "
+                     "probas_'s first column")
 PAPER = "weighted"
 
 
@@ -74,8 +86,9 @@ ALTERNATIVES = (
     Alternative("no_team_norm", "No team normalisation", "Eqs. 1–4 and 6 with W = R (eq. 5 left out)."),
     Alternative("dawid_skene", "Dawid–Skene", "crowd-kit DawidSkene(n_iter=100, tol=1e-5); deterministic."),
     Alternative("glad", "GLAD", "crowd-kit GLAD(n_iter=100, tol=1e-5); deterministic."),
-    Alternative("mace", "MACE", "crowd-kit MACE(n_restarts=10, n_iter=50, method='vb', smoothing=0.1, "
-                                "default_noise=0.5, alpha=0.5, beta=0.5, random_state=seed)."),
+    Alternative("mace", "MACE", "crowd-kit MACE(n_restarts=10, n_iter=50, method='vb', default_noise=0.5, alpha=0.5, "
+                                "beta=0.5, random_state=RandomState(seed)): ten different random starts, best "
+                                "likelihood kept."),
     Alternative("soft", "Soft labels", "The weighted score ŷ of eq. 6 (a probability); its thresholded label is "
                                        "the paper's."),
 )
@@ -107,12 +120,13 @@ def _weighted_labels(labels: pd.DataFrame, weights: pd.Series | None, settings: 
 
 def crowdkit_models(seed: int = CROWDKIT_SEED) -> dict:
     """The three crowd-kit models with the settings of the module docstring (imported here: loading crowd-kit
-    takes a second, and only this computation needs it)."""
+    takes a second, and only this computation needs it). MACE gets a RandomState made here from ``seed``, so each
+    call starts from the same draws and its restarts differ from one another."""
     from crowdkit.aggregation import GLAD, MACE, DawidSkene
 
     return {"dawid_skene": DawidSkene(n_iter=100, tol=1e-5), "glad": GLAD(n_iter=100, tol=1e-5),
-            "mace": MACE(n_restarts=10, n_iter=50, method="vb", smoothing=0.1, default_noise=0.5, alpha=0.5,
-                         beta=0.5, random_state=seed)}
+            "mace": MACE(n_restarts=10, n_iter=50, method="vb", default_noise=0.5, alpha=0.5, beta=0.5,
+                         random_state=np.random.RandomState(seed))}
 
 
 def crowdkit_input(labels: pd.DataFrame) -> pd.DataFrame:
@@ -288,6 +302,7 @@ def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, mis
         summary=pd.DataFrame(rows), agreement=agreement_matrix(table, tuple(labelled)),
         flipped=pd.DataFrame(flips, columns=["item", "alternative", "paper_label", "alternative_label"]),
         settings={"missing_instrument": missing, "aggregation": aggregation.as_dict(), "crowdkit_seed": crowdkit_seed,
+                  "crowdkit_tie_rule": CROWDKIT_TIE_RULE,
                   "alternatives": [{"name": a.name, "label": a.label, "description": a.description}
                                    for a in ALTERNATIVES]},
         notes=notes)

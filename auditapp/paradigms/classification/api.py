@@ -105,10 +105,10 @@ class AuditMetricsView(AuditScoped, ExportListAPIView):
         "audit's items whose label the study's latest analysis changed or lost, and those without one."))],
     description="Computed when the audit is analysed, from its strict outcomes and the alternative ground truths of "
                 "its study's latest analysis (the paper's weighted label and the majority vote are the audit's "
-                "snapshot). No model is asked again. Undefined values are null (empty in CSV) with a note. While the study's alternatives are "
-                "still being computed (their own task after its analysis) the answer is 202 with `status: "
-                "\"computing\"`, when they were asked and a note, in either format; the audit is re-scored when they "
-                "are stored.")
+                "snapshot). No model is asked again. Undefined values are null (empty in CSV) with a note. While the "
+                "study's alternatives are still being computed (their own task after its analysis) the answer is 202 "
+                "with `status: \"computing\"`, when they were asked and a note, in either format; the audit is "
+                "re-scored when they are stored.")
 class AuditRobustnessView(AuditScoped, ExportListAPIView):
     paradigm = PARADIGM
     serializer_class = TableRowSerializer
