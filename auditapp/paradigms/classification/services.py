@@ -509,7 +509,7 @@ def audit_robustness(audit: Audit) -> dict:
     tables = classification_robustness.robustness(
         classification_requests_frame(audit), references, alternatives=names,
         models=[m.id for m in audit.models.all()], conditions=list(audit.conditions.values_list("condition", flat=True)),
-        unparsed=audit.unparsed, n_resamples=audit.n_resamples, seed=audit.seed)
+        unparsed=audit.unparsed, n_resamples=audit.n_resamples, seed=audit.seed, **_soft_cut(stored))
     model_names = {m.id: m.display_name for m in audit.models.all()}
     for row in tables["cells"]:
         row["model_id"], row["model"] = row["model"], model_names[row["model"]]
@@ -522,6 +522,16 @@ def audit_robustness(audit: Audit) -> dict:
 
 
 SNAPSHOT_COLUMNS = {"weighted": "weighted_label", "majority": "majority_label"}
+SOFT_TIE_LABELS = {"positive": 1.0, "negative": 0.0, "none": 1.0}
+
+
+def _soft_cut(stored: dict) -> dict:
+    """How the study's weighted label cut the soft score (threshold, tie label), for unparsed replies under "wrong".
+    Under the tie rule "none" a tied item has no weighted label; its unparsed replies are counted as 0 (the tie
+    read as positive): at ŷ = 0.5 either prediction has the same expected credit."""
+    aggregation = (stored.get("settings") or {}).get("aggregation") or {}
+    return {"soft_threshold": float(aggregation.get("threshold", 0.5)),
+            "soft_tie_label": SOFT_TIE_LABELS[aggregation.get("weighted_tie_rule", "positive")]}
 
 
 def _snapshot_drift(references: pd.DataFrame, names: list[str], *, computed_at: str) -> tuple[list[dict], list[str]]:
