@@ -13,8 +13,11 @@ as -1 stay out, as in :mod:`annotation.aggregation`):
                     It differs from majority vote only on ties and on the threshold.
 ``loo_aq_sata``     Eqs. 1–6 with R over AQ and SATA (the IAT left out); likewise ``loo_aq_iat`` (SATA out)
 ``loo_aq_iat``      and ``loo_sata_iat`` (AQ out). The missing-instrument rule, threshold and tie rule are the
-``loo_sata_iat``    study's; under "exclude" an annotator needs only the instruments that are used.
-``no_team_norm``    Eqs. 1–4 and 6 with W = R (eq. 5's division by the team mean left out).
+``loo_sata_iat``    study's; under "exclude" an annotator needs only the instruments that are used, so
+                    these weightings also weight annotators missing only the left-out instrument (the paper's
+                    exclude them): a note beside the results names them, per weighting.
+``no_team_norm``    Eqs. 1–4 and 6 with W = R (eq. 5's division by the team mean left out); an annotator
+                    without an R gets the mean R (``psychometrics.trust``).
 ``dawid_skene``     crowd-kit ``DawidSkene(n_iter=100, tol=1e-5)``: deterministic (initialised from the
                     majority vote). The label is crowd-kit's ``labels_`` (highest posterior).
 ``glad``            crowd-kit ``GLAD(n_iter=100, tol=1e-5)``, deterministic.
@@ -241,6 +244,25 @@ def alternatives_inputs_digest(scores: pd.DataFrame, labels: pd.DataFrame, *, mi
     return digest.hexdigest()
 
 
+LEFT_OUT = {"loo_aq_sata": "IAT", "loo_aq_iat": "SATA", "loo_sata_iat": "AQ"}
+
+
+def _annotator_set_notes(weights: pd.DataFrame, missing: MissingRule) -> list[str]:
+    """Under "exclude" a leave-one-instrument-out weighting needs only the instruments it uses, so it also weights
+    the annotators missing only the one left out, whom the paper's weights exclude: its difference from the paper's
+    label then mixes the instrument with those annotators. Said per weighting, with their names."""
+    if missing != "exclude":
+        return []
+    notes = []
+    for name, instrument in LEFT_OUT.items():
+        added = sorted(map(str, weights.index[weights[name].notna() & weights[PAPER].isna()]))
+        if added:
+            notes.append(f"{name}: also weights {len(added)} annotator(s) without an {instrument} score, whom the "
+                         f"paper's weights exclude ({', '.join(added)}): its difference from the paper's label "
+                         "changes the annotators as well as the instruments")
+    return notes
+
+
 def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, missing: MissingRule = "exclude",
                               aggregation: AggregationSettings | None = None,
                               crowdkit_seed: int = CROWDKIT_SEED) -> GroundTruthAlternatives:
@@ -255,6 +277,7 @@ def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, mis
         notes.extend(f"{name}: {note}" for note in result.notes)
     weights = pd.DataFrame({name: result.table.set_index("participant")["weight"]
                             for name, result in weight_columns.items()})
+    notes.extend(_annotator_set_notes(weights, missing))
 
     paper = _weighted_labels(labels, weights[PAPER], aggregation)
     table = pd.DataFrame(index=paper.index)

@@ -200,3 +200,16 @@ def test_the_settings_record_crowd_kits_tie_rule_and_no_unused_mace_smoothing(wo
     assert "idxmax" in worked.settings["crowdkit_tie_rule"] and "first column" in worked.settings["crowdkit_tie_rule"]
     mace = next(a for a in worked.settings["alternatives"] if a["name"] == "mace")
     assert "smoothing" not in mace["description"] and "RandomState(seed)" in mace["description"]
+
+
+def test_a_leave_one_instrument_out_weighting_that_adds_annotators_says_so_beside_the_results():
+    # P3 has no IAT: the paper's weights (rule "exclude") leave P3 out, AQ + SATA weights P3.
+    scores = SCORES.assign(iat_d=SCORES["iat_d"].where(SCORES["participant"] != "P3"))
+    result = alternative_ground_truths(scores, LABELS)
+    weights = result.weights.set_index("participant")
+    assert np.isnan(weights.at["P3", "weighted"]) and not np.isnan(weights.at["P3", "loo_aq_sata"])
+    assert ("loo_aq_sata: also weights 1 annotator(s) without an IAT score, whom the paper's weights exclude (P3): "
+            "its difference from the paper's label changes the annotators as well as the instruments") in result.notes
+    assert not any(note.startswith(("loo_aq_iat: also", "loo_sata_iat: also")) for note in result.notes)
+    assert not any("also weights" in note for note in alternative_ground_truths(scores, LABELS,
+                                                                                missing="average").notes)
