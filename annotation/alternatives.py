@@ -13,17 +13,30 @@ as -1 stay out, as in :mod:`annotation.aggregation`):
                     It differs from majority vote only on ties and on the threshold.
 ``loo_aq_sata``     Eqs. 1–6 with R over AQ and SATA (the IAT left out); likewise ``loo_aq_iat`` (SATA out)
 ``loo_aq_iat``      and ``loo_sata_iat`` (AQ out). The missing-instrument rule, threshold and tie rule are the
-``loo_sata_iat``    study's; under "exclude" an annotator needs only the instruments that are used.
-``no_team_norm``    Eqs. 1–4 and 6 with W = R (eq. 5's division by the team mean left out).
+``loo_sata_iat``    study's; under "exclude" an annotator needs only the instruments that are used, so
+                    these weightings also weight annotators missing only the left-out instrument (the paper's
+                    exclude them): a note beside the results names them, per weighting.
+``no_team_norm``    Eqs. 1–4 and 6 with W = R (eq. 5's division by the team mean left out); an annotator
+                    without an R gets the mean R (``psychometrics.trust``).
 ``dawid_skene``     crowd-kit ``DawidSkene(n_iter=100, tol=1e-5)``: deterministic (initialised from the
                     majority vote). The label is crowd-kit's ``labels_`` (highest posterior).
 ``glad``            crowd-kit ``GLAD(n_iter=100, tol=1e-5)``, deterministic.
-``mace``            crowd-kit ``MACE(n_restarts=10, n_iter=50, method="vb", smoothing=0.1, default_noise=0.5,
-                    alpha=0.5, beta=0.5, random_state=seed)``; the seed is :data:`CROWDKIT_SEED` unless given.
+``mace``            crowd-kit ``MACE(n_restarts=10, n_iter=50, method="vb", default_noise=0.5, alpha=0.5,
+                    beta=0.5, random_state=numpy.random.RandomState(seed))``; the seed is :data:`CROWDKIT_SEED`
+                    unless given. Ten random starts, each drawn from one RandomState seeded once, keep the fit with
+                    the highest marginal likelihood: crowd-kit 1.4.2 reseeds every start with an integer
+                    ``random_state``, which would make the ten starts identical. The same seed gives the same fit.
+                    Variational Bayes: the priors are ``alpha``/``beta`` on each annotator's spamming and 10 on each
+                    strategy; crowd-kit's ``smoothing`` is not passed (1.4.2 never reads it: ``fit`` sets its own
+                    ``smoothing_`` = 0.01 / number of classes, used only by ``method="em"``).
 ``soft``            The weighted score ŷ of eq. 6 itself, a probability rather than a label. Its label (ŷ cut
                     at the threshold) is the paper's by construction; what it adds is the score, which the
                     audit metrics use as expected counts (``auditapp.audit_metrics``).
 ==================  ===================================================================================
+
+Ties: crowd-kit's label is ``probas_.idxmax(axis="columns")``, so an item whose posteriors are equal gets the
+class of the first column of ``probas_``, in crowd-kit's column order (stored with each model's output as
+``probas.classes``). The rule is stored in the settings (``crowdkit_tie_rule``).
 
 crowd-kit's models see the items with at least one 0/1 label and the annotators who gave one; an item without
 any has no label there (NaN), as everywhere. Their whole output (labels, posteriors, and each model's annotator
@@ -37,6 +50,7 @@ matrix holds κ between every pair of labelled alternatives, over the items both
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import warnings
 from dataclasses import dataclass, field
@@ -50,6 +64,8 @@ from annotation.aggregation import AggregationSettings, ground_truth
 from psychometrics.trust import MissingRule, trust_weights
 
 CROWDKIT_SEED = 0
+CROWDKIT_TIE_RULE = ("crowd-kit's labels_ is probas_.idxmax(axis='columns'): equal posteriors give the class of "
+                     "probas_'s first column")
 PAPER = "weighted"
 
 
@@ -73,8 +89,9 @@ ALTERNATIVES = (
     Alternative("no_team_norm", "No team normalisation", "Eqs. 1–4 and 6 with W = R (eq. 5 left out)."),
     Alternative("dawid_skene", "Dawid–Skene", "crowd-kit DawidSkene(n_iter=100, tol=1e-5); deterministic."),
     Alternative("glad", "GLAD", "crowd-kit GLAD(n_iter=100, tol=1e-5); deterministic."),
-    Alternative("mace", "MACE", "crowd-kit MACE(n_restarts=10, n_iter=50, method='vb', smoothing=0.1, "
-                                "default_noise=0.5, alpha=0.5, beta=0.5, random_state=seed)."),
+    Alternative("mace", "MACE", "crowd-kit MACE(n_restarts=10, n_iter=50, method='vb', default_noise=0.5, alpha=0.5, "
+                                "beta=0.5, random_state=RandomState(seed)): ten different random starts, best "
+                                "likelihood kept."),
     Alternative("soft", "Soft labels", "The weighted score ŷ of eq. 6 (a probability); its thresholded label is "
                                        "the paper's."),
 )
@@ -106,12 +123,13 @@ def _weighted_labels(labels: pd.DataFrame, weights: pd.Series | None, settings: 
 
 def crowdkit_models(seed: int = CROWDKIT_SEED) -> dict:
     """The three crowd-kit models with the settings of the module docstring (imported here: loading crowd-kit
-    takes a second, and only this computation needs it)."""
+    takes a second, and only this computation needs it). MACE gets a RandomState made here from ``seed``, so each
+    call starts from the same draws and its restarts differ from one another."""
     from crowdkit.aggregation import GLAD, MACE, DawidSkene
 
     return {"dawid_skene": DawidSkene(n_iter=100, tol=1e-5), "glad": GLAD(n_iter=100, tol=1e-5),
-            "mace": MACE(n_restarts=10, n_iter=50, method="vb", smoothing=0.1, default_noise=0.5, alpha=0.5,
-                         beta=0.5, random_state=seed)}
+            "mace": MACE(n_restarts=10, n_iter=50, method="vb", default_noise=0.5, alpha=0.5, beta=0.5,
+                         random_state=np.random.RandomState(seed))}
 
 
 def crowdkit_input(labels: pd.DataFrame) -> pd.DataFrame:
@@ -174,6 +192,44 @@ def agreement_matrix(labels: pd.DataFrame, names: tuple[str, ...]) -> pd.DataFra
     return matrix
 
 
+SCORE_COLUMNS = ("participant", "team", "aq", "sata", "iat_d")
+
+
+def alternatives_inputs_pack(scores: pd.DataFrame, labels: pd.DataFrame, *, missing: MissingRule,
+                             aggregation: AggregationSettings) -> bytes:
+    """Everything :func:`alternative_ground_truths` reads, compressed for storage beside the analysis run that used
+    it (``annotation.study_alternatives``): the scores as the weights read them (``SCORE_COLUMNS``), the labels as
+    a participant code, an item code and a value per row with the two code lists, and the settings. A compressed
+    numpy archive without pickles, bounded by the number of labels: 50 annotators × 2,121 items (106,050 random
+    labels) take about 33 kB. :func:`alternatives_inputs_unpack` gives back equal frames (same digest)."""
+    participants, participant_codes = np.unique(labels["participant"].astype(str).to_numpy(), return_inverse=True)
+    items, item_codes = np.unique(labels["item"].astype(str).to_numpy(), return_inverse=True)
+    buffer = io.BytesIO()
+    np.savez_compressed(
+        buffer, settings=np.array(json.dumps({"missing": missing, "aggregation": aggregation.as_dict()})),
+        score_participant=scores["participant"].astype(str).to_numpy(dtype=str),
+        score_team=scores["team"].astype(str).to_numpy(dtype=str),
+        **{f"score_{name}": scores[name].to_numpy(dtype=float) for name in ("aq", "sata", "iat_d")},
+        participants=participants.astype(str), items=items.astype(str),
+        participant_codes=participant_codes.astype(np.int32), item_codes=item_codes.astype(np.int32),
+        values=labels["value"].to_numpy(dtype=np.int8))
+    return buffer.getvalue()
+
+
+def alternatives_inputs_unpack(data: bytes) -> tuple[pd.DataFrame, pd.DataFrame, MissingRule, AggregationSettings]:
+    """The scores, labels, missing rule and aggregation settings packed by :func:`alternatives_inputs_pack`
+    (participants, teams and items as strings, as the study's frames hold them)."""
+    with np.load(io.BytesIO(bytes(data)), allow_pickle=False) as archive:
+        settings = json.loads(str(archive["settings"]))
+        scores = pd.DataFrame({"participant": archive["score_participant"].astype(object),
+                               "team": archive["score_team"].astype(object),
+                               **{name: archive[f"score_{name}"] for name in ("aq", "sata", "iat_d")}})
+        labels = pd.DataFrame({"participant": archive["participants"].astype(object)[archive["participant_codes"]],
+                               "item": archive["items"].astype(object)[archive["item_codes"]],
+                               "value": archive["values"].astype(np.int64)})
+    return scores, labels, settings["missing"], AggregationSettings(**settings["aggregation"])
+
+
 def alternatives_inputs_digest(scores: pd.DataFrame, labels: pd.DataFrame, *, missing: MissingRule,
                                aggregation: AggregationSettings) -> str:
     """A SHA-256 of everything :func:`alternative_ground_truths` reads (scores, labels, missing rule, aggregation
@@ -186,6 +242,25 @@ def alternatives_inputs_digest(scores: pd.DataFrame, labels: pd.DataFrame, *, mi
         digest.update(",".join(map(str, frame.columns)).encode())
         digest.update(pd.util.hash_pandas_object(ordered, index=False).to_numpy().tobytes())
     return digest.hexdigest()
+
+
+LEFT_OUT = {"loo_aq_sata": "IAT", "loo_aq_iat": "SATA", "loo_sata_iat": "AQ"}
+
+
+def _annotator_set_notes(weights: pd.DataFrame, missing: MissingRule) -> list[str]:
+    """Under "exclude" a leave-one-instrument-out weighting needs only the instruments it uses, so it also weights
+    the annotators missing only the one left out, whom the paper's weights exclude: its difference from the paper's
+    label then mixes the instrument with those annotators. Said per weighting, with their names."""
+    if missing != "exclude":
+        return []
+    notes = []
+    for name, instrument in LEFT_OUT.items():
+        added = sorted(map(str, weights.index[weights[name].notna() & weights[PAPER].isna()]))
+        if added:
+            notes.append(f"{name}: also weights {len(added)} annotator(s) without an {instrument} score, whom the "
+                         f"paper's weights exclude ({', '.join(added)}): its difference from the paper's label "
+                         "changes the annotators as well as the instruments")
+    return notes
 
 
 def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, missing: MissingRule = "exclude",
@@ -202,6 +277,7 @@ def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, mis
         notes.extend(f"{name}: {note}" for note in result.notes)
     weights = pd.DataFrame({name: result.table.set_index("participant")["weight"]
                             for name, result in weight_columns.items()})
+    notes.extend(_annotator_set_notes(weights, missing))
 
     paper = _weighted_labels(labels, weights[PAPER], aggregation)
     table = pd.DataFrame(index=paper.index)
@@ -249,6 +325,7 @@ def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, mis
         summary=pd.DataFrame(rows), agreement=agreement_matrix(table, tuple(labelled)),
         flipped=pd.DataFrame(flips, columns=["item", "alternative", "paper_label", "alternative_label"]),
         settings={"missing_instrument": missing, "aggregation": aggregation.as_dict(), "crowdkit_seed": crowdkit_seed,
+                  "crowdkit_tie_rule": CROWDKIT_TIE_RULE,
                   "alternatives": [{"name": a.name, "label": a.label, "description": a.description}
                                    for a in ALTERNATIVES]},
         notes=notes)

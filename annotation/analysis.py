@@ -70,6 +70,7 @@ class Analysis:
     item_sets: pd.DataFrame        # set, item, label
     notes: list[str]
     settings: AnalysisSettings
+    weight_scores: pd.DataFrame    # the scores as the weights read them (touch D masked per the setting)
 
 
 def _groups(weights: pd.DataFrame, settings: AnalysisSettings) -> dict[str, set[str]]:
@@ -153,4 +154,4 @@ def analyse(scores: pd.DataFrame, labels: pd.DataFrame, settings: AnalysisSettin
         sets.append(chosen.assign(set=icl_name))
     item_sets = pd.concat(sets, ignore_index=True).loc[:, ["set", "item", "label"]]
     return Analysis(weights=weights, ground_truth=truth, agreement=agreement, cohen_kappa=kappa,
-                    item_sets=item_sets, notes=notes, settings=settings)
+                    item_sets=item_sets, notes=notes, settings=settings, weight_scores=scores)

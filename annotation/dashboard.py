@@ -22,7 +22,7 @@ from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subq
 from django.urls import reverse
 
 from annotation.analysis import GROUPS
-from annotation.models import AnalysisRun, ItemGroundTruth, ItemSetMember, Label, ParticipantWeight, Study
+from annotation.models import AnalysisRun, Item, ItemGroundTruth, ItemSetMember, Label, ParticipantWeight, Study
 from annotation.selectors import study_analysis_status
 from psychometrics.models import IATSession, InstrumentScore, StudyInstrument
 
@@ -275,7 +275,8 @@ ROBUSTNESS_FLIP_LIMIT = 200
 def robustness_context(study: Study, run: AnalysisRun, *, limit: int) -> dict:
     """The "Robustness" section (issue 19): the stored alternatives' summary against the paper's weighted label,
     and the flipped items (the first ``limit`` per alternative, in study order) with their labels and a link to
-    them in the admin. ``available`` is False until they are stored, with ``status`` saying why: ``computing``
+    them in the admin. Three queries whatever the study's size: the items' positions, then the labels of the shown
+    items only (at most ``limit`` per alternative), chosen before any label is read. ``available`` is False until they are stored, with ``status`` saying why: ``computing``
     (their own task runs after the analysis; ``requested_at`` is when it was asked), ``failed`` (``error``), or
     ``none`` (an analysis from before they existed)."""
     status = run.alternatives_status
@@ -283,26 +284,26 @@ def robustness_context(study: Study, run: AnalysisRun, *, limit: int) -> dict:
     if status != "ready" or not stored.get("summary"):
         return {"available": False, "status": status, "requested_at": run.alternatives_requested_at,
                 "error": run.alternatives_error}
-    flipped = stored.get("flipped", [])
-    positions: dict[str, int] = {}
+    positions = dict(Item.objects.filter(study=study).values_list("external_id", "position"))
+    by_alternative: dict[str, list[dict]] = {}
+    for flip in sorted(stored.get("flipped", []), key=lambda f: (positions.get(f["item"], 0), f["item"])):
+        by_alternative.setdefault(flip["alternative"], []).append(flip)
+    shown = {name: flips[:limit] for name, flips in by_alternative.items()}
+    # Labels only for the items shown: every alternative can flip most of a large study, and its labels are ~10⁵.
     labels_by_item: dict[str, list[str]] = {}
-    for item, position, pseudonym, value in (
-            Label.objects.filter(item__study=study, item__external_id__in={f["item"] for f in flipped})
-            .order_by("participant__pseudonym")
-            .values_list("item__external_id", "item__position", "participant__pseudonym", "value")):
-        positions[item] = position
+    for item, pseudonym, value in (
+            Label.objects.filter(item__study=study, item__external_id__in={f["item"] for flips in shown.values()
+                                                                          for f in flips})
+            .order_by("participant__pseudonym").values_list("item__external_id", "participant__pseudonym", "value")):
         labels_by_item.setdefault(item, []).append(f"{pseudonym}: {value}")
-    shown: dict[str, list[dict]] = {}
-    for flip in sorted(flipped, key=lambda f: (positions.get(f["item"], 0), f["item"])):
-        shown.setdefault(flip["alternative"], []).append(flip)
     changelist = reverse("admin:annotation_label_changelist")
     groups = []
     for row in stored["summary"]:
-        flips = shown.get(row["alternative"], [])
+        n_flipped = len(by_alternative.get(row["alternative"], []))
         groups.append({**row, "flips": [{**f, "labels": labels_by_item.get(f["item"], []),
                                          "url": f"{changelist}?{urlencode({'item__study__id__exact': study.id, 'q': f['item']})}"}
-                                        for f in flips[:limit]],
-                       "n_flipped": len(flips), "truncated": len(flips) > limit})
+                                        for f in shown.get(row["alternative"], [])],
+                       "n_flipped": n_flipped, "truncated": n_flipped > limit})
     return {"available": True, "status": status, "computed_at": run.alternatives_computed_at,
             "rows": groups, "notes": stored.get("notes", []),
             "crowdkit_seed": stored.get("settings", {}).get("crowdkit_seed")}

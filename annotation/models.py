@@ -362,6 +362,20 @@ class AnalysisRun(models.Model):
         return "computing" if self.alternatives_requested_at is not None else "none"
 
 
+class AnalysisRunInputs(models.Model):
+    """The inputs an analysis run used, kept until its alternatives task has stored them or failed
+    (``annotation.study_alternatives``): labels may arrive in between, and the alternatives must be those of the
+    run. One row per run, replaced by each new request, deleted when it is answered."""
+
+    run = models.OneToOneField(AnalysisRun, on_delete=models.CASCADE, primary_key=True, related_name="inputs")
+    requested_at = models.DateTimeField(help_text="The alternatives request these inputs belong to.")
+    data = models.BinaryField(help_text="annotation.alternatives.alternatives_inputs_pack: compressed scores, "
+                                        "labels and settings.")
+
+    def __str__(self) -> str:
+        return f"Inputs of analysis run {self.run_id}"
+
+
 class ParticipantWeight(models.Model):
     """An annotator's standardised scores, raw trust R and weight W in the latest analysis (Appendix B)."""
 

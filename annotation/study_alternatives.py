@@ -5,10 +5,12 @@ crowd-kit's models take seconds even on a small study (MACE's restarts, GLAD), s
 own results at once and asks for the alternatives when it commits (``study_alternatives_request``); the task
 (``tasks.analysis.study_alternatives_compute_task``, on the "analysis" queue) runs ``study_alternatives_compute``:
 
-- it computes from the inputs the run used, known by their digest (``AnalysisRun.alternatives_inputs_digest``);
-  when the study's labels, scores or settings changed since, it stores nothing and records why. It asks for no
-  analysis itself: while annotators label, that would chain analyses for as long as labels arrive; the change that
-  ends a study's labelling (an annotator finishing) asks for the analysis whose alternatives then follow;
+- it computes from exactly the inputs the run used: the analysis keeps them, compressed, beside the run
+  (``AnalysisRunInputs``, :func:`annotation.alternatives.alternatives_inputs_pack`: the scores as its weights read
+  them, the labels and the settings), and the task deletes them once it has stored the alternatives or their
+  failure. Labels that arrive meanwhile therefore change nothing: in a study still collecting labels the
+  alternatives follow every analysis. A run whose inputs were not kept (asked for before they were) is recorded as
+  failed with :data:`INPUTS_MISSING`;
 - it stores only for the request it was sent for (``alternatives_requested_at`` names it): a newer run's request
   replaces an older one, and the older task skips;
 - a failure of the computation (crowd-kit on unusual data) is recorded with its reason, never an empty result;
@@ -30,18 +32,13 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from annotation.alternatives import (
-    GroundTruthAlternatives,
-    alternative_ground_truths,
-    alternatives_inputs_digest,
-)
-from annotation.models import AnalysisRun, Study
-from annotation.selectors import study_labels_frame, study_scores_frame
+from annotation.alternatives import GroundTruthAlternatives, alternative_ground_truths, alternatives_inputs_unpack
+from annotation.models import AnalysisRun, AnalysisRunInputs
 
 logger = logging.getLogger(__name__)
 
-INPUTS_CHANGED = ("the study's labels, scores or settings changed after this analysis, so its alternatives were not "
-                  "computed: the next analysis (when an annotator finishes, or Recompute) computes them")
+INPUTS_MISSING = ("the inputs of this analysis were not kept (it was asked for before they were), so its alternatives "
+                  "were not computed: the next analysis (when an annotator finishes, or Recompute) computes them")
 
 
 @dataclass(frozen=True)
@@ -53,15 +50,18 @@ class AlternativesOutcome:
     message: str
 
 
-def study_alternatives_request(*, run: AnalysisRun, inputs_digest: str) -> None:
+def study_alternatives_request(*, run: AnalysisRun, inputs_digest: str, inputs_data: bytes) -> None:
     """Within the analysis's transaction: forget the run's previous alternatives (they compare with the previous
-    weighted labels) and ask for new ones from these inputs; the task is sent when the transaction commits."""
+    weighted labels), keep this run's inputs (``inputs_data``, packed) and ask for new alternatives from them; the
+    task is sent when the transaction commits. The run's row is written before its inputs', as in
+    :func:`_finish`, so the two never wait for each other."""
     now = timezone.now()
     run.alternatives, run.alternatives_inputs_digest = {}, inputs_digest
     run.alternatives_requested_at = run.alternatives_sent_at = now
     run.alternatives_computed_at, run.alternatives_error = None, ""
     run.save(update_fields=["alternatives", "alternatives_inputs_digest", "alternatives_requested_at",
                             "alternatives_sent_at", "alternatives_computed_at", "alternatives_error"])
+    AnalysisRunInputs.objects.update_or_create(run=run, defaults={"requested_at": now, "data": inputs_data})
     run_id = run.id
     transaction.on_commit(lambda: _send(run_id, now))
 
@@ -77,37 +77,34 @@ def _send(run_id: int, requested_at: datetime) -> None:
 
 def study_alternatives_compute(*, run_id: int) -> AlternativesOutcome:
     """Compute and store the alternatives the run asked for (module docstring); idempotent."""
-    # Imported here: the study analysis imports this module to ask for alternatives when it stores a run.
-    from annotation.study_analysis import analysis_settings_for
-
     run = AnalysisRun.objects.filter(pk=run_id).first()
     if run is None:
         return AlternativesOutcome(None, False, "no such analysis run")
     if run.alternatives_status != "computing":
         return AlternativesOutcome(run.study_id, False, f"nothing to compute: {run.alternatives_status}")
     requested_at = run.alternatives_requested_at
-    study = Study.objects.get(pk=run.study_id)
-    scores, labels, settings = study_scores_frame(study=study), study_labels_frame(study=study), analysis_settings_for(study)
-    digest = alternatives_inputs_digest(scores, labels, missing=settings.missing_instrument,
-                                        aggregation=settings.aggregation)
-    if digest != run.alternatives_inputs_digest:
-        stored = _finish(run_id, requested_at, alternatives={}, error=INPUTS_CHANGED)
-        return AlternativesOutcome(study.id, stored, INPUTS_CHANGED)
+    inputs = AnalysisRunInputs.objects.filter(run_id=run_id, requested_at=requested_at).values_list(
+        "data", flat=True).first()
+    if inputs is None:
+        stored = _finish(run_id, requested_at, alternatives={}, error=INPUTS_MISSING)
+        return AlternativesOutcome(run.study_id, stored, INPUTS_MISSING if stored else
+                                   "a newer analysis asked for its own alternatives")
     try:
+        scores, labels, missing, aggregation = alternatives_inputs_unpack(inputs)
         alternatives, error = alternatives_json(alternative_ground_truths(
-            scores, labels, missing=settings.missing_instrument, aggregation=settings.aggregation)), ""
+            scores, labels, missing=missing, aggregation=aggregation)), ""
     except Exception as exc:  # noqa: BLE001 - crowd-kit or numpy failing on this study's data: recorded, not retried
-        logger.exception("Alternatives of study %s (analysis run %s) failed", study.id, run_id)
+        logger.exception("Alternatives of study %s (analysis run %s) failed", run.study_id, run_id)
         alternatives, error = {}, f"{type(exc).__name__}: {exc}"
     stored = _finish(run_id, requested_at, alternatives=alternatives, error=error)
     if not stored:
-        return AlternativesOutcome(study.id, False, "a newer analysis asked for its own alternatives")
-    return AlternativesOutcome(study.id, True, f"failed: {error}" if error else "stored")
+        return AlternativesOutcome(run.study_id, False, "a newer analysis asked for its own alternatives")
+    return AlternativesOutcome(run.study_id, True, f"failed: {error}" if error else "stored")
 
 
 def _finish(run_id: int, requested_at: datetime, *, alternatives: dict, error: str) -> bool:
     """Store the outcome for the request named by ``requested_at``, unless a newer request replaced it or it was
-    answered meanwhile (a duplicate task). Returns whether it stored."""
+    answered meanwhile (a duplicate task), and delete the inputs kept for it. Returns whether it stored."""
     with transaction.atomic():
         run = AnalysisRun.objects.select_for_update().filter(pk=run_id).first()
         if run is None or run.alternatives_requested_at != requested_at or run.alternatives_status != "computing":
@@ -115,6 +112,7 @@ def _finish(run_id: int, requested_at: datetime, *, alternatives: dict, error: s
         run.alternatives, run.alternatives_error = alternatives, error
         run.alternatives_computed_at = None if error else timezone.now()
         run.save(update_fields=["alternatives", "alternatives_error", "alternatives_computed_at"])
+        AnalysisRunInputs.objects.filter(run_id=run_id, requested_at=requested_at).delete()
     return True
 
 

@@ -33,7 +33,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from annotation.aggregation import AggregationSettings
-from annotation.alternatives import alternatives_inputs_digest
+from annotation.alternatives import SCORE_COLUMNS, alternatives_inputs_digest, alternatives_inputs_pack
 from annotation.analysis import Analysis, AnalysisSettings, analyse
 from annotation.models import (
     AnalysisRun,
@@ -213,8 +213,12 @@ def study_analysis_compute(*, study_id: int) -> AnalysisRun:
     study = Study.objects.get(pk=study_id)
     scores, labels, settings = study_scores_frame(study=study), study_labels_frame(study=study), analysis_settings_for(study)
     result = analyse(scores, labels, settings)
-    inputs_digest = alternatives_inputs_digest(scores, labels, missing=settings.missing_instrument,
-                                               aggregation=settings.aggregation)
+    # The alternatives read the scores as the weights did (touch D left out per the setting), so their "weighted
+    # (paper)" column is the stored ground truth, and exactly this run's labels, however many arrive meanwhile.
+    weight_scores = result.weight_scores.loc[:, list(SCORE_COLUMNS)]
+    inputs = {"missing": settings.missing_instrument, "aggregation": settings.aggregation}
+    inputs_data = alternatives_inputs_pack(weight_scores, labels, **inputs)
+    inputs_digest = alternatives_inputs_digest(weight_scores, labels, **inputs)
     with transaction.atomic():
         Study.objects.select_for_update().get(pk=study.pk)
         _store(study, result)
@@ -227,7 +231,7 @@ def study_analysis_compute(*, study_id: int) -> AnalysisRun:
             "cohen_kappa": {"annotators": list(result.cohen_kappa.index),
                             "kappa": [[_value(v) for v in row] for row in result.cohen_kappa.to_numpy().tolist()]},
         })
-        study_alternatives_request(run=run, inputs_digest=inputs_digest)
+        study_alternatives_request(run=run, inputs_digest=inputs_digest, inputs_data=inputs_data)
     return run
 
 

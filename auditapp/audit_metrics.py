@@ -23,7 +23,11 @@ a 0 in a table reads as a measured failure while nothing was measured.
 
 Predictions are 1, 0 or NaN (no parsed label: a refusal, an unparseable reply, a failed request).
 ``unparsed="exclude"`` (default) drops those items; ``unparsed="wrong"`` counts each as the wrong
-label. Items whose reference is NaN (e.g. a majority tie) are always dropped. The choice is returned
+label: the opposite of the reference's label. Against a soft reference s (:func:`reference_metrics`) that is the
+opposite of the label s is cut to, 1 − L(s) with L(s) = 1 when s > t, 0 when s < t and the tie label at s = t (the
+weighted label's threshold and tie rule), so an unparsed reply earns only the expected credit of a wrong label
+(s or 1 − s, the smaller share), not the partial credit 2s(1 − s) a prediction of 1 − s would get. Items whose
+reference is NaN (e.g. a majority tie) are always dropped. The choice is returned
 with every result.
 
 Confidence intervals: ``scipy.stats.bootstrap`` over items (paired: prediction and reference are
@@ -207,8 +211,22 @@ def _valid_counts(preds: np.ndarray, ref: np.ndarray) -> tuple[np.ndarray, ...]:
     return confusion_counts(np.where(valid, preds, -1), np.where(valid, ref, -1), axis=-1)
 
 
-def _with_unparsed(preds, reference, unparsed: UnparsedRule) -> np.ndarray:
-    return np.where(np.isnan(preds), 1 - reference, preds) if unparsed == "wrong" else preds
+def _reference_label(reference: np.ndarray, threshold: float, tie_label: float) -> np.ndarray:
+    """The label a reference stands for: itself when 0, 1 or NaN; a soft score s cut at ``threshold`` (1 above, 0
+    below, ``tie_label`` at it), as the weighted label is cut (seed 000 eq. 6)."""
+    reference = np.asarray(reference, dtype=float)
+    hard = np.isnan(reference) | (reference == 0) | (reference == 1)
+    cut = np.where(reference > threshold, 1.0, 0.0)
+    cut = np.where(np.isclose(reference, threshold, rtol=0.0, atol=1e-12), tie_label, cut)
+    return np.where(hard, reference, cut)
+
+
+def _with_unparsed(preds, reference, unparsed: UnparsedRule, *, soft_threshold: float = 0.5,
+                   soft_tie_label: float = 1.0) -> np.ndarray:
+    """Under "wrong", a missing prediction becomes the opposite of the reference's label (module docstring)."""
+    if unparsed != "wrong":
+        return preds
+    return np.where(np.isnan(preds), 1 - _reference_label(reference, soft_threshold, soft_tie_label), preds)
 
 
 def _kappas(preds, majority, weighted, unparsed: UnparsedRule) -> tuple[np.ndarray, np.ndarray]:
@@ -325,11 +343,12 @@ class ReferenceMetrics:
     test_notes: list[dict[str, str]]
 
 
-def _expected_indicators(preds: np.ndarray, reference: np.ndarray, unparsed: UnparsedRule) -> np.ndarray:
+def _expected_indicators(preds: np.ndarray, reference: np.ndarray, unparsed: UnparsedRule, *,
+                         soft_threshold: float, soft_tie_label: float) -> np.ndarray:
     """Per cell and item: the item's share of tp, fp, fn, tn (cells × items × 4). A 0/1 reference gives 0/1 shares;
     a soft reference s gives p·s, p·(1 − s), (1 − p)·s, (1 − p)·(1 − s): expected counts. Items without a
     reference or (under "exclude") a prediction give 0 everywhere."""
-    preds = _with_unparsed(preds, reference, unparsed)
+    preds = _with_unparsed(preds, reference, unparsed, soft_threshold=soft_threshold, soft_tie_label=soft_tie_label)
     valid = ~np.isnan(preds) & ~np.isnan(reference)
     p = np.where(valid, preds, 0.0)
     s = np.where(valid, reference, 0.0)
@@ -346,7 +365,8 @@ def _quantiles(values: np.ndarray, confidence: float) -> tuple[np.ndarray, np.nd
 
 def reference_metrics(preds, references, *, base: int = 0, unparsed: UnparsedRule = "exclude",
                       metrics: tuple[str, ...] = ("kappa", "f1"), n_resamples: int = 2000, seed: int = 0,
-                      confidence: float = 0.95, resample_counts: np.ndarray | None = None) -> ReferenceMetrics:
+                      confidence: float = 0.95, resample_counts: np.ndarray | None = None,
+                      soft_threshold: float = 0.5, soft_tie_label: float = 1.0) -> ReferenceMetrics:
     """:func:`classification_metrics` and :func:`kappa_gap` for many references at once, vectorised.
 
     ``preds``: cells × items (1/0/NaN). ``references``: references × items, 0/1/NaN or soft scores in [0, 1]
@@ -358,8 +378,11 @@ def reference_metrics(preds, references, *, base: int = 0, unparsed: UnparsedRul
     needs). Where every item has both, each interval equals :func:`classification_metrics`'s exactly; where some
     do not, that function resamples only the scored items and its interval differs slightly. The rules for
     undefined values and intervals are the module's. Δκ against ``base`` follows
-    :func:`kappa_gap` (a reference's Δκ with itself is 0 in every cell).
+    :func:`kappa_gap` (a reference's Δκ with itself is 0 in every cell). Under ``unparsed="wrong"`` a missing
+    prediction against a soft score s is 1 − L(s), L cutting s at ``soft_threshold`` with ``soft_tie_label`` at
+    it (the weighted label's threshold and tie rule; module docstring); 0/1 references are unaffected.
     """
+    soft = {"soft_threshold": soft_threshold, "soft_tie_label": soft_tie_label}
     preds = np.atleast_2d(np.asarray(preds, dtype=float))
     references = np.atleast_2d(np.asarray(references, dtype=float))
     n_cells, n_items = preds.shape
@@ -373,14 +396,14 @@ def reference_metrics(preds, references, *, base: int = 0, unparsed: UnparsedRul
     resampled_kappa = np.empty((len(resample_counts), *shape))
     notes: list[list[dict[str, str]]] = [[{} for _ in references] for _ in range(n_cells)]
     for r, reference in enumerate(references):
-        indicators = _expected_indicators(preds, reference, unparsed)          # cells × items × 4
+        indicators = _expected_indicators(preds, reference, unparsed, **soft)  # cells × items × 4
         counts[:, r] = indicators.sum(axis=1)
         flat = indicators.transpose(1, 0, 2).reshape(n_items, n_cells * 4).astype(np.float32)
         resampled = (resample_counts @ flat).astype(float).reshape(len(resample_counts), n_cells, 4)
         values = metrics_from_counts(*np.moveaxis(resampled, -1, 0))
         estimates = metrics_from_counts(*counts[:, r].T)
         resampled_kappa[:, :, r] = values["kappa"]
-        scored = ((~np.isnan(_with_unparsed(preds, reference, unparsed))) & ~np.isnan(reference)).sum(axis=1)
+        scored = ((~np.isnan(_with_unparsed(preds, reference, unparsed, **soft))) & ~np.isnan(reference)).sum(axis=1)
         for name in metrics:
             point[name][:, r] = estimates[name]
             low[name][:, r], high[name][:, r] = _quantiles(values[name], confidence)

@@ -13,8 +13,11 @@ trust score R and the weight W.
 Two generalisations serve the robustness analysis (``annotation.alternatives``), each off by default so
 the paper's weights are unchanged: ``instruments`` takes a subset of the three (a leave-one-instrument-out
 weighting: R is the mean over the chosen instruments, the others are not read at all, so an annotator missing
-only a left-out instrument keeps a weight under ``missing="exclude"``), and ``team_normalise=False`` skips
-eq. 5 (W = R).
+only a left-out instrument keeps a weight under ``missing="exclude"``: such a weighting changes the set of
+weighted annotators as well as the instruments, which ``annotation.alternatives`` states beside its results), and
+``team_normalise=False`` skips eq. 5 (W = R). Without eq. 5 an included annotator whose R is undefined (under
+"average", one whose only scores are of instruments that do not vary) gets the included annotators' mean R, the
+place W = 1 holds on the team-normalised scale; when no annotator has an R every W is 1.
 
 The IAT is inverted (eq. 3) so that a higher standardised value means less implicit bias; the D score
 sign convention is the one of ``psychometrics`` scoring: positive D = more implicit bias.
@@ -108,7 +111,14 @@ def trust_weights(scores: pd.DataFrame, *, missing: MissingRule = "exclude",
             notes.append("no instrument varies across annotators: every included annotator has W = 1")
 
     if not team_normalise:
-        weight = table["trust_raw"].mask(table["included"] & table["trust_raw"].isna(), 1.0)
+        no_r = table["included"] & table["trust_raw"].isna()
+        mean_r = table.loc[table["included"], "trust_raw"].mean()
+        fill = 1.0 if pd.isna(mean_r) else float(mean_r)
+        if no_r.any() and pd.notna(mean_r):
+            notes.append(f"{', '.join(table.loc[no_r, 'participant'])}: no informative score, so W = the included "
+                         f"annotators' mean R ({fill:.4g}), the middle of this weighting's scale (no team "
+                         "normalisation)")
+        weight = table["trust_raw"].mask(no_r, fill)
         table["weight"] = weight.where(table["included"])
         return TrustWeights(table=table.loc[:, list(TrustWeights.COLUMNS)].reset_index(drop=True), notes=notes)
     team_mean = table.groupby("team")["trust_raw"].transform("mean")

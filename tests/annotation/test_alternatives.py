@@ -3,6 +3,8 @@ worked example, a planted reliable subgroup recovered by the paper's weights and
 vote, scikit-learn's κ, and crowd-kit's outputs stored unchanged."""
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -171,3 +173,43 @@ def test_labels_of_one_class_or_none_give_every_alternative_without_error():
     nothing = alternative_ground_truths(SCORES, LABELS.assign(value=-1))
     assert nothing.labels[["weighted", "dawid_skene", "mace"]].isna().all().all()
     assert "mace: no 0/1 labels, no model fitted" in nothing.notes
+
+
+def test_mace_restarts_start_from_different_draws_and_the_recorded_seed_reproduces_the_fit():
+    from crowdkit.aggregation import MACE
+
+    data = crowdkit_input(_planted_study(n_annotators=8, n_items=60)[1])
+    starts = []
+    original = MACE._initialize
+
+    def recording(self, *args):
+        original(self, *args)
+        starts.append(self.thetas_.copy())
+
+    mace = crowdkit_models(7)["mace"]
+    mace._initialize = recording.__get__(mace)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        mace.fit(data)
+        again = crowdkit_models(7)["mace"].fit(data)
+    assert len(starts) == 10 and len({start.tobytes() for start in starts}) == 10, "ten different starts"
+    assert again.probas_.equals(mace.probas_) and again.labels_.equals(mace.labels_)
+
+
+def test_the_settings_record_crowd_kits_tie_rule_and_no_unused_mace_smoothing(worked):
+    assert "idxmax" in worked.settings["crowdkit_tie_rule"] and "first column" in worked.settings["crowdkit_tie_rule"]
+    mace = next(a for a in worked.settings["alternatives"] if a["name"] == "mace")
+    assert "smoothing" not in mace["description"] and "RandomState(seed)" in mace["description"]
+
+
+def test_a_leave_one_instrument_out_weighting_that_adds_annotators_says_so_beside_the_results():
+    # P3 has no IAT: the paper's weights (rule "exclude") leave P3 out, AQ + SATA weights P3.
+    scores = SCORES.assign(iat_d=SCORES["iat_d"].where(SCORES["participant"] != "P3"))
+    result = alternative_ground_truths(scores, LABELS)
+    weights = result.weights.set_index("participant")
+    assert np.isnan(weights.at["P3", "weighted"]) and not np.isnan(weights.at["P3", "loo_aq_sata"])
+    assert ("loo_aq_sata: also weights 1 annotator(s) without an IAT score, whom the paper's weights exclude (P3): "
+            "its difference from the paper's label changes the annotators as well as the instruments") in result.notes
+    assert not any(note.startswith(("loo_aq_iat: also", "loo_sata_iat: also")) for note in result.notes)
+    assert not any("also weights" in note for note in alternative_ground_truths(scores, LABELS,
+                                                                                missing="average").notes)

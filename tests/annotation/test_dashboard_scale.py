@@ -80,3 +80,52 @@ def test_the_weighted_study_keeps_its_lists_short_and_its_annotators_collapsed(s
     assert '<details id="annotators-details">' in html  # 50 rows: collapsed under their count
     annotators = html[html.index('<table id="annotators">'):]
     assert annotators[:annotators.index("</table>")].count("<tr") == 1 + 50
+
+
+def test_the_robustness_section_reads_labels_only_for_the_flips_it_shows(staff, django_assert_max_num_queries):
+    from django.db import connection
+    from django.utils import timezone
+
+    from annotation.alternatives import ALTERNATIVES
+    from annotation.dashboard import ROBUSTNESS_FLIP_LIMIT, robustness_context
+    from annotation.models import AnalysisRun, Label
+
+    study = scale_study()
+    run = AnalysisRun.objects.get(study=study)
+    items = [f"sim-{n:04d}" for n in range(2121)]
+    # The worst case: every alternative flips every item, 11 × 2,121 flips; stored in reverse study order.
+    run.alternatives = {
+        "summary": [{"alternative": a.name, "label": a.label, "description": a.description, "n_compared": 2121,
+                     "n_differ": 2121, "share_differ": 1.0, "kappa": -1.0, "n_undefined": 0} for a in ALTERNATIVES],
+        "flipped": [{"item": item, "alternative": a.name, "paper_label": 1, "alternative_label": 0}
+                    for a in ALTERNATIVES for item in reversed(items)],
+        "settings": {"crowdkit_seed": 0}, "notes": []}
+    run.alternatives_computed_at = timezone.now()
+    run.save()
+
+    executed = []
+
+    def record(execute, sql, params, many, context):
+        executed.append((sql, params))
+        return execute(sql, params, many, context)
+
+    with connection.execute_wrapper(record):
+        context = robustness_context(study, run, limit=ROBUSTNESS_FLIP_LIMIT)
+    assert len(executed) == 2, "the items' positions, then the shown items' labels"
+    label_sql, label_params = executed[1]
+    assert Label._meta.db_table in label_sql and len(label_params) <= ROBUSTNESS_FLIP_LIMIT + 1
+    shown = items[:ROBUSTNESS_FLIP_LIMIT]
+    for row in context["rows"]:
+        assert [flip["item"] for flip in row["flips"]] == shown, "the first 200 in study order"
+        assert row["n_flipped"] == 2121 and row["truncated"]
+    loaded = sum(len(flip["labels"]) for flip in context["rows"][0]["flips"])
+    assert loaded == Label.objects.filter(item__study=study, item__external_id__in=shown).count() == 3 * 200
+
+    with django_assert_max_num_queries(20):
+        html = staff.get(f"/studies/{study.pk}/dashboard/").content.decode()
+    section = html[html.index('<section id="robustness">'):]
+    section = section[:section.index("</section>")]
+    assert section.index('id="robustness-alternatives"') < section.index('<details class="flipped"')
+    assert section.count('<details class="flipped"') == 11 and "<details class=\"flipped\" data-alternative" in section
+    assert " open" not in section, "the flipped lists stay collapsed, their counts first"
+    assert "Majority vote: 2121 flipped items (first 200 shown)" in section

@@ -1,7 +1,8 @@
 """The alternative ground truths in their own task after the study analysis (annotation.study_alternatives): the
-analysis no longer runs crowd-kit; the task computes from the run's inputs, stores once, skips for a newer run,
-records crowd-kit's failure and changed inputs; the dashboard and the API say "being computed" or why it failed;
-the recovery sends again what was lost."""
+analysis no longer runs crowd-kit; the task computes from the inputs the run kept (whatever labels arrive
+meanwhile, with the touch-D setting applied as in the weights), stores once, skips for a newer run, records
+crowd-kit's failure; the dashboard and the API say "being computed" or why it failed; the recovery sends again what
+was lost."""
 from __future__ import annotations
 
 import io
@@ -13,9 +14,21 @@ from crowdkit.aggregation import GLAD, MACE, DawidSkene
 from django.utils import timezone
 
 from annotation import study_alternatives
-from annotation.models import AnalysisRun, Label
-from annotation.study_alternatives import INPUTS_CHANGED, study_alternatives_compute, study_alternatives_recover
+from annotation.alternatives import (
+    alternative_ground_truths,
+    alternatives_inputs_digest,
+    alternatives_inputs_unpack,
+)
+from annotation.models import AnalysisRun, AnalysisRunInputs, ItemGroundTruth, Label, Participant, StudyAnalysisSettings
+from annotation.selectors import study_labels_frame, study_scores_frame
+from annotation.study_alternatives import (
+    INPUTS_MISSING,
+    alternatives_json,
+    study_alternatives_compute,
+    study_alternatives_recover,
+)
 from annotation.study_analysis import study_analysis_compute
+from psychometrics.models import IATSession
 from tasks.analysis import study_alternatives_compute_task
 from tests.annotation.test_alternatives import analyse_with_alternatives
 from tests.factories import make_worked_example_study
@@ -76,14 +89,51 @@ def test_a_task_overtaken_by_a_newer_analysis_stores_nothing_and_the_newer_ones_
     assert study_alternatives_compute_task(run.id) == "stored"
 
 
-def test_changed_inputs_are_not_computed_but_recorded_and_the_next_analysis_computes_them():
+def test_labels_arriving_after_the_analysis_do_not_prevent_its_alternatives_which_are_those_of_its_inputs():
+    study = make_worked_example_study()
+    scores, labels = study_scores_frame(study=study), study_labels_frame(study=study)
+    run = study_analysis_compute(study_id=study.id)
+    kept = AnalysisRunInputs.objects.get(run=run)
+    assert kept.requested_at == run.alternatives_requested_at and len(kept.data) < 4000
+    Label.objects.filter(item__study=study, item__external_id="x", participant__pseudonym="P2").update(value=1)
+    late = Participant.objects.create(study=study, pseudonym="P9", team="A", status="completed")
+    Label.objects.create(participant=late, item=study.items.get(external_id="y"), value=0)
+
+    assert study_alternatives_compute_task(run.id) == "stored"
+    run.refresh_from_db()
+    expected = alternatives_json(alternative_ground_truths(scores.loc[:, ["participant", "team", "aq", "sata", "iat_d"]],
+                                                           labels))
+    assert run.alternatives == expected and run.alternatives_status == "ready"
+    assert not AnalysisRunInputs.objects.filter(run=run).exists(), "the kept inputs are deleted once stored"
+
+
+def test_the_kept_inputs_unpack_to_the_run_s_inputs_and_a_run_without_them_is_recorded_as_failed():
     study = make_worked_example_study()
     run = study_analysis_compute(study_id=study.id)
-    Label.objects.filter(item__study=study, item__external_id="x", participant__pseudonym="P2").update(value=1)
-    assert study_alternatives_compute_task(run.id) == INPUTS_CHANGED
+    scores, labels, missing, aggregation = alternatives_inputs_unpack(AnalysisRunInputs.objects.get(run=run).data)
+    assert alternatives_inputs_digest(scores, labels, missing=missing, aggregation=aggregation) == \
+        run.alternatives_inputs_digest
+    AnalysisRunInputs.objects.filter(run=run).delete()  # a request from before the inputs were kept
+    assert study_alternatives_compute_task(run.id) == INPUTS_MISSING
     run.refresh_from_db()
-    assert run.alternatives == {} and run.alternatives_status == "failed" and run.alternatives_error == INPUTS_CHANGED
+    assert run.alternatives == {} and run.alternatives_status == "failed" and run.alternatives_error == INPUTS_MISSING
     assert study_alternatives_compute_task(study_analysis_compute(study_id=study.id).id) == "stored"
+
+
+def test_with_touch_d_left_out_the_alternatives_weighted_label_is_the_stored_ground_truth():
+    study = make_worked_example_study()
+    StudyAnalysisSettings.objects.update_or_create(study=study, defaults={"touch_iat_in_weights": False})
+    IATSession.objects.filter(participant__study=study, participant__pseudonym__in=["P2", "P4"]).update(
+        input_modality="touch")
+    run = study_analysis_compute(study_id=study.id)
+    assert study_alternatives_compute_task(run.id) == "stored"
+    run.refresh_from_db()
+    stored = dict(ItemGroundTruth.objects.filter(item__study=study).values_list("item__external_id", "weighted_label"))
+    alternatives = dict(zip(run.alternatives["items"], run.alternatives["labels"]["weighted"], strict=True))
+    assert alternatives == {item: None if label is None else float(label) for item, label in stored.items()}
+    weights = {row["participant"]: row["weighted"] for row in run.alternatives["weights"]}
+    assert weights["P2"] is None and weights["P4"] is None, "touch D is a missing IAT: no weight under 'exclude'"
+    assert weights["P1"] is not None
 
 
 def test_a_crowd_kit_failure_is_recorded_with_its_reason_and_shown(monkeypatch, staff_client, api_client):

@@ -8,6 +8,7 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
+from pytest import approx
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score, f1_score
 
@@ -220,3 +221,69 @@ def test_an_audit_analysed_before_its_studys_alternatives_waits_for_them_then_is
     assert len(robustness["cells"]) == 2 * 2 * 11 and audit.analysis["kappa_gap"] == kappa_gap
     assert robustness["study_analysis_computed_at"] == run.computed_at.isoformat()
     assert api_client.get(f"/api/audits/{audit.id}/robustness/").json()["count"] == 44
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_labels_added_after_the_launch_leave_weighted_and_majority_at_the_audit_s_snapshot_and_are_counted(
+        api_client, audit_tasks_off):
+    from annotation.models import ItemGroundTruth, Label, Participant
+    from auditapp.paradigms.classification.services import audit_robustness
+
+    study, audit = audited_study()
+    snapshot = dict(audit.items.values_list("item_id", "majority_label"))
+    flipped = sorted(item for item, label in snapshot.items() if label is not None)[:15]
+    for k in range(7):  # seven late annotators (no scores, so no weight) outvote the six on 15 items
+        late = Participant.objects.create(study=study, pseudonym=f"late{k}", team="a", status="completed")
+        Label.objects.bulk_create([Label(participant=late, item_id=item, value=1 - snapshot[item]) for item in flipped])
+    analyse_with_alternatives(study.id)
+    latest = dict(ItemGroundTruth.objects.filter(item__study=study).values_list("item_id", "majority_label"))
+    assert sum(latest[item] != snapshot[item] for item in flipped) == 15
+
+    robustness = audit_robustness(audit)
+    majority = next(t for t in robustness["tests"] if t["alternative"] == "majority")
+    # Still the audit's own §4.1 test: its majority is the snapshot's, not the latest analysis's.
+    assert majority["mean_delta"] == pytest.approx(audit.analysis["kappa_gap"]["mean_delta"])
+    assert majority["t_statistic"] == pytest.approx(audit.analysis["kappa_gap"]["t_statistic"])
+    drift = {row["alternative"]: row for row in robustness["snapshot"]}
+    assert drift["majority"] == {"alternative": "majority", "source": "audit snapshot", "n_items": len(snapshot),
+                                 "n_changed": 15, "n_missing": 0,
+                                 "n_unlabelled": sum(label is None for label in snapshot.values())}
+    assert drift["weighted"]["n_changed"] == 0 and drift["weighted"]["source"] == "audit snapshot"
+    assert drift["dawid_skene"]["n_changed"] is None and drift["dawid_skene"]["source"].startswith("study analysis")
+    assert any("changes 15 items' majority label (0 more without one)" in note for note in robustness["notes"])
+
+
+def test_an_unparsed_reply_against_a_soft_reference_is_the_opposite_of_the_label_the_score_is_cut_to():
+    soft = np.array([0.8, 0.3, 0.5, 1.0, 0.0])
+    predictions = np.array([[np.nan, np.nan, np.nan, 1.0, 0.0]])
+    # Tie label 1 (rule "positive"): the unparsed replies become 1 − L(s) = 0, 1, 0; with p = [0, 1, 0, 1, 0]
+    # tp = Σ p·s = 0.3 + 1 = 1.3, fp = Σ p(1 − s) = 0.7, fn = Σ (1 − p)s = 0.8 + 0.5 = 1.3,
+    # tn = Σ (1 − p)(1 − s) = 0.2 + 0.5 + 1 = 1.7; p_o = 3/5, p_e = (2.0·2.6 + 3.0·2.4)/25 = 0.496,
+    # κ = 0.104/0.504, F1 = 2.6/4.6.
+    result = reference_metrics(predictions, soft[None, :], unparsed="wrong", n_resamples=50, seed=0)
+    assert result.counts[0, 0] == approx([1.3, 0.7, 1.3, 1.7])
+    assert result.point["kappa"][0, 0] == approx(0.104 / 0.504) and result.point["f1"][0, 0] == approx(2.6 / 4.6)
+    # Tie label 0 (rule "negative"): the tied item's reply becomes 1: tp 1.8, fp 1.2, fn 0.8, tn 1.2.
+    negative = reference_metrics(predictions, soft[None, :], unparsed="wrong", soft_tie_label=0.0, n_resamples=50)
+    assert negative.counts[0, 0] == approx([1.8, 1.2, 0.8, 1.2])
+    # A threshold of 0.9 cuts 0.8, 0.3 and 0.5 to 0: their replies become 1, p = [1, 1, 1, 1, 0]:
+    # tp = 0.8 + 0.3 + 0.5 + 1 = 2.6, fp = 0.2 + 0.7 + 0.5 = 1.4, fn = 0, tn = 1.
+    high = reference_metrics(predictions, soft[None, :], unparsed="wrong", soft_threshold=0.9, n_resamples=50)
+    assert high.counts[0, 0] == approx([2.6, 1.4, 0.0, 1.0])
+    y_true, y_pred = np.r_[np.ones(5), np.zeros(5)], np.r_[[0, 1, 0, 1, 0], [0, 1, 0, 1, 0]]
+    weight = np.r_[soft, 1 - soft]
+    assert result.point["kappa"][0, 0] == approx(cohen_kappa_score(y_true, y_pred, sample_weight=weight))
+
+
+def test_the_audit_cuts_the_soft_score_with_its_study_s_threshold_and_weighted_tie_rule():
+    from auditapp.paradigms.classification.services import _soft_cut
+
+    def settings(**aggregation):
+        return {"settings": {"aggregation": aggregation}}
+
+    assert _soft_cut(settings(threshold=0.6, weighted_tie_rule="negative")) == {"soft_threshold": 0.6,
+                                                                               "soft_tie_label": 0.0}
+    assert _soft_cut(settings(threshold=0.5, weighted_tie_rule="none"))["soft_tie_label"] == 1.0
+    assert _soft_cut({}) == {"soft_threshold": 0.5, "soft_tie_label": 1.0}

@@ -101,3 +101,23 @@ def test_missing_instrument_averaged_when_asked():
 def test_unknown_missing_rule():
     with pytest.raises(ValueError, match="missing must be"):
         trust_weights(FOUR, missing="impute")
+
+
+def test_without_team_normalisation_an_annotator_without_an_r_gets_the_mean_r_not_the_top_of_the_scale():
+    # Rule "average". AQ 10, 20, 30 standardise to 0, 0.5, 1 (eq. 1); SATA is 5 for everyone, so it is left out
+    # of R. D has only SATA: included, but with no informative score, so R is undefined.
+    scores = pd.DataFrame({"participant": ["A", "B", "C", "D"], "team": ["t"] * 4,
+                           "aq": [10.0, 20.0, 30.0, np.nan], "sata": [np.nan, 5.0, 5.0, 5.0],
+                           "iat_d": [np.nan] * 4})
+    raw = trust_weights(scores, missing="average", team_normalise=False)
+    # W = R = 0, 0.5, 1 for A, B, C; D gets their mean R, (0 + 0.5 + 1) / 3 = 0.5 (W = 1 would be the top).
+    assert list(raw.table["weight"]) == approx([0.0, 0.5, 1.0, 0.5])
+    assert "D: no informative score, so W = the included annotators' mean R (0.5)" in " ".join(raw.notes)
+    # Team-normalised (eq. 5, team mean R 0.5): W = 0, 1, 2, and 1 for D, the team's mean weight, as before.
+    assert list(trust_weights(scores, missing="average").table["weight"]) == approx([0.0, 1.0, 2.0, 1.0])
+
+
+def test_without_team_normalisation_and_no_r_at_all_every_weight_is_one():
+    scores = pd.DataFrame({"participant": ["A", "B"], "team": ["t", "t"], "aq": [10.0, 10.0], "sata": [5.0, 5.0],
+                           "iat_d": [0.1, 0.1]})
+    assert list(trust_weights(scores, team_normalise=False).table["weight"]) == [1.0, 1.0]

@@ -100,13 +100,15 @@ class AuditMetricsView(AuditScoped, ExportListAPIView):
         "cells (default): κ and F1 with bootstrap 95% CIs per model × condition × alternative, and Δκ = "
         "κ(alternative) − κ(weighted); ranks: mean κ and rank of each model and condition under each alternative; "
         "tau: Kendall's τ between each alternative's ranking and the paper's; tests: the §4.1 Δκ test against "
-        "every alternative (mean Δκ, paired t-test over cells, bootstrap CI)."))],
+        "every alternative (mean Δκ, paired t-test over cells, bootstrap CI); snapshot: per alternative its source "
+        "(the audit's snapshot for weighted and majority, else the study's analysis) and, against the snapshot, the "
+        "audit's items whose label the study's latest analysis changed or lost, and those without one."))],
     description="Computed when the audit is analysed, from its strict outcomes and the alternative ground truths of "
-                "its study's latest analysis (the paper's weighted label is the audit's snapshot). No model is asked "
-                "again. Undefined values are null (empty in CSV) with a note. While the study's alternatives are "
-                "still being computed (their own task after its analysis) the answer is 202 with `status: "
-                "\"computing\"`, when they were asked and a note, in either format; the audit is re-scored when they "
-                "are stored.")
+                "its study's latest analysis (the paper's weighted label and the majority vote are the audit's "
+                "snapshot). No model is asked again. Undefined values are null (empty in CSV) with a note. While the "
+                "study's alternatives are still being computed (their own task after its analysis) the answer is 202 "
+                "with `status: \"computing\"`, when they were asked and a note, in either format; the audit is "
+                "re-scored when they are stored.")
 class AuditRobustnessView(AuditScoped, ExportListAPIView):
     paradigm = PARADIGM
     serializer_class = TableRowSerializer

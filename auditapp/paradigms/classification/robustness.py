@@ -46,10 +46,12 @@ def _tau(paper: pd.Series, other: pd.Series) -> dict:
 
 def robustness(replies: pd.DataFrame, references: pd.DataFrame, *, alternatives: Sequence[str], models: Sequence,
                conditions: Sequence[str], unparsed: UnparsedRule = "exclude", n_resamples: int = 2000,
-               seed: int = 0) -> dict[str, list[dict]]:
+               seed: int = 0, soft_threshold: float = 0.5, soft_tie_label: float = 1.0) -> dict[str, list[dict]]:
     """The tables of the module docstring. ``replies``: model, condition, item, replicate, label (1/0/NaN).
     ``references``: item and one column per alternative (0/1/NaN, or a score in [0, 1] for a soft label), with
-    ``weighted`` (the paper's label) among them."""
+    ``weighted`` (the paper's label) among them. ``soft_threshold`` and ``soft_tie_label``: how the weighted label
+    cuts the soft score, so that under ``unparsed="wrong"`` an unparsed reply is the opposite of that label
+    (:func:`auditapp.audit_metrics.reference_metrics`)."""
     alternatives = list(alternatives)
     items = references["item"].to_numpy()
     predictions = cell_predictions(replies)
@@ -61,7 +63,8 @@ def robustness(replies: pd.DataFrame, references: pd.DataFrame, *, alternatives:
     preds = np.vstack([keyed.loc[(m, c)].reindex(items).to_numpy(dtype=float) for m, c in cell_keys])
     refs = references[alternatives].to_numpy(dtype=float).T
     result = reference_metrics(preds, refs, base=alternatives.index(PAPER), unparsed=unparsed,
-                               n_resamples=n_resamples, seed=seed)
+                               n_resamples=n_resamples, seed=seed, soft_threshold=soft_threshold,
+                               soft_tie_label=soft_tie_label)
     cells = []
     for i, (model, condition) in enumerate(cell_keys):
         for r, alternative in enumerate(alternatives):

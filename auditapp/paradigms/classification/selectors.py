@@ -275,6 +275,7 @@ ROBUSTNESS_TABLES = {
     "tau": ["scope", "alternative", "tau", "p_value", "n", "note"],
     "tests": ["alternative", "mean_delta", "t_statistic", "p_value", "df", "bootstrap_low", "bootstrap_high",
               "n_cells", "note"],
+    "snapshot": ["alternative", "source", "n_items", "n_changed", "n_missing", "n_unlabelled"],
 }
 
 

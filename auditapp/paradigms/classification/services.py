@@ -466,9 +466,14 @@ def audit_robustness(audit: Audit) -> dict:
     """The audit's replies re-scored against every alternative ground truth of its study (issue 19;
     :mod:`.robustness`), as stored in ``Audit.analysis["robustness"]``.
 
-    The paper's label is the audit's own snapshot (``AuditItem.weighted_label``, what its metrics use); the other
-    alternatives come from the study's latest analysis (``AnalysisRun.alternatives``), matched by item. When that
-    analysis is newer than the snapshot its weighted labels may differ: the number of such items is in the notes.
+    The paper's weighted label and the majority vote are the audit's own snapshot (``AuditItem.weighted_label`` and
+    ``majority_label``, what its metrics and its Δκ test use), so the §4.1 test against majority here is the audit's
+    own. The other alternatives come from the study's latest analysis (``AnalysisRun.alternatives``), matched by
+    item: when labels arrived after the launch they see labels the audit's snapshot did not. ``snapshot`` says, per
+    alternative, where it comes from and, against the audit's snapshot, how many of the audit's items the study's
+    latest analysis labels differently (``n_changed``; only the two alternatives the snapshot holds can be
+    compared), how many lost their label there (``n_missing``: labelled in the snapshot, not in the analysis) and
+    how many lack one under it (``n_unlabelled``); a note says so when any item changed or is missing.
 
     The study's alternatives are computed by their own task after its analysis (``annotation.study_alternatives``).
     Until they are stored this waits for them rather than use none: ``available`` is False, ``pending`` True with
@@ -491,25 +496,20 @@ def audit_robustness(audit: Audit) -> dict:
         return {"available": False, "notes": ["the study's analysis has no alternative ground truths: recompute it "
                                               "(study dashboard), then re-analyse the audit"]}
     snapshot = pd.DataFrame.from_records(
-        AuditItem.objects.filter(audit=audit).order_by("item_id").values_list("item_id", "item__external_id",
-                                                                              "weighted_label"),
-        columns=["item", "external_id", "snapshot"])
+        AuditItem.objects.filter(audit=audit).order_by("item_id").values_list(
+            "item_id", "item__external_id", *SNAPSHOT_COLUMNS.values()),
+        columns=["item", "external_id", *SNAPSHOT_COLUMNS.values()])
     alternatives = pd.DataFrame(stored["labels"], index=stored["items"], dtype=float)
     references = snapshot.join(alternatives, on="external_id")
-    notes = []
-    missing = int(references["weighted"].isna().sum() - references["snapshot"].isna().sum())
-    changed = int(((references["weighted"] != references["snapshot"].astype(float))
-                   & references["weighted"].notna() & references["snapshot"].notna()).sum())
-    if changed or missing > 0:
-        notes.append(f"the study's latest analysis gives {changed} of the audit's items another weighted label than "
-                     f"the audit's snapshot ({max(missing, 0)} more without one); the audit's snapshot is the paper's "
-                     "label here")
-    references["weighted"] = references["snapshot"].astype(float)
+    drift, notes = _snapshot_drift(references, [a.name for a in ALTERNATIVES if a.name in references.columns],
+                                   computed_at=run.computed_at.isoformat())
+    for name, column in SNAPSHOT_COLUMNS.items():
+        references[name] = references[column].astype(float)
     names = [a.name for a in ALTERNATIVES if a.name in references.columns]
     tables = classification_robustness.robustness(
         classification_requests_frame(audit), references, alternatives=names,
         models=[m.id for m in audit.models.all()], conditions=list(audit.conditions.values_list("condition", flat=True)),
-        unparsed=audit.unparsed, n_resamples=audit.n_resamples, seed=audit.seed)
+        unparsed=audit.unparsed, n_resamples=audit.n_resamples, seed=audit.seed, **_soft_cut(stored))
     model_names = {m.id: m.display_name for m in audit.models.all()}
     for row in tables["cells"]:
         row["model_id"], row["model"] = row["model"], model_names[row["model"]]
@@ -517,8 +517,47 @@ def audit_robustness(audit: Audit) -> dict:
         if row["scope"] == "model":
             row["model_id"], row["key"] = row["key"], model_names[row["key"]]
     return {"available": True, "study_analysis_computed_at": run.computed_at.isoformat(),
-            "settings": stored.get("settings", {}), "alternatives": names, "notes": notes,
+            "settings": stored.get("settings", {}), "alternatives": names, "notes": notes, "snapshot": drift,
             **{name: [{k: _json_number(v) for k, v in row.items()} for row in rows] for name, rows in tables.items()}}
+
+
+SNAPSHOT_COLUMNS = {"weighted": "weighted_label", "majority": "majority_label"}
+SOFT_TIE_LABELS = {"positive": 1.0, "negative": 0.0, "none": 1.0}
+
+
+def _soft_cut(stored: dict) -> dict:
+    """How the study's weighted label cut the soft score (threshold, tie label), for unparsed replies under "wrong".
+    Under the tie rule "none" a tied item has no weighted label; its unparsed replies are counted as 0 (the tie
+    read as positive): at ŷ = 0.5 either prediction has the same expected credit."""
+    aggregation = (stored.get("settings") or {}).get("aggregation") or {}
+    return {"soft_threshold": float(aggregation.get("threshold", 0.5)),
+            "soft_tie_label": SOFT_TIE_LABELS[aggregation.get("weighted_tie_rule", "positive")]}
+
+
+def _snapshot_drift(references: pd.DataFrame, names: list[str], *, computed_at: str) -> tuple[list[dict], list[str]]:
+    """Per alternative, its source and how the study's latest analysis stands against the audit's snapshot (the
+    ``snapshot`` table of :func:`audit_robustness`), and the notes that say it. ``references``: one row per audit
+    item with the snapshot's columns and the analysis's alternatives."""
+    rows, changed_names = [], []
+    for name in names:
+        latest = references[name].astype(float)
+        row = {"alternative": name, "n_items": len(references), "n_unlabelled": int(latest.isna().sum()),
+               "source": f"study analysis of {computed_at}", "n_changed": None, "n_missing": None}
+        if name in SNAPSHOT_COLUMNS:
+            held = references[SNAPSHOT_COLUMNS[name]].astype(float)
+            row.update(source="audit snapshot", n_unlabelled=int(held.isna().sum()),
+                       n_changed=int((held.notna() & latest.notna() & (held != latest)).sum()),
+                       n_missing=int((held.notna() & latest.isna()).sum()))
+            if row["n_changed"] or row["n_missing"]:
+                changed_names.append(f"{row['n_changed']} items' {name} label ({row['n_missing']} more without one)")
+        rows.append(row)
+    notes = []
+    if changed_names:
+        notes.append(f"the study's latest analysis ({computed_at}) changes {' and '.join(changed_names)} against the "
+                     "audit's snapshot: labels arrived after the launch. Weighted and majority here are the "
+                     "snapshot's (the audit's own metrics and Δκ); the other alternatives are the analysis's and "
+                     "include those labels")
+    return rows, notes
 
 
 def robustness_after_alternatives(*, study_id: int, paradigm: str) -> list[int]:
