@@ -263,10 +263,21 @@ def _flatten(settings: dict, prefix: str = "") -> list[tuple[str, object]]:
     return rows
 
 
-def _agreement_rows(run: AnalysisRun) -> list[dict]:
+def _agreement_rows(run: AnalysisRun) -> tuple[list[dict], list[str]]:
+    """The agreement rows, each with ``note_number``: its Fleiss note's number in the list of distinct notes (one
+    note, often the same for every row, is then written once under the table)."""
     keys = ("scope", "group", "n_annotators", "n_items", "n_labels", "krippendorff_alpha", "fleiss_kappa",
             "fleiss_note")
-    return [{k: row.get(k) for k in keys} for row in run.agreement]
+    notes: list[str] = []
+    rows = []
+    for stored in run.agreement:
+        row = {k: stored.get(k) for k in keys}
+        if row["fleiss_note"]:
+            if row["fleiss_note"] not in notes:
+                notes.append(row["fleiss_note"])
+            row["note_number"] = notes.index(row["fleiss_note"]) + 1
+        rows.append(row)
+    return rows, notes
 
 
 ROBUSTNESS_FLIP_LIMIT = 200
@@ -331,6 +342,7 @@ def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] |
                       query=queries.get("ties", ItemListQuery()), page_size=page_size)
     _attach_labels(disagreements.rows + ties.rows)
     kappa = run.cohen_kappa or {}
+    agreement, agreement_notes = _agreement_rows(run)
     chart_keys = ("pseudonym", "team", "aq", "sata", "iat_d", "weight", "trust_raw", "aq_part", "sata_part",
                   "iat_part", "included")
     return {
@@ -350,7 +362,8 @@ def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] |
             {"id": "ties", "items": ties, "show_reason": True,
              "title": "Items without a label on one side (ties)"},
         ],
-        "agreement": _agreement_rows(run),
+        "agreement": agreement,
+        "agreement_notes": agreement_notes,
         "n_annotator_pairs": len(kappa.get("annotators", [])) * (len(kappa.get("annotators", [])) - 1) // 2,
         "item_sets": item_set_sizes(study),
         "settings_rows": _flatten(run.settings or {}),

@@ -21,6 +21,7 @@
     note.className = "chart-empty";
     note.textContent = text;
     element.appendChild(note);
+    element.classList.add("is-empty");  // no chart: the box shrinks to its note
   }
 
   function histogram(id, key, title, axis, colour) {

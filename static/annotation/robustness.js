@@ -19,4 +19,9 @@
   }], { title: "Agreement between alternatives (Cohen's κ)", margin: { l: 150, r: 15, t: 40, b: 120 },
         height: 460, yaxis: { autorange: "reversed" } },
   { displaylogo: false, responsive: true });
+  // Drawn while its section is folded away: sized again when the section is opened.
+  var details = document.getElementById("robustness-details");
+  if (details) {
+    details.addEventListener("toggle", function () { if (details.open) { Plotly.Plots.resize(target); } });
+  }
 }());

@@ -13,8 +13,10 @@ import re
 import pytest
 from django.urls import URLPattern
 
-from annotation.models import Item, Label, Participant
+from annotation.models import AnalysisRun, Item, Label, Participant
 from annotation.services import items_import_file
+from annotation.study_alternatives import study_alternatives_compute
+from annotation.study_analysis import study_analysis_compute
 from auditapp import audit_services as services
 from auditapp.models import AuditModel, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
@@ -86,10 +88,14 @@ def hostile(shipped_instruments, audit_tasks_off):
     items_import_file(study=annotated, filename="autalic.csv", content=autalic_file())
     annotator_import = annotator_import_submit(study=annotated, kind="scores", filename="=scores.csv",
                                                content=SCORES)
+    # The annotated study's analysis and its alternative ground truths, for their export (the hostile study has no
+    # scores to weight by).
+    study_analysis_compute(study_id=annotated.id)
+    study_alternatives_compute(run_id=AnalysisRun.objects.filter(study=annotated).latest("id").id)
     extraction, _ = extraction_create(audit=audit, mode="rules")
     extraction_run(extraction_id=extraction.id)
     return {"study": study, "audit": audit, "self_report": self_report, "import": imported, "endpoint": endpoint,
-            "corpus": corpus, "extraction": extraction, "annotator_import": annotator_import}
+            "corpus": corpus, "extraction": extraction, "annotator_import": annotator_import, "annotated": annotated}
 
 
 def csv_rows(response) -> list[list[str]]:
@@ -112,6 +118,8 @@ def get_paths(ids: dict) -> list[str]:
             continue  # one request as JSON (no CSV): its cells are covered by the responses export
         if route.startswith("corpora/<int:pk>"):
             pk = ids["corpus"].id
+        elif route.startswith("studies/<int:pk>/ground-truth-alternatives"):
+            pk = ids["annotated"].id
         elif route.startswith("studies/<int:pk>"):
             pk = ids["study"].id
         elif route.startswith("annotator-imports/"):

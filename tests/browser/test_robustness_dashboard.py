@@ -16,7 +16,11 @@ def test_the_robustness_sections_render(live_server, browser_context, audit_task
     page, problems, requests = logged_in_page(browser_context, live_server)
 
     page.goto(f"{live_server.url}/studies/{study.id}/dashboard/")
+    expect(page.locator("#robustness-alternatives")).to_be_hidden()  # folded away, counts in its summary
+    page.locator("#robustness-details > summary").click()
+    expect(page.locator("#robustness-alternatives")).to_be_visible()
     expect(page.locator("#chart-robustness-agreement .main-svg").first).to_be_attached()
+    assert page.locator("#chart-robustness-agreement").bounding_box()["width"] > 600  # sized when opened
     assert page.locator("#chart-robustness-agreement .heatmaplayer image, "
                         "#chart-robustness-agreement .heatmaplayer .hm").count() >= 1
     expect(page.locator('#robustness-alternatives tr[data-alternative="dawid_skene"]')).to_contain_text("Dawid–Skene")
