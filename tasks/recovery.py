@@ -37,11 +37,17 @@ logger = logging.getLogger(__name__)
 
 
 @shared_task(name="tasks.work_recover")
-def work_recover_task(at_start: bool = False) -> dict[str, list[int]]:
-    """Send again what is stuck (module docstring). ``at_start``: a worker has just started, so a pending
-    import no worker holds is sent at once rather than after WORK_STALLED_SECONDS."""
+def work_recover_task(at_start: bool = False, ready_at: float | None = None) -> dict[str, list[int]]:
+    """Send again what is stuck (module docstring). ``at_start``: a worker has just started (at ``ready_at``, a
+    Unix time), so a pending import no worker holds is sent at once rather than after WORK_STALLED_SECONDS, if it
+    was queued before then: one queued since is in the broker for the new worker, and sending it again would only
+    run it twice."""
     stalled = timedelta(seconds=settings.WORK_STALLED_SECONDS)
-    return {"imports": item_imports_recover(resend_after=timedelta(0) if at_start else stalled),
+    if at_start:
+        imports_after = timedelta(seconds=max(0.0, time.time() - ready_at)) if ready_at else timedelta(0)
+    else:
+        imports_after = stalled
+    return {"imports": item_imports_recover(resend_after=imports_after),
             "analyses": study_analyses_recover(),
             "alternatives": study_alternatives_recover(),
             "audits": audits_resume_stalled(stalled_after=stalled),
@@ -61,6 +67,6 @@ def _send_recoveries(interval: float) -> None:
 
 @worker_ready.connect
 def _recover_from_now_on(sender=None, **kwargs) -> None:
-    work_recover_task.delay(at_start=True)
+    work_recover_task.delay(at_start=True, ready_at=time.time())
     threading.Thread(target=_send_recoveries, args=(settings.WORK_RECOVERY_SECONDS,), name="work-recovery",
                      daemon=True).start()

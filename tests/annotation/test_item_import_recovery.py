@@ -53,3 +53,16 @@ def test_a_pending_import_nobody_runs_is_sent_again_and_runs_once(queued):
     assert Item.objects.filter(study=study).count() == 5
     ItemImport.objects.filter(pk=item_import.pk).update(queued_at=timezone.now() - timedelta(hours=1))
     assert item_imports_recover(resend_after=timedelta(0)) == [], "a finished import is never sent again"
+
+
+def test_a_starting_worker_sends_again_only_imports_queued_before_it_was_ready(queued):
+    """At start the recovery sends at once what was queued before the worker was ready (its task may be lost with
+    the worker that died), never an import queued since: that one's message is in the broker for this worker."""
+    from tasks.recovery import work_recover_task
+
+    study = make_study()
+    before, since = submitted(study), submitted(make_study(slug="second"))
+    ready_at = timezone.now() - timedelta(seconds=10)
+    ItemImport.objects.filter(pk=before.pk).update(queued_at=ready_at - timedelta(seconds=5))
+    ItemImport.objects.filter(pk=since.pk).update(queued_at=ready_at + timedelta(seconds=5))
+    assert work_recover_task(at_start=True, ready_at=ready_at.timestamp())["imports"] == [before.id]
