@@ -41,6 +41,16 @@ INPUTS_MISSING = ("the inputs of this analysis were not kept (it was asked for b
                   "were not computed: the next analysis (when an annotator finishes, or Recompute) computes them")
 
 
+def stored_value(x):
+    """NaN and pandas' NA become None for the database and its JSON fields."""
+    if x is None:
+        return None
+    try:
+        return None if math.isnan(x) else x
+    except TypeError:
+        return None if str(x) == "<NA>" else x
+
+
 @dataclass(frozen=True)
 class AlternativesOutcome:
     """What a task did: ``stored`` is True when it recorded alternatives or a failure for the run's request."""
@@ -136,18 +146,8 @@ def study_alternatives_recover() -> list[int]:
     return [run.id for run in runs]
 
 
-def _value(x):
-    """NaN and pandas' NA become None for JSON."""
-    if x is None:
-        return None
-    try:
-        return None if math.isnan(x) else x
-    except TypeError:
-        return None if str(x) == "<NA>" else x
-
-
 def _records(frame) -> list[dict]:
-    return [{k: _value(v) for k, v in row.items()} for row in frame.to_dict("records")]
+    return [{k: stored_value(v) for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def alternatives_json(result: GroundTruthAlternatives) -> dict:
@@ -156,8 +156,8 @@ def alternatives_json(result: GroundTruthAlternatives) -> dict:
     weights, settings, notes and crowd-kit's outputs unchanged."""
     labels = result.labels
     return {"settings": result.settings, "notes": result.notes, "items": [str(item) for item in labels["item"]],
-            "labels": {name: [_value(v) for v in labels[name]] for name in labels.columns if name != "item"},
+            "labels": {name: [stored_value(v) for v in labels[name]] for name in labels.columns if name != "item"},
             "summary": _records(result.summary), "flipped": _records(result.flipped),
             "agreement": {"alternatives": list(result.agreement.index),
-                          "kappa": [[_value(v) for v in row] for row in result.agreement.to_numpy().tolist()]},
+                          "kappa": [[stored_value(v) for v in row] for row in result.agreement.to_numpy().tolist()]},
             "weights": _records(result.weights), "crowdkit": result.crowdkit}

@@ -23,7 +23,6 @@ models take seconds, so they run in their own task and the analysis does not wai
 from __future__ import annotations
 
 import logging
-import math
 import time
 from datetime import datetime, timedelta
 
@@ -47,7 +46,7 @@ from annotation.models import (
     StudyAnalysisSettings,
 )
 from annotation.selectors import study_labels_frame, study_scores_frame
-from annotation.study_alternatives import study_alternatives_request
+from annotation.study_alternatives import stored_value, study_alternatives_request
 
 logger = logging.getLogger(__name__)
 
@@ -197,16 +196,6 @@ def _release(study_id: int, started_at: datetime, *, error: str) -> None:
             state.save(update_fields=["status"])
 
 
-def _value(x):
-    """NaN and pandas' NA become None for the database."""
-    if x is None:
-        return None
-    try:
-        return None if math.isnan(x) else x
-    except TypeError:
-        return None if str(x) == "<NA>" else x
-
-
 def study_analysis_compute(*, study_id: int) -> AnalysisRun:
     """Compute and store the study's analysis; running it twice gives the same stored result."""
     started = time.perf_counter()
@@ -227,9 +216,9 @@ def study_analysis_compute(*, study_id: int) -> AnalysisRun:
             "duration_ms": round((time.perf_counter() - started) * 1000),
             "settings": result.settings.as_dict(),
             "notes": result.notes,
-            "agreement": [{k: _value(v) for k, v in row.items()} for row in result.agreement.to_dict("records")],
+            "agreement": [{k: stored_value(v) for k, v in row.items()} for row in result.agreement.to_dict("records")],
             "cohen_kappa": {"annotators": list(result.cohen_kappa.index),
-                            "kappa": [[_value(v) for v in row] for row in result.cohen_kappa.to_numpy().tolist()]},
+                            "kappa": [[stored_value(v) for v in row] for row in result.cohen_kappa.to_numpy().tolist()]},
         })
         study_alternatives_request(run=run, inputs_digest=inputs_digest, inputs_data=inputs_data)
     return run
@@ -246,12 +235,12 @@ def _store(study: Study, result: Analysis) -> None:
     ParticipantWeight.objects.bulk_create([
         ParticipantWeight(participant_id=participant_ids[row["participant"]], included=bool(row["included"]),
                           high_aq=bool(row["high_aq"]), low_aq=bool(row["low_aq"]), low_bias=bool(row["low_bias"]),
-                          high_bias=bool(row["high_bias"]), **{f: _value(row[f]) for f in weight_fields})
+                          high_bias=bool(row["high_bias"]), **{f: stored_value(row[f]) for f in weight_fields})
         for row in result.weights.to_dict("records")], batch_size=2000)
     truth_fields = ("n_labels", "n_excluded", "majority_label", "majority_tie", "n_weighted", "weighted_score",
                     "weighted_label", "weighted_tie")
     ItemGroundTruth.objects.bulk_create([
-        ItemGroundTruth(item_id=item_ids[row["item"]], **{f: _value(row[f]) for f in truth_fields})
+        ItemGroundTruth(item_id=item_ids[row["item"]], **{f: stored_value(row[f]) for f in truth_fields})
         for row in result.ground_truth.to_dict("records")], batch_size=2000)
     ItemSetMember.objects.bulk_create([
         ItemSetMember(study=study, set_name=row["set"], item_id=item_ids[row["item"]], label=int(row["label"]))
