@@ -93,6 +93,14 @@ def _watch_stimuli(page: Page) -> None:
     }""")
 
 
+def wait_for_tap_to_begin(page: Page, block_number: int) -> None:
+    """Wait until the IAT asks for the tap that starts ``block_number``. The page's config is parsed before
+    iat.js runs, so only this message says the script is listening and the response halves have their final
+    size and place (the touch layout, the labels and the progress line are all set before it)."""
+    expect(page.locator("#iat-message")).to_contain_text(f"Block {block_number} of 7")
+    expect(page.locator("#iat-message")).to_contain_text("Tap anywhere to begin")
+
+
 def tap_side(page: Page, side: str) -> None:
     """A tap in the middle of the lower part of the left or right response area."""
     box = page.locator("#iat-left" if side == "left" else "#iat-right").bounding_box()
@@ -104,7 +112,8 @@ class TwoThumbs:
     CDP touch events. A thumb rests after its tap until the other thumb lands, so a tap with the other thumb
     comes while a finger is already down (a non-primary pointer); a second tap with the same thumb lifts it
     first. Chromium's CDP: a touchStart lists every finger down (a new id is pressed, a known one stays), a
-    touchEnd the fingers it lifts."""
+    touchEnd the fingers it lifts. The halves are measured when the thumbs are made: make them once the IAT asks
+    for its first tap (``wait_for_tap_to_begin``)."""
 
     FINGER = {"left": 0, "right": 1}
 
@@ -147,8 +156,7 @@ def run_iat_by_taps(page: Page, *, wrong_first_on: tuple[int, ...] = (0,)) -> li
     for block in config["blocks"]:
         if block["number"] < config["start_block"]:
             continue
-        expect(page.locator("#iat-message")).to_contain_text(f"Block {block['number']} of 7")
-        expect(page.locator("#iat-message")).to_contain_text("Tap anywhere to begin")
+        wait_for_tap_to_begin(page, block["number"])
         tap_side(page, "left")
         for trial in block["trials"]:
             shown += 1

@@ -20,6 +20,7 @@ from tests.browser.annotator import (
     iat_config,
     label_items_by_taps,
     run_iat_by_taps,
+    wait_for_tap_to_begin,
 )
 from tests.factories import make_researcher
 from tests.participant.helpers import consent_and_finish_questionnaires, flow_study, invite, trials_frame
@@ -93,6 +94,7 @@ def test_a_second_fingers_tap_counts_once(live_server, phone):
     answer_questionnaire(page, 0)
     answer_questionnaire(page, 3)
     block = iat_config(page)["blocks"][0]
+    wait_for_tap_to_begin(page, block["number"])
     page.evaluate("""() => { window.nonPrimaryDowns = 0; window.addEventListener("pointerdown",
         (event) => { if (!event.isPrimary) window.nonPrimaryDowns++; }, true); }""")
     thumbs = TwoThumbs(page)
