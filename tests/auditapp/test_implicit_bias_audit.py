@@ -26,10 +26,10 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from auditapp import audit_runner
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditJudgment, AuditRequest, Corpus, LLMEndpoint, LLMReply
 from auditapp.paradigms.base import is_multi_turn
+from tests.auditapp.test_counterfactual_audit import run
 from tests.implicit_bias_personas import expected_aat_answer
 from tests.llm_server import REFUSAL, LLMServer
 
@@ -44,23 +44,9 @@ def server():
         yield running
 
 
-@pytest.fixture
-def tasks_off(monkeypatch):
-    """Tasks are run by the test itself, in order, instead of by a worker."""
-    for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
-        monkeypatch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
-
-
 def endpoint(server) -> LLMEndpoint:
     return LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
                                       max_concurrency=8, attempt_timeout_s=5, deadline_s=60, max_attempts=2)
-
-
-def run(audit_id: int) -> Audit:
-    services.audit_prepare(audit_id=audit_id)
-    assert audit_runner.audit_work(audit_id) == "finished"
-    services.audit_analyse(audit_id=audit_id)
-    return Audit.objects.get(pk=audit_id)
 
 
 def launch(api_client, paradigm: str, models: list[dict], **body):
@@ -81,7 +67,7 @@ def records(api_client, audit_id: int, name: str) -> pd.DataFrame:
     return pd.DataFrame(response.json()["results"])
 
 
-def test_wabt_audit_gives_the_planted_scores_and_table_4_equals_scipy(api_client, server, tasks_off):
+def test_wabt_audit_gives_the_planted_scores_and_table_4_equals_scipy(api_client, server, audit_tasks_off):
     source = endpoint(server)
     response = launch(api_client, "word_association",
                       [{"endpoint": source.id, "model": model} for model in ("wabt-consistent", "wabt-neutral")],
@@ -142,7 +128,7 @@ def test_wabt_audit_gives_the_planted_scores_and_table_4_equals_scipy(api_client
     assert parse["counts"]["n_sa_xa"] == 5 and parse["counts"]["n_sb_xb"] == 5 and len(parse["pairs"]) == 10
 
 
-def test_aat_single_prompt_audit_gives_the_planted_far_and_uar(api_client, server, tasks_off):
+def test_aat_single_prompt_audit_gives_the_planted_far_and_uar(api_client, server, audit_tasks_off):
     source = endpoint(server)
     response = launch(api_client, "affective_attribution", [{"endpoint": source.id, "model": "aat-stereotyped"}],
                       combinations=100, form="single_prompt", seed=3)
@@ -176,7 +162,7 @@ def planted(replies: pd.DataFrame) -> np.ndarray:
                      for row in replies.itertuples()])
 
 
-def test_aat_two_turn_audit_gives_the_planted_far_and_uar_and_a_rerun_sends_nothing(api_client, server, tasks_off):
+def test_aat_two_turn_audit_gives_the_planted_far_and_uar_and_a_rerun_sends_nothing(api_client, server, audit_tasks_off):
     source = endpoint(server)
     models = [{"endpoint": source.id, "model": "aat-stereotyped"}]
     server.reset_stats()
@@ -226,7 +212,7 @@ def test_aat_two_turn_audit_gives_the_planted_far_and_uar_and_a_rerun_sends_noth
     assert records(api_client, again.id, "table5").iloc[0]["far"] == table5["far"]
 
 
-def test_a_conversation_refused_at_either_turn_is_counted_once_with_its_reason(api_client, tasks_off):
+def test_a_conversation_refused_at_either_turn_is_counted_once_with_its_reason(api_client, audit_tasks_off):
     with LLMServer(models=("aat-stereotyped",), fault_rate=0.25, fault_kinds=("refusal",)) as faulty:
         source = endpoint(faulty)
         response = launch(api_client, "affective_attribution", [{"endpoint": source.id, "model": "aat-stereotyped"}],
@@ -259,7 +245,7 @@ def test_a_conversation_refused_at_either_turn_is_counted_once_with_its_reason(a
     assert LLMReply.objects.filter(text=REFUSAL).count() >= len(refused_first) + len(refused_second) - 1
 
 
-def test_launch_names_every_bad_field(api_client, server, tasks_off):
+def test_launch_names_every_bad_field(api_client, server, audit_tasks_off):
     source = endpoint(server)
     models = [{"endpoint": source.id, "model": "aat-stereotyped"}]
     bad = launch(api_client, "affective_attribution", models, form="three_turn", combinations=0)
@@ -300,7 +286,7 @@ def test_corpus_upload_names_every_problem_and_stores_nothing(api_client):
     assert again.status_code == 200 and again.json()["id"] == paper.json()["id"]
 
 
-def test_only_the_two_turn_aat_runs_the_turn_queries(api_client, server, tasks_off, monkeypatch,
+def test_only_the_two_turn_aat_runs_the_turn_queries(api_client, server, audit_tasks_off, monkeypatch,
                                                      django_assert_num_queries):
     """The WABT and the single-prompt AAT have no later turns: their builders say so, a work slice's unblocking runs
     no query, and recording their replies never moves conversations on; the two-turn AAT does."""
