@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "auditapp.apps.AuditappConfig",
     "annotation",
     "psychometrics",
+    "coding.apps.CodingConfig",
 ]
 
 MIDDLEWARE = [
