@@ -9,6 +9,7 @@ from auditapp import audit_views, views
 from auditapp.api import audits as audit_api
 from auditapp.api import corpora as corpus_api
 from auditapp.paradigms import registry
+from coding import api_urls as coding_api_urls
 from psychometrics import api as psychometrics_api
 
 admin.site.site_header = "auditapp: researcher admin"
@@ -53,6 +54,7 @@ api_patterns = [
     path("audits/<int:pk>/tables/<str:name>/", audit_api.AuditTableView.as_view(), name="audit-table"),
     *(route for paradigm in registry.every() for route in paradigm.api_urls()),
     path("audits/<int:pk>/<str:action>/", audit_api.AuditActionView.as_view(), name="audit-action"),
+    *coding_api_urls.patterns,
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),
@@ -67,5 +69,6 @@ urlpatterns = [
     path("studies/<int:study_id>/dashboard/recompute/", dashboard_views.study_dashboard_recompute,
          name="study-dashboard-recompute"),
     path("audits/<int:audit_id>/dashboard/", audit_views.audit_dashboard, name="audit-dashboard"),
+    path("", include("coding.urls")),
     path("", include("annotation.urls_participant")),
 ]
