@@ -2,12 +2,28 @@
 audit tests share (the persona server, the shipped instruments, audit tasks held back)."""
 from __future__ import annotations
 
+import os
+
 import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
 from tests.factories import make_researcher
 from tests.llm_server import PERSONAS, LLMServer
+
+BROWSER_TESTS_DONE = "AUDITAPP_BROWSER_TESTS_DONE"
+"""Set by bin/test for its PostgreSQL + Redis pass: the browser tests ran in the SQLite pass before it."""
+
+
+def pytest_collection_modifyitems(config, items):
+    """Browser tests run in one pass of bin/test: they test pages and scripts, which do not change with the
+    database, and take minutes (each whole-study flow waits out the IAT's 250 ms between ~180 trials)."""
+    if os.environ.get(BROWSER_TESTS_DONE) != "1":
+        return
+    skip = pytest.mark.skip(reason="browser tests run in bin/test's SQLite pass")
+    for item in items:
+        if item.get_closest_marker("browser") is not None:
+            item.add_marker(skip)
 
 
 @pytest.fixture
