@@ -11,14 +11,14 @@ from rest_framework.test import APIClient
 from tests.factories import make_researcher
 from tests.llm_server import PERSONAS, LLMServer
 
-BROWSER_TESTS_DONE = "AUDITAPP_BROWSER_TESTS_DONE"
-"""Set by bin/test for its PostgreSQL + Redis pass: the browser tests ran in the SQLite pass before it."""
+SKIP_BROWSER_TESTS = "AUDITAPP_SKIP_BROWSER_TESTS"
+"""Set by bin/test for its PostgreSQL + Redis pass: the browser tests run in its SQLite pass."""
 
 
 def pytest_collection_modifyitems(config, items):
     """Browser tests run in one pass of bin/test: they test pages and scripts, which do not change with the
     database, and take minutes (each whole-study flow waits out the IAT's 250 ms between ~180 trials)."""
-    if os.environ.get(BROWSER_TESTS_DONE) != "1":
+    if os.environ.get(SKIP_BROWSER_TESTS) != "1":
         return
     skip = pytest.mark.skip(reason="browser tests run in bin/test's SQLite pass")
     for item in items:
