@@ -132,8 +132,24 @@ def round_results(coding_round: CodingRound) -> dict:
         },
         "draw": {"strata": [{"model": s["model"], "condition": s["condition"], "n": int(s["n"])} for s in strata],
                  "recorded": {key: value for key, value in draw.items() if isinstance(value, (str, int, float))}},
-        "analysis": round_analysis(coding_round, codings),
+        "analysis": _table_cells(round_analysis(coding_round, codings)),
     }
+
+
+def _table_cells(payload: dict) -> dict:
+    """The payload with each matrix and stratum table also as rows of cells, which a template can loop over (it
+    cannot index one list by another's position)."""
+    for lens in payload["lenses"]:
+        for coder in lens["coders"]:
+            cooccurrence = coder["cooccurrence"]
+            cooccurrence["rows"] = [{"code": code, "counts": counts}
+                                    for code, counts in zip(cooccurrence["codes"], cooccurrence["matrix"], strict=True)]
+            for table in (coder["by_condition"], coder["by_model"]):
+                for row in table["rows"]:
+                    row["cells"] = [{"level": level["level"], "count": count, "share": share}
+                                    for level, count, share in zip(table["levels"], row["counts"], row["shares"],
+                                                                   strict=True)]
+    return payload
 
 
 def code_columns(codings: RoundCodings) -> list[str]:
