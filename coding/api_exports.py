@@ -15,6 +15,7 @@ from __future__ import annotations
 from functools import cached_property
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers
 from rest_framework.response import Response
@@ -68,7 +69,7 @@ class RoundCodingsView(RoundScoped, generics.ListAPIView):
 
 class RoundAnalysisView(RoundScoped, APIView):
     @extend_schema(summary="A coding round's analysis", responses={200: OpenApiResponse(
-        description="Per lens and coder: frequencies, the share with two or more codes, co-occurrences, by "
+        response=OpenApiTypes.OBJECT, description="Per lens and coder: frequencies, the share with two or more codes, co-occurrences, by "
                     "condition and by model; mapping convergence; agreement per code where coders share a lens "
                     "(α, κ; null with a note where undefined); `partial` while coders are still coding. "
                     "?format=csv: the long frequency table (lens, coder, breakdown, level, code, count, n, share).")})
