@@ -209,3 +209,13 @@ def test_a_session_without_staff_cannot_read_the_codings():
     client = Client()
     client.login(username="coder-only", password="pw")
     assert client.get(reverse("api:coding-round-codings", args=[coding_round.id])).status_code == 403
+
+
+def test_a_round_not_drawn_yet_exports_empty_tables(staff_client):
+    coding_round = CodingRound.objects.create(audit=build_round(n_excerpts=1).audit, name="Not drawn yet")
+    analysis = staff_client.get(reverse("api:coding-round-analysis", args=[coding_round.id])).json()
+    assert analysis["n_excerpts"] == 0 and analysis["lenses"] == [] and analysis["partial"] is True
+    response = staff_client.get(reverse("api:coding-round-codings", args=[coding_round.id]), {"format": "csv"})
+    assert b"".join(response.streaming_content).decode().splitlines() == [",".join(
+        ["coder", "lens", "lens_name", "excerpt", "request", "model", "condition", "confirmed", "confirmed_at", "memo"])]
+    assert staff_client.get(reverse("api:coding-round-codings", args=[coding_round.id])).json()["results"] == []
