@@ -1,0 +1,22 @@
+"""A coding round's results page (staff only, like the study and audit dashboards): its settings and draw, its
+lenses with coders and their progress, and the figures of :mod:`coding.analysis`, marked partial while coders
+are still coding.
+
+Thin: the page renders ``coding.selectors.round_results``; a GET writes nothing.
+"""
+from __future__ import annotations
+
+from django.contrib.admin.views.decorators import staff_member_required
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, render
+from django.views.decorators.http import require_GET
+
+from coding.models import CodingRound
+from coding.selectors import round_results
+
+
+@require_GET
+@staff_member_required
+def coding_round_results(request: HttpRequest, round_id: int) -> HttpResponse:
+    coding_round = get_object_or_404(CodingRound.objects.select_related("audit"), pk=round_id)
+    return render(request, "coding/round_results.html", {"round": coding_round, "data": round_results(coding_round)})
