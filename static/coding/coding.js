@@ -183,10 +183,11 @@
       return;  // the focused control's own action
     }
     if (event.repeat || leaving || closed) return;
-    if (event.key === "?") {
+    if (event.key === "?" || (event.key === "Escape" && help.open)) {
       event.preventDefault();
-      help.open = !help.open;
+      help.open = event.key === "?" && !help.open;
       if (help.open) help.querySelector("summary").focus();
+      else codes.focus();  // back where Enter confirms
       return;
     }
     if (event.key === "Enter") {
@@ -221,4 +222,5 @@
   } else if (pending) {
     forget();
   }
+  form.dataset.ready = "true";  // for tests: the keys are listened to from here on
 })();
