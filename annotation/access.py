@@ -4,7 +4,8 @@ Tokens are 192-bit random strings. Requests with unknown tokens are counted per 
 BAD_TOKEN_LIMIT within BAD_TOKEN_WINDOW seconds that address gets 429 for every unknown token, so tokens
 cannot be guessed by trying. A valid token is always served: the token is looked up first (one indexed
 query, as before), so one guesser behind a shared address (a university, a panel provider's proxy) does
-not lock out the participants who share it.
+not lock out the participants who share it. ``row_by_token`` is that lookup for any invite token (a
+coder's link in ``coding.access`` uses it too), so one count covers every kind of link.
 
 A write refused because the participant has withdrawn (ParticipantWithdrawn, raised under the
 participant's row lock) is answered here for every page: 410 with the withdraw page, or JSON for the
@@ -13,13 +14,17 @@ pages' scripts.
 from __future__ import annotations
 
 from functools import wraps
+from typing import TypeVar
 
 from django.core.cache import cache
+from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
 from annotation.models import Participant
 from annotation.participation import ParticipantWithdrawn
+
+RowT = TypeVar("RowT", bound=Model)
 
 BAD_TOKEN_LIMIT = 20
 BAD_TOKEN_WINDOW = 15 * 60
@@ -33,18 +38,29 @@ class TooManyBadTokens(Exception):
     """This address has tried BAD_TOKEN_LIMIT unknown tokens within BAD_TOKEN_WINDOW seconds."""
 
 
-def participant_by_token(request: HttpRequest, token: str) -> Participant:
-    """The participant whose invite token this is. Otherwise the miss is counted for the client's address
-    and Http404 is raised, or TooManyBadTokens once the address is over the limit."""
-    participant = Participant.objects.select_related("study").filter(invite_token=token).first() if token else None
-    if participant is not None:
-        return participant
+def row_by_token(request: HttpRequest, queryset: QuerySet[RowT], token: str) -> RowT:
+    """The row of ``queryset`` whose ``invite_token`` this is. Otherwise the miss is counted for the client's
+    address (one count for every kind of invite link) and Http404 is raised, or TooManyBadTokens once the
+    address is over the limit."""
+    row = queryset.filter(invite_token=token).first() if token else None
+    if row is not None:
+        return row
     key = f"bad-token:{_client_address(request)}"
     if cache.get(key, 0) >= BAD_TOKEN_LIMIT:
         raise TooManyBadTokens()
     cache.add(key, 0, BAD_TOKEN_WINDOW)
     cache.incr(key)
     raise Http404("No such invitation.")
+
+
+def too_many_bad_tokens_response() -> HttpResponse:
+    return HttpResponse("Too many invalid links from this address; try again later.", status=429,
+                        headers={"Retry-After": str(BAD_TOKEN_WINDOW)})
+
+
+def participant_by_token(request: HttpRequest, token: str) -> Participant:
+    """The participant whose invite token this is (``row_by_token``)."""
+    return row_by_token(request, Participant.objects.select_related("study"), token)
 
 
 def participant_page(*, step: str | None = None):
@@ -59,8 +75,7 @@ def participant_page(*, step: str | None = None):
             try:
                 participant = participant_by_token(request, token)
             except TooManyBadTokens:
-                return HttpResponse("Too many invalid links from this address; try again later.", status=429,
-                                    headers={"Retry-After": str(BAD_TOKEN_WINDOW)})
+                return too_many_bad_tokens_response()
             if step is not None:
                 from annotation.participation import next_step, step_url
 

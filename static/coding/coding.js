@@ -1,0 +1,226 @@
+// The coder's excerpt page: every tick and the memo are saved at once, keyboard shortcuts, and nothing lost on
+// a closed tab.
+//
+// Each save posts the excerpt's full state (codes and memo) as JSON to the form's save URL, one request at a
+// time; a change made meanwhile is sent after it, so the last state wins. A network error or a 5xx is shown and
+// sent again with backoff (with the newest state); the state is kept in localStorage until the server has
+// acknowledged it, so a tab closed while the server was away sends it when the excerpt is opened again. On
+// pagehide an unsaved state is sent with keepalive. A 409 (the round was closed) or another 4xx is shown and
+// not retried. Without JavaScript the form posts as usual and the server saves and moves on.
+(function () {
+  "use strict";
+  const form = document.getElementById("coding-form");
+  if (!form) return;
+  const saveUrl = form.dataset.saveUrl;
+  const previousUrl = form.dataset.previousUrl;
+  const nextUrl = form.dataset.nextUrl;
+  const csrfToken = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  const memo = document.getElementById("memo");
+  const status = document.getElementById("save-status");
+  const codedCount = document.getElementById("coded-count");
+  const codes = document.getElementById("codes");
+  const help = document.getElementById("keys-help");
+  const checkboxes = Array.from(form.querySelectorAll("input[name=code]"));
+  const storageKey = "coding-pending:" + saveUrl;
+  const MEMO_DELAY_MS = 700;
+
+  let acknowledged = JSON.stringify(currentState());
+  let confirmWanted = false;
+  let leaveTo = null;
+  let leaving = false;
+  let running = false;
+  let closed = false;
+  let memoTimer = null;
+
+  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+  function currentState() {
+    return {
+      codes: checkboxes.filter((box) => box.checked).map((box) => Number(box.value)),
+      memo: memo.value,
+    };
+  }
+  function remember(state) {
+    try { localStorage.setItem(storageKey, JSON.stringify(state)); } catch (error) { /* private mode */ }
+  }
+  function forget() {
+    try { localStorage.removeItem(storageKey); } catch (error) { /* private mode */ }
+  }
+  function remembered() {
+    try { return JSON.parse(localStorage.getItem(storageKey) || "null"); } catch (error) { return null; }
+  }
+  function show(text, failed) {
+    status.textContent = text;
+    status.classList.toggle("failed", Boolean(failed));
+  }
+  function post(body, keepalive) {
+    return fetch(saveUrl, {
+      method: "POST", credentials: "same-origin", keepalive: Boolean(keepalive), body: JSON.stringify(body),
+      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken },
+    });
+  }
+  async function errorText(response) {
+    try { return (await response.json()).error || response.statusText; } catch (error) { return response.statusText; }
+  }
+  function closeDown(message) {
+    closed = true;
+    forget();
+    show(message, true);
+    form.querySelectorAll("input, textarea, button").forEach((control) => { control.disabled = true; });
+  }
+
+  // Send one state until the server answers it: the answer's data, or null when it was refused.
+  async function send(confirm) {
+    for (let attempt = 0; ; attempt++) {
+      const state = currentState();
+      remember(state);
+      let response = null;
+      try { response = await post(Object.assign({ confirm: confirm }, state), false); } catch (error) { /* network */ }
+      if (response && response.ok) {
+        const data = await response.json();
+        acknowledged = JSON.stringify(state);
+        if (JSON.stringify(currentState()) === acknowledged) forget();
+        codedCount.textContent = data.progress.confirmed + " of " + data.progress.total + " coded";
+        show("Saved.");
+        return data;
+      }
+      if (response && response.status === 409) {
+        closeDown(await errorText(response));
+        return null;
+      }
+      if (response && response.status >= 400 && response.status < 500) {
+        show("Not saved: " + await errorText(response), true);
+        return null;
+      }
+      show("Not saved yet: the server did not answer. Your codes are kept on this page and sent again…", true);
+      await sleep(Math.min(8000, 500 * 2 ** attempt));
+      if (closed) return null;
+    }
+  }
+
+  async function drain() {
+    while (!closed) {
+      const confirm = confirmWanted;
+      if (!confirm && JSON.stringify(currentState()) === acknowledged) break;
+      confirmWanted = false;
+      const data = await send(confirm);
+      if (!data) {
+        leaveTo = null;
+        leaving = false;
+        return;
+      }
+      if (confirm) leaveTo = data.next_url;
+    }
+    if (leaveTo && !closed) window.location.assign(leaveTo);
+  }
+  function schedule() {
+    if (running || closed) return;
+    running = true;
+    drain().finally(() => { running = false; });
+  }
+  function flushMemo() {
+    clearTimeout(memoTimer);
+    memoTimer = null;
+    schedule();
+  }
+  function leave(url) {
+    if (!url || leaving || closed) return;
+    leaving = true;
+    leaveTo = url;
+    clearTimeout(memoTimer);
+    if (running) return;  // the running save goes there when it is done
+    schedule();
+  }
+  function confirmAndNext() {
+    if (leaving || closed) return;
+    leaving = true;
+    confirmWanted = true;
+    clearTimeout(memoTimer);
+    schedule();
+  }
+
+  checkboxes.forEach((box) => box.addEventListener("change", schedule));
+  memo.addEventListener("input", () => {
+    clearTimeout(memoTimer);
+    memoTimer = setTimeout(flushMemo, MEMO_DELAY_MS);
+  });
+  memo.addEventListener("blur", flushMemo);
+
+  // A closed tab or a phone putting the page away: send what the server has not acknowledged, without waiting.
+  function sendBeforeLeaving() {
+    if (closed || JSON.stringify(currentState()) === acknowledged) return;
+    const state = currentState();
+    remember(state);
+    try { post(Object.assign({ confirm: false }, state), true); } catch (error) { /* kept in localStorage */ }
+  }
+  window.addEventListener("pagehide", sendBeforeLeaving);
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "hidden") sendBeforeLeaving();
+  });
+
+  form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const go = event.submitter ? event.submitter.value : "confirm";
+    if (go === "previous") leave(previousUrl);
+    else if (go === "next") leave(nextUrl);
+    else confirmAndNext();
+  });
+
+  document.addEventListener("keydown", (event) => {
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
+    const target = event.target;
+    if (target === memo) {
+      if (event.key === "Escape") {
+        event.preventDefault();
+        memo.blur();
+        codes.focus();
+      }
+      return;  // typing in the memo: keys are text
+    }
+    if (target.isContentEditable || target.tagName === "TEXTAREA" || target.tagName === "SELECT" ||
+        (target.tagName === "INPUT" && target.type !== "checkbox")) return;
+    if (event.key === "Enter" && (target.tagName === "BUTTON" || target.tagName === "A" || target.tagName === "SUMMARY")) {
+      return;  // the focused control's own action
+    }
+    if (event.repeat || leaving || closed) return;
+    if (event.key === "?" || (event.key === "Escape" && help.open)) {
+      event.preventDefault();
+      help.open = event.key === "?" && !help.open;
+      if (help.open) help.querySelector("summary").focus();
+      else codes.focus();  // back where Enter confirms
+      return;
+    }
+    if (event.key === "Enter") {
+      event.preventDefault();
+      confirmAndNext();
+      return;
+    }
+    if (event.key === "p" || event.key === "n") {
+      event.preventDefault();
+      leave(event.key === "p" ? previousUrl : nextUrl);
+      return;
+    }
+    if (event.key === "m") {
+      event.preventDefault();
+      memo.focus();
+      return;
+    }
+    const box = checkboxes.find((candidate) => candidate.dataset.key === event.key);
+    if (box) {
+      event.preventDefault();
+      box.checked = !box.checked;
+      box.dispatchEvent(new Event("change"));
+    }
+  });
+
+  // An answer the server never acknowledged (the tab was closed while it was away): put it back and send it.
+  const pending = remembered();
+  if (pending && JSON.stringify(pending) !== acknowledged && Array.isArray(pending.codes)) {
+    checkboxes.forEach((box) => { box.checked = pending.codes.includes(Number(box.value)); });
+    memo.value = typeof pending.memo === "string" ? pending.memo : memo.value;
+    schedule();
+  } else if (pending) {
+    forget();
+  }
+  form.dataset.ready = "true";  // for tests: the keys are listened to from here on
+})();

@@ -1,0 +1,220 @@
+"""Two coders code a 12-excerpt round in Chromium with the keyboard only (issue 18, must show): coder A closes the
+tab halfway and resumes on another device (a new browser context) at the right excerpt with the earlier codes
+shown; each coder sees only their own codes; the database then holds exactly the codes typed, checked against
+counts per code and per pair of codes worked by hand. axe on the intro, excerpt and done pages."""
+from __future__ import annotations
+
+import time
+from collections import Counter
+from itertools import combinations
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from coding.models import ExcerptCoding
+from tests.browser.accessibility import assert_accessible
+from tests.coding.coder_rounds import add_coder, make_round
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+# The keys each coder types on excerpts 1..12 (w WORDING, s STEREOTYPES, t TONE, i INTENT, f FOCUS); a key typed
+# twice ticks and unticks its code. Coder A stops after typing "wt" on excerpt 7 without confirming it.
+A_KEYS = ["ws", "wtt", "", "st", "wsi", "f", "wt", "t", "ws", "", "i", "wf"]
+B_KEYS = ["w", "s", "t", "", "wi", "f", "ws", "", "s", "t", "wi", "w"]
+A_MEMOS = {3: "the prompt's word, not its intent", 6: "pathologizing wording"}  # keys typed in memos do nothing
+B_MEMOS = {5: "sidesteps: not primarily about autism"}
+
+# Worked by hand from the keys above (excerpts numbered from 0).
+# A: WORDING 0 1 4 6 8 11; STEREOTYPES 0 3 4 8; TONE 3 6 7; INTENT 4 10; FOCUS 5 11.
+A_PER_CODE = {"WORDING": 6, "STEREOTYPES": 4, "TONE": 3, "INTENT": 2, "FOCUS": 2}
+# A's pairs: 0 ws, 3 st, 4 ws wi si, 6 wt, 8 ws, 11 wf.
+A_PER_PAIR = {("STEREOTYPES", "WORDING"): 3, ("STEREOTYPES", "TONE"): 1, ("INTENT", "WORDING"): 1,
+              ("INTENT", "STEREOTYPES"): 1, ("TONE", "WORDING"): 1, ("FOCUS", "WORDING"): 1}
+# B: WORDING 0 4 6 10 11; STEREOTYPES 1 6 8; TONE 2 9; INTENT 4 10; FOCUS 5. Pairs: 4 wi, 6 ws, 10 wi.
+B_PER_CODE = {"WORDING": 5, "STEREOTYPES": 3, "TONE": 2, "INTENT": 2, "FOCUS": 1}
+B_PER_PAIR = {("INTENT", "WORDING"): 2, ("STEREOTYPES", "WORDING"): 1}
+CODE_OF_KEY = {"w": "WORDING", "s": "STEREOTYPES", "t": "TONE", "i": "INTENT", "f": "FOCUS"}
+
+
+def _ready(page: Page, number: int, total: int = 12) -> None:
+    expect(page.locator("#excerpt-heading")).to_have_text(f"Excerpt {number} of {total}")
+    expect(page.locator("#coding-form[data-ready=true]")).to_have_count(1)
+
+
+def _ticked(page: Page) -> set[str]:
+    return set(page.eval_on_selector_all("input[name=code]:checked", "boxes => boxes.map(b => b.dataset.key)"))
+
+
+def _expected_ticks(keys: str) -> set[str]:
+    return {key for key, typed in Counter(keys).items() if typed % 2}
+
+
+def _type_codes(page: Page, keys: str, memo: str | None) -> None:
+    for key in keys:
+        page.keyboard.press(key)
+    if memo is not None:
+        page.keyboard.press("m")
+        assert page.evaluate("() => document.activeElement.id") == "memo"
+        page.keyboard.type(memo)
+        page.keyboard.press("Escape")
+        assert page.evaluate("() => document.activeElement.id") == "codes"
+    assert _ticked(page) == _expected_ticks(keys)  # the memo's letters toggled nothing
+
+
+def _code_excerpts(page: Page, plan: list[str], memos: dict[int, str], start: int, stop: int) -> None:
+    """Code excerpts start..stop-1 (from 0) with the keyboard, each confirmed with Enter; checks on each page that
+    only this coder's own earlier codes are ticked."""
+    for index in range(start, stop):
+        _ready(page, index + 1)
+        assert _ticked(page) == set() and page.input_value("#memo") == ""  # nothing of the other coder's
+        _type_codes(page, plan[index], memos.get(index))
+        page.keyboard.press("Enter")
+        if index + 1 < len(plan):
+            _ready(page, index + 2)
+
+
+def _open_link(context, link: str) -> Page:
+    page = context.new_page()
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("console", lambda message: problems.append(message.text) if message.type == "error" else None)
+    page.problems = problems
+    page.goto(link)
+    return page
+
+
+def _start_from_the_intro(page: Page) -> None:
+    expect(page.locator("h1")).to_have_text("Thematic content and error type")
+    for _ in range(5):
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.id") == "start-coding":
+            break
+    page.keyboard.press("Enter")
+
+
+def _stored_codes(coder) -> dict[int, set[str]]:
+    return {coding.excerpt.position: {code.name for code in coding.codes.all()}
+            for coding in ExcerptCoding.objects.filter(coder=coder).select_related("excerpt").prefetch_related("codes")}
+
+
+def _per_code_and_pair(codes_by_excerpt: dict[int, set[str]]) -> tuple[dict, dict]:
+    per_code = Counter(name for names in codes_by_excerpt.values() for name in names)
+    per_pair = Counter(pair for names in codes_by_excerpt.values() for pair in combinations(sorted(names), 2))
+    return dict(per_code), dict(per_pair)
+
+
+def test_two_coders_code_a_round_with_the_keyboard_and_one_resumes_on_another_device(live_server, chromium):
+    round_ = make_round(12, name="Error analysis round")
+    coder_a, coder_b = add_coder(round_, "Coder A"), add_coder(round_, "Coder B")
+    link_a, link_b = (f"{live_server.url}/c/{coder.invite_token}/" for coder in (coder_a, coder_b))
+
+    # Coder A: the intro, then excerpts 1-6 confirmed, then "wt" and a memo on excerpt 7, and the tab is closed.
+    laptop = chromium.new_context(viewport={"width": 1200, "height": 900})
+    page = _open_link(laptop, link_a)
+    expect(page.locator("#lens-name")).to_have_text("Thematic content and error type")
+    assert_accessible(page, "intro")
+    _start_from_the_intro(page)
+    _ready(page, 1)
+    assert_accessible(page, "excerpt")
+    page.keyboard.press("?")
+    expect(page.locator("#keys-help")).to_have_attribute("open", "")
+    page.keyboard.press("?")
+    expect(page.locator("#keys-help")).not_to_have_attribute("open", "")
+    page.keyboard.press("?")
+    page.keyboard.press("Escape")
+    expect(page.locator("#keys-help")).not_to_have_attribute("open", "")
+    assert page.evaluate("() => document.activeElement.id") == "codes"
+    _code_excerpts(page, A_KEYS, A_MEMOS, 0, 6)
+    _ready(page, 7)
+    expect(page.locator("#coded-count")).to_have_text("6 of 12 coded")
+    _type_codes(page, A_KEYS[6], A_MEMOS[6])
+    expect(page.locator("#save-status")).to_have_text("Saved.")
+    assert page.problems == []
+    laptop.close()
+
+    # Coder B codes all twelve meanwhile, seeing none of A's codes or memos.
+    other = chromium.new_context(viewport={"width": 1200, "height": 900})
+    page_b = _open_link(other, link_b)
+    _start_from_the_intro(page_b)
+    _code_excerpts(page_b, B_KEYS, B_MEMOS, 0, 12)
+    expect(page_b.locator("h1")).to_have_text("Thank you: all 12 excerpts are coded")
+    assert_accessible(page_b, "done")
+    assert page_b.problems == []
+    other.close()
+
+    # Coder A on another device: the link opens excerpt 7 with A's own ticks and memo; excerpt 6 keeps its codes.
+    phone = chromium.new_context(viewport={"width": 800, "height": 900})
+    page = _open_link(phone, link_a)
+    _ready(page, 7)
+    expect(page.locator("#coded-count")).to_have_text("6 of 12 coded")
+    assert _ticked(page) == {"w", "t"} and page.input_value("#memo") == A_MEMOS[6]
+    page.keyboard.press("p")
+    _ready(page, 6)
+    assert _ticked(page) == {"f"}
+    page.keyboard.press("n")
+    _ready(page, 7)
+    page.keyboard.press("Enter")
+    _code_excerpts(page, A_KEYS, A_MEMOS, 7, 12)
+    expect(page.locator("h1")).to_have_text("Thank you: all 12 excerpts are coded")
+    assert page.problems == []
+    phone.close()
+
+    # The database holds exactly what was typed.
+    for coder, keys, memos, per_code, per_pair in ((coder_a, A_KEYS, A_MEMOS, A_PER_CODE, A_PER_PAIR),
+                                                   (coder_b, B_KEYS, B_MEMOS, B_PER_CODE, B_PER_PAIR)):
+        stored = _stored_codes(coder)
+        assert stored == {n: {CODE_OF_KEY[key] for key in _expected_ticks(typed)} for n, typed in enumerate(keys)}
+        assert _per_code_and_pair(stored) == (per_code, per_pair)
+        codings = ExcerptCoding.objects.filter(coder=coder)
+        assert codings.count() == 12 and not codings.filter(confirmed_at__isnull=True).exists()
+        assert {c.excerpt.position: c.memo for c in codings.exclude(memo="").select_related("excerpt")} == memos
+        coder.refresh_from_db()
+        assert coder.started_at is not None and coder.completed_at is not None
+
+
+def test_a_failed_save_is_shown_and_retried_a_closed_tab_sends_its_memo_and_a_closed_round_is_shown(
+        live_server, chromium):
+    round_ = make_round(2)
+    coder = add_coder(round_, "Coder A")
+    first = round_.excerpts.get(position=0)
+    context = chromium.new_context()
+    page = _open_link(context, f"{live_server.url}/c/{coder.invite_token}/excerpts/{first.id}/")
+    _ready(page, 1, 2)
+
+    # The server is unreachable for the first two saves: the page says so and sends again by itself.
+    failures = []
+
+    def unreachable_twice(route):
+        if len(failures) < 2:
+            failures.append(route.request.url)
+            route.abort()
+        else:
+            route.continue_()
+
+    page.route("**/save/", unreachable_twice)
+    page.keyboard.press("w")
+    expect(page.locator("#save-status")).to_contain_text("Not saved yet")
+    expect(page.locator("#save-status")).to_have_text("Saved.", timeout=10_000)
+    assert len(failures) == 2 and _stored_codes(coder) == {0: {"WORDING"}}
+
+    # A memo typed and the tab closed before the memo's delay: sent on pagehide with keepalive.
+    page.keyboard.press("m")
+    page.keyboard.type("closed at once")
+    page.close()
+    for _ in range(50):
+        if ExcerptCoding.objects.filter(coder=coder, memo="closed at once").exists():
+            break
+        time.sleep(0.1)
+    assert ExcerptCoding.objects.get(coder=coder).memo == "closed at once"
+
+    # The round closes while the page is open: the next tick is refused and the page says why.
+    page = _open_link(context, f"{live_server.url}/c/{coder.invite_token}/excerpts/{first.id}/")
+    _ready(page, 1, 2)
+    round_.closed_at = round_.created_at
+    round_.save(update_fields=["closed_at"])
+    page.keyboard.press("s")
+    expect(page.locator("#save-status")).to_contain_text("This coding round is closed")
+    expect(page.locator("#code-" + str(first.round.lenses.get().codebook.codes.get(name="TONE").id))).to_be_disabled()
+    assert _stored_codes(coder) == {0: {"WORDING"}}
+    assert page.problems == [] or all("409" in problem for problem in page.problems)
+    context.close()
