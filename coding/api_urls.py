@@ -1,4 +1,11 @@
 """The coding rounds' REST API routes, under ``/api/`` in the ``api`` namespace (auditapp/urls.py)."""
-from django.urls import path  # noqa: F401  (used as routes are added)
+from django.urls import path
 
-patterns: list = []
+from coding import api_codebooks
+
+patterns: list = [
+    path("codebooks/", api_codebooks.CodebookListView.as_view(), name="codebook-list"),
+    path("codebooks/<int:pk>/", api_codebooks.CodebookDetailView.as_view(), name="codebook-detail"),
+    path("codebooks/<int:pk>/versions/", api_codebooks.CodebookVersionsView.as_view(), name="codebook-versions"),
+    path("codebooks/<int:pk>/qdc/", api_codebooks.CodebookQDCView.as_view(), name="codebook-qdc"),
+]
