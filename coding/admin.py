@@ -61,6 +61,9 @@ class CodebookAdmin(admin.ModelAdmin):
 
     def save_related(self, request, form, formsets, change):
         spec = next(formset.codebook_spec for formset in formsets if isinstance(formset, CodeInlineFormSet))
+        for formset in formsets:
+            # The service stores the codes, not the formset; the change message reads what a formset saved.
+            formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
         if not change:
             created = codebook_create(spec=spec, created_by=request.user)
             form.instance.pk, form.instance.lineage = created.pk, created.lineage
