@@ -30,8 +30,10 @@ class CodeInlineFormSet(BaseInlineFormSet):
         kept.sort(key=lambda form: form.cleaned_data.get("position") or 0
                   if form.instance.pk or "position" in form.changed_data else float("inf"))
         data = {"name": self.instance.name, "description": self.instance.description, "source": self.instance.source,
-                "codes": [{key: form.cleaned_data.get(key) for key in
-                           ("name", "definition", "examples", "shortcut", "definition_is_ours")}
+                # An emptied field is left out (a default), not given as null (a problem in the API).
+                "codes": [{key: form.cleaned_data[key] for key in
+                           ("name", "definition", "examples", "shortcut", "definition_is_ours")
+                           if form.cleaned_data.get(key) is not None}
                           for form in kept]}
         try:
             self.codebook_spec = codebook_parse(data)

@@ -106,7 +106,8 @@ class CodebookProblemSerializer(serializers.Serializer):
 
 class CodebookRejectedSerializer(serializers.Serializer):
     detail = serializers.CharField()
-    problems = CodebookProblemSerializer(many=True)
+    problems = CodebookProblemSerializer(many=True, required=False,
+                                         help_text="Every problem; absent when the body itself cannot be read.")
 
 
 def rejected_response(invalid: CodebookInvalid) -> Response:

@@ -38,6 +38,8 @@ SHORTCUT_ORDER = "123456789" + "".join(c for c in string.ascii_lowercase if c no
 ALLOWED_SHORTCUTS = frozenset("0" + SHORTCUT_ORDER)
 CODEBOOK_KEYS = frozenset({"name", "description", "source", "codes"})
 CODE_KEYS = frozenset({"name", "definition", "examples", "shortcut", "definition_is_ours"})
+# An optional key left out, told apart from one given as null (which is a problem, as any other wrong type).
+ABSENT = object()
 
 
 @dataclass(frozen=True)
@@ -107,10 +109,10 @@ def codebook_parse(data: object) -> CodebookSpec:
         raise CodebookInvalid([CodebookProblem("", f"a codebook is a JSON object, not {_kind(data)}")])
     problems += [CodebookProblem(key, "unknown key (expected: codes, description, name, source)")
                  for key in sorted(set(map(str, data)) - CODEBOOK_KEYS)]
-    name = _text(data.get("name"), "name", problems, required=True, max_length=CODEBOOK_NAME_MAX)
-    description = _text(data.get("description"), "description", problems, max_length=TEXT_MAX)
-    source = _text(data.get("source"), "source", problems, max_length=TEXT_MAX)
-    codes = _codes(data.get("codes"), problems)
+    name = _text(data.get("name", ABSENT), "name", problems, required=True, max_length=CODEBOOK_NAME_MAX)
+    description = _text(data.get("description", ABSENT), "description", problems, max_length=TEXT_MAX)
+    source = _text(data.get("source", ABSENT), "source", problems, max_length=TEXT_MAX)
+    codes = _codes(data.get("codes", ABSENT), problems)
     if problems:
         raise CodebookInvalid(problems)
     return CodebookSpec(name=name, description=description, source=source, codes=codes)
@@ -118,7 +120,7 @@ def codebook_parse(data: object) -> CodebookSpec:
 
 def _codes(raw: object, problems: list[CodebookProblem]) -> tuple[CodeSpec, ...]:
     if not isinstance(raw, list):
-        problems.append(CodebookProblem("codes", "required: a list of codes" if raw is None
+        problems.append(CodebookProblem("codes", "required: a list of codes" if raw is ABSENT
                                         else f"must be a list of codes, not {_kind(raw)}"))
         return ()
     if not raw:
@@ -137,16 +139,16 @@ def _codes(raw: object, problems: list[CodebookProblem]) -> tuple[CodeSpec, ...]
         problems += [CodebookProblem(f"{path}.{key}", "unknown key (expected: definition, definition_is_ours, "
                                                       "examples, name, shortcut)")
                      for key in sorted(set(map(str, entry)) - CODE_KEYS)]
-        name = _text(entry.get("name"), f"{path}.name", problems, required=True, max_length=CODE_NAME_MAX)
+        name = _text(entry.get("name", ABSENT), f"{path}.name", problems, required=True, max_length=CODE_NAME_MAX)
         if name:
             folded = name.casefold()
             if folded in seen_names:
                 problems.append(CodebookProblem(f"{path}.name", f'duplicate "{name}" (also codes[{seen_names[folded]}])'))
             else:
                 seen_names[folded] = index
-        definition = _text(entry.get("definition"), f"{path}.definition", problems, max_length=TEXT_MAX)
-        examples = _examples(entry.get("examples"), f"{path}.examples", problems)
-        shortcut = _shortcut(entry.get("shortcut"), f"{path}.shortcut", problems)
+        definition = _text(entry.get("definition", ABSENT), f"{path}.definition", problems, max_length=TEXT_MAX)
+        examples = _examples(entry.get("examples", ABSENT), f"{path}.examples", problems)
+        shortcut = _shortcut(entry.get("shortcut", ABSENT), f"{path}.shortcut", problems)
         if shortcut:
             if shortcut in seen_shortcuts:
                 problems.append(CodebookProblem(f"{path}.shortcut",
@@ -166,7 +168,7 @@ def _codes(raw: object, problems: list[CodebookProblem]) -> tuple[CodeSpec, ...]
 
 def _text(raw: object, path: str, problems: list[CodebookProblem], *, required: bool = False,
           max_length: int) -> str:
-    if raw is None:
+    if raw is ABSENT:
         if required:
             problems.append(CodebookProblem(path, "required"))
         return ""
@@ -184,7 +186,7 @@ def _text(raw: object, path: str, problems: list[CodebookProblem], *, required: 
 
 
 def _examples(raw: object, path: str, problems: list[CodebookProblem]) -> tuple[str, ...]:
-    if raw is None:
+    if raw is ABSENT:
         return ()
     if not isinstance(raw, list):
         problems.append(CodebookProblem(path, f"must be a list of strings, not {_kind(raw)}"))
@@ -209,7 +211,7 @@ def _examples(raw: object, path: str, problems: list[CodebookProblem]) -> tuple[
 
 
 def _shortcut(raw: object, path: str, problems: list[CodebookProblem]) -> str:
-    if raw is None or raw == "":
+    if raw is ABSENT or raw == "":
         return ""
     if not isinstance(raw, str):
         problems.append(CodebookProblem(path, f"must be one character, not {_kind(raw)}"))

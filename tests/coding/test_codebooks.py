@@ -98,6 +98,10 @@ def test_an_uppercase_shortcut_is_the_same_key():
     ({"name": "L", "codes": [{"name": "A", "definition_is_ours": "yes"}]},
      "codes[0].definition_is_ours: must be true or false, not a string"),
     ({"name": "L", "codes": [{"name": "A", "colour": "#fff"}]}, "codes[0].colour: unknown key"),
+    ({"name": "L", "codes": [{"name": "A", "shortcut": None}]}, "codes[0].shortcut: must be one character, not null"),
+    ({"name": "L", "description": None, "codes": [{"name": "A"}]}, "description: must be text, not null"),
+    ({"name": "L", "codes": [{"name": "A", "examples": None}]}, "codes[0].examples: must be a list of strings, not"),
+    ({"name": None, "codes": [{"name": "A"}]}, "name: must be text, not null"),
 ])
 def test_every_problem_is_named_with_its_path(data, expected):
     assert any(problem.startswith(expected) for problem in problems_of(data)), problems_of(data)
