@@ -25,6 +25,7 @@ from annotation.services import items_import_file
 from auditapp.models import LLMEndpoint
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.self_report.services import self_report_audit_create
+from coding.codebook_services import codebooks_sync_shipped
 from tests.factories import autalic_like_csv, make_audit_study, make_researcher
 from tests.llm_server import LLMServer
 
@@ -39,12 +40,13 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application(), 
 
 # "A request valid by the schema is accepted" cannot hold where a valid body needs more than a schema can say:
 # an audit's study must exist and have a ground truth, its endpoints must exist; an upload must be a readable
-# item file (or BITS corpus file, or annotator data of the study's annotators), a corpus spec a valid one; a study's slug and an endpoint's name must not be taken (an earlier example may have taken it).
+# item file (or BITS corpus file, or annotator data of the study's annotators), a corpus spec a valid one, a codebook's code names distinct and its shortcuts free (or a .qdc file readable); a study's slug and an endpoint's name must not be taken (an earlier example may have taken it).
 # Those operations are still checked for everything else (no 5xx, every answer as documented).
 POSITIVE_ACCEPTANCE_UNKNOWABLE = {("POST", "/api/audits/"), ("POST", "/api/studies/{id}/imports/"),
                                   ("POST", "/api/studies/"), ("POST", "/api/endpoints/"),
                                   ("POST", "/api/corpora/"), ("POST", "/api/corpora/upload/"),
                                   ("POST", "/api/audits/{id}/extractions/"),
+                                  ("POST", "/api/codebooks/"), ("PUT", "/api/codebooks/{id}/"),
                                   ("POST", "/api/studies/{id}/annotator-imports/")}
 
 
@@ -72,8 +74,10 @@ def seeded(django_db_setup, django_db_blocker):
             name="schema self-report", instruments=[instrument],
             models=[services.ModelChoice(endpoint=endpoint, model="persona-key")])
         corpus = bits_corpus_generate(spec=None, name="schema corpus")
+        codebook = codebooks_sync_shipped()[0]
         yield {"token": token, "study": study.id, "import": labelled.id, "endpoint": endpoint.id,
                "audit": classification.id, "self_report_audit": self_report.id, "corpus": corpus.id,
+               "codebook": codebook.id,
                "request": classification.requests.order_by("id").values_list("id", flat=True).first()}
         call_command("flush", interactive=False, verbosity=0)
 
@@ -99,6 +103,8 @@ def seeded_id(path: str, ids: dict) -> int:
         return ids["endpoint"]
     if path.startswith("/api/corpora/"):
         return ids["corpus"]
+    if path.startswith("/api/codebooks/"):
+        return ids["codebook"]
     if path.rstrip("/").rsplit("/", 1)[-1] in ("answers", "scores", "validity"):
         return ids["self_report_audit"]
     return ids["audit"]

@@ -1,0 +1,23 @@
+"""Codebook reads: the latest version of every codebook, a codebook's versions, whether a version is in use."""
+from __future__ import annotations
+
+from django.db.models import Count, Exists, OuterRef, QuerySet
+
+from coding.models import Codebook, RoundLens
+
+
+def codebook_versions_annotated() -> QuerySet[Codebook]:
+    """Every version, with ``n_codes`` and ``in_use`` (a round's lens uses it)."""
+    return (Codebook.objects.select_related("created_by")
+            .annotate(n_codes=Count("codes"), in_use=Exists(RoundLens.objects.filter(codebook=OuterRef("pk")))))
+
+
+def codebook_latest_versions() -> QuerySet[Codebook]:
+    """The latest version of each codebook, by name."""
+    newer = Codebook.objects.filter(lineage=OuterRef("lineage"), version__gt=OuterRef("version"))
+    return codebook_versions_annotated().exclude(Exists(newer)).order_by("name", "id")
+
+
+def codebook_lineage_versions(codebook: Codebook) -> QuerySet[Codebook]:
+    """Every version of ``codebook``'s lineage, newest first."""
+    return codebook_versions_annotated().filter(lineage=codebook.lineage).order_by("-version")
