@@ -25,6 +25,8 @@ from annotation.services import items_import_file
 from auditapp.models import LLMEndpoint
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.self_report.services import self_report_audit_create
+from coding.models import Code, Codebook
+from coding.round_services import coder_add, round_create
 from tests.factories import autalic_like_csv, make_audit_study, make_researcher
 from tests.llm_server import LLMServer
 
@@ -45,7 +47,9 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {("POST", "/api/audits/"), ("POST", "/api/studi
                                   ("POST", "/api/studies/"), ("POST", "/api/endpoints/"),
                                   ("POST", "/api/corpora/"), ("POST", "/api/corpora/upload/"),
                                   ("POST", "/api/audits/{id}/extractions/"),
-                                  ("POST", "/api/studies/{id}/annotator-imports/")}
+                                  ("POST", "/api/studies/{id}/annotator-imports/"),
+                                  ("POST", "/api/coding-rounds/"), ("POST", "/api/coding-rounds/{id}/coders/"),
+                                  ("PUT", "/api/coding-rounds/{id}/mappings/")}
 
 
 @pytest.fixture(scope="module")
@@ -72,8 +76,13 @@ def seeded(django_db_setup, django_db_blocker):
             name="schema self-report", instruments=[instrument],
             models=[services.ModelChoice(endpoint=endpoint, model="persona-key")])
         corpus = bits_corpus_generate(spec=None, name="schema corpus")
+        codebook = Codebook.objects.create(name="schema lens")
+        Code.objects.create(codebook=codebook, name="WORDING")
+        coding_round = round_create(audit=classification, codebooks=[codebook.id], sample_size=8, seed=1)
+        coder = coder_add(coding_round=coding_round, lens_id=coding_round.lenses.get().id, name="schema coder")
         yield {"token": token, "study": study.id, "import": labelled.id, "endpoint": endpoint.id,
                "audit": classification.id, "self_report_audit": self_report.id, "corpus": corpus.id,
+               "coding_round": coding_round.id, "coder": coder.id,
                "request": classification.requests.order_by("id").values_list("id", flat=True).first()}
         call_command("flush", interactive=False, verbosity=0)
 
@@ -99,6 +108,8 @@ def seeded_id(path: str, ids: dict) -> int:
         return ids["endpoint"]
     if path.startswith("/api/corpora/"):
         return ids["corpus"]
+    if path.startswith("/api/coding-rounds/"):
+        return ids["coding_round"]
     if path.rstrip("/").rsplit("/", 1)[-1] in ("answers", "scores", "validity"):
         return ids["self_report_audit"]
     return ids["audit"]
@@ -112,6 +123,8 @@ def test_api_conforms_to_its_schema(case, seeded, keep_test_connection, audit_ta
         case.path_parameters["id"] = seeded_id(case.path, seeded)
     if case.path_parameters and "request_id" in case.path_parameters:
         case.path_parameters["request_id"] = seeded["request"]
+    if case.path_parameters and "coder_id" in case.path_parameters:
+        case.path_parameters["coder_id"] = seeded["coder"]
     excluded = [positive_data_acceptance] if (case.method, case.path) in POSITIVE_ACCEPTANCE_UNKNOWABLE else []
     case.call_and_validate(headers={"Authorization": f"Token {seeded['token']}"}, excluded_checks=excluded)
 
