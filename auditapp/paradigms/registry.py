@@ -41,7 +41,10 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 PARADIGMS = ("classification", "self_report", "bits", "names", "dialect", "word_association", "affective_attribution")
 DEFAULT = PARADIGMS[0]
@@ -83,7 +86,13 @@ class Paradigm:
       worker dead), for the workers' periodic recovery (``tasks.recovery``); returns the ids sent;
     - ``study_alternatives_settled(study_id)``: a study's alternative ground truths were stored or failed
       (``annotation.study_alternatives``, in their own task after the study analysis): its audits that waited for
-      them can now use them or say why not.
+      them can now use them or say why not;
+    - ``explained_replies(audit)``: the audit's parsed replies that carry a label and an explanation, as a DataFrame
+      with one row per request (replicates are each their own row): ``request_id``, ``model`` (AuditModel id),
+      ``model_name``, ``condition``, ``target``, ``preceding``, ``following``, ``label``, ``explanation``,
+      ``reference_label`` (the audit's weighted ground truth, None when the unit has none) and ``majority_label``;
+      what an error-analysis round (the ``coding`` app) samples. None when the paradigm has no such replies: a
+      round is then refused.
     """
 
     name: str
@@ -107,6 +116,7 @@ class Paradigm:
     dashboard_query: tuple[str, ...] = ()
     recover: Callable[..., list[int]] = lambda stalled_after: []
     study_alternatives_settled: Callable[[int], None] = lambda study_id: None
+    explained_replies: Callable[[Any], pd.DataFrame] | None = None
 
 
 class UnknownParadigm(KeyError):

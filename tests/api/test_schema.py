@@ -26,6 +26,7 @@ from auditapp.models import LLMEndpoint
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.self_report.services import self_report_audit_create
 from coding.codebook_services import codebooks_sync_shipped
+from coding.round_services import coder_add, round_create
 from tests.factories import autalic_like_csv, make_audit_study, make_researcher
 from tests.llm_server import LLMServer
 
@@ -47,7 +48,9 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {("POST", "/api/audits/"), ("POST", "/api/studi
                                   ("POST", "/api/corpora/"), ("POST", "/api/corpora/upload/"),
                                   ("POST", "/api/audits/{id}/extractions/"),
                                   ("POST", "/api/codebooks/"), ("PUT", "/api/codebooks/{id}/"),
-                                  ("POST", "/api/studies/{id}/annotator-imports/")}
+                                  ("POST", "/api/studies/{id}/annotator-imports/"),
+                                  ("POST", "/api/coding-rounds/"), ("POST", "/api/coding-rounds/{id}/coders/"),
+                                  ("PUT", "/api/coding-rounds/{id}/mappings/")}
 
 
 @pytest.fixture(scope="module")
@@ -75,9 +78,11 @@ def seeded(django_db_setup, django_db_blocker):
             models=[services.ModelChoice(endpoint=endpoint, model="persona-key")])
         corpus = bits_corpus_generate(spec=None, name="schema corpus")
         codebook = codebooks_sync_shipped()[0]
+        coding_round = round_create(audit=classification, codebooks=[codebook.id], sample_size=8, seed=1)
+        coder = coder_add(coding_round=coding_round, lens_id=coding_round.lenses.get().id, name="schema coder")
         yield {"token": token, "study": study.id, "import": labelled.id, "endpoint": endpoint.id,
                "audit": classification.id, "self_report_audit": self_report.id, "corpus": corpus.id,
-               "codebook": codebook.id,
+               "codebook": codebook.id, "coding_round": coding_round.id, "coder": coder.id,
                "request": classification.requests.order_by("id").values_list("id", flat=True).first()}
         call_command("flush", interactive=False, verbosity=0)
 
@@ -105,6 +110,8 @@ def seeded_id(path: str, ids: dict) -> int:
         return ids["corpus"]
     if path.startswith("/api/codebooks/"):
         return ids["codebook"]
+    if path.startswith("/api/coding-rounds/"):
+        return ids["coding_round"]
     if path.rstrip("/").rsplit("/", 1)[-1] in ("answers", "scores", "validity"):
         return ids["self_report_audit"]
     return ids["audit"]
@@ -118,6 +125,8 @@ def test_api_conforms_to_its_schema(case, seeded, keep_test_connection, audit_ta
         case.path_parameters["id"] = seeded_id(case.path, seeded)
     if case.path_parameters and "request_id" in case.path_parameters:
         case.path_parameters["request_id"] = seeded["request"]
+    if case.path_parameters and "coder_id" in case.path_parameters:
+        case.path_parameters["coder_id"] = seeded["coder"]
     excluded = [positive_data_acceptance] if (case.method, case.path) in POSITIVE_ACCEPTANCE_UNKNOWABLE else []
     case.call_and_validate(headers={"Authorization": f"Token {seeded['token']}"}, excluded_checks=excluded)
 

@@ -23,7 +23,12 @@ from auditapp.paradigms.classification.extraction_services import (
 )
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
 from auditapp.paradigms.classification.replies import ANSWER_SCHEMA
-from auditapp.paradigms.classification.selectors import audit_dashboard_data, audit_metrics_export, condition_cells
+from auditapp.paradigms.classification.selectors import (
+    audit_dashboard_data,
+    audit_metrics_export,
+    condition_cells,
+    explained_replies,
+)
 
 NAME = "classification"
 
@@ -199,4 +204,5 @@ PARADIGM = registry.Paradigm(
     api_urls=api_urls,
     after_migrate=classification_services.templates_sync_defaults,
     answer_schema=lambda audit: ANSWER_SCHEMA,
+    explained_replies=explained_replies,
 )

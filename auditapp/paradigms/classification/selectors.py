@@ -3,11 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count
+import pandas as pd
+from django.db.models import Count, OuterRef, Subquery
 
 from annotation.selectors import Export
 from auditapp.audit_metrics import METRICS
-from auditapp.models import Audit, AuditExtraction, AuditExtractionLabel, AuditMetric, AuditRequest
+from auditapp.models import Audit, AuditExtraction, AuditExtractionLabel, AuditItem, AuditMetric, AuditRequest
 from auditapp.paradigms.classification.extraction_services import STRICT, outcome_source
 from auditapp.paradigms.classification.prompts import DEFAULT_TEMPLATES
 
@@ -287,3 +288,32 @@ def audit_robustness_export(*, audit: Audit, table: str = "cells") -> Export:
     records = (audit.analysis or {}).get("robustness", {}).get(table, [])
     columns = ROBUSTNESS_TABLES[table]
     return Export(columns, [tuple(record.get(column) for column in columns) for record in records])
+
+
+EXPLAINED_REPLY_COLUMNS = ["request_id", "model", "model_name", "condition", "target", "preceding", "following",
+                           "label", "explanation", "reference_label", "majority_label"]
+
+
+def explained_replies(audit: Audit) -> pd.DataFrame:
+    """The audit's replies the strict parser read a label from and that carry an explanation, one row per request
+    (each replicate its own row), in request id order, with the sentence and its context and the audit's snapshot
+    of the item's weighted and majority labels (None where the item has none): the population an error-analysis
+    round samples (``Paradigm.explained_replies``). One query: the labels are correlated subqueries. The label
+    columns are nullable integers (``Int64``)."""
+    snapshot = AuditItem.objects.filter(audit=OuterRef("audit"), item=OuterRef("item"))
+    rows = (AuditRequest.objects
+            .filter(audit=audit, outcome=AuditRequest.Outcome.LABEL, label__isnull=False, item__isnull=False)
+            .exclude(explanation="")
+            .annotate(reference_label=Subquery(snapshot.values("weighted_label")[:1]),
+                      majority_label=Subquery(snapshot.values("majority_label")[:1]))
+            .order_by("id")
+            .values_list("id", "audit_model_id", "audit_model__label", "audit_model__model", "condition",
+                         "item__target", "item__preceding", "item__following", "label", "explanation",
+                         "reference_label", "majority_label"))
+    frame = pd.DataFrame(list(rows), columns=["request_id", "model", "model_label", "model_field", "condition",
+                                              "target", "preceding", "following", "label", "explanation",
+                                              "reference_label", "majority_label"])
+    frame["model_name"] = frame.model_label.where(frame.model_label != "", frame.model_field)
+    # Nullable integers: an item without a ground truth stays missing instead of turning the column into floats.
+    return frame[EXPLAINED_REPLY_COLUMNS].astype({"request_id": "int64", "model": "int64", "label": "Int64",
+                                                  "reference_label": "Int64", "majority_label": "Int64"})
