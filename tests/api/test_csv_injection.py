@@ -1,8 +1,9 @@
 """No cell of any CSV export runs as a spreadsheet formula; JSON stays exact; an items export re-imports losslessly.
 
 Hostile text is put wherever people type it (item text and metadata, a rationale, a team, a study, endpoint,
-audit, corpus or model name, a corpus's templates and terms, an upload's file name, a model's reply), then every GET operation of the API is read as
-CSV, and so is the admin's file of invite links.
+audit, corpus or model name, a corpus's templates and terms, an upload's file name, a model's reply, a codebook's
+and its codes' names, definitions and examples, a coding round's and a coder's name, a coder's memo), then every
+GET operation of the API is read as CSV, and so is the admin's file of invite links.
 """
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.classification.extraction_services import extraction_create, extraction_run
 from auditapp.paradigms.self_report.services import self_report_audit_create
 from auditapp.urls import api_patterns
+from coding.coding_services import coding_save
+from coding.models import Code, Codebook
+from coding.round_services import coder_add, round_create
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.models import StudyInstrument
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
@@ -94,8 +98,18 @@ def hostile(shipped_instruments, audit_tasks_off):
     study_alternatives_compute(run_id=AnalysisRun.objects.filter(study=annotated).latest("id").id)
     extraction, _ = extraction_create(audit=audit, mode="rules")
     extraction_run(extraction_id=extraction.id)
+    codebook = Codebook.objects.create(name="=lens", description="+lens", source="@source")
+    codes = [Code.objects.create(codebook=codebook, name=name, definition="-definition", examples=[HYPERLINK],
+                                 position=position)
+             for position, name in enumerate(("=WORDING", "+TONE", "@FOCUS", "\tIDENTITY"))]
+    coding_round = round_create(audit=audit, codebooks=[codebook.id], name="=round", sample_size=4, seed=1)
+    coder = coder_add(coding_round=coding_round, lens_id=coding_round.lenses.get().id, name="=coder")
+    for excerpt in coding_round.excerpts.all():
+        coding_save(coder=coder, excerpt_id=excerpt.id, code_ids=[code.id for code in codes[:2]], memo=HYPERLINK,
+                    confirm=True)
     return {"study": study, "audit": audit, "self_report": self_report, "import": imported, "endpoint": endpoint,
-            "corpus": corpus, "extraction": extraction, "annotator_import": annotator_import, "annotated": annotated}
+            "corpus": corpus, "extraction": extraction, "annotator_import": annotator_import, "annotated": annotated,
+            "codebook": codebook, "coding_round": coding_round, "coder": coder}
 
 
 def csv_rows(response) -> list[list[str]]:
@@ -112,8 +126,8 @@ def get_paths(ids: dict) -> list[str]:
         route = str(pattern.pattern)
         if route in ("schema/", "docs/", "redoc/") or "<str:action>" in route:
             continue
-        if route == "corpora/upload/":
-            continue  # POST only
+        if not hasattr(getattr(pattern.callback, "view_class", None), "get"):
+            continue  # no GET (corpora/upload/, a round's coders and mappings)
         if "<int:request_id>" in route:
             continue  # one request as JSON (no CSV): its cells are covered by the responses export
         if route.startswith("corpora/<int:pk>"):
@@ -128,12 +142,19 @@ def get_paths(ids: dict) -> list[str]:
             pk = ids["import"].id
         elif route.startswith("endpoints/<int:pk>/models/"):
             continue  # it asks the endpoint's server for its models: nothing of ours to export
+        elif route.endswith("/qdc/"):
+            continue  # the REFI-QDA XML file, no CSV (tests/coding/test_qdc.py)
+        elif route.startswith("codebooks/"):
+            pk = ids["codebook"].id
+        elif route.startswith("coding-rounds/<int:pk>"):
+            pk = ids["coding_round"].id
         elif route.split("/")[-2] in ("answers", "scores", "validity"):
             pk = ids["self_report"].id
         else:
             pk = ids["audit"].id
         paths.append("/api/" + route.replace("<int:pk>", str(pk)).replace("<str:name>", "metrics")
-                     .replace("<str:extraction_id>", str(ids["extraction"].id)))
+                     .replace("<str:extraction_id>", str(ids["extraction"].id))
+                     .replace("<int:coder_id>", str(ids["coder"].id)))
     return paths
 
 
@@ -151,7 +172,8 @@ def test_no_cell_of_any_csv_export_runs_as_a_formula(api_client, hostile):
             seen.update(cell for cell in row if cell.startswith("'"))
     assert {"'" + HYPERLINK, "'=cmd|' /C calc'!A0", "'@team", "'-model", "'=error", "'+explanation", "'@reply",
             "'=endpoint", "'=audit", "'=self report", "'-items.csv", "'" + TEXTS["tab"], "''=already quoted by "
-            "its author", "'=corpus", "'-T1|@group|+term", "'=+term person.", "'@group", "'+term"} <= seen
+            "its author", "'=corpus", "'-T1|@group|+term", "'=+term person.", "'@group", "'+term", "'=lens", "'@source", "'=round", "'=coder",
+            "'=WORDING", "'+TONE", "'@FOCUS", "'\tIDENTITY"} <= seen
 
 
 def test_numbers_stay_numbers(api_client, hostile):
@@ -178,6 +200,8 @@ def test_json_exports_are_exact(api_client, hostile):
     labels = api_client.get(f"/api/studies/{study.id}/labels/").json()["results"]
     assert {r["rationale"] for r in labels} == {HYPERLINK}
     assert api_client.get("/api/audits/").json()["results"][-1]["name"] in ("=audit", "=self report")
+    codings = api_client.get(f"/api/coding-rounds/{hostile['coding_round'].id}/codings/").json()["results"]
+    assert {(r["coder"], r["memo"], tuple(r["codes"])) for r in codings} == {("=coder", HYPERLINK, ("=WORDING", "+TONE"))}
 
 
 def test_an_items_export_re_imports_to_the_same_text(api_client, hostile):
