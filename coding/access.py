@@ -6,6 +6,11 @@ Unknown tokens are counted per client address by the same lookup as the annotato
 round's coding pages only through its own Coder row in that round: anyone else gets 404 (a visitor who is not
 logged in is sent to the login page). Excerpts are looked up within the coder's round only.
 
+A researcher who is a coder of a round is kept blind to it while it is open (:func:`blind_reason`): its results,
+its exports of codes and the other coders' invite links are refused or left out, since seed 000 §3.4's analysts
+coded "independently ... without reconciliation", and a coder who could read the others' codes could still change
+their own until the round closes.
+
 A closed round shows the "closed" page to every GET and refuses every write: 409, as JSON for the pages' scripts
 or as the page otherwise; ``RoundClosed`` raised by a service under the coder's lock is answered the same way.
 """
@@ -24,6 +29,17 @@ from coding.coding_services import RoundClosed
 from coding.models import Coder, Excerpt
 
 _CODER_WITH_ROUND = Coder.objects.select_related("round", "lens__codebook")
+
+
+def blind_reason(user, coding_round) -> str | None:
+    """Why ``user`` may not see ``coding_round``'s codes and results yet (a coder of the round while it is open),
+    or None."""
+    if coding_round.closed_at is not None or not getattr(user, "is_authenticated", False):
+        return None
+    if not Coder.objects.filter(round=coding_round, user=user).exists():
+        return None
+    return ("You are a coder of this round: its results and the other coders' codes open to you when the round is "
+            "closed, so that each lens is coded independently (seed 000 §3.4).")
 
 
 @dataclass(frozen=True)

@@ -9,12 +9,11 @@
 - ``GET /api/coding-rounds/{id}/analysis/``: the figures of :mod:`coding.analysis` (JSON); the CSV holds their
   long frequency table: per lens, coder and code, the count and share over the whole sample, then per condition
   and per model (``breakdown`` = all / condition / model).
+
+A researcher who is a coder of the open round gets 403 on both (``coding.access.blind_reason``).
 """
 from __future__ import annotations
 
-from functools import cached_property
-
-from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import generics, serializers
@@ -23,16 +22,8 @@ from rest_framework.views import APIView
 
 from auditapp.api.csv_export import streaming_csv_response
 from auditapp.api.exports import EXPORT_CHUNK_SIZE
-from coding.models import CodingRound
+from coding.api_rounds import RoundScoped
 from coding.selectors import round_analysis, round_analysis_frequency_rows, round_codings_export, round_codings_rows
-
-
-class RoundScoped:
-    """A view of one coding round (``pk`` in the URL); an unknown round is a 404."""
-
-    @cached_property
-    def coding_round(self) -> CodingRound:
-        return get_object_or_404(CodingRound, pk=self.kwargs["pk"])
 
 
 class CodingRowSerializer(serializers.Serializer):
@@ -55,6 +46,7 @@ class CodingRowSerializer(serializers.Serializer):
                            "0/1 column per code of every lens, `lens<n>:<code>`, empty under other lenses' codes).")
 class RoundCodingsView(RoundScoped, generics.ListAPIView):
     serializer_class = CodingRowSerializer
+    shows_codes = True
 
     def list(self, request, *args, **kwargs):
         self.paginator.check_query(request)
@@ -68,6 +60,8 @@ class RoundCodingsView(RoundScoped, generics.ListAPIView):
 
 
 class RoundAnalysisView(RoundScoped, APIView):
+    shows_codes = True
+
     @extend_schema(summary="A coding round's analysis", responses={200: OpenApiResponse(
         response=OpenApiTypes.OBJECT, description="Per lens and coder: frequencies, the share with two or more codes, co-occurrences, by "
                     "condition and by model; mapping convergence; agreement per code where coders share a lens "

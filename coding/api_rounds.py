@@ -9,6 +9,7 @@ from functools import cached_property
 from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -17,6 +18,7 @@ from auditapp.api.launch import BIGINT_MAX
 from auditapp.api.parsers import JSONObjectParser
 from auditapp.models import Audit
 from coding import round_services as services
+from coding.access import blind_reason
 from coding.models import CodingRound
 from coding.round_selectors import round_detail, round_excerpts_export, round_list
 
@@ -114,13 +116,17 @@ class CoderSerializer(serializers.Serializer):
     lens = serializers.IntegerField()
     lens_position = serializers.IntegerField()
     user = serializers.IntegerField(allow_null=True, help_text="The researcher's account; null for an outside coder.")
-    invite_link = serializers.SerializerMethodField(help_text="The coder's own link to the coding pages.")
+    invite_link = serializers.SerializerMethodField(
+        help_text="The coder's own link to the coding pages; null for a reader who is another coder of the open round.")
     n_confirmed = serializers.IntegerField(help_text="Excerpts the coder has finished.")
     n_excerpts = serializers.IntegerField()
     started_at = serializers.DateTimeField(allow_null=True)
     completed_at = serializers.DateTimeField(allow_null=True)
 
-    def get_invite_link(self, coder: dict) -> str:
+    def get_invite_link(self, coder: dict) -> str | None:
+        blind_coder = self.context.get("blind_coder")
+        if blind_coder is not None and coder["user"] != blind_coder:
+            return None
         request = self.context.get("request")
         return request.build_absolute_uri(coder["invite_path"]) if request else coder["invite_path"]
 
@@ -159,7 +165,10 @@ class RoundDetailSerializer(serializers.Serializer):
 
 
 def detail_response(request, coding_round: CodingRound, code: int = status.HTTP_200_OK) -> Response:
-    return Response(RoundDetailSerializer(round_detail(coding_round), context={"request": request}).data,
+    """The round's detail; a coder of the open round sees only their own invite link."""
+    blind_coder = request.user.id if blind_reason(request.user, coding_round) else None
+    return Response(RoundDetailSerializer(round_detail(coding_round),
+                                          context={"request": request, "blind_coder": blind_coder}).data,
                     status=code)
 
 
@@ -205,11 +214,17 @@ class RoundListView(generics.ListAPIView):
 
 
 class RoundScoped:
-    """A view of one round (``pk`` in the URL)."""
+    """A view of one round (``pk`` in the URL); an unknown round is a 404. A view with ``shows_codes`` refuses a
+    coder of the round while it is open (403 with the reason: ``coding.access.blind_reason``)."""
+
+    shows_codes = False
 
     @cached_property
     def coding_round(self) -> CodingRound:
-        return get_object_or_404(CodingRound, pk=self.kwargs["pk"])
+        coding_round = get_object_or_404(CodingRound, pk=self.kwargs["pk"])
+        if self.shows_codes and (reason := blind_reason(self.request.user, coding_round)):
+            raise PermissionDenied(reason)
+        return coding_round
 
 
 @extend_schema(summary="An error-analysis round", responses={200: RoundDetailSerializer},
