@@ -10,20 +10,9 @@ from rest_framework.test import APIClient
 
 from auditapp.models import Audit
 from coding.models import Coder, CodingRound, Excerpt, ExcerptCoding
-from tests.coding.round_support import make_codebook, make_completed_audit
 from tests.factories import make_participant_user
 
 pytestmark = pytest.mark.usefixtures("audit_tasks_off")
-
-
-@pytest.fixture
-def audit(db):
-    return make_completed_audit(30)
-
-
-@pytest.fixture
-def lenses(db):
-    return [make_codebook("Thematic"), make_codebook("Linguistic", ("IFL", "PFL", "STEREOTYPES"))]
 
 
 def create(api_client, audit, lenses, **body):

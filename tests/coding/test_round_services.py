@@ -27,16 +27,6 @@ from tests.llm_server import LLMServer
 pytestmark = pytest.mark.usefixtures("audit_tasks_off")
 
 
-@pytest.fixture
-def audit(db):
-    return make_completed_audit(30)
-
-
-@pytest.fixture
-def lenses(db):
-    return [make_codebook("Thematic"), make_codebook("Linguistic", ("IFL", "PFL", "STEREOTYPES"))]
-
-
 def strata_counts(coding_round: CodingRound) -> dict[tuple[int, str], int]:
     return Counter(Excerpt.objects.filter(round=coding_round).values_list("request__audit_model_id", "condition"))
 
