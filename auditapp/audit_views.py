@@ -23,5 +23,7 @@ def audit_dashboard(request: HttpRequest, audit_id: int) -> HttpResponse:
     audit = get_object_or_404(Audit.objects.select_related("study", "corpus"), pk=audit_id)
     paradigm = registry.get(audit.paradigm)
     query = {name: request.GET[name] for name in paradigm.dashboard_query if name in request.GET}
-    return render(request, paradigm.dashboard_template, {"audit": audit,
+    # Error-analysis rounds (coding/) are drawn from completed audits whose paradigm explains its labels.
+    can_draw_round = paradigm.explained_replies is not None and audit.status == Audit.Status.COMPLETED
+    return render(request, paradigm.dashboard_template, {"audit": audit, "can_draw_round": can_draw_round,
                                                          "data": paradigm.dashboard_data(audit, **query)})

@@ -9,7 +9,7 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 RESEARCHER_GROUP = "Researchers"
-RESEARCHER_APPS = ("annotation", "psychometrics", "auditapp")
+RESEARCHER_APPS = ("annotation", "psychometrics", "auditapp", "coding")
 
 
 def researcher_group_ensure() -> Group:

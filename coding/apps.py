@@ -9,6 +9,7 @@ class CodingConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(_sync_shipped_codebooks, sender=self)
+        post_migrate.connect(_researchers_may_run_rounds, sender=self)
 
 
 def _sync_shipped_codebooks(sender, **kwargs) -> None:
@@ -16,3 +17,14 @@ def _sync_shipped_codebooks(sender, **kwargs) -> None:
     from coding.codebook_services import codebooks_sync_shipped
 
     codebooks_sync_shipped()
+
+
+def _researchers_may_run_rounds(sender, **kwargs) -> None:
+    """Researchers hold every permission on this app's models too, including researchers created before it was
+    installed (their group is refreshed once this app's permissions exist)."""
+    from django.contrib.auth.models import Group
+
+    from auditapp.services import RESEARCHER_GROUP, researcher_group_ensure
+
+    if Group.objects.filter(name=RESEARCHER_GROUP).exists():
+        researcher_group_ensure()

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from django.db.models import Count, Exists, OuterRef, QuerySet
 
+from coding.codebooks import default_codebooks
 from coding.models import Codebook, RoundLens
 
 
@@ -21,3 +22,11 @@ def codebook_latest_versions() -> QuerySet[Codebook]:
 def codebook_lineage_versions(codebook: Codebook) -> QuerySet[Codebook]:
     """Every version of ``codebook``'s lineage, newest first."""
     return codebook_versions_annotated().filter(lineage=codebook.lineage).order_by("-version")
+
+
+def codebook_defaults_latest() -> list[Codebook]:
+    """The latest version of each shipped codebook's lineage, in lens order
+    (:func:`coding.codebooks.default_codebooks`): a new round's preselected lenses."""
+    order = [default.lineage for default in default_codebooks()]
+    latest = {codebook.lineage: codebook for codebook in codebook_latest_versions().filter(lineage__in=order)}
+    return [latest[lineage] for lineage in order if lineage in latest]

@@ -112,7 +112,8 @@ def test_researchers_only(staff):
 def test_the_audit_dashboard_lists_its_error_analysis_rounds(staff):
     audit = build_audit(COMPLETED_PLAN, name="Audit with rounds")
     html = staff.get(reverse("audit-dashboard", args=[audit.id])).content.decode()
-    assert 'id="coding-rounds"' not in html
+    assert "First" not in segment(html, 'id="coding-rounds"', "</div>")
+    assert "New error-analysis round" in html
     coding_round = CodingRound.objects.create(audit=audit, name="First <pass>")
     html = staff.get(reverse("audit-dashboard", args=[audit.id])).content.decode()
     links = segment(html, 'id="coding-rounds"', "</div>")
