@@ -1,19 +1,26 @@
 """Two coders code a 12-excerpt round in Chromium with the keyboard only (issue 18, must show): coder A closes the
 tab halfway and resumes on another device (a new browser context) at the right excerpt with the earlier codes
 shown; each coder sees only their own codes; the database then holds exactly the codes typed, checked against
-counts per code and per pair of codes worked by hand. axe on the intro, excerpt and done pages."""
+counts per code and per pair of codes worked by hand, and the round's results page, opened by a researcher in
+Chromium, shows those counts, the two-or-more share and the agreement per code of ``krippendorff`` and
+scikit-learn computed here from the keys typed. axe on the intro, excerpt and done pages."""
 from __future__ import annotations
 
 import time
 from collections import Counter
 from itertools import combinations
 
+import krippendorff
+import numpy as np
 import pytest
+from django.test import Client
 from playwright.sync_api import Page, expect
+from sklearn.metrics import cohen_kappa_score
 
 from coding.models import ExcerptCoding
 from tests.browser.accessibility import assert_accessible
 from tests.coding.coder_rounds import add_coder, make_round
+from tests.factories import make_researcher
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -33,6 +40,16 @@ A_PER_PAIR = {("STEREOTYPES", "WORDING"): 3, ("STEREOTYPES", "TONE"): 1, ("INTEN
 # B: WORDING 0 4 6 10 11; STEREOTYPES 1 6 8; TONE 2 9; INTENT 4 10; FOCUS 5. Pairs: 4 wi, 6 ws, 10 wi.
 B_PER_CODE = {"WORDING": 5, "STEREOTYPES": 3, "TONE": 2, "INTENT": 2, "FOCUS": 1}
 B_PER_PAIR = {("INTENT", "WORDING"): 2, ("STEREOTYPES", "WORDING"): 1}
+# The results page: each code's share of the 12 confirmed excerpts, rounded ("WORDING 50% (6 of 12)").
+# A: 6/12 = 50%, 4/12 = 33.3%, 3/12 = 25%, 2/12 = 16.7% → 17%. B: 5/12 = 41.7% → 42%, 3/12 = 25%, 2/12 → 17%,
+# 1/12 = 8.3% → 8%.
+A_SHARES = {"WORDING": "50% (6 of 12)", "STEREOTYPES": "33% (4 of 12)", "TONE": "25% (3 of 12)",
+            "INTENT": "17% (2 of 12)", "FOCUS": "17% (2 of 12)"}
+B_SHARES = {"WORDING": "42% (5 of 12)", "STEREOTYPES": "25% (3 of 12)", "TONE": "17% (2 of 12)",
+            "INTENT": "17% (2 of 12)", "FOCUS": "8% (1 of 12)"}
+# Two or more codes. A: excerpts 0 ws, 3 st, 4 wsi, 6 wt, 8 ws, 11 wf = 6 of 12 = 50%; B: 4 wi, 6 ws, 10 wi = 3 of
+# 12 = 25%.
+A_MULTI, B_MULTI = "50% (6 of 12)", "25% (3 of 12)"
 CODE_OF_KEY = {"w": "WORDING", "s": "STEREOTYPES", "t": "TONE", "i": "INTENT", "f": "FOCUS"}
 
 
@@ -170,6 +187,38 @@ def test_two_coders_code_a_round_with_the_keyboard_and_one_resumes_on_another_de
         assert {c.excerpt.position: c.memo for c in codings.exclude(memo="").select_related("excerpt")} == memos
         coder.refresh_from_db()
         assert coder.started_at is not None and coder.completed_at is not None
+
+    _the_results_page_shows_the_hand_counts_and_the_libraries_agreement(live_server, chromium, round_)
+
+
+def _the_results_page_shows_the_hand_counts_and_the_libraries_agreement(live_server, chromium, round_) -> None:
+    researcher = Client()
+    researcher.force_login(make_researcher("results-reader")[0])
+    context = chromium.new_context(viewport={"width": 1200, "height": 900})
+    context.add_cookies([{"name": "sessionid", "value": researcher.cookies["sessionid"].value,
+                          "url": live_server.url}])
+    page = _open_link(context, f"{live_server.url}/coding/rounds/{round_.id}/results/")
+    expect(page.locator("#round-name")).to_have_text("Error analysis round")
+    expect(page.locator("#partial")).to_have_count(0)
+    for name, shares, multi, pair in (("Coder A", A_SHARES, A_MULTI, "WORDING + STEREOTYPES (n = 3)"),
+                                      ("Coder B", B_SHARES, B_MULTI, "(n = 2)")):
+        figures = page.locator(f'.coder-figures[data-coder="{name}"]')
+        for code, share in shares.items():
+            expect(figures.locator(f'.frequencies tr[data-code="{code}"] td.num')).to_have_text(share)
+        expect(figures.locator(".multi-code")).to_contain_text(multi)
+        expect(figures.locator(".top-pairs .label").first).to_contain_text(pair)
+    expect(page.locator('.coder-figures[data-coder="Coder B"] .top-pairs .label').first).to_contain_text("INTENT")
+
+    # Agreement per code on presence/absence over the 12 excerpts, from the keys typed, by the libraries.
+    for key, code in CODE_OF_KEY.items():
+        a = np.array([int(key in _expected_ticks(typed)) for typed in A_KEYS])
+        b = np.array([int(key in _expected_ticks(typed)) for typed in B_KEYS])
+        alpha = krippendorff.alpha(reliability_data=np.vstack([a, b]), level_of_measurement="nominal")
+        row = page.locator(f'table.agreement tr[data-code="{code}"]')
+        expect(row.locator("td.alpha")).to_have_text(f"{alpha:.3f}")
+        expect(row.locator("td.kappa")).to_have_text(f"{cohen_kappa_score(a, b):.3f}")
+    assert page.problems == []
+    context.close()
 
 
 def test_a_failed_save_is_shown_and_retried_a_closed_tab_sends_its_memo_and_a_closed_round_is_shown(
