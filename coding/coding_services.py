@@ -3,7 +3,10 @@
 Every write takes the coder's row lock (``SELECT ... FOR NO KEY UPDATE`` on the coder joined with the round,
 so PostgreSQL locks both rows): two tabs of one coder saving at once are applied one after the other, and a
 round closed meanwhile is seen before anything is written (``RoundClosed``, answered 409 by the pages). A save
-sends the excerpt's full code set and memo every time, so sending it twice changes nothing.
+sends the excerpt's full code set and memo every time, so sending it twice changes nothing. A page sends the
+revision it last saw, its own id and the number of its save: a save based on an older revision than one another
+page stored is refused (``CodingConflict``) and the page shows what is stored, with the change it could not save,
+so no device silently overwrites another; a page's own saves arriving out of order keep the later one.
 """
 from __future__ import annotations
 
@@ -26,6 +29,15 @@ class CodingInputError(ValueError):
 
 class RoundClosed(Exception):
     """The round was closed: no more coding is accepted."""
+
+
+class CodingConflict(Exception):
+    """The save was based on an older revision of the coding than the one stored (saved meanwhile from another
+    device or tab); ``stored`` is the stored coding, left as it was."""
+
+    def __init__(self, stored: ExcerptCoding):
+        self.stored = stored
+        super().__init__("This excerpt was changed on another device or tab since this page loaded.")
 
 
 @dataclass(frozen=True)
@@ -51,7 +63,8 @@ def coder_progress(*, coder: Coder) -> CodingProgress:
 
 
 def coding_save(*, coder: Coder, excerpt_id: int, code_ids: Iterable[int] | None, memo: str | None,
-                confirm: bool = False) -> ExcerptCoding:
+                confirm: bool = False, base_revision: int | None = None, writer: str = "",
+                writer_seq: int = 0) -> ExcerptCoding:
     """Store the coder's full code set and memo for one excerpt of their round (replacing what was there; None
     keeps what is stored), and with ``confirm`` mark the excerpt done (an excerpt with no code is a valid
     answer; a later change keeps it confirmed). The first save sets the coder's ``started_at``; the save that
@@ -59,7 +72,13 @@ def coding_save(*, coder: Coder, excerpt_id: int, code_ids: Iterable[int] | None
 
     Raises CodingInputError for an excerpt outside the coder's round, a code outside the codebook version of
     the coder's lens (named), or a memo over MAX_MEMO_LENGTH characters or holding what the database cannot
-    store; RoundClosed when the round is closed. Nothing is written then.
+    store; RoundClosed when the round is closed; CodingConflict when ``base_revision`` is given and the stored
+    coding has moved past it by another writer's save (another device or tab saved since the page loaded).
+    Nothing is written then.
+
+    ``writer`` names one load of a page and ``writer_seq`` counts its saves: a page's own later save is taken
+    whatever revision it was based on (its earlier save landed meanwhile), and an earlier one arriving after a
+    later one changes nothing (the stored coding is returned as it is).
     """
     code_ids = None if code_ids is None else sorted(set(code_ids))
     memo = None if memo is None else _checked_memo(memo)
@@ -74,6 +93,13 @@ def coding_save(*, coder: Coder, excerpt_id: int, code_ids: Iterable[int] | None
         codes = None if code_ids is None else _codes_of_lens(locked, code_ids)
         now = timezone.now()
         coding, _ = ExcerptCoding.objects.get_or_create(coder=locked, excerpt=excerpt)
+        own_page = bool(writer) and writer == coding.writer
+        if own_page and writer_seq <= coding.writer_seq:
+            return coding  # this page's earlier state, overtaken by its later one
+        if not own_page and base_revision is not None and base_revision != coding.revision:
+            raise CodingConflict(coding)
+        coding.revision += 1
+        coding.writer, coding.writer_seq = writer, writer_seq
         if memo is not None:
             coding.memo = memo
         if confirm and coding.confirmed_at is None:

@@ -168,13 +168,20 @@ class Coder(models.Model):
 
 class ExcerptCoding(models.Model):
     """One coder's codes and memo for one excerpt. ``confirmed_at`` is set when the coder finishes the excerpt
-    (an excerpt may rightly get no code); progress counts confirmed excerpts."""
+    (an excerpt may rightly get no code); progress counts confirmed excerpts. ``revision`` lets a page that saves
+    say which state it changed, so a change made on another device meanwhile is never overwritten; ``writer`` and
+    ``writer_seq`` tell one page's own saves apart, so its later state (a keepalive sent while an earlier save was
+    in flight) is taken and its earlier one, arriving late, is not."""
 
     coder = models.ForeignKey(Coder, on_delete=models.CASCADE, related_name="codings")
     excerpt = models.ForeignKey(Excerpt, on_delete=models.CASCADE, related_name="codings")
     codes = models.ManyToManyField(Code, blank=True, related_name="+")
     memo = models.TextField(blank=True)
     confirmed_at = models.DateTimeField(null=True, blank=True)
+    revision = models.PositiveIntegerField(
+        default=0, help_text="Counts the saves; a save based on an older revision is refused (another device saved).")
+    writer = models.CharField(max_length=64, blank=True, help_text="The page (one load of it) that saved last.")
+    writer_seq = models.PositiveIntegerField(default=0, help_text="That page's count of its saves, at the last one.")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

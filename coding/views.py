@@ -4,8 +4,10 @@ go through ``coding.coding_services``.
 
 Without scripts the excerpt page is a plain form: its buttons save the codes and memo and go on (``go`` is
 ``confirm``, ``previous`` or ``next``). With scripts every change is posted to the save endpoint at once
-(JSON ``{"codes": [ids], "memo": text, "confirm": bool}``), which answers the coder's progress and where to go
-next.
+(JSON ``{"codes": [ids], "memo": text, "confirm": bool, "revision": n, "writer": page id, "seq": n}``), which answers the coder's progress, the
+new revision and where to go next. A save based on an older revision than the stored one (another device saved
+since) is answered 409 with ``conflict`` and the stored state; the form shows the stored state beside what the
+coder sent.
 """
 from __future__ import annotations
 
@@ -18,13 +20,14 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.models import LabelValue
 from annotation.participant_input import InputError, form_number, json_object, whole_number
 from coding.access import CoderAccess, coder_page, excerpt_of_coder
-from coding.coding_services import CodingInputError, coder_progress, coding_save
+from coding.coding_services import CodingConflict, CodingInputError, coder_progress, coding_save
 from coding.models import Code, Excerpt, ExcerptCoding
 
 # Keys the excerpt page keeps for moving around; a code whose shortcut is one of them is toggled by its
 # checkbox only (the intro says so).
 NAVIGATION_KEYS = frozenset({"p", "n", "m", "?"})
 GO_CHOICES = ("confirm", "previous", "next")
+MAX_COUNT = 2**31 - 1  # a revision or a page's save count (PositiveIntegerField on every database)
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,12 @@ def _code_choices(access: CoderAccess, checked_ids: set[int] = frozenset()) -> l
     codes = Code.objects.filter(codebook_id=access.coder.lens.codebook_id).order_by("position", "id")
     return [CodeChoice(code=code, key="" if code.shortcut in NAVIGATION_KEYS else code.shortcut,
                        checked=code.id in checked_ids) for code in codes]
+
+
+def _code_names(access: CoderAccess, values: list[str]) -> list[str]:
+    """The names of the coder's codes among posted ids (others are left out)."""
+    ids = {int(value) for value in values if value.isascii() and value.isdigit()}
+    return [choice.code.name for choice in _code_choices(access) if choice.code.id in ids]
 
 
 def _resume_url(access: CoderAccess) -> str:
@@ -97,34 +106,43 @@ def excerpt(request: HttpRequest, access: CoderAccess, excerpt_id: int) -> HttpR
     shown = excerpt_of_coder(access, excerpt_id)
     excerpt_ids = _excerpt_ids(access)
     index = excerpt_ids.index(shown.id)
-    error = None
+    error = conflict = None
     if request.method == "POST":
         go = request.POST.get("go", "confirm")
         try:
             if go not in GO_CHOICES:
                 raise CodingInputError(f"go must be one of {', '.join(GO_CHOICES)}.")
             code_ids = [form_number(value, field="code") for value in request.POST.getlist("code")]
+            revision = request.POST.get("revision")
             coding_save(coder=access.coder, excerpt_id=shown.id, code_ids=code_ids,
-                        memo=request.POST.get("memo", ""), confirm=go == "confirm")
+                        memo=request.POST.get("memo", ""), confirm=go == "confirm",
+                        base_revision=None if revision is None else form_number(revision, field="revision"))
         except (InputError, CodingInputError) as refused:
             error = str(refused)
+        except CodingConflict as stale:
+            error = str(stale) + " The page now shows what is saved; what you sent is below."
+            conflict = {"codes": _code_names(access, request.POST.getlist("code")),
+                        "memo": request.POST.get("memo", "")}
         else:
             return redirect(_after(access, excerpt_ids, index, go))
     coding = ExcerptCoding.objects.filter(coder=access.coder, excerpt=shown).first()
     checked = set() if coding is None else set(coding.codes.values_list("id", flat=True))
-    if error is not None:  # show what the coder sent, not what is stored, beside the reason it was refused
+    if error is not None and conflict is None:  # show what the coder sent beside the reason it was refused
         checked = {int(value) for value in request.POST.getlist("code") if value.isascii() and value.isdigit()}
     progress = coder_progress(coder=access.coder)
     return render(request, "coding/code_excerpt.html", {
         "access": access, "round": access.coder.round, "codebook": access.coder.lens.codebook,
         "excerpt": shown, "number": index + 1, "total": len(excerpt_ids), "progress": progress,
         "choices": _code_choices(access, checked),
-        "memo": request.POST.get("memo", "") if error is not None else ("" if coding is None else coding.memo),
+        "memo": request.POST.get("memo", "") if error is not None and conflict is None
+        else ("" if coding is None else coding.memo),
+        "revision": 0 if coding is None else coding.revision, "conflict": conflict,
         "confirmed": coding is not None and coding.confirmed_at is not None,
         "model_label": label_words(shown.label), "reference_label": label_words(shown.reference_label),
         "previous_url": access.url("excerpt", excerpt_id=excerpt_ids[index - 1]) if index > 0 else "",
         "next_url": access.url("excerpt", excerpt_id=excerpt_ids[index + 1]) if index + 1 < len(excerpt_ids) else "",
-        "save_url": access.url("save", excerpt_id=shown.id), "intro_url": access.url("intro"), "error": error}, status=400 if error else 200)
+        "save_url": access.url("save", excerpt_id=shown.id), "intro_url": access.url("intro"), "error": error},
+        status=409 if conflict else 400 if error else 200)
 
 
 @require_POST
@@ -143,15 +161,26 @@ def save(request: HttpRequest, access: CoderAccess, excerpt_id: int) -> JsonResp
         confirm = data.get("confirm", False)
         if not isinstance(confirm, bool):
             raise InputError("confirm", "must be true or false")
+        revision = data.get("revision")
+        writer = data.get("writer", "")
+        if not isinstance(writer, str) or len(writer) > 64:
+            raise InputError("writer", "must be a text of at most 64 characters")
         coding = coding_save(coder=access.coder, excerpt_id=shown.id, memo=memo, confirm=confirm,
                              code_ids=[whole_number(code, field=f"codes[{n}]", minimum=1)
-                                       for n, code in enumerate(codes)])
+                                       for n, code in enumerate(codes)],
+                             base_revision=None if revision is None else whole_number(revision, field="revision", maximum=MAX_COUNT),
+                             writer=writer, writer_seq=whole_number(data.get("seq", 0), field="seq", maximum=MAX_COUNT))
     except (InputError, CodingInputError) as refused:
         return JsonResponse({"error": str(refused)}, status=400)
+    except CodingConflict as stale:
+        stored = stale.stored
+        return JsonResponse({"error": str(stale), "conflict": True, "stored": {
+            "codes": sorted(stored.codes.values_list("id", flat=True)), "memo": stored.memo,
+            "revision": stored.revision, "confirmed": stored.confirmed_at is not None}}, status=409)
     excerpt_ids = _excerpt_ids(access)
     progress = coder_progress(coder=access.coder)
     return JsonResponse({
-        "confirmed": coding.confirmed_at is not None,
+        "confirmed": coding.confirmed_at is not None, "revision": coding.revision,
         "progress": {"confirmed": progress.confirmed, "total": progress.total},
         "next_url": _after(access, excerpt_ids, excerpt_ids.index(shown.id), "next")})
 

@@ -5,8 +5,11 @@
 // time; a change made meanwhile is sent after it, so the last state wins. A network error or a 5xx is shown and
 // sent again with backoff (with the newest state); the state is kept in localStorage until the server has
 // acknowledged it, so a tab closed while the server was away sends it when the excerpt is opened again. On
-// pagehide an unsaved state is sent with keepalive. A 409 (the round was closed) or another 4xx is shown and
-// not retried. Without JavaScript the form posts as usual and the server saves and moves on.
+// pagehide an unsaved state is sent with keepalive. Each save carries the revision it changes: when another
+// device or tab saved the excerpt since (409 with "conflict"), the page shows what is stored and names the change
+// it could not save, so nothing is overwritten and nothing is lost without a word. Another 409 (the round was
+// closed) or 4xx is shown and not retried. Without JavaScript the form posts as usual and the server saves and
+// moves on.
 (function () {
   "use strict";
   const form = document.getElementById("coding-form");
@@ -25,6 +28,11 @@
   const MEMO_DELAY_MS = 700;
 
   let acknowledged = JSON.stringify(currentState());
+  let revision = Number(form.dataset.revision || 0);
+  // This load of the page, and the number of its saves: the server keeps this page's later state when an earlier
+  // save of the same page arrives after it (a keepalive overtaking a save in flight).
+  let writer = (window.crypto && crypto.randomUUID) ? crypto.randomUUID() : String(Math.random()).slice(2);
+  let seq = 0;
   let confirmWanted = false;
   let leaveTo = null;
   let leaving = false;
@@ -41,7 +49,9 @@
     };
   }
   function remember(state) {
-    try { localStorage.setItem(storageKey, JSON.stringify(state)); } catch (error) { /* private mode */ }
+    // The revision the change was made on: sent again later, it cannot overwrite a newer save.
+    const kept = { codes: state.codes, memo: state.memo, revision: revision, writer: writer, seq: seq + 1 };
+    try { localStorage.setItem(storageKey, JSON.stringify(kept)); } catch (error) { /* private mode */ }
   }
   function forget() {
     try { localStorage.removeItem(storageKey); } catch (error) { /* private mode */ }
@@ -53,7 +63,10 @@
     status.textContent = text;
     status.classList.toggle("failed", Boolean(failed));
   }
-  function post(body, keepalive) {
+  function post(state, confirm, keepalive) {
+    seq += 1;
+    const body = { codes: state.codes, memo: state.memo, confirm: confirm, revision: revision, writer: writer,
+                   seq: seq };
     return fetch(saveUrl, {
       method: "POST", credentials: "same-origin", keepalive: Boolean(keepalive), body: JSON.stringify(body),
       headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken },
@@ -75,17 +88,21 @@
       const state = currentState();
       remember(state);
       let response = null;
-      try { response = await post(Object.assign({ confirm: confirm }, state), false); } catch (error) { /* network */ }
+      try { response = await post(state, confirm, false); } catch (error) { /* network */ }
       if (response && response.ok) {
         const data = await response.json();
         acknowledged = JSON.stringify(state);
+        revision = data.revision;
         if (JSON.stringify(currentState()) === acknowledged) forget();
         codedCount.textContent = data.progress.confirmed + " of " + data.progress.total + " coded";
         show("Saved.");
         return data;
       }
       if (response && response.status === 409) {
-        closeDown(await errorText(response));
+        let data = {};
+        try { data = await response.json(); } catch (error) { /* not JSON */ }
+        if (data.conflict) showStored(data, state);
+        else closeDown(data.error || response.statusText);
         return null;
       }
       if (response && response.status >= 400 && response.status < 500) {
@@ -96,6 +113,24 @@
       await sleep(Math.min(8000, 500 * 2 ** attempt));
       if (closed) return null;
     }
+  }
+
+  function codeNames(ids) {
+    return checkboxes.filter((box) => ids.includes(Number(box.value)))
+      .map((box) => box.labels[0].textContent.replace(box.dataset.key || "", "").trim());
+  }
+  // Another device or tab saved this excerpt since this page's revision: show what is stored, and the change
+  // this page could not save, in words the coder can act on.
+  function showStored(data, unsaved) {
+    const stored = data.stored;
+    checkboxes.forEach((box) => { box.checked = stored.codes.includes(Number(box.value)); });
+    memo.value = stored.memo;
+    revision = stored.revision;
+    acknowledged = JSON.stringify(currentState());
+    forget();
+    const codesText = codeNames(unsaved.codes).join(", ") || "none";
+    show("Changed on another device or tab: this page now shows what is saved there. Your change was not saved " +
+         "(codes: " + codesText + (unsaved.memo ? "; memo: " + unsaved.memo : "") + ").", true);
   }
 
   async function drain() {
@@ -151,7 +186,7 @@
     if (closed || JSON.stringify(currentState()) === acknowledged) return;
     const state = currentState();
     remember(state);
-    try { post(Object.assign({ confirm: false }, state), true); } catch (error) { /* kept in localStorage */ }
+    try { post(state, false, true); } catch (error) { /* kept in localStorage */ }
   }
   window.addEventListener("pagehide", sendBeforeLeaving);
   document.addEventListener("visibilitychange", () => {
@@ -215,9 +250,16 @@
 
   // An answer the server never acknowledged (the tab was closed while it was away): put it back and send it.
   const pending = remembered();
-  if (pending && JSON.stringify(pending) !== acknowledged && Array.isArray(pending.codes)) {
+  const pendingState = pending && JSON.stringify({ codes: pending.codes, memo: pending.memo });
+  if (pending && pendingState !== acknowledged && Array.isArray(pending.codes)) {
     checkboxes.forEach((box) => { box.checked = pending.codes.includes(Number(box.value)); });
     memo.value = typeof pending.memo === "string" ? pending.memo : memo.value;
+    if (Number.isInteger(pending.revision)) revision = pending.revision;  // what the change was made on
+    // Sent again as the page that made it: its own later saves, if any landed, are not overwritten.
+    if (typeof pending.writer === "string" && Number.isInteger(pending.seq)) {
+      writer = pending.writer;
+      seq = pending.seq - 1;
+    }
     schedule();
   } else if (pending) {
     forget();

@@ -226,11 +226,8 @@ def test_a_failed_save_is_shown_and_retried_a_closed_tab_sends_its_memo_and_a_cl
     round_ = make_round(2)
     coder = add_coder(round_, "Coder A")
     first = round_.excerpts.get(position=0)
-    context = chromium.new_context()
-    page = _open_link(context, f"{live_server.url}/c/{coder.invite_token}/excerpts/{first.id}/")
-    _ready(page, 1, 2)
-
-    # The server is unreachable for the first two saves: the page says so and sends again by itself.
+    # The server is unreachable for the first two saves: the page says so and sends again by itself. (The route is
+    # the context's, in place before the page exists.)
     failures = []
 
     def unreachable_twice(route):
@@ -240,11 +237,15 @@ def test_a_failed_save_is_shown_and_retried_a_closed_tab_sends_its_memo_and_a_cl
         else:
             route.continue_()
 
-    page.route("**/save/", unreachable_twice)
+    context = chromium.new_context()
+    context.route("**/save/", unreachable_twice)
+    page = _open_link(context, f"{live_server.url}/c/{coder.invite_token}/excerpts/{first.id}/")
+    _ready(page, 1, 2)
     page.keyboard.press("w")
     expect(page.locator("#save-status")).to_contain_text("Not saved yet")
     expect(page.locator("#save-status")).to_have_text("Saved.", timeout=10_000)
     assert len(failures) == 2 and _stored_codes(coder) == {0: {"WORDING"}}
+    context.unroute("**/save/")  # a keepalive from a closing page must not wait on a route handler
 
     # A memo typed and the tab closed before the memo's delay: sent on pagehide with keepalive.
     page.keyboard.press("m")
@@ -267,3 +268,41 @@ def test_a_failed_save_is_shown_and_retried_a_closed_tab_sends_its_memo_and_a_cl
     assert _stored_codes(coder) == {0: {"WORDING"}}
     assert page.problems == [] or all("409" in problem for problem in page.problems)
     context.close()
+
+
+def test_a_change_made_offline_never_overwrites_another_devices_later_save(live_server, chromium):
+    """Device A ticks WORDING while the server is unreachable (kept on the page and in localStorage); device B then
+    ticks TONE on the same excerpt; when A reaches the server again its save, based on the older revision, is
+    refused: B's codes stay, and A's page shows them with the change it could not save."""
+    round_ = make_round(2)
+    coder = add_coder(round_, "Coder A")
+    first = round_.excerpts.get(position=0)
+    url = f"{live_server.url}/c/{coder.invite_token}/excerpts/{first.id}/"
+    device_a, device_b = chromium.new_context(), chromium.new_context()
+    offline = {"on": True}
+    device_a.route("**/save/", lambda route: route.abort() if offline["on"] else route.continue_())
+    page_a = _open_link(device_a, url)
+    _ready(page_a, 1, 2)
+    page_a.keyboard.press("w")
+    expect(page_a.locator("#save-status")).to_contain_text("Not saved yet")
+
+    page_b = _open_link(device_b, url)
+    _ready(page_b, 1, 2)
+    page_b.keyboard.press("t")
+    expect(page_b.locator("#save-status")).to_have_text("Saved.")
+    assert _stored_codes(coder) == {0: {"TONE"}}
+
+    offline["on"] = False  # A's retry now reaches the server
+    expect(page_a.locator("#save-status")).to_contain_text("Changed on another device", timeout=15_000)
+    expect(page_a.locator("#save-status")).to_contain_text("codes: WORDING")
+    assert _ticked(page_a) == {"t"}
+    assert _stored_codes(coder) == {0: {"TONE"}}
+    # A can now code on top of what is stored.
+    page_a.keyboard.press("w")
+    expect(page_a.locator("#save-status")).to_have_text("Saved.")
+    assert _stored_codes(coder) == {0: {"TONE", "WORDING"}}
+    # The aborted saves and the 409 are logged by Chromium as failed loads; nothing else went wrong.
+    assert [p for p in page_a.problems if not p.startswith("Failed to load resource")] == []
+    assert page_b.problems == []
+    device_a.close()
+    device_b.close()

@@ -5,6 +5,7 @@ done), the JSON save endpoint and its refusals, and a closed round."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from django.core.cache import cache
@@ -125,7 +126,7 @@ def test_the_save_endpoint_saves_confirms_and_names_what_it_refuses():
     client = Client()
     answer = _save(client, coder, first, codes=[wording], memo="a")
     assert answer.status_code == 200
-    assert answer.json() == {"confirmed": False, "progress": {"confirmed": 0, "total": 2},
+    assert answer.json() == {"confirmed": False, "revision": 1, "progress": {"confirmed": 0, "total": 2},
                              "next_url": _excerpt_url(coder, second)}
     answer = _save(client, coder, first, codes=[wording, stereotypes], memo="ab", confirm=True)
     assert answer.json()["confirmed"] is True and answer.json()["progress"] == {"confirmed": 1, "total": 2}
@@ -263,3 +264,39 @@ def test_a_round_closed_while_a_save_waits_for_the_lock_is_answered_409(monkeypa
     assert refused.status_code == 409 and refused.json()["closed"] is True
     form = Client().post(_excerpt_url(coder, excerpt), {"go": "confirm"})
     assert form.status_code == 409 and "This coding round is closed" in form.content.decode()
+
+
+def test_a_save_based_on_an_older_revision_is_refused_and_answers_what_is_stored():
+    """Device A loaded the excerpt at revision 0 and went offline; device B saved (revision 1); A's late save
+    based on revision 0 must not overwrite B's codes."""
+    round_ = make_round(1)
+    coder = add_coder(round_, "Coder A")
+    (only,) = round_.excerpts.all()
+    wording, stereotypes = code_ids(round_, "WORDING", "STEREOTYPES")
+    device_b = _save(Client(), coder, only, codes=[stereotypes], memo="B's memo", revision=0)
+    assert device_b.status_code == 200 and device_b.json()["revision"] == 1
+    device_a = _save(Client(), coder, only, codes=[wording], memo="A's memo", revision=0)
+    assert device_a.status_code == 409 and device_a.json()["conflict"] is True
+    assert device_a.json()["stored"] == {"codes": [stereotypes], "memo": "B's memo", "revision": 1,
+                                         "confirmed": False}
+    assert _stored(coder) == {0: (["STEREOTYPES"], "B's memo", False)}
+    assert _save(Client(), coder, only, codes=[wording], memo="A again", revision=1).json()["revision"] == 2
+    bad = _save(Client(), coder, only, codes=[], revision="1")
+    assert bad.status_code == 400 and "revision" in bad.json()["error"]
+
+
+def test_the_form_without_scripts_shows_the_stored_state_and_what_it_could_not_save():
+    round_ = make_round(2)
+    coder = add_coder(round_, "Coder A")
+    first = round_.excerpts.get(position=0)
+    wording, stereotypes = code_ids(round_, "WORDING", "STEREOTYPES")
+    _save(Client(), coder, first, codes=[stereotypes], memo="saved elsewhere", revision=0)
+    page = Client().post(_excerpt_url(coder, first), {"code": [str(wording)], "memo": "typed here",
+                                                       "go": "confirm", "revision": "0"})
+    html = page.content.decode()
+    assert page.status_code == 409 and 'id="conflict-sent"' in html
+    assert "Not saved: codes WORDING." in html and "typed here" in html
+    ticked = set(re.findall(r'<input type="checkbox" name="code" value="(\d+)"[^>]* checked', html))
+    assert ticked == {str(stereotypes)}
+    assert ">saved elsewhere</textarea>" in html and 'name="revision" value="1"' in html
+    assert _stored(coder) == {0: (["STEREOTYPES"], "saved elsewhere", False)}

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from coding.coding_services import (
     MAX_MEMO_LENGTH,
+    CodingConflict,
     CodingInputError,
     RoundClosed,
     coder_progress,
@@ -111,6 +112,45 @@ def test_a_long_memo_an_unstorable_memo_and_another_rounds_excerpt_are_refused()
     with pytest.raises(CodingInputError, match=r"Excerpt \d+ is not in this coder's round"):
         coding_save(coder=coder, excerpt_id=other_round.excerpts.get().id, code_ids=[], memo="")
     assert ExcerptCoding.objects.get().memo == "m" * MAX_MEMO_LENGTH
+
+
+def test_a_save_on_an_older_revision_raises_a_conflict_and_changes_nothing():
+    round_ = make_round(1)
+    coder = add_coder(round_, "Coder A")
+    (excerpt,) = round_.excerpts.all()
+    wording, tone = code_ids(round_, "WORDING", "TONE")
+    first = coding_save(coder=coder, excerpt_id=excerpt.id, code_ids=[wording], memo="one", base_revision=0)
+    assert first.revision == 1
+    with pytest.raises(CodingConflict) as conflict:
+        coding_save(coder=coder, excerpt_id=excerpt.id, code_ids=[tone], memo="stale", base_revision=0)
+    assert conflict.value.stored.revision == 1 and conflict.value.stored.memo == "one"
+    stored = ExcerptCoding.objects.get()
+    assert (stored.revision, stored.memo, list(stored.codes.values_list("id", flat=True))) == (1, "one", [wording])
+    # No base revision (a confirmation, an older page): applied on top, and counted.
+    assert coding_save(coder=coder, excerpt_id=excerpt.id, code_ids=None, memo=None, confirm=True).revision == 2
+
+
+def test_one_pages_later_save_is_kept_whatever_order_its_saves_arrive_in():
+    """A page's keepalive (seq 2) overtakes its own save in flight (seq 1): the later state is kept, with no conflict
+    although it was based on the revision before seq 1; seq 1 arriving last changes nothing. Another page's save
+    on the old revision is still a conflict."""
+    round_ = make_round(1)
+    coder = add_coder(round_, "Coder A")
+    (excerpt,) = round_.excerpts.all()
+    wording, tone = code_ids(round_, "WORDING", "TONE")
+    page = {"coder": coder, "excerpt_id": excerpt.id, "writer": "page-1"}
+    coding_save(**page, code_ids=[wording], memo="partial", base_revision=0, writer_seq=1)
+    later = coding_save(**page, code_ids=[wording, tone], memo="partial, then the whole memo", base_revision=0,
+                        writer_seq=2)
+    assert later.revision == 2
+    late = coding_save(**page, code_ids=[wording], memo="partial", base_revision=0, writer_seq=1)
+    assert (late.revision, late.memo) == (2, "partial, then the whole memo")
+    with pytest.raises(CodingConflict):
+        coding_save(coder=coder, excerpt_id=excerpt.id, code_ids=[], memo="", base_revision=1, writer="page-2",
+                    writer_seq=1)
+    stored = ExcerptCoding.objects.get()
+    assert (stored.memo, sorted(stored.codes.values_list("id", flat=True))) == (
+        "partial, then the whole memo", sorted([wording, tone]))
 
 
 def test_a_closed_round_refuses_saves_and_confirmations():
