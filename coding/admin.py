@@ -25,6 +25,7 @@ from django.urls import path, reverse
 from auditapp.models import Audit
 from auditapp.paradigms import registry
 from coding import round_services
+from coding.access import blind_reason
 from coding.codebook_selectors import codebook_defaults_latest, codebook_latest_versions
 from coding.codebook_services import codebook_create, codebook_frozen, codebook_save
 from coding.codebooks import CodebookInvalid, codebook_parse
@@ -206,9 +207,6 @@ class CodingRoundAdmin(admin.ModelAdmin):
         # The sample is never edited; the round's page changes only coders, mappings and whether it is open.
         return False
 
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_active and request.user.is_staff
-
     def get_urls(self):
         def view(function):
             return self.admin_site.admin_view(function)
@@ -261,12 +259,17 @@ class CodingRoundAdmin(admin.ModelAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         coding_round = get_object_or_404(CodingRound.objects.select_related("audit"), pk=object_id)
+        if not self.has_view_permission(request, coding_round):
+            raise PermissionDenied
         return self._round_page(request, coding_round)
 
     def _round_page(self, request, coding_round, *, coder_form=None, mapping_form=None, status: int = 200):
         detail = round_detail(coding_round)
+        # A researcher coding in this open round sees only their own link (coding.access.blind_reason).
+        blind = blind_reason(request.user, coding_round) is not None
         for coder in detail["coders"]:
-            coder["invite_link"] = request.build_absolute_uri(coder["invite_path"])
+            own = coder["user"] == request.user.id
+            coder["invite_link"] = request.build_absolute_uri(coder["invite_path"]) if own or not blind else ""
             coder["can_remove"] = coder["started_at"] is None
         return self._page(request, "admin/coding/codinground/round.html", {
             "title": coding_round.name, "round": coding_round, "detail": detail, "original": coding_round,
@@ -274,7 +277,7 @@ class CodingRoundAdmin(admin.ModelAdmin):
             "mapping_form": mapping_form or MappingForm(coding_round=coding_round)}, status=status)
 
     def _round(self, request, round_id: int) -> CodingRound:
-        if request.method != "POST":
+        if request.method != "POST" or not request.user.has_perm("coding.change_codinground"):
             raise PermissionDenied
         return get_object_or_404(CodingRound, pk=round_id)
 

@@ -60,6 +60,12 @@ def test_a_coder_of_the_open_round_sees_only_their_own_invite_link(coded_round):
     assert coded_round["outside"].invite_token not in str(detail)
 
 
+def test_the_round_admin_page_hides_the_other_coders_links_from_a_coder(coded_round):
+    page = coded_round["session"].get(f"/admin/coding/codinground/{coded_round['round'].id}/change/").content.decode()
+    assert f"/c/{coded_round['bob'].invite_token}/" in page
+    assert coded_round["outside"].invite_token not in page and "Hidden while you code in this open round." in page
+
+
 def test_researchers_who_do_not_code_see_everything(coded_round, staff_client, api_client):
     round_id = coded_round["round"].id
     assert staff_client.get(f"/coding/rounds/{round_id}/results/").status_code == 200

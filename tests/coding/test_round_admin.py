@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
 
 from auditapp.models import Audit
 from coding.codebook_selectors import codebook_defaults_latest
@@ -105,3 +107,17 @@ def test_coders_mappings_and_closing_from_the_round_page(staff_client, audit):
 def test_the_round_admin_is_for_researchers_only(client, audit):
     assert client.get(ADD).status_code == 302
     assert client.get(f"{ADD}?audit={audit.id}").url.startswith("/admin/login/")
+
+
+def test_staff_without_the_coding_permissions_cannot_change_a_round(staff_client, audit):
+    draw(staff_client, audit)
+    coding_round = CodingRound.objects.get()
+    other = get_user_model().objects.create_user("staff-only", password="x-staff-only-1", is_staff=True)
+    client = Client()
+    client.force_login(other)
+    lens = coding_round.lenses.order_by("position").first()
+    assert client.post(f"/admin/coding/codinground/{coding_round.id}/coders/",
+                       {"lens": lens.id, "name": "Intruder"}).status_code == 403
+    assert client.post(f"/admin/coding/codinground/{coding_round.id}/close/").status_code == 403
+    assert client.get(f"/admin/coding/codinground/{coding_round.id}/change/").status_code == 403
+    assert not Coder.objects.exists() and CodingRound.objects.get().closed_at is None
