@@ -266,13 +266,14 @@ class CodingRoundAdmin(admin.ModelAdmin):
     def _round_page(self, request, coding_round, *, coder_form=None, mapping_form=None, status: int = 200):
         detail = round_detail(coding_round)
         # A researcher coding in this open round sees only their own link (coding.access.blind_reason).
-        blind = blind_reason(request.user, coding_round) is not None
+        blind = blind_reason(request.user, coding_round)
         for coder in detail["coders"]:
             own = coder["user"] == request.user.id
             coder["invite_link"] = request.build_absolute_uri(coder["invite_path"]) if own or not blind else ""
             coder["can_remove"] = coder["started_at"] is None
         return self._page(request, "admin/coding/codinground/round.html", {
             "title": coding_round.name, "round": coding_round, "detail": detail, "original": coding_round,
+            "blind": blind,
             "coder_form": coder_form or CoderAddForm(coding_round=coding_round),
             "mapping_form": mapping_form or MappingForm(coding_round=coding_round)}, status=status)
 
@@ -296,8 +297,10 @@ class CodingRoundAdmin(admin.ModelAdmin):
                 for problem in error.problems:
                     form.add_error(None, problem)
             else:
-                self.message_user(request, f"Coder {coder.name!r} added: send them their invite link below.",
-                                  messages.SUCCESS)
+                send = ("another researcher, who does not code in this round, sends them their invite link "
+                        "(it would open their codes to you)" if blind_reason(request.user, coding_round)
+                        else "send them their invite link below")
+                self.message_user(request, f"Coder {coder.name!r} added: {send}.", messages.SUCCESS)
                 return self._back(coding_round)
         return self._round_page(request, coding_round, coder_form=form, status=400)
 
@@ -345,7 +348,7 @@ class CodingRoundAdmin(admin.ModelAdmin):
         coding_round = self._round(request, round_id)
         change = {"close": round_services.round_close, "reopen": round_services.round_reopen}[action]
         try:
-            change(coding_round=coding_round)
+            change(coding_round=coding_round, by=request.user)
         except round_services.RoundError as error:
             for problem in error.problems:
                 self.message_user(request, problem, messages.ERROR)

@@ -43,10 +43,11 @@ class CodingRowSerializer(serializers.Serializer):
 
 @extend_schema(summary="A coding round's codings", responses={200: CodingRowSerializer(many=True)},
                description="One row per coder × excerpt opened, JSON pages or every row as CSV (?format=csv: one "
-                           "0/1 column per code of every lens, `lens<n>:<code>`, empty under other lenses' codes).")
+                           "0/1 column per code of every lens, `lens<n>:<code>`, empty under other lenses' codes; on an "
+                           "excerpt not yet confirmed, 1 for a code ticked so far and empty, not 0, for the others).")
 class RoundCodingsView(RoundScoped, generics.ListAPIView):
     serializer_class = CodingRowSerializer
-    shows_codes = True
+    hidden_from_its_coders = True
 
     def list(self, request, *args, **kwargs):
         self.paginator.check_query(request)
@@ -60,7 +61,7 @@ class RoundCodingsView(RoundScoped, generics.ListAPIView):
 
 
 class RoundAnalysisView(RoundScoped, APIView):
-    shows_codes = True
+    hidden_from_its_coders = True
 
     @extend_schema(summary="A coding round's analysis", responses={200: OpenApiResponse(
         response=OpenApiTypes.OBJECT, description="Per lens and coder: frequencies, the share with two or more codes, co-occurrences, by "

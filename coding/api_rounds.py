@@ -164,11 +164,15 @@ class RoundDetailSerializer(serializers.Serializer):
     mappings = MappingDetailSerializer(many=True)
 
 
+def coder_context(request, coding_round: CodingRound) -> dict:
+    """The coder serializer's context: a coder of the open round sees only their own invite link (another coder's
+    would open that coder's pages and codes), also of a coder they add."""
+    return {"request": request, "blind_coder": request.user.id if blind_reason(request.user, coding_round) else None}
+
+
 def detail_response(request, coding_round: CodingRound, code: int = status.HTTP_200_OK) -> Response:
-    """The round's detail; a coder of the open round sees only their own invite link."""
-    blind_coder = request.user.id if blind_reason(request.user, coding_round) else None
-    return Response(RoundDetailSerializer(round_detail(coding_round),
-                                          context={"request": request, "blind_coder": blind_coder}).data,
+    """The round's detail, with :func:`coder_context`."""
+    return Response(RoundDetailSerializer(round_detail(coding_round), context=coder_context(request, coding_round)).data,
                     status=code)
 
 
@@ -214,15 +218,16 @@ class RoundListView(generics.ListAPIView):
 
 
 class RoundScoped:
-    """A view of one round (``pk`` in the URL); an unknown round is a 404. A view with ``shows_codes`` refuses a
-    coder of the round while it is open (403 with the reason: ``coding.access.blind_reason``)."""
+    """A view of one round (``pk`` in the URL); an unknown round is a 404. A view ``hidden_from_its_coders`` (the
+    codes, or the sample with what the round may hide from coders: model, condition, ground truth) refuses a coder
+    of the round while it is open (403 with the reason: ``coding.access.blind_reason``)."""
 
-    shows_codes = False
+    hidden_from_its_coders = False
 
     @cached_property
     def coding_round(self) -> CodingRound:
         coding_round = get_object_or_404(CodingRound, pk=self.kwargs["pk"])
-        if self.shows_codes and (reason := blind_reason(self.request.user, coding_round)):
+        if self.hidden_from_its_coders and (reason := blind_reason(self.request.user, coding_round)):
             raise PermissionDenied(reason)
         return coding_round
 
@@ -247,7 +252,9 @@ class CoderAddSerializer(serializers.Serializer):
 @extend_schema(request=CoderAddSerializer, responses={201: CoderSerializer},
                summary="Add a coder to a lens of a round",
                description="A researcher's account, or an outside coder by name who reaches only their own coding "
-                           "pages through the invite link in the answer.")
+                           "pages through the invite link in the answer (null when the caller codes in the open "
+                           "round: the link would later open that coder's codes to them; another researcher "
+                           "sends it).")
 class RoundCodersView(RoundScoped, APIView):
     parser_classes = [JSONObjectParser]
 
@@ -260,7 +267,8 @@ class RoundCodersView(RoundScoped, APIView):
         except services.RoundError as error:
             return refused(error)
         added = next(c for c in round_detail(self.coding_round)["coders"] if c["id"] == coder.id)
-        return Response(CoderSerializer(added, context={"request": request}).data, status=status.HTTP_201_CREATED)
+        return Response(CoderSerializer(added, context=coder_context(request, self.coding_round)).data,
+                        status=status.HTTP_201_CREATED)
 
 
 @extend_schema(summary="Remove a coder who has coded nothing", request=None,
@@ -304,15 +312,20 @@ class RoundActionView(RoundScoped, APIView):
 
     actions = {"close": services.round_close, "reopen": services.round_reopen}
 
-    @extend_schema(request=None, responses={200: RoundDetailSerializer}, operation_id="coding_rounds_action",
-                   summary="Close a round (no more coding) or reopen it",
+    @extend_schema(request=None, responses={200: RoundDetailSerializer, 403: ProblemsSerializer},
+                   operation_id="coding_rounds_action", summary="Close a round (no more coding) or reopen it",
                    parameters=[OpenApiParameter("action", str, OpenApiParameter.PATH, enum=list(actions))],
-                   description="Closing a closed round, or reopening an open one, changes nothing.")
+                   description="Closing a closed round, or reopening an open one, changes nothing. A researcher who "
+                               "codes in the round may close it only once every coder has finished, and never "
+                               "reopen it (403): closing opens the other coders' codes to them.")
     def post(self, request, pk: int, action: str):
         if action not in self.actions:
             return Response({"detail": f"unknown action {action!r}; use one of: {', '.join(self.actions)}."},
                             status=status.HTTP_404_NOT_FOUND)
-        self.actions[action](coding_round=self.coding_round)
+        try:
+            self.actions[action](coding_round=self.coding_round, by=request.user)
+        except services.RoundRefusedToCoder as error:
+            return refused(error, status.HTTP_403_FORBIDDEN)
         return detail_response(request, self.coding_round)
 
 
@@ -346,9 +359,12 @@ class ExcerptRowSerializer(serializers.Serializer):
     majority_label = serializers.IntegerField(allow_null=True)
 
 
-@extend_schema(summary="A round's sample, with its strata")
+@extend_schema(summary="A round's sample, with its strata",
+               description="403 for a researcher who codes in the open round: it names the model, the condition "
+                           "and the ground truth the round may hide from its coders.")
 class RoundExcerptsView(RoundScoped, ExportListAPIView):
     serializer_class = ExcerptRowSerializer
+    hidden_from_its_coders = True
 
     def export_rows(self):
         return round_excerpts_export(coding_round=self.coding_round)

@@ -7,6 +7,7 @@ problem it found, and stores nothing.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,8 @@ ACCEPTED_STATUSES = (Audit.Status.COMPLETED,)
 cancelled one retried), which adds replies to the eligible set; its sample would not be one of the audit's final
 replies, and the draw could not be rebuilt from them."""
 SEED_RANGE = (-(2**63), 2**63 - 1)
+
+logger = logging.getLogger(__name__)
 
 
 class RoundError(ValueError):
@@ -281,20 +284,46 @@ def coder_remove(*, coder: Coder) -> None:
 
 # ------------------------------------------------------------------------------------------- close and reopen
 
-def round_close(*, coding_round: CodingRound) -> CodingRound:
-    """No more coding is accepted. Closing a closed round keeps its first closing time."""
+class RoundRefusedToCoder(RoundError):
+    """A researcher who codes in the round asked for what would show them the other coders' codes while they can
+    still change their own (seed 000 §3.4: coded "independently ... without reconciliation")."""
+
+
+def round_close(*, coding_round: CodingRound, by=None) -> CodingRound:
+    """No more coding is accepted. Closing a closed round keeps its first closing time.
+
+    Closing opens the round's results to its coders, so a researcher ``by`` who is a coder of the round may close
+    it only once every coder has finished (RoundRefusedToCoder): before that, closing would show them codes they
+    could still answer by reopening."""
     if coding_round.closed_at is None:
+        if _is_coder(coding_round, by) and coding_round.coders.filter(completed_at__isnull=True).exists():
+            raise RoundRefusedToCoder([
+                "you are a coder of this round: you can close it once every coder has finished; until then "
+                "another researcher can (closing shows you the other coders' codes)"])
         coding_round.closed_at = timezone.now()
         coding_round.save(update_fields=["closed_at"])
+        logger.info("Coding round %s closed by user %s", coding_round.id, getattr(by, "pk", None))
     return coding_round
 
 
-def round_reopen(*, coding_round: CodingRound) -> CodingRound:
-    """Coding is accepted again (an open round stays open)."""
+def round_reopen(*, coding_round: CodingRound, by=None) -> CodingRound:
+    """Coding is accepted again (an open round stays open).
+
+    A researcher ``by`` who is a coder of the round may not reopen it (RoundRefusedToCoder): once closed, they can
+    read the other coders' codes, and reopened they could change their own after reading them."""
     if coding_round.closed_at is not None:
+        if _is_coder(coding_round, by):
+            raise RoundRefusedToCoder([
+                "you are a coder of this round and it has been closed, so its codes were open to you: another "
+                "researcher, who does not code in it, can reopen it"])
         coding_round.closed_at = None
         coding_round.save(update_fields=["closed_at"])
+        logger.info("Coding round %s reopened by user %s", coding_round.id, getattr(by, "pk", None))
     return coding_round
+
+
+def _is_coder(coding_round: CodingRound, user) -> bool:
+    return user is not None and user.pk is not None and coding_round.coders.filter(user_id=user.pk).exists()
 
 
 # ---------------------------------------------------------------------------------------------------- mappings

@@ -188,7 +188,10 @@ def round_codings_rows(coding_round: CodingRound) -> tuple[RoundCodings, list[di
 
 def round_codings_export(coding_round: CodingRound) -> Export:
     """The codings as CSV rows: ``CODING_COLUMNS`` then one 0/1 column per code of every lens (``code_columns``);
-    a coder's row is empty (not 0) under another lens's codes, which that coder never saw."""
+    a coder's row is empty (not 0) under another lens's codes, which that coder never saw. On an excerpt the coder
+    has not confirmed, a code ticked so far reads 1 and the others are empty, not 0: the coder has not said they
+    are absent (a script that reads the cells as presence/absence without the ``confirmed`` column imputes
+    nothing)."""
     codings, records = round_codings_rows(coding_round)
     columns = code_columns(codings)
     lens_of_column = [f"lens{number}:" for number in
@@ -197,7 +200,8 @@ def round_codings_export(coding_round: CodingRound) -> Export:
     def row(record: dict) -> tuple:
         given = {f"lens{record['lens']}:{name}" for name in record["codes"]}
         own = f"lens{record['lens']}:"
-        flags = [(1 if column in given else 0) if prefix == own else None
+        absent = 0 if record["confirmed"] else None
+        flags = [(1 if column in given else absent) if prefix == own else None
                  for column, prefix in zip(columns, lens_of_column, strict=True)]
         return (*(record[name] for name in CODING_COLUMNS), *flags)
     return Export([*CODING_COLUMNS, *columns], records, transform=row)

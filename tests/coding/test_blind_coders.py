@@ -37,7 +37,8 @@ def coded_round(researcher):
 
 def exports(round_id: int) -> list[str]:
     return [f"/api/coding-rounds/{round_id}/codings/", f"/api/coding-rounds/{round_id}/codings/?format=csv",
-            f"/api/coding-rounds/{round_id}/analysis/", f"/api/coding-rounds/{round_id}/analysis/?format=csv"]
+            f"/api/coding-rounds/{round_id}/analysis/", f"/api/coding-rounds/{round_id}/analysis/?format=csv",
+            f"/api/coding-rounds/{round_id}/excerpts/", f"/api/coding-rounds/{round_id}/excerpts/?format=csv"]
 
 
 def test_a_coder_of_the_open_round_is_refused_its_results_and_exports(coded_round):
@@ -50,6 +51,7 @@ def test_a_coder_of_the_open_round_is_refused_its_results_and_exports(coded_roun
             response = client.get(path)
             assert response.status_code == 403, path
             assert b"the round is closed" in response.content and b"outside coder's memo" not in response.content
+            assert b"explanation" not in response.content
 
 
 def test_a_coder_of_the_open_round_sees_only_their_own_invite_link(coded_round):
@@ -83,3 +85,55 @@ def test_the_coder_sees_everything_once_the_round_is_closed(coded_round):
         assert coded_round["token"].get(path).status_code == 200, path
     codings = coded_round["token"].get(f"/api/coding-rounds/{round_id}/codings/").json()["results"]
     assert {row["memo"] for row in codings if row["coder"] == "outside coder"} == {"the outside coder's memo"}
+
+
+def test_a_coder_cannot_close_the_open_round_before_every_coder_has_finished(coded_round):
+    """Closing would open the other coders' codes to bob while he can still change his own (by reopening)."""
+    coding_round = coded_round["round"]
+    response = coded_round["token"].post(f"/api/coding-rounds/{coding_round.id}/close/")
+    assert response.status_code == 403 and "once every coder has finished" in response.json()["detail"]
+    admin = coded_round["session"].post(f"/admin/coding/codinground/{coding_round.id}/close/", follow=True)
+    assert "once every coder has finished" in admin.content.decode()
+    coding_round.refresh_from_db()
+    assert coding_round.closed_at is None
+    assert coded_round["token"].get(f"/api/coding-rounds/{coding_round.id}/codings/").status_code == 403
+
+
+def test_a_coder_closes_the_round_once_every_coder_has_finished_and_cannot_reopen_it(coded_round):
+    coding_round, bob = coded_round["round"], coded_round["bob"]
+    for excerpt in coding_round.excerpts.all():
+        coding_save(coder=bob, excerpt_id=excerpt.id, code_ids=[], memo="", confirm=True)
+    assert coded_round["token"].post(f"/api/coding-rounds/{coding_round.id}/close/").status_code == 200
+    assert coded_round["token"].get(f"/api/coding-rounds/{coding_round.id}/codings/").status_code == 200
+    response = coded_round["token"].post(f"/api/coding-rounds/{coding_round.id}/reopen/")
+    assert response.status_code == 403 and "another researcher" in response.json()["detail"]
+    coded_round["session"].post(f"/admin/coding/codinground/{coding_round.id}/reopen/")
+    coding_round.refresh_from_db()
+    assert coding_round.closed_at is not None
+
+
+def test_another_researcher_closes_and_reopens_the_round(coded_round, api_client):
+    round_id = coded_round["round"].id
+    assert api_client.post(f"/api/coding-rounds/{round_id}/close/").json()["closed_at"] is not None
+    assert api_client.post(f"/api/coding-rounds/{round_id}/reopen/").json()["closed_at"] is None
+
+
+def test_a_coder_adding_a_coder_to_the_open_round_is_not_given_the_new_link(coded_round, api_client):
+    """The link would open the new coder's codes to bob once they code; a researcher who does not code sends it."""
+    coding_round = coded_round["round"]
+    lens = coding_round.lenses.get()
+    added = coded_round["token"].post(f"/api/coding-rounds/{coding_round.id}/coders/",
+                                      {"lens": lens.id, "name": "third coder"}, format="json")
+    assert added.status_code == 201 and added.json()["invite_link"] is None
+    third = coding_round.coders.get(name="third coder")
+    assert third.invite_token not in added.content.decode()
+    detail = api_client.get(f"/api/coding-rounds/{coding_round.id}/").json()
+    assert next(c for c in detail["coders"] if c["name"] == "third coder")["invite_link"].endswith(
+        f"/c/{third.invite_token}/")
+
+
+def test_the_round_admin_page_leaves_out_results_and_exports_links_for_a_coder(coded_round, staff_client):
+    path = f"/admin/coding/codinground/{coded_round['round'].id}/change/"
+    page = coded_round["session"].get(path).content.decode()
+    assert "codings (CSV)" not in page and 'id="blind-note"' in page
+    assert "codings (CSV)" in staff_client.get(path).content.decode()

@@ -136,14 +136,14 @@ def test_agreement_recomputed_from_the_csv_equals_the_api(staff_client, seed):
 
 def test_the_codings_rows_hold_what_each_coder_gave(staff_client):
     coding_round = build_round(n_excerpts=4, coders={"ann": 0, "cy": 1},
-                               codings={"ann": {1: ["TONE", "WORDING"], 2: []}, "cy": {1: ["STEREOTYPES"]}},
+                               codings={"ann": {1: ["TONE", "WORDING"], 2: ["TONE"]}, "cy": {1: ["STEREOTYPES"]}},
                                confirmed={"ann": {1}, "cy": {1}})
     body = staff_client.get(reverse("api:coding-round-codings", args=[coding_round.id])).json()
     rows = body["results"]
     request = Excerpt.objects.get(round=coding_round, position=0).request_id
     assert [(r["coder"], r["lens"], r["excerpt"], r["confirmed"], r["codes"]) for r in rows] == [
         ("ann", 1, 1, True, ["WORDING", "TONE"]),     # codebook order, not the order given
-        ("ann", 1, 2, False, []),
+        ("ann", 1, 2, False, ["TONE"]),
         ("cy", 2, 1, True, ["STEREOTYPES"])]
     assert rows[0]["request"] == request and rows[0]["model"] == "m1" and rows[0]["condition"] == "cot"
     assert rows[0]["memo"] == "memo 1" and rows[0]["lens_name"] == "Thematic (v1)"
@@ -153,7 +153,8 @@ def test_the_codings_rows_hold_what_each_coder_gave(staff_client):
     assert header == ["coder", "lens", "lens_name", "excerpt", "request", "model", "condition", "confirmed",
                       "confirmed_at", "memo", "lens1:WORDING", "lens1:STEREOTYPES", "lens1:TONE", "lens1:INTENT",
                       "lens2:identity-first language", "lens2:STEREOTYPES"]
-    assert [line[10:] for line in lines] == [["1", "0", "1", "0", "", ""], ["0", "0", "0", "0", "", ""],
+    # ann has not confirmed excerpt 2: TONE ticked so far reads 1, the codes not ticked are empty, not 0.
+    assert [line[10:] for line in lines] == [["1", "0", "1", "0", "", ""], ["", "", "1", "", "", ""],
                                              ["", "", "", "", "0", "1"]]
 
 
