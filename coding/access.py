@@ -11,6 +11,9 @@ its exports of codes and the other coders' invite links are refused or left out,
 coded "independently ... without reconciliation", and a coder who could read the others' codes could still change
 their own until the round closes.
 
+A save posted by the page's script after the account's session ended is answered 401 as JSON (not the login
+page), so the script keeps the change and sends it again once the coder has logged in.
+
 A closed round shows the "closed" page to every GET and refuses every write: 409, as JSON for the pages' scripts
 or as the page otherwise; ``RoundClosed`` raised by a service under the coder's lock is answered the same way.
 """
@@ -25,10 +28,13 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from annotation.access import TooManyBadTokens, row_by_token, too_many_bad_tokens_response
+from auditapp.api.launch import BIGINT_MAX
 from coding.coding_services import RoundClosed
 from coding.models import Coder, Excerpt
 
 _CODER_WITH_ROUND = Coder.objects.select_related("round", "lens__codebook")
+LOGGED_OUT = ("You are logged out, so this change is not saved yet: log in again (in another tab), and this page "
+              "sends it.")
 
 
 def blind_reason(user, coding_round) -> str | None:
@@ -58,7 +64,10 @@ class CoderAccess:
 
 
 def coder_of_account(request: HttpRequest, round_id: int) -> Coder:
-    """The logged-in user's Coder row in this round, or Http404."""
+    """The logged-in user's Coder row in this round, or Http404 (also for an id no database column holds: a
+    lookup through a foreign key's column skips Django's range check on ids)."""
+    if round_id > BIGINT_MAX:
+        raise Http404("You are not a coder of this round.")
     coder = _CODER_WITH_ROUND.filter(round_id=round_id, user_id=request.user.pk).first()
     if coder is None:
         raise Http404("You are not a coder of this round.")
@@ -88,6 +97,8 @@ def coder_page(view):
             except TooManyBadTokens:
                 return too_many_bad_tokens_response()
         elif not request.user.is_authenticated:
+            if wants_json(request):  # the page's save, after the session ended: the page keeps the change
+                return JsonResponse({"error": LOGGED_OUT, "logged_out": True}, status=401)
             return redirect_to_login(request.get_full_path())
         else:
             coder = coder_of_account(request, round_id)

@@ -17,7 +17,7 @@ from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.forms.models import BaseInlineFormSet
-from django.http import HttpResponseRedirect
+from django.http import Http404, HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -258,7 +258,9 @@ class CodingRoundAdmin(admin.ModelAdmin):
                           status=status)
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        coding_round = get_object_or_404(CodingRound.objects.select_related("audit"), pk=object_id)
+        coding_round = self.get_object(request, object_id)  # None for an id that is not one (also "abc")
+        if coding_round is None:
+            raise Http404(f"No coding round with id {object_id!r}.")
         if not self.has_view_permission(request, coding_round):
             raise PermissionDenied
         return self._round_page(request, coding_round)

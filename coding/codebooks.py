@@ -180,9 +180,20 @@ def _text(raw: object, path: str, problems: list[CodebookProblem], *, required: 
         problems.append(CodebookProblem(path, "empty name"))
     if len(raw) > max_length:
         problems.append(CodebookProblem(path, f"too long: {len(raw)} characters, at most {max_length}"))
-    if "\x00" in text:
-        problems.append(CodebookProblem(path, "contains a NUL character"))
+    if reason := _unstorable(text):
+        problems.append(CodebookProblem(path, reason))
     return text
+
+
+def _unstorable(text: str) -> str | None:
+    """Why the database cannot store ``text`` (a NUL character, an unpaired surrogate), or None."""
+    if "\x00" in text:
+        return "contains a NUL character"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains an invalid character (an unpaired surrogate)"
+    return None
 
 
 def _examples(raw: object, path: str, problems: list[CodebookProblem]) -> tuple[str, ...]:
@@ -206,6 +217,8 @@ def _examples(raw: object, path: str, problems: list[CodebookProblem]) -> tuple[
         elif len(example) > EXAMPLE_MAX:
             problems.append(CodebookProblem(f"{path}[{index}]",
                                             f"too long: {len(example)} characters, at most {EXAMPLE_MAX}"))
+        elif reason := _unstorable(text):
+            problems.append(CodebookProblem(f"{path}[{index}]", reason))
         examples.append(text)
     return tuple(examples)
 

@@ -78,7 +78,8 @@ def coding_save(*, coder: Coder, excerpt_id: int, code_ids: Iterable[int] | None
 
     ``writer`` names one load of a page and ``writer_seq`` counts its saves: a page's own later save is taken
     whatever revision it was based on (its earlier save landed meanwhile), and an earlier one arriving after a
-    later one changes nothing (the stored coding is returned as it is).
+    later one changes neither codes nor memo (the stored coding is returned: :func:`superseded` tells), though a
+    confirmation it carries is kept.
     """
     code_ids = None if code_ids is None else sorted(set(code_ids))
     memo = None if memo is None else _checked_memo(memo)
@@ -95,18 +96,24 @@ def coding_save(*, coder: Coder, excerpt_id: int, code_ids: Iterable[int] | None
         coding, _ = ExcerptCoding.objects.get_or_create(coder=locked, excerpt=excerpt)
         own_page = bool(writer) and writer == coding.writer
         if own_page and writer_seq <= coding.writer_seq:
-            return coding  # this page's earlier state, overtaken by its later one
-        if not own_page and base_revision is not None and base_revision != coding.revision:
-            raise CodingConflict(coding)
-        coding.revision += 1
-        coding.writer, coding.writer_seq = writer, writer_seq
-        if memo is not None:
-            coding.memo = memo
-        if confirm and coding.confirmed_at is None:
+            # This page's earlier state, overtaken by its later one (a keepalive sent on closing the tab): its
+            # codes and memo stay, but a confirmation it carried is kept (Enter, then the tab closed at once).
+            if not (confirm and coding.confirmed_at is None):
+                return coding
             coding.confirmed_at = now
-        coding.save()
-        if codes is not None:
-            coding.codes.set(codes)
+            coding.save(update_fields=["confirmed_at"])
+        else:
+            if not own_page and base_revision is not None and base_revision != coding.revision:
+                raise CodingConflict(coding)
+            coding.revision += 1
+            coding.writer, coding.writer_seq = writer, writer_seq
+            if memo is not None:
+                coding.memo = memo
+            if confirm and coding.confirmed_at is None:
+                coding.confirmed_at = now
+            coding.save()
+            if codes is not None:
+                coding.codes.set(codes)
         coder_fields = []
         if locked.started_at is None:
             locked.started_at = now
@@ -118,6 +125,12 @@ def coding_save(*, coder: Coder, excerpt_id: int, code_ids: Iterable[int] | None
             locked.save(update_fields=coder_fields)
     coder.started_at, coder.completed_at = locked.started_at, locked.completed_at
     return coding
+
+
+def superseded(coding: ExcerptCoding, *, writer: str, writer_seq: int) -> bool:
+    """Whether a save by ``writer`` numbered ``writer_seq`` arrived after a later save of the same page, so what
+    it sent was not stored (``coding`` as :func:`coding_save` returned it)."""
+    return bool(writer) and coding.writer == writer and coding.writer_seq > writer_seq
 
 
 def coding_confirm(*, coder: Coder, excerpt_id: int) -> ExcerptCoding:
@@ -138,10 +151,8 @@ def _codes_of_lens(coder: Coder, code_ids: list[int]) -> list[Code]:
     codebook = coder.lens.codebook
     codes = list(Code.objects.filter(codebook=codebook, id__in=code_ids))
     unknown = sorted(set(code_ids) - {code.id for code in codes})
-    if unknown:
-        foreign = {code.id: code.name for code in Code.objects.filter(id__in=unknown)}
-        named = ", ".join(f"code {code_id} ({foreign[code_id]})" if code_id in foreign else f"code {code_id}"
-                          for code_id in unknown)
+    if unknown:  # named by id only: a coder learns nothing of other codebooks
+        named = ", ".join(f"code {code_id}" for code_id in unknown)
         raise CodingInputError(f"{named} {'is' if len(unknown) == 1 else 'are'} not in this coder's codebook, "
                                f"{codebook}.")
     return codes

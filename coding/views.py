@@ -4,13 +4,16 @@ go through ``coding.coding_services``.
 
 Without scripts the excerpt page is a plain form: its buttons save the codes and memo and go on (``go`` is
 ``confirm``, ``previous`` or ``next``). With scripts every change is posted to the save endpoint at once
-(JSON ``{"codes": [ids], "memo": text, "confirm": bool, "revision": n, "writer": page id, "seq": n}``), which answers the coder's progress, the
-new revision and where to go next. A save based on an older revision than the stored one (another device saved
+(JSON ``{"codes": [ids], "memo": text, "confirm": bool, "revision": n, "writer": page id, "seq": n, "coder":
+id}``; a page of another coder than the one the request reaches is refused, 403), which
+answers the coder's progress, the new revision and where to go next, and with ``superseded`` the stored codes and
+memo when a later save of the same page was stored first. A save based on an older revision than the stored one (another device saved
 since) is answered 409 with ``conflict`` and the stored state; the form shows the stored state beside what the
 coder sent.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -20,7 +23,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from annotation.models import LabelValue
 from annotation.participant_input import InputError, form_number, json_object, whole_number
 from coding.access import CoderAccess, coder_page, excerpt_of_coder
-from coding.coding_services import CodingConflict, CodingInputError, coder_progress, coding_save
+from coding.codebooks import MAX_CODES
+from coding.coding_services import CodingConflict, CodingInputError, coder_progress, coding_save, superseded
 from coding.models import Code, Excerpt, ExcerptCoding
 
 # Keys the excerpt page keeps for moving around; a code whose shortcut is one of them is toggled by its
@@ -28,6 +32,9 @@ from coding.models import Code, Excerpt, ExcerptCoding
 NAVIGATION_KEYS = frozenset({"p", "n", "m", "?"})
 GO_CHOICES = ("confirm", "previous", "next")
 MAX_COUNT = 2**31 - 1  # a revision or a page's save count (PositiveIntegerField on every database)
+WRONG_CODER = ("This page was opened by another account, not the one logged in now in this browser: nothing was "
+               "saved. Log in again as the coder who opened it, and this page sends the change.")
+WRITER_PATTERN = re.compile(r"[A-Za-z0-9-]{0,64}")  # a page's id: a UUID, or digits where crypto is missing
 
 
 @dataclass(frozen=True)
@@ -152,9 +159,13 @@ def save(request: HttpRequest, access: CoderAccess, excerpt_id: int) -> JsonResp
     shown = excerpt_of_coder(access, excerpt_id)
     try:
         data = json_object(request.body)
+        page_coder = data.get("coder")
+        if page_coder is not None and whole_number(page_coder, field="coder", minimum=1) != access.coder.id:
+            # A page opened by another account in this browser, still saving after someone else logged in.
+            return JsonResponse({"error": WRONG_CODER, "wrong_coder": True}, status=403)
         codes = data.get("codes", [])
-        if not isinstance(codes, list):
-            raise InputError("codes", "must be a list of code ids")
+        if not isinstance(codes, list) or len(codes) > MAX_CODES:
+            raise InputError("codes", f"must be a list of at most {MAX_CODES} code ids")
         memo = data.get("memo", "")
         if not isinstance(memo, str):
             raise InputError("memo", "must be a text")
@@ -163,13 +174,15 @@ def save(request: HttpRequest, access: CoderAccess, excerpt_id: int) -> JsonResp
             raise InputError("confirm", "must be true or false")
         revision = data.get("revision")
         writer = data.get("writer", "")
-        if not isinstance(writer, str) or len(writer) > 64:
-            raise InputError("writer", "must be a text of at most 64 characters")
+        if not isinstance(writer, str) or not WRITER_PATTERN.fullmatch(writer):
+            raise InputError("writer", "must be at most 64 letters, digits and dashes (the page's id)")
+        seq = whole_number(data.get("seq", 0), field="seq", maximum=MAX_COUNT)
         coding = coding_save(coder=access.coder, excerpt_id=shown.id, memo=memo, confirm=confirm,
                              code_ids=[whole_number(code, field=f"codes[{n}]", minimum=1)
                                        for n, code in enumerate(codes)],
-                             base_revision=None if revision is None else whole_number(revision, field="revision", maximum=MAX_COUNT),
-                             writer=writer, writer_seq=whole_number(data.get("seq", 0), field="seq", maximum=MAX_COUNT))
+                             base_revision=None if revision is None else whole_number(revision, field="revision",
+                                                                                      maximum=MAX_COUNT),
+                             writer=writer, writer_seq=seq)
     except (InputError, CodingInputError) as refused:
         return JsonResponse({"error": str(refused)}, status=400)
     except CodingConflict as stale:
@@ -179,10 +192,13 @@ def save(request: HttpRequest, access: CoderAccess, excerpt_id: int) -> JsonResp
             "revision": stored.revision, "confirmed": stored.confirmed_at is not None}}, status=409)
     excerpt_ids = _excerpt_ids(access)
     progress = coder_progress(coder=access.coder)
-    return JsonResponse({
-        "confirmed": coding.confirmed_at is not None, "revision": coding.revision,
-        "progress": {"confirmed": progress.confirmed, "total": progress.total},
-        "next_url": _after(access, excerpt_ids, excerpt_ids.index(shown.id), "next")})
+    answer = {"confirmed": coding.confirmed_at is not None, "revision": coding.revision,
+              "progress": {"confirmed": progress.confirmed, "total": progress.total},
+              "next_url": _after(access, excerpt_ids, excerpt_ids.index(shown.id), "next"),
+              "superseded": superseded(coding, writer=writer, writer_seq=seq)}
+    if answer["superseded"]:  # the page's later save is stored: the page compares it with what it shows now
+        answer["stored"] = {"codes": sorted(coding.codes.values_list("id", flat=True)), "memo": coding.memo}
+    return JsonResponse(answer)
 
 
 @require_GET

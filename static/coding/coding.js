@@ -8,8 +8,8 @@
 // pagehide an unsaved state is sent with keepalive. Each save carries the revision it changes: when another
 // device or tab saved the excerpt since (409 with "conflict"), the page shows what is stored and names the change
 // it could not save, so nothing is overwritten and nothing is lost without a word. Another 409 (the round was
-// closed) or 4xx is shown and not retried. Without JavaScript the form posts as usual and the server saves and
-// moves on.
+// closed) or 4xx is shown and not retried, except 401 (an account's session ended): that is shown and sent again
+// until the coder has logged in. Without JavaScript the form posts as usual and the server saves and moves on.
 (function () {
   "use strict";
   const form = document.getElementById("coding-form");
@@ -24,7 +24,9 @@
   const codes = document.getElementById("codes");
   const help = document.getElementById("keys-help");
   const checkboxes = Array.from(form.querySelectorAll("input[name=code]"));
-  const storageKey = "coding-pending:" + saveUrl;
+  // Per coder: two researchers coding the same round in one browser share the save URL of their account's pages.
+  const coderId = Number(form.dataset.coder);
+  const storageKey = "coding-pending:" + coderId + ":" + saveUrl;
   const MEMO_DELAY_MS = 700;
 
   let acknowledged = JSON.stringify(currentState());
@@ -44,7 +46,7 @@
 
   function currentState() {
     return {
-      codes: checkboxes.filter((box) => box.checked).map((box) => Number(box.value)),
+      codes: checkboxes.filter((box) => box.checked).map((box) => Number(box.value)).sort((a, b) => a - b),
       memo: memo.value,
     };
   }
@@ -66,7 +68,7 @@
   function post(state, confirm, keepalive) {
     seq += 1;
     const body = { codes: state.codes, memo: state.memo, confirm: confirm, revision: revision, writer: writer,
-                   seq: seq };
+                   seq: seq, coder: coderId };
     return fetch(saveUrl, {
       method: "POST", credentials: "same-origin", keepalive: Boolean(keepalive), body: JSON.stringify(body),
       headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken },
@@ -82,6 +84,10 @@
     form.querySelectorAll("input, textarea, button").forEach((control) => { control.disabled = true; });
   }
 
+  async function answerData(response) {
+    try { return await response.json(); } catch (error) { return null; }
+  }
+
   // Send one state until the server answers it: the answer's data, or null when it was refused.
   async function send(confirm) {
     for (let attempt = 0; ; attempt++) {
@@ -89,14 +95,23 @@
       remember(state);
       let response = null;
       try { response = await post(state, confirm, false); } catch (error) { /* network */ }
-      if (response && response.ok) {
-        const data = await response.json();
-        acknowledged = JSON.stringify(state);
+      const data = response && response.ok && !response.redirected ? await answerData(response) : null;
+      if (data && Number.isInteger(data.revision)) {
+        // Superseded: a later save of this page was stored first; what is stored is what this page has
+        // acknowledged, and drain() sends the page's state again if it differs.
+        acknowledged = JSON.stringify(data.superseded ? { codes: data.stored.codes, memo: data.stored.memo } : state);
         revision = data.revision;
         if (JSON.stringify(currentState()) === acknowledged) forget();
         codedCount.textContent = data.progress.confirmed + " of " + data.progress.total + " coded";
         show("Saved.");
         return data;
+      }
+      if (response && response.status === 401) {
+        const refused = await answerData(response);
+        show((refused && refused.error) || "You are logged out: log in again, and this page sends your change.", true);
+        await sleep(Math.min(8000, 500 * 2 ** attempt));
+        if (closed) return null;
+        continue;
       }
       if (response && response.status === 409) {
         let data = {};
@@ -109,7 +124,8 @@
         show("Not saved: " + await errorText(response), true);
         return null;
       }
-      show("Not saved yet: the server did not answer. Your codes are kept on this page and sent again…", true);
+      show("Not saved yet: the server did not answer as expected. Your codes are kept on this page and sent " +
+           "again…", true);
       await sleep(Math.min(8000, 500 * 2 ** attempt));
       if (closed) return null;
     }
@@ -139,19 +155,22 @@
       if (!confirm && JSON.stringify(currentState()) === acknowledged) break;
       confirmWanted = false;
       const data = await send(confirm);
-      if (!data) {
-        leaveTo = null;
-        leaving = false;
-        return;
-      }
+      if (!data) return false;
       if (confirm) leaveTo = data.next_url;
     }
     if (leaveTo && !closed) window.location.assign(leaveTo);
+    return true;
   }
   function schedule() {
     if (running || closed) return;
     running = true;
-    drain().finally(() => { running = false; });
+    // A refused save, or anything unexpected, leaves the page usable: the keys and buttons work again.
+    drain().catch(() => false).then((went) => {
+      if (!went) {
+        leaveTo = null;
+        leaving = false;
+      }
+    }).finally(() => { running = false; });
   }
   function flushMemo() {
     clearTimeout(memoTimer);

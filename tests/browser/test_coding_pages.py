@@ -6,6 +6,7 @@ Chromium, shows those counts, the two-or-more share and the agreement per code o
 scikit-learn computed here from the keys typed. axe on the intro, excerpt and done pages."""
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from itertools import combinations
@@ -306,3 +307,94 @@ def test_a_change_made_offline_never_overwrites_another_devices_later_save(live_
     assert page_b.problems == []
     device_a.close()
     device_b.close()
+
+
+def _log_in(context, live_server, user) -> None:
+    """``user`` logs in on this browser: the session cookie is replaced (the CSRF cookie is left as it was, the
+    worst case; logging in through the login page would also rotate it)."""
+    client = Client()
+    client.force_login(user)
+    context.add_cookies([{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": live_server.url}])
+
+
+def test_two_researchers_sharing_a_browser_never_see_or_save_each_others_changes(live_server, chromium):
+    """Rita ticks WORDING and types a memo while the server is away (kept in this browser's storage), then Carl
+    logs in on the same browser and opens the same excerpt of the round: his page shows nothing of Rita's, and
+    Rita's page, reaching the server again under Carl's session, is refused instead of saving her change as his.
+    Carl's own change made after his session ended is kept on his page and saved once he has logged in again."""
+    round_ = make_round(2)
+    rita, _ = make_researcher("rita")
+    carl, _ = make_researcher("carl")
+    rita_coder, carl_coder = add_coder(round_, "Rita", user=rita), add_coder(round_, "Carl", user=carl)
+    first = round_.excerpts.get(position=0)
+    url = f"{live_server.url}/coding/rounds/{round_.id}/code/excerpts/{first.id}/"
+    browser = chromium.new_context()
+    offline = {"on": True}
+    browser.route("**/save/", lambda route: route.abort() if offline["on"] else route.continue_())
+    _log_in(browser, live_server, rita)
+    page_rita = _open_link(browser, url)
+    _ready(page_rita, 1, 2)
+    _type_codes(page_rita, "w", "RITA'S PRIVATE MEMO")
+    expect(page_rita.locator("#save-status")).to_contain_text("Not saved yet")
+
+    _log_in(browser, live_server, carl)
+    page_carl = _open_link(browser, url)
+    _ready(page_carl, 1, 2)
+    time.sleep(0.5)  # a pending change would be put back at once
+    assert _ticked(page_carl) == set() and page_carl.input_value("#memo") == ""
+    assert "RITA" not in page_carl.locator("#save-status").inner_text()
+
+    offline["on"] = False  # Rita's page's retry reaches the server, with Carl's session
+    expect(page_rita.locator("#save-status")).to_contain_text("opened by another account", timeout=15_000)
+    assert not ExcerptCoding.objects.exists()
+
+    # Carl's session ends; his tick is kept on the page and sent once he has logged in again.
+    browser.add_cookies([{"name": "sessionid", "value": "expired", "url": live_server.url}])
+    page_carl.keyboard.press("t")
+    expect(page_carl.locator("#save-status")).to_contain_text("log in again")
+    _log_in(browser, live_server, carl)
+    expect(page_carl.locator("#save-status")).to_have_text("Saved.", timeout=15_000)
+    assert _stored_codes(carl_coder) == {0: {"TONE"}} and not ExcerptCoding.objects.filter(coder=rita_coder).exists()
+    # Rita logs in again: her page, still open, saves her change as hers.
+    _log_in(browser, live_server, rita)
+    page_rita.keyboard.press("Escape")
+    page_rita.keyboard.press("s")
+    expect(page_rita.locator("#save-status")).to_have_text("Saved.", timeout=15_000)
+    assert _stored_codes(rita_coder) == {0: {"WORDING", "STEREOTYPES"}}
+    assert ExcerptCoding.objects.get(coder=rita_coder).memo == "RITA'S PRIVATE MEMO"
+    browser.close()
+
+
+def test_a_save_answered_as_superseded_sends_the_pages_state_again(live_server, chromium):
+    """The server answers a save that arrived after the same page's later one with what is stored (the server's
+    side is tested in tests/coding/test_coder_pages.py); here that answer is played to the page for its first
+    save, with a stored state other than the page's: the page sends its own state again, and the server holds it."""
+    round_ = make_round(2)
+    coder = add_coder(round_, "Coder A")
+    first = round_.excerpts.get(position=0)
+    (tone,) = [code.id for code in round_.lenses.get().codebook.codes.filter(name="TONE")]
+    answered = []
+
+    def superseded_once(route):
+        if answered:
+            route.continue_()
+            return
+        answered.append(route.request.post_data_json)
+        route.fulfill(status=200, content_type="application/json", body=json.dumps({
+            "confirmed": False, "revision": 0, "progress": {"confirmed": 0, "total": 2}, "next_url": "",
+            "superseded": True, "stored": {"codes": [tone], "memo": "stored by a later save"}}))
+
+    context = chromium.new_context()
+    context.route("**/save/", superseded_once)
+    page = _open_link(context, f"{live_server.url}/c/{coder.invite_token}/excerpts/{first.id}/")
+    _ready(page, 1, 2)
+    page.keyboard.press("w")
+    expect(page.locator("#save-status")).to_have_text("Saved.")
+    for _ in range(50):
+        if _stored_codes(coder) == {0: {"WORDING"}}:
+            break
+        time.sleep(0.1)
+    assert [answer["codes"] for answer in answered] == [[round_.lenses.get().codebook.codes.get(name="WORDING").id]]
+    assert _stored_codes(coder) == {0: {"WORDING"}}
+    assert page.problems == []
+    context.close()

@@ -102,6 +102,10 @@ def test_an_uppercase_shortcut_is_the_same_key():
     ({"name": "L", "description": None, "codes": [{"name": "A"}]}, "description: must be text, not null"),
     ({"name": "L", "codes": [{"name": "A", "examples": None}]}, "codes[0].examples: must be a list of strings, not"),
     ({"name": None, "codes": [{"name": "A"}]}, "name: must be text, not null"),
+    ({"name": "L\x00", "codes": [{"name": "A"}]}, "name: contains a NUL character"),
+    ({"name": "L\ud800", "codes": [{"name": "A"}]}, "name: contains an invalid character (an unpaired surrogate)"),
+    ({"name": "L", "codes": [{"name": "A", "definition": "\udfff"}]}, "codes[0].definition: contains an invalid"),
+    ({"name": "L", "codes": [{"name": "A", "examples": ["ok\ud800"]}]}, "codes[0].examples[0]: contains an invalid"),
 ])
 def test_every_problem_is_named_with_its_path(data, expected):
     assert any(problem.startswith(expected) for problem in problems_of(data)), problems_of(data)

@@ -111,7 +111,7 @@ def test_the_form_path_refuses_a_code_of_another_codebook_and_keeps_what_was_sen
     (tone,) = code_ids(round_, "TONE")
     page = Client().post(_excerpt_url(coder, excerpt), {"code": [tone, foreign], "memo": "kept", "go": "confirm"})
     html = page.content.decode()
-    assert page.status_code == 400 and f"code {foreign} (PATHOLOGIZATION) is not in this coder&#x27;s codebook" in html
+    assert page.status_code == 400 and f"code {foreign} is not in this coder&#x27;s codebook" in html
     assert f'id="code-{tone}" data-key="t" checked' in html and ">kept</textarea>" in html
     assert Client().post(_excerpt_url(coder, excerpt), {"code": ["1.5"], "go": "confirm"}).status_code == 400
     assert Client().post(_excerpt_url(coder, excerpt), {"go": "elsewhere"}).status_code == 400
@@ -127,13 +127,17 @@ def test_the_save_endpoint_saves_confirms_and_names_what_it_refuses():
     answer = _save(client, coder, first, codes=[wording], memo="a")
     assert answer.status_code == 200
     assert answer.json() == {"confirmed": False, "revision": 1, "progress": {"confirmed": 0, "total": 2},
-                             "next_url": _excerpt_url(coder, second)}
+                             "next_url": _excerpt_url(coder, second), "superseded": False}
     answer = _save(client, coder, first, codes=[wording, stereotypes], memo="ab", confirm=True)
     assert answer.json()["confirmed"] is True and answer.json()["progress"] == {"confirmed": 1, "total": 2}
     answer = _save(client, coder, second, codes=[], memo="", confirm=True)
     assert answer.json()["next_url"] == f"{_link(coder)}done/"  # after the last one: done
     assert _stored(coder) == {0: (["STEREOTYPES", "WORDING"], "ab", True), 1: ([], "", True)}
-    for body, problem in (({"codes": "1"}, "codes: must be a list of code ids"),
+    for body, problem in (({"codes": "1"}, "codes: must be a list of at most 35 code ids"),
+                          ({"codes": list(range(1, 37))}, "codes: must be a list of at most 35 code ids"),
+                          ({"codes": [], "writer": "\ud800"}, "writer: must be at most 64 letters"),
+                          ({"codes": [], "writer": "a\u0000"}, "writer: must be at most 64 letters"),
+                          ({"codes": [], "writer": "a" * 65}, "writer: must be at most 64 letters"),
                           ({"codes": [True]}, "codes[0]: must be a whole number"),
                           ({"codes": [], "memo": 3}, "memo: must be a text"),
                           ({"codes": [], "confirm": "yes"}, "confirm: must be true or false"),
@@ -228,6 +232,59 @@ def test_an_account_reaches_the_round_only_through_its_own_coder_row():
     outsider.force_login(make_participant_user())
     assert outsider.get(base).status_code == 404
     assert Client().get(f"{base}excerpts/{first.id}/")["Location"].startswith("/admin/login/?next=")
+    # A round id beyond any database column: 404, not an overflow.
+    assert client.get(f"/coding/rounds/{2**70}/code/").status_code == 404
+
+
+def test_a_save_after_the_session_ended_is_a_401_the_page_can_read():
+    """The page's script gets JSON it can act on (keep the change, send it after the coder logs in), not the
+    login page followed as if it were a save's answer."""
+    round_ = make_round(1)
+    researcher, _ = make_researcher("rita")
+    coder = add_coder(round_, "Rita", user=researcher)
+    excerpt = round_.excerpts.get()
+    answer = Client().post(f"/coding/rounds/{round_.id}/code/excerpts/{excerpt.id}/save/",
+                           json.dumps({"codes": [], "memo": "kept on the page"}), content_type="application/json",
+                           HTTP_ACCEPT="application/json")
+    assert answer.status_code == 401 and answer.json()["logged_out"] is True
+    assert "log in again" in answer.json()["error"]
+    assert not ExcerptCoding.objects.filter(coder=coder).exists()
+
+
+def test_a_save_from_a_page_of_another_coder_is_refused():
+    """One browser, two researchers: Rita's page still saving after Carl logged in reaches Carl's coder row; the
+    coder id the page sends tells them apart, and nothing is stored for Carl."""
+    round_ = make_round(1)
+    rita, _ = make_researcher("rita")
+    carl, _ = make_researcher("carl")
+    rita_coder, carl_coder = add_coder(round_, "Rita", user=rita), add_coder(round_, "Carl", user=carl)
+    excerpt = round_.excerpts.get()
+    client = Client()
+    client.force_login(carl)
+    url = f"/coding/rounds/{round_.id}/code/excerpts/{excerpt.id}/save/"
+    page = client.get(f"/coding/rounds/{round_.id}/code/excerpts/{excerpt.id}/").content.decode()
+    assert f'data-coder="{carl_coder.id}"' in page
+    answer = client.post(url, json.dumps({"codes": [], "memo": "Rita's memo", "coder": rita_coder.id}),
+                         content_type="application/json")
+    assert answer.status_code == 403 and answer.json()["wrong_coder"] is True
+    assert not ExcerptCoding.objects.exists()
+    assert client.post(url, json.dumps({"codes": [], "memo": "Carl's", "coder": carl_coder.id}),
+                       content_type="application/json").status_code == 200
+
+
+def test_a_save_overtaken_by_the_same_pages_later_save_answers_what_is_stored():
+    """The page compares the stored state with what it shows and sends its own again if they differ."""
+    round_ = make_round(1)
+    coder = add_coder(round_, "Coder A")
+    excerpt = round_.excerpts.get()
+    wording, tone = code_ids(round_, "WORDING", "TONE")
+    client = Client()
+    later = _save(client, coder, excerpt, codes=[tone, wording], memo="later", writer="page-1", seq=2)
+    assert later.json()["superseded"] is False and "stored" not in later.json()
+    earlier = _save(client, coder, excerpt, codes=[wording], memo="earlier", writer="page-1", seq=1)
+    assert earlier.status_code == 200 and earlier.json()["superseded"] is True
+    assert earlier.json()["stored"] == {"codes": sorted([wording, tone]), "memo": "later"}
+    assert _stored(coder) == {0: (["TONE", "WORDING"], "later", False)}
 
 
 def test_a_closed_round_shows_the_closed_page_and_refuses_writes():

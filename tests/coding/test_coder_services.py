@@ -18,6 +18,7 @@ from coding.coding_services import (
     coder_progress,
     coding_confirm,
     coding_save,
+    superseded,
 )
 from coding.models import ExcerptCoding
 from tests.coding.coder_rounds import add_coder, code_ids, make_codebook, make_round
@@ -82,7 +83,8 @@ def test_progress_counts_only_this_coders_confirmations():
     assert (progress.confirmed, progress.total, progress.first_unconfirmed.position) == (1, 4, 0)
 
 
-def test_a_code_of_another_codebook_is_refused_by_name_and_nothing_is_stored():
+def test_a_code_of_another_codebook_is_refused_by_id_and_nothing_is_stored():
+    """Named by id only: an invite-link holder learns nothing of the other codebooks."""
     round_ = make_round(1)
     coder = add_coder(round_, "Coder A")
     excerpt = round_.excerpts.get()
@@ -91,7 +93,7 @@ def test_a_code_of_another_codebook_is_refused_by_name_and_nothing_is_stored():
     (wording,) = code_ids(round_, "WORDING")
     with pytest.raises(CodingInputError) as refused:
         coding_save(coder=coder, excerpt_id=excerpt.id, code_ids=[wording, foreign], memo="x")
-    assert str(refused.value) == (f"code {foreign} (no categorization) is not in this coder's codebook, "
+    assert str(refused.value) == (f"code {foreign} is not in this coder's codebook, "
                                   "Thematic content and error type (v1).")
     with pytest.raises(CodingInputError, match="code 999999 is not in"):
         coding_save(coder=coder, excerpt_id=excerpt.id, code_ids=[999_999], memo="x")
@@ -151,6 +153,29 @@ def test_one_pages_later_save_is_kept_whatever_order_its_saves_arrive_in():
     stored = ExcerptCoding.objects.get()
     assert (stored.memo, sorted(stored.codes.values_list("id", flat=True))) == (
         "partial, then the whole memo", sorted([wording, tone]))
+
+
+def test_a_confirmation_overtaken_by_the_same_pages_keepalive_is_kept():
+    """Enter (confirm, seq 1) and the tab closed at once: the keepalive (seq 2, the same state, no confirm) arrives
+    first. The confirmation arriving last is kept, and the codes and memo stay as seq 2 stored them; the coder's
+    only excerpt confirmed, their completion time is set."""
+    round_ = make_round(1)
+    coder = add_coder(round_, "Coder A")
+    (excerpt,) = round_.excerpts.all()
+    (wording,) = code_ids(round_, "WORDING")
+    page = {"coder": coder, "excerpt_id": excerpt.id, "writer": "page-1", "base_revision": 0}
+    keepalive = coding_save(**page, code_ids=[wording], memo="whole memo", writer_seq=2)
+    assert keepalive.confirmed_at is None and not superseded(keepalive, writer="page-1", writer_seq=2)
+    confirmation = coding_save(**page, code_ids=[wording], memo="whole mem", confirm=True, writer_seq=1)
+    assert superseded(confirmation, writer="page-1", writer_seq=1)
+    assert _stored(coder, excerpt) == (["WORDING"], "whole memo", True)
+    assert confirmation.revision == 1
+    coder.refresh_from_db()
+    assert coder.completed_at is not None
+    # The same save sent twice is not superseded (the first one stored it); another page's never is.
+    again = coding_save(**page, code_ids=[wording], memo="whole memo", writer_seq=2)
+    assert not superseded(again, writer="page-1", writer_seq=2)
+    assert not superseded(again, writer="page-2", writer_seq=1) and not superseded(again, writer="", writer_seq=0)
 
 
 def test_a_closed_round_refuses_saves_and_confirmations():

@@ -104,6 +104,11 @@ def test_coders_mappings_and_closing_from_the_round_page(staff_client, audit):
     assert staff_client.get(f"{base}/close/").status_code == 403
 
 
+def test_a_round_page_of_an_id_that_is_not_one_is_a_404(staff_client):
+    for object_id in ("abc", "99999", str(2**70)):
+        assert staff_client.get(f"/admin/coding/codinground/{object_id}/change/").status_code == 404, object_id
+
+
 def test_the_round_admin_is_for_researchers_only(client, audit):
     assert client.get(ADD).status_code == 302
     assert client.get(f"{ADD}?audit={audit.id}").url.startswith("/admin/login/")
