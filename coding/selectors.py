@@ -23,7 +23,7 @@ CODING_COLUMNS = ["coder", "lens", "lens_name", "excerpt", "request", "model", "
 class RoundCodings:
     """A round's sample, lenses, coders, codings and applied codes, read in eight queries."""
 
-    excerpts: pd.DataFrame   # id, excerpt (number from 1), request, model, condition
+    excerpts: pd.DataFrame   # id, excerpt (number from 1), request, model_id, model (its name in tables), condition
     lenses: pd.DataFrame     # lens (id), number (from 1), name, codebook, version
     codes: pd.DataFrame      # code (id), lens, name, in codebook order within lens order
     coders: pd.DataFrame     # coder (id), name, lens, completed_at
@@ -35,9 +35,10 @@ class RoundCodings:
 def round_codings(coding_round: CodingRound) -> RoundCodings:
     excerpts = pd.DataFrame(
         Excerpt.objects.filter(round=coding_round).order_by("position")
-        .values_list("id", "position", "request_id", "model_name", "condition"),
-        columns=["id", "excerpt", "request", "model", "condition"])
+        .values_list("id", "position", "request_id", "request__audit_model_id", "model_name", "condition"),
+        columns=["id", "excerpt", "request", "model_id", "model", "condition"])
     excerpts["excerpt"] = excerpts["excerpt"] + 1
+    excerpts["model"] = stratum_model_names(excerpts["model_id"], excerpts["model"])
     lenses = pd.DataFrame(
         RoundLens.objects.filter(round=coding_round).order_by("position", "id")
         .values_list("id", "codebook_id", "codebook__name", "codebook__version"),
@@ -66,6 +67,15 @@ def round_codings(coding_round: CodingRound) -> RoundCodings:
             "codemapping__name", "code_id"):
         mappings[name].append(code)
     return RoundCodings(excerpts, lenses, codes, coders, codings, applied, mappings)
+
+
+def stratum_model_names(model_ids: pd.Series, names: pd.Series) -> pd.Series:
+    """Each excerpt's model as tables name it: its name, with the audit model's id where two audited models share
+    a name (the same model under two parameter sets or endpoints, without labels), so that the by-model tables
+    keep apart the strata the sample was drawn from."""
+    per_name = pd.DataFrame({"id": model_ids, "name": names}).drop_duplicates().groupby("name")["id"].nunique()
+    shared = names.map(per_name).gt(1)
+    return names.where(~shared, names + " (audit model " + model_ids.astype(str) + ")")
 
 
 def coder_progress(codings: RoundCodings) -> pd.DataFrame:

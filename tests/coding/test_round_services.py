@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pandas as pd
 import pytest
 from django.contrib.auth import get_user_model
 
@@ -12,8 +13,10 @@ from auditapp.models import Audit, AuditItem, AuditRequest, LLMEndpoint
 from auditapp.paradigms import registry
 from auditapp.paradigms.classification import services as classification_services
 from coding import round_services as services
+from coding.coding_services import coding_save
 from coding.models import Coder, CodingRound, Excerpt, ExcerptCoding
 from coding.sampling import proportional_allocation
+from coding.selectors import round_analysis, round_codings, stratum_model_names
 from tests.coding.round_support import (
     CONDITIONS,
     make_codebook,
@@ -251,3 +254,29 @@ def test_a_round_from_an_audit_run_by_the_engine_against_the_test_llm_server(aud
     assert all(e.explanation and e.label != e.reference_label for e in coding_round.excerpts.all())
     assert services.round_verify(coding_round=coding_round).matches
     assert set(CONDITIONS) >= {c for _, c in recorded}
+
+
+def test_two_audited_models_sharing_a_name_stay_two_strata_in_the_tables(db):
+    """The same model under two parameter sets, neither labelled: the sample is drawn per audit model, and the
+    by-model tables and the codings keep them apart (named with their audit model's id), not merged under one name."""
+    audit = make_completed_audit(n_items=12)
+    first, second = audit.models.order_by("position")
+    first.model, first.label, first.params = "model-b", "", {"temperature": 1}
+    first.save()
+    codebook = make_codebook("Thematic")
+    coding_round = services.round_create(audit=audit, codebooks=[codebook.id], sample_size=12, seed=5)
+    coder = services.coder_add(coding_round=coding_round, lens_id=coding_round.lenses.get().id, name="ann")
+    for excerpt in coding_round.excerpts.all():
+        coding_save(coder=coder, excerpt_id=excerpt.id, code_ids=[], memo="", confirm=True)
+    excerpts = round_codings(coding_round).excerpts
+    per_model = excerpts.groupby("model").size().to_dict()
+    assert set(per_model) == {f"model-b (audit model {first.id})", f"model-b (audit model {second.id})"}
+    assert per_model == Counter(f"model-b (audit model {model})" for model in
+                                Excerpt.objects.filter(round=coding_round).values_list("request__audit_model_id",
+                                                                                       flat=True))
+    [lens] = round_analysis(coding_round)["lenses"]
+    assert sorted(lens["coders"][0]["by_model"]["levels"], key=lambda level: level["level"]) == sorted(
+        ({"level": name, "n": n} for name, n in per_model.items()), key=lambda level: level["level"])
+    # A name used by one audit model is left as it is.
+    names = stratum_model_names(pd.Series([1, 1, 2]), pd.Series(["A", "A", "B"]))
+    assert names.tolist() == ["A", "A", "B"]
