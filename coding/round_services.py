@@ -180,6 +180,13 @@ def round_create(*, audit: Audit, codebooks: Sequence[int], name: str = "", samp
                           f"{', of the chosen models' if models_included else ''}"
                           f"{', under the chosen conditions' if conditions_included else ''})"]) from error
     with transaction.atomic():
+        # An in-place edit of a codebook (coding.codebook_services.codebook_save) replaces its codes: locked, the
+        # codebooks cannot change between this check and the round's first use of them, which freezes them.
+        list(Codebook.objects.select_for_update().filter(id__in=[c.id for c in lens_codebooks]).values_list("id"))
+        lens_problems, lens_codebooks = _lens_problems(list(codebooks))
+        problems = lens_problems + _mapping_problems(mappings, {c.id: k + 1 for k, c in enumerate(lens_codebooks)})
+        if problems:
+            raise RoundError(problems)
         coding_round = CodingRound.objects.create(
             audit=audit, name=name.strip() or f"Error analysis of {audit.name}", sample_size=sample_size,
             allocation=allocation, eligible=eligible, models_included=models_included,

@@ -2,6 +2,7 @@
 mappings, closing; and one round drawn from an audit run by the real engine against the test LLM server."""
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 import pandas as pd
@@ -13,6 +14,7 @@ from auditapp.models import Audit, AuditItem, AuditRequest, LLMEndpoint
 from auditapp.paradigms import registry
 from auditapp.paradigms.classification import services as classification_services
 from coding import round_services as services
+from coding.codebook_services import codebook_save, codebook_spec
 from coding.coding_services import coding_save
 from coding.models import Coder, CodingRound, Excerpt, ExcerptCoding
 from coding.sampling import proportional_allocation
@@ -280,3 +282,22 @@ def test_two_audited_models_sharing_a_name_stay_two_strata_in_the_tables(db):
     # A name used by one audit model is left as it is.
     names = stratum_model_names(pd.Series([1, 1, 2]), pd.Series(["A", "A", "B"]))
     assert names.tolist() == ["A", "A", "B"]
+
+
+def test_a_codebook_edited_while_a_round_is_drawn_is_checked_again_under_its_lock(audit, lenses, monkeypatch):
+    """An in-place edit of a lens's codebook lands while the sample is drawn (the edit replaces the codes, so the
+    mapped code is gone): the round is refused with the reason, and nothing is stored."""
+    thematic, linguistic = lenses
+    stereotypes = (thematic.codes.get(name="STEREOTYPES").id, linguistic.codes.get(name="STEREOTYPES").id)
+    draw = services.sampling.stratified_sample
+
+    def draw_while_edited(*args, **kwargs):
+        spec = codebook_spec(thematic)
+        codebook_save(codebook=thematic, spec=dataclasses.replace(spec, codes=tuple(reversed(spec.codes))))
+        return draw(*args, **kwargs)
+
+    monkeypatch.setattr(services.sampling, "stratified_sample", draw_while_edited)
+    with pytest.raises(services.RoundError, match=f"{stereotypes[0]}"):
+        services.round_create(audit=audit, codebooks=[thematic.id, linguistic.id], sample_size=3, seed=1,
+                              mappings=[services.MappingSpec("Stereotypes", stereotypes)])
+    assert not CodingRound.objects.exists() and not Excerpt.objects.exists()
