@@ -116,5 +116,6 @@ def round_closed_response(request: HttpRequest, access: CoderAccess, *, status: 
     message = "This coding round is closed: no more coding is accepted. Thank you for your work."
     if wants_json(request):
         return JsonResponse({"error": message, "closed": True}, status=status)
-    return render(request, "coding/code_closed.html", {"access": access, "round": access.coder.round,
-                                                       "message": message}, status=status)
+    return render(request, "coding/code_message.html", {
+        "access": access, "round": access.coder.round, "heading": "This coding round is closed", "message": message},
+        status=status)

@@ -272,7 +272,7 @@ class CodingRoundAdmin(admin.ModelAdmin):
         for coder in detail["coders"]:
             own = coder["user"] == request.user.id
             coder["invite_link"] = request.build_absolute_uri(coder["invite_path"]) if own or not blind else ""
-            coder["can_remove"] = coder["started_at"] is None
+            coder["can_remove"] = coder["started_at"] is None and not (own and coding_round.closed_at is None)
         return self._page(request, "admin/coding/codinground/round.html", {
             "title": coding_round.name, "round": coding_round, "detail": detail, "original": coding_round,
             "blind": blind,
@@ -310,7 +310,7 @@ class CodingRoundAdmin(admin.ModelAdmin):
         coding_round = self._round(request, round_id)
         coder = get_object_or_404(Coder, pk=coder_id, round=coding_round)
         try:
-            round_services.coder_remove(coder=coder)
+            round_services.coder_remove(coder=coder, by=request.user)
         except round_services.RoundError as error:
             for problem in error.problems:
                 self.message_user(request, problem, messages.ERROR)

@@ -272,14 +272,18 @@ class RoundCodersView(RoundScoped, APIView):
 
 
 @extend_schema(summary="Remove a coder who has coded nothing", request=None,
-               responses={204: None, 409: ProblemsSerializer},
+               responses={204: None, 403: ProblemsSerializer, 409: ProblemsSerializer},
                parameters=[OpenApiParameter("coder_id", int, OpenApiParameter.PATH, description="The coder's id.")],
-               description="409 when the coder has coded excerpts: their codes are the round's data.")
+               description="409 when the coder has coded excerpts: their codes are the round's data. 403 for a "
+                           "researcher removing themselves from an open round (they could then read the others' "
+                           "codes).")
 class RoundCoderView(RoundScoped, APIView):
     def delete(self, request, pk: int, coder_id: int):
         coder = get_object_or_404(self.coding_round.coders, pk=coder_id)
         try:
-            services.coder_remove(coder=coder)
+            services.coder_remove(coder=coder, by=request.user)
+        except services.RoundRefusedToCoder as error:
+            return refused(error, status.HTTP_403_FORBIDDEN)
         except services.RoundError as error:
             return refused(error, status.HTTP_409_CONFLICT)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -78,8 +78,9 @@ def coding_save(*, coder: Coder, excerpt_id: int, code_ids: Iterable[int] | None
 
     ``writer`` names one load of a page and ``writer_seq`` counts its saves: a page's own later save is taken
     whatever revision it was based on (its earlier save landed meanwhile), and an earlier one arriving after a
-    later one changes neither codes nor memo (the stored coding is returned: :func:`superseded` tells), though a
-    confirmation it carries is kept.
+    later one, or the same save again, changes neither codes nor memo, though a confirmation it carries is kept.
+    The returned coding's ``superseded`` says whether what was sent was left unstored that way (the page then
+    compares what is stored with what it shows).
     """
     code_ids = None if code_ids is None else sorted(set(code_ids))
     memo = None if memo is None else _checked_memo(memo)
@@ -95,7 +96,8 @@ def coding_save(*, coder: Coder, excerpt_id: int, code_ids: Iterable[int] | None
         now = timezone.now()
         coding, _ = ExcerptCoding.objects.get_or_create(coder=locked, excerpt=excerpt)
         own_page = bool(writer) and writer == coding.writer
-        if own_page and writer_seq <= coding.writer_seq:
+        coding.superseded = own_page and writer_seq <= coding.writer_seq
+        if coding.superseded:
             # This page's earlier state, overtaken by its later one (a keepalive sent on closing the tab): its
             # codes and memo stay, but a confirmation it carried is kept (Enter, then the tab closed at once).
             if not (confirm and coding.confirmed_at is None):
@@ -125,12 +127,6 @@ def coding_save(*, coder: Coder, excerpt_id: int, code_ids: Iterable[int] | None
             locked.save(update_fields=coder_fields)
     coder.started_at, coder.completed_at = locked.started_at, locked.completed_at
     return coding
-
-
-def superseded(coding: ExcerptCoding, *, writer: str, writer_seq: int) -> bool:
-    """Whether a save by ``writer`` numbered ``writer_seq`` arrived after a later save of the same page, so what
-    it sent was not stored (``coding`` as :func:`coding_save` returned it)."""
-    return bool(writer) and coding.writer == writer and coding.writer_seq > writer_seq
 
 
 def coding_confirm(*, coder: Coder, excerpt_id: int) -> ExcerptCoding:

@@ -182,7 +182,8 @@ def round_create(*, audit: Audit, codebooks: Sequence[int], name: str = "", samp
     with transaction.atomic():
         # An in-place edit of a codebook (coding.codebook_services.codebook_save) replaces its codes: locked, the
         # codebooks cannot change between this check and the round's first use of them, which freezes them.
-        list(Codebook.objects.select_for_update().filter(id__in=[c.id for c in lens_codebooks]).values_list("id"))
+        list(Codebook.objects.select_for_update().filter(id__in=[c.id for c in lens_codebooks]).order_by("id")
+             .values_list("id"))
         lens_problems, lens_codebooks = _lens_problems(list(codebooks))
         problems = lens_problems + _mapping_problems(mappings, {c.id: k + 1 for k, c in enumerate(lens_codebooks)})
         if problems:
@@ -244,6 +245,12 @@ def round_verify(*, coding_round: CodingRound) -> DrawCheck:
 
 # ------------------------------------------------------------------------------------------------------ coders
 
+class RoundRefusedToCoder(RoundError):
+    """A researcher who codes in the round asked for what would show them the other coders' codes while they can
+    still change their own (seed 000 §3.4: coded "independently ... without reconciliation")."""
+
+
+
 def coder_add(*, coding_round: CodingRound, lens_id: int, user_id: int | None = None, name: str = "") -> Coder:
     """Add a coder to one of the round's lenses: a researcher's account (``user_id``, a staff user) or an outside
     coder (``name`` only), who reaches the coding pages through the invite link alone. The name is the only way
@@ -281,8 +288,15 @@ def coder_add(*, coding_round: CodingRound, lens_id: int, user_id: int | None = 
         raise RoundError([f"the round already has a coder named {name!r} or that account"]) from error
 
 
-def coder_remove(*, coder: Coder) -> None:
-    """Remove a coder who has coded nothing yet (a coder's codings are kept: they are the round's data)."""
+def coder_remove(*, coder: Coder, by) -> None:
+    """Remove a coder who has coded nothing yet (a coder's codings are kept: they are the round's data).
+
+    A researcher ``by`` may not remove their own coder row from an open round (RoundRefusedToCoder): no longer a
+    coder, they could read the other coders' codes and then be added back. ``by`` None is the system."""
+    if by is not None and coder.user_id == by.pk and coder.round.closed_at is None:
+        raise RoundRefusedToCoder([
+            "you are this coder, and the round is open: leaving it would open the other coders' codes to you; "
+            "another researcher can remove you"])
     if coder.codings.exists():
         raise RoundError([f"coder {coder.name!r} has coded {coder.codings.count()} excerpt(s): their codes are the "
                           "round's data and are kept"])
@@ -291,17 +305,12 @@ def coder_remove(*, coder: Coder) -> None:
 
 # ------------------------------------------------------------------------------------------- close and reopen
 
-class RoundRefusedToCoder(RoundError):
-    """A researcher who codes in the round asked for what would show them the other coders' codes while they can
-    still change their own (seed 000 §3.4: coded "independently ... without reconciliation")."""
-
-
-def round_close(*, coding_round: CodingRound, by=None) -> CodingRound:
+def round_close(*, coding_round: CodingRound, by) -> CodingRound:
     """No more coding is accepted. Closing a closed round keeps its first closing time.
 
     Closing opens the round's results to its coders, so a researcher ``by`` who is a coder of the round may close
     it only once every coder has finished (RoundRefusedToCoder): before that, closing would show them codes they
-    could still answer by reopening."""
+    could still answer by reopening. ``by`` None is the system."""
     if coding_round.closed_at is None:
         if _is_coder(coding_round, by) and coding_round.coders.filter(completed_at__isnull=True).exists():
             raise RoundRefusedToCoder([
@@ -313,7 +322,7 @@ def round_close(*, coding_round: CodingRound, by=None) -> CodingRound:
     return coding_round
 
 
-def round_reopen(*, coding_round: CodingRound, by=None) -> CodingRound:
+def round_reopen(*, coding_round: CodingRound, by) -> CodingRound:
     """Coding is accepted again (an open round stays open).
 
     A researcher ``by`` who is a coder of the round may not reopen it (RoundRefusedToCoder): once closed, they can

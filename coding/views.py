@@ -3,13 +3,14 @@ save endpoint the excerpt page's script posts to. Thin: access is checked by ``c
 go through ``coding.coding_services``.
 
 Without scripts the excerpt page is a plain form: its buttons save the codes and memo and go on (``go`` is
-``confirm``, ``previous`` or ``next``). With scripts every change is posted to the save endpoint at once
-(JSON ``{"codes": [ids], "memo": text, "confirm": bool, "revision": n, "writer": page id, "seq": n, "coder":
-id}``; a page of another coder than the one the request reaches is refused, 403), which
-answers the coder's progress, the new revision and where to go next, and with ``superseded`` the stored codes and
-memo when a later save of the same page was stored first. A save based on an older revision than the stored one (another device saved
-since) is answered 409 with ``conflict`` and the stored state; the form shows the stored state beside what the
-coder sent.
+``confirm``, ``previous`` or ``next``). With scripts every change is posted to the save endpoint at once (JSON
+``{"codes": [ids], "memo": text, "confirm": bool, "revision": n, "writer": page id, "seq": n, "coder": id}``),
+which answers the coder's progress, the new revision and where to go next, and with ``superseded`` the stored
+codes and memo when what it sent was not stored (a later save of the same page, or this one, was stored first). A
+save based on an older revision than the stored one (another device saved since) is answered 409 with ``conflict``
+and the stored state; the form shows the stored state beside what the coder sent. A form or save of a page opened
+by another coder than the one the request reaches (another account logged in since in this browser) is refused,
+403, and stores nothing.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from annotation.models import LabelValue
 from annotation.participant_input import InputError, form_number, json_object, whole_number
 from coding.access import CoderAccess, coder_page, excerpt_of_coder
 from coding.codebooks import MAX_CODES
-from coding.coding_services import CodingConflict, CodingInputError, coder_progress, coding_save, superseded
+from coding.coding_services import CodingConflict, CodingInputError, coder_progress, coding_save
 from coding.models import Code, Excerpt, ExcerptCoding
 
 # Keys the excerpt page keeps for moving around; a code whose shortcut is one of them is toggled by its
@@ -33,7 +34,7 @@ NAVIGATION_KEYS = frozenset({"p", "n", "m", "?"})
 GO_CHOICES = ("confirm", "previous", "next")
 MAX_COUNT = 2**31 - 1  # a revision or a page's save count (PositiveIntegerField on every database)
 WRONG_CODER = ("This page was opened by another account, not the one logged in now in this browser: nothing was "
-               "saved. Log in again as the coder who opened it, and this page sends the change.")
+               "saved. Log in again as the coder who opened it; the page keeps the change and sends it then.")
 WRITER_PATTERN = re.compile(r"[A-Za-z0-9-]{0,64}")  # a page's id: a UUID, or digits where crypto is missing
 
 
@@ -64,6 +65,12 @@ def _code_names(access: CoderAccess, values: list[str]) -> list[str]:
     """The names of the coder's codes among posted ids (others are left out)."""
     ids = {int(value) for value in values if value.isascii() and value.isdigit()}
     return [choice.code.name for choice in _code_choices(access) if choice.code.id in ids]
+
+
+def _of_another_coder(posted: str | None, access: CoderAccess) -> bool:
+    """Whether a form names another coder than the one the request reaches: a page opened by another account in
+    this browser, still open after someone else logged in (the session cookie is the browser's, not the page's)."""
+    return posted is not None and posted != str(access.coder.id)
 
 
 def _resume_url(access: CoderAccess) -> str:
@@ -114,6 +121,10 @@ def excerpt(request: HttpRequest, access: CoderAccess, excerpt_id: int) -> HttpR
     excerpt_ids = _excerpt_ids(access)
     index = excerpt_ids.index(shown.id)
     error = conflict = None
+    if request.method == "POST" and _of_another_coder(request.POST.get("coder"), access):
+        return render(request, "coding/code_message.html", {
+            "access": access, "round": access.coder.round, "heading": "Not saved", "message": WRONG_CODER},
+            status=403)
     if request.method == "POST":
         go = request.POST.get("go", "confirm")
         try:
@@ -161,7 +172,6 @@ def save(request: HttpRequest, access: CoderAccess, excerpt_id: int) -> JsonResp
         data = json_object(request.body)
         page_coder = data.get("coder")
         if page_coder is not None and whole_number(page_coder, field="coder", minimum=1) != access.coder.id:
-            # A page opened by another account in this browser, still saving after someone else logged in.
             return JsonResponse({"error": WRONG_CODER, "wrong_coder": True}, status=403)
         codes = data.get("codes", [])
         if not isinstance(codes, list) or len(codes) > MAX_CODES:
@@ -195,8 +205,8 @@ def save(request: HttpRequest, access: CoderAccess, excerpt_id: int) -> JsonResp
     answer = {"confirmed": coding.confirmed_at is not None, "revision": coding.revision,
               "progress": {"confirmed": progress.confirmed, "total": progress.total},
               "next_url": _after(access, excerpt_ids, excerpt_ids.index(shown.id), "next"),
-              "superseded": superseded(coding, writer=writer, writer_seq=seq)}
-    if answer["superseded"]:  # the page's later save is stored: the page compares it with what it shows now
+              "superseded": coding.superseded}
+    if coding.superseded:  # what the page sent was not stored: the page compares what is with what it shows
         answer["stored"] = {"codes": sorted(coding.codes.values_list("id", flat=True)), "memo": coding.memo}
     return JsonResponse(answer)
 

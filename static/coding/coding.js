@@ -17,7 +17,7 @@
   const saveUrl = form.dataset.saveUrl;
   const previousUrl = form.dataset.previousUrl;
   const nextUrl = form.dataset.nextUrl;
-  const csrfToken = form.querySelector("input[name=csrfmiddlewaretoken]").value;
+  const pageCsrfToken = form.querySelector("input[name=csrfmiddlewaretoken]").value;
   const memo = document.getElementById("memo");
   const status = document.getElementById("save-status");
   const codedCount = document.getElementById("coded-count");
@@ -65,13 +65,19 @@
     status.textContent = text;
     status.classList.toggle("failed", Boolean(failed));
   }
+  // Read at each save: logging in again (after a session ended) gives the browser a new CSRF token, which the
+  // form's copy from this page's load no longer matches.
+  function csrfToken() {
+    const cookie = document.cookie.split("; ").find((part) => part.startsWith("csrftoken="));
+    return cookie ? decodeURIComponent(cookie.slice("csrftoken=".length)) : pageCsrfToken;
+  }
   function post(state, confirm, keepalive) {
     seq += 1;
     const body = { codes: state.codes, memo: state.memo, confirm: confirm, revision: revision, writer: writer,
                    seq: seq, coder: coderId };
     return fetch(saveUrl, {
       method: "POST", credentials: "same-origin", keepalive: Boolean(keepalive), body: JSON.stringify(body),
-      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken },
+      headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken() },
     });
   }
   async function errorText(response) {
@@ -106,9 +112,13 @@
         show("Saved.");
         return data;
       }
-      if (response && response.status === 401) {
-        const refused = await answerData(response);
-        show((refused && refused.error) || "You are logged out: log in again, and this page sends your change.", true);
+      // The browser's session is not this page's (it ended: 401; another account logged in: 403 "wrong_coder";
+      // a CSRF refusal, a 403 page that is not JSON): kept and sent again once the coder has logged in.
+      const refused = response && (response.status === 401 || response.status === 403)
+        ? await answerData(response) : null;
+      if (response && (response.status === 401 || (response.status === 403 && (!refused || refused.wrong_coder)))) {
+        show((refused && refused.error) || "Not saved yet: this browser's session does not match this page (log " +
+             "in again, or reload the page). Your change is kept here and sent again…", true);
         await sleep(Math.min(8000, 500 * 2 ** attempt));
         if (closed) return null;
         continue;
@@ -121,7 +131,7 @@
         return null;
       }
       if (response && response.status >= 400 && response.status < 500) {
-        show("Not saved: " + await errorText(response), true);
+        show("Not saved: " + ((refused && refused.error) || await errorText(response)), true);
         return null;
       }
       show("Not saved yet: the server did not answer as expected. Your codes are kept on this page and sent " +
@@ -165,7 +175,11 @@
     if (running || closed) return;
     running = true;
     // A refused save, or anything unexpected, leaves the page usable: the keys and buttons work again.
-    drain().catch(() => false).then((went) => {
+    drain().catch(() => {
+      show("Not saved: something went wrong on this page. Your change is kept here; reload the page to send it.",
+           true);
+      return false;
+    }).then((went) => {
       if (!went) {
         leaveTo = null;
         leaving = false;

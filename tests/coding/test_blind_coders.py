@@ -78,7 +78,7 @@ def test_researchers_who_do_not_code_see_everything(coded_round, staff_client, a
 
 
 def test_the_coder_sees_everything_once_the_round_is_closed(coded_round):
-    round_close(coding_round=coded_round["round"])
+    round_close(coding_round=coded_round["round"], by=None)
     round_id = coded_round["round"].id
     assert coded_round["session"].get(f"/coding/rounds/{round_id}/results/").status_code == 200
     for path in exports(round_id):
@@ -137,3 +137,20 @@ def test_the_round_admin_page_leaves_out_results_and_exports_links_for_a_coder(c
     page = coded_round["session"].get(path).content.decode()
     assert "codings (CSV)" not in page and 'id="blind-note"' in page
     assert "codings (CSV)" in staff_client.get(path).content.decode()
+
+
+def test_a_coder_cannot_leave_the_open_round_to_read_it(coded_round, api_client):
+    """Removing their own coder row (nothing coded yet) would make bob a researcher who does not code in the round,
+    free to read the others' codes and be added back: refused in the API (403) and the admin; another researcher
+    can remove him."""
+    coding_round, bob = coded_round["round"], coded_round["bob"]
+    response = coded_round["token"].delete(f"/api/coding-rounds/{coding_round.id}/coders/{bob.id}/")
+    assert response.status_code == 403 and "another researcher can remove you" in response.json()["detail"]
+    page = coded_round["session"].get(f"/admin/coding/codinground/{coding_round.id}/change/").content.decode()
+    assert f"/coders/{bob.id}/remove/" not in page
+    admin = coded_round["session"].post(f"/admin/coding/codinground/{coding_round.id}/coders/{bob.id}/remove/",
+                                        follow=True)
+    assert "another researcher can remove you" in admin.content.decode()
+    assert coding_round.coders.filter(pk=bob.pk).exists()
+    assert coded_round["token"].get(f"/api/coding-rounds/{coding_round.id}/codings/").status_code == 403
+    assert api_client.delete(f"/api/coding-rounds/{coding_round.id}/coders/{bob.id}/").status_code == 204

@@ -270,6 +270,13 @@ def test_a_save_from_a_page_of_another_coder_is_refused():
     assert not ExcerptCoding.objects.exists()
     assert client.post(url, json.dumps({"codes": [], "memo": "Carl's", "coder": carl_coder.id}),
                        content_type="application/json").status_code == 200
+    # The form without scripts too: Rita's page submitted under Carl's session stores nothing.
+    form = client.post(f"/coding/rounds/{round_.id}/code/excerpts/{excerpt.id}/",
+                       {"memo": "Rita's memo", "go": "confirm", "revision": "1", "coder": str(rita_coder.id)})
+    assert form.status_code == 403 and "opened by another account" in form.content.decode()
+    assert list(ExcerptCoding.objects.values_list("coder_id", "memo", "confirmed_at")) == [(carl_coder.id, "Carl's",
+                                                                                             None)]
+    assert f'name="coder" value="{carl_coder.id}"' in page
 
 
 def test_a_save_overtaken_by_the_same_pages_later_save_answers_what_is_stored():

@@ -18,7 +18,6 @@ from coding.coding_services import (
     coder_progress,
     coding_confirm,
     coding_save,
-    superseded,
 )
 from coding.models import ExcerptCoding
 from tests.coding.coder_rounds import add_coder, code_ids, make_codebook, make_round
@@ -165,17 +164,21 @@ def test_a_confirmation_overtaken_by_the_same_pages_keepalive_is_kept():
     (wording,) = code_ids(round_, "WORDING")
     page = {"coder": coder, "excerpt_id": excerpt.id, "writer": "page-1", "base_revision": 0}
     keepalive = coding_save(**page, code_ids=[wording], memo="whole memo", writer_seq=2)
-    assert keepalive.confirmed_at is None and not superseded(keepalive, writer="page-1", writer_seq=2)
+    assert keepalive.confirmed_at is None and not keepalive.superseded
     confirmation = coding_save(**page, code_ids=[wording], memo="whole mem", confirm=True, writer_seq=1)
-    assert superseded(confirmation, writer="page-1", writer_seq=1)
+    assert confirmation.superseded
     assert _stored(coder, excerpt) == (["WORDING"], "whole memo", True)
     assert confirmation.revision == 1
     coder.refresh_from_db()
     assert coder.completed_at is not None
-    # The same save sent twice is not superseded (the first one stored it); another page's never is.
-    again = coding_save(**page, code_ids=[wording], memo="whole memo", writer_seq=2)
-    assert not superseded(again, writer="page-1", writer_seq=2)
-    assert not superseded(again, writer="page-2", writer_seq=1) and not superseded(again, writer="", writer_seq=0)
+    # A save numbered like the one stored is not stored either, and says so (two tabs that took over one page's
+    # pending change number their saves alike): the page compares what is stored with what it shows.
+    again = coding_save(**page, code_ids=[], memo="another tab", writer_seq=2)
+    assert again.superseded and _stored(coder, excerpt) == (["WORDING"], "whole memo", True)
+    # Another page's save is never superseded: it is stored, or refused as a conflict on an older revision.
+    other = coding_save(coder=coder, excerpt_id=excerpt.id, code_ids=[], memo="", writer="page-2", writer_seq=1,
+                        base_revision=1)
+    assert not other.superseded and other.revision == 2
 
 
 def test_a_closed_round_refuses_saves_and_confirmations():

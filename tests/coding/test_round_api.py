@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from auditapp.models import Audit
 from coding.models import Coder, CodingRound, Excerpt, ExcerptCoding
-from tests.factories import make_participant_user
+from tests.factories import make_participant_user, make_researcher
 
 pytestmark = pytest.mark.usefixtures("audit_tasks_off")
 
@@ -114,9 +114,15 @@ def test_coders_are_added_shown_with_progress_and_removed(api_client, audit, len
 
     conflict = api_client.delete(f"/api/coding-rounds/{round_id}/coders/{coder.id}/")
     assert conflict.status_code == 409 and "coded 4 excerpt(s)" in conflict.json()["detail"]
-    removed = api_client.delete(f"/api/coding-rounds/{round_id}/coders/{mine.json()['id']}/")
+    # Not themselves from the open round (they could then read the others' codes); another researcher can.
+    themselves = api_client.delete(f"/api/coding-rounds/{round_id}/coders/{mine.json()['id']}/")
+    assert themselves.status_code == 403 and "another researcher can remove you" in themselves.json()["detail"]
+    _, other_token = make_researcher("other")
+    colleague = APIClient()
+    colleague.credentials(HTTP_AUTHORIZATION=f"Token {other_token}")
+    removed = colleague.delete(f"/api/coding-rounds/{round_id}/coders/{mine.json()['id']}/")
     assert removed.status_code == 204
-    assert api_client.delete(f"/api/coding-rounds/{round_id}/coders/{mine.json()['id']}/").status_code == 404
+    assert colleague.delete(f"/api/coding-rounds/{round_id}/coders/{mine.json()['id']}/").status_code == 404
     assert list(Coder.objects.filter(round_id=round_id)) == [coder]
 
 

@@ -183,20 +183,20 @@ def test_coders_accounts_and_invited_names(audit, lenses, researcher):
         services.coder_add(coding_round=coding_round, lens_id=second.id)
     ExcerptCoding.objects.create(coder=outside, excerpt=coding_round.excerpts.first(), memo="started")
     with pytest.raises(services.RoundError, match="coded 1 excerpt"):
-        services.coder_remove(coder=outside)
-    services.coder_remove(coder=account)
+        services.coder_remove(coder=outside, by=None)
+    services.coder_remove(coder=account, by=None)
     assert list(Coder.objects.filter(round=coding_round)) == [outside]
 
 
 def test_close_and_reopen(audit, lenses):
     coding_round = services.round_create(audit=audit, codebooks=[lenses[0].id], sample_size=3, seed=1)
-    closed_at = services.round_close(coding_round=coding_round).closed_at
+    closed_at = services.round_close(coding_round=coding_round, by=None).closed_at
     assert closed_at is not None
-    assert services.round_close(coding_round=coding_round).closed_at == closed_at
+    assert services.round_close(coding_round=coding_round, by=None).closed_at == closed_at
     lens = coding_round.lenses.get()
     with pytest.raises(services.RoundError, match="closed"):
         services.coder_add(coding_round=coding_round, lens_id=lens.id, name="Late")
-    assert services.round_reopen(coding_round=coding_round).closed_at is None
+    assert services.round_reopen(coding_round=coding_round, by=None).closed_at is None
     assert CodingRound.objects.get(pk=coding_round.pk).closed_at is None
 
 
