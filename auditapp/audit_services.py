@@ -120,7 +120,8 @@ def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget:
                     other_scorers: int = 0, accepts: tuple[str, ...] = ("messages",)) -> list[str]:
     """What every paradigm's launch checks: at least one model (or another scorer the paradigm has, such as
     recorded scores), each model's endpoint of a kind the paradigm can ask (``accepts``: the payloads it builds,
-    see ``scorer_kinds.takes``) with generation parameters only for chat models, the replicates, the error
+    see ``scorer_kinds.takes``) with generation parameters only for chat models, no two models of one name in
+    tables (the same model under two parameter sets or endpoints needs labels), the replicates, the error
     budget."""
     problems = [] if models or other_scorers else ["choose at least one model"]
     for choice in models:
@@ -131,6 +132,16 @@ def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget:
         elif takes != "messages" and choice.params:
             problems.append(f"endpoint {choice.endpoint.name} is a scorer, not a chat model: it takes no generation "
                             f"parameters ({sorted(choice.params)})")
+    named: dict[str, int] = {}
+    for number, choice in enumerate(models, start=1):
+        name = choice.label or choice.model
+        if name in named:
+            # Tables, charts and exports name a model by its label (or its name): two with one name would read
+            # as one model, and the error analysis could not tell their strata apart by name.
+            problems.append(f"models {named[name]} and {number} would both be named {name!r} in tables and exports: "
+                            "give each a label")
+        else:
+            named[name] = number
     if not 1 <= replicates <= MAX_REPLICATES:
         problems.append(f"replicates must be between 1 and {MAX_REPLICATES}")
     if not 0 <= error_budget <= 1:

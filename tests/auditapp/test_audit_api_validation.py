@@ -59,3 +59,22 @@ def test_a_seed_beyond_what_the_database_stores_is_a_400(api_client, audit_tasks
     response = api_client.post("/api/audits/", body, format="json")
     assert response.status_code == 400 and list(response.json()) == ["seed"]
     assert "seed" not in api_client.post("/api/audits/", {**body, "seed": 2**63 - 1}, format="json").json()
+
+
+def test_two_models_that_tables_would_name_alike_are_refused_until_labelled():
+    """The same model under two parameter sets (or on two endpoints) without labels would be one name in every
+    table and export; with labels both are taken."""
+    one = LLMEndpoint.objects.create(name="one", base_url="http://127.0.0.1:9")
+    two = LLMEndpoint.objects.create(name="two", base_url="http://127.0.0.1:8")
+    alike = [services.ModelChoice(endpoint=one, model="m", params={"temperature": 0}),
+             services.ModelChoice(endpoint=one, model="other"),
+             services.ModelChoice(endpoint=two, model="m")]
+    assert services.launch_problems(models=alike, replicates=1, error_budget=0.1) == [
+        "models 1 and 3 would both be named 'm' in tables and exports: give each a label"]
+    # A label that repeats another model's name is refused too; distinct labels are taken.
+    assert services.launch_problems(models=[alike[1], services.ModelChoice(endpoint=two, model="m", label="other")],
+                                    replicates=1, error_budget=0.1) == [
+        "models 1 and 2 would both be named 'other' in tables and exports: give each a label"]
+    labelled = [services.ModelChoice(endpoint=one, model="m", params={"temperature": 0}, label="m at T=0"),
+                alike[1], services.ModelChoice(endpoint=two, model="m", label="m on two")]
+    assert services.launch_problems(models=labelled, replicates=1, error_budget=0.1) == []
