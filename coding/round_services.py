@@ -250,7 +250,6 @@ class RoundRefusedToCoder(RoundError):
     still change their own (seed 000 §3.4: coded "independently ... without reconciliation")."""
 
 
-
 def coder_add(*, coding_round: CodingRound, lens_id: int, user_id: int | None = None, name: str = "") -> Coder:
     """Add a coder to one of the round's lenses: a researcher's account (``user_id``, a staff user) or an outside
     coder (``name`` only), who reaches the coding pages through the invite link alone. The name is the only way
