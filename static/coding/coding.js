@@ -4,7 +4,8 @@
 // Each save posts the excerpt's full state (codes and memo) as JSON to the form's save URL, one request at a
 // time; a change made meanwhile is sent after it, so the last state wins. A network error or a 5xx is shown and
 // sent again with backoff (with the newest state); the state is kept in localStorage until the server has
-// acknowledged it, so a tab closed while the server was away sends it when the excerpt is opened again. On
+// acknowledged it, so a tab closed while the server was away sends it when the excerpt is opened again (a tab
+// still open keeps its own: tabs ask each other on a BroadcastChannel before one takes a kept change over). On
 // pagehide an unsaved state is sent with keepalive. Each save carries the revision it changes: when another
 // device or tab saved the excerpt since (409 with "conflict"), the page shows what is stored and names the change
 // it could not save, so nothing is overwritten and nothing is lost without a word. Another 409 (the round was
@@ -41,6 +42,7 @@
   let running = false;
   let closed = false;
   let memoTimer = null;
+  let restoring = true;  // until a change kept from an earlier load is put back (restorePending)
 
   const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -250,7 +252,7 @@
     if (event.key === "Enter" && (target.tagName === "BUTTON" || target.tagName === "A" || target.tagName === "SUMMARY")) {
       return;  // the focused control's own action
     }
-    if (event.repeat || leaving || closed) return;
+    if (event.repeat || leaving || closed || restoring) return;
     if (event.key === "?" || (event.key === "Escape" && help.open)) {
       event.preventDefault();
       help.open = event.key === "?" && !help.open;
@@ -281,21 +283,55 @@
     }
   });
 
-  // An answer the server never acknowledged (the tab was closed while it was away): put it back and send it.
-  const pending = remembered();
-  const pendingState = pending && JSON.stringify({ codes: pending.codes, memo: pending.memo });
-  if (pending && pendingState !== acknowledged && Array.isArray(pending.codes)) {
+  // The tabs of this excerpt talk on a channel: a page still open answers for the change it keeps, so a tab
+  // opened meanwhile leaves that change to it instead of taking it over (and both saving as one page).
+  const channel = "BroadcastChannel" in window ? new BroadcastChannel(storageKey) : null;
+  if (channel) {
+    channel.addEventListener("message", (event) => {
+      if (event.data && event.data.ask === writer && !closed) channel.postMessage({ alive: writer });
+    });
+  }
+  function stillOpen(owner) {
+    if (!channel) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => done(false), 300);
+      function listen(event) { if (event.data && event.data.alive === owner) done(true); }
+      function done(alive) {
+        clearTimeout(timer);
+        channel.removeEventListener("message", listen);
+        resolve(alive);
+      }
+      channel.addEventListener("message", listen);
+      channel.postMessage({ ask: owner });
+    });
+  }
+
+  // An answer the server never acknowledged (the tab was closed while it was away): put it back and send it,
+  // unless the tab that made it is still open and sending it.
+  async function restorePending() {
+    const pending = remembered();
+    const pendingState = pending && JSON.stringify({ codes: pending.codes, memo: pending.memo });
+    if (!pending || pendingState === acknowledged || !Array.isArray(pending.codes)) {
+      if (pending) forget();
+      return;
+    }
+    const owned = typeof pending.writer === "string" && Number.isInteger(pending.seq);
+    if (owned && await stillOpen(pending.writer)) {
+      show("Another tab of this excerpt is still sending a change; this one shows what is saved.");
+      return;
+    }
     checkboxes.forEach((box) => { box.checked = pending.codes.includes(Number(box.value)); });
     memo.value = typeof pending.memo === "string" ? pending.memo : memo.value;
     if (Number.isInteger(pending.revision)) revision = pending.revision;  // what the change was made on
     // Sent again as the page that made it: its own later saves, if any landed, are not overwritten.
-    if (typeof pending.writer === "string" && Number.isInteger(pending.seq)) {
+    if (owned) {
       writer = pending.writer;
       seq = pending.seq - 1;
     }
     schedule();
-  } else if (pending) {
-    forget();
   }
-  form.dataset.ready = "true";  // for tests: the keys are listened to from here on
+  restorePending().finally(() => {
+    restoring = false;
+    form.dataset.ready = "true";  // for tests: the keys are listened to from here on
+  });
 })();

@@ -348,7 +348,7 @@ def test_two_researchers_sharing_a_browser_never_see_or_save_each_others_changes
     _log_in(browser, live_server, carl)
     page_carl = _open_link(browser, url)
     _ready(page_carl, 1, 2)
-    time.sleep(0.5)  # a pending change would be put back at once
+    page_carl.wait_for_timeout(500)  # a pending change would be put back at once
     assert _ticked(page_carl) == set() and page_carl.input_value("#memo") == ""
     assert "RITA" not in page_carl.locator("#save-status").inner_text()
 
@@ -400,8 +400,53 @@ def test_a_save_answered_as_superseded_sends_the_pages_state_again(live_server, 
     for _ in range(50):
         if _stored_codes(coder) == {0: {"WORDING"}}:
             break
-        time.sleep(0.1)
+        page.wait_for_timeout(100)  # not time.sleep: the route's handler runs only while Playwright is called
     assert [answer["codes"] for answer in answered] == [[round_.lenses.get().codebook.codes.get(name="WORDING").id]]
     assert _stored_codes(coder) == {0: {"WORDING"}}
     assert page.problems == []
+    context.close()
+
+
+def test_a_change_kept_by_a_closed_tab_is_sent_when_the_excerpt_is_opened_again_but_not_taken_from_an_open_one(
+        live_server, chromium):
+    """Offline, a tick is kept in the browser; the tab is closed; opened again online, the excerpt shows the tick
+    and saves it. A second tab opened while the first is still open and sending leaves the first's change to it
+    (the tabs ask each other), so the two never save as one page; the first tab's change lands when the server is
+    back."""
+    round_ = make_round(2)
+    coder = add_coder(round_, "Coder A")
+    first, second = round_.excerpts.order_by("position")
+    url = f"{live_server.url}/c/{coder.invite_token}/excerpts/{first.id}/"
+    context = chromium.new_context()
+    page = _open_link(context, url)
+    _ready(page, 1, 2)
+    context.set_offline(True)
+    page.keyboard.press("w")
+    expect(page.locator("#save-status")).to_contain_text("Not saved yet")
+    page.close()
+    context.set_offline(False)
+    assert not ExcerptCoding.objects.exists()
+    page = _open_link(context, url)
+    _ready(page, 1, 2)
+    expect(page.locator("#save-status")).to_have_text("Saved.")
+    assert _ticked(page) == {"w"} and _stored_codes(coder) == {0: {"WORDING"}}
+
+    # The second excerpt: tab one keeps a change while saves fail; tab two opens meanwhile and leaves it alone.
+    away = {"on": True}
+    context.route("**/save/", lambda route: route.abort() if away["on"] else route.continue_())
+    tab_one = _open_link(context, url.replace(f"/{first.id}/", f"/{second.id}/"))
+    _ready(tab_one, 2, 2)
+    tab_one.keyboard.press("t")
+    expect(tab_one.locator("#save-status")).to_contain_text("Not saved yet")
+    tab_two = _open_link(context, url.replace(f"/{first.id}/", f"/{second.id}/"))
+    _ready(tab_two, 2, 2)
+    expect(tab_two.locator("#save-status")).to_contain_text("Another tab of this excerpt is still sending")
+    assert _ticked(tab_two) == set()
+    away["on"] = False
+    expect(tab_one.locator("#save-status")).to_have_text("Saved.", timeout=15_000)
+    assert _stored_codes(coder) == {0: {"WORDING"}, 1: {"TONE"}}
+    # Tab two, on the revision it loaded, cannot overwrite what tab one saved since: it is shown instead.
+    tab_two.keyboard.press("s")
+    expect(tab_two.locator("#save-status")).to_contain_text("Changed on another device or tab")
+    assert _stored_codes(coder) == {0: {"WORDING"}, 1: {"TONE"}} and _ticked(tab_two) == {"t"}
     context.close()
