@@ -12,7 +12,9 @@ coded "independently ... without reconciliation", and a coder who could read the
 their own until the round closes.
 
 A save posted by the page's script after the account's session ended is answered 401 as JSON (not the login
-page), so the script keeps the change and sends it again once the coder has logged in.
+page), and one reaching an account that is not a coder of the round (another account logged in since, in this
+browser) 403 as JSON with ``wrong_coder``: the script keeps the change and sends it again once the coder has
+logged in.
 
 A closed round shows the "closed" page to every GET and refuses every write: 409, as JSON for the pages' scripts
 or as the page otherwise; ``RoundClosed`` raised by a service under the coder's lock is answered the same way.
@@ -35,6 +37,8 @@ from coding.models import Coder, Excerpt
 _CODER_WITH_ROUND = Coder.objects.select_related("round", "lens__codebook")
 LOGGED_OUT = ("You are logged out, so this change is not saved yet: log in again (in another tab), and this page "
               "sends it.")
+WRONG_CODER = ("This page was opened by another account, not the one logged in now in this browser: nothing was "
+               "saved. Log in again as the coder who opened it; the page keeps the change and sends it then.")
 
 
 def blind_reason(user, coding_round) -> str | None:
@@ -101,7 +105,12 @@ def coder_page(view):
                 return JsonResponse({"error": LOGGED_OUT, "logged_out": True}, status=401)
             return redirect_to_login(request.get_full_path())
         else:
-            coder = coder_of_account(request, round_id)
+            try:
+                coder = coder_of_account(request, round_id)
+            except Http404:
+                if wants_json(request):  # a page's save reaching an account that is not a coder of its round
+                    return JsonResponse({"error": WRONG_CODER, "wrong_coder": True}, status=403)
+                raise
         access = CoderAccess(coder=coder, token=token)
         if coder.round.closed_at is not None:
             return round_closed_response(request, access, status=200 if request.method == "GET" else 409)

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from annotation.models import LabelValue
 from annotation.participant_input import InputError, form_number, json_object, whole_number
-from coding.access import CoderAccess, coder_page, excerpt_of_coder
+from coding.access import WRONG_CODER, CoderAccess, coder_page, excerpt_of_coder
 from coding.codebooks import MAX_CODES
 from coding.coding_services import CodingConflict, CodingInputError, coder_progress, coding_save
 from coding.models import Code, Excerpt, ExcerptCoding
@@ -33,8 +33,6 @@ from coding.models import Code, Excerpt, ExcerptCoding
 NAVIGATION_KEYS = frozenset({"p", "n", "m", "?"})
 GO_CHOICES = ("confirm", "previous", "next")
 MAX_COUNT = 2**31 - 1  # a revision or a page's save count (PositiveIntegerField on every database)
-WRONG_CODER = ("This page was opened by another account, not the one logged in now in this browser: nothing was "
-               "saved. Log in again as the coder who opened it; the page keeps the change and sends it then.")
 WRITER_PATTERN = re.compile(r"[A-Za-z0-9-]{0,64}")  # a page's id: a UUID, or digits where crypto is missing
 
 

@@ -236,7 +236,7 @@ def test_an_account_reaches_the_round_only_through_its_own_coder_row():
     assert client.get(f"/coding/rounds/{2**70}/code/").status_code == 404
 
 
-def test_a_save_after_the_session_ended_is_a_401_the_page_can_read():
+def test_a_save_after_the_session_ended_or_under_another_account_is_refused_in_json_the_page_can_read():
     """The page's script gets JSON it can act on (keep the change, send it after the coder logs in), not the
     login page followed as if it were a save's answer."""
     round_ = make_round(1)
@@ -248,6 +248,14 @@ def test_a_save_after_the_session_ended_is_a_401_the_page_can_read():
                            HTTP_ACCEPT="application/json")
     assert answer.status_code == 401 and answer.json()["logged_out"] is True
     assert "log in again" in answer.json()["error"]
+    # Another account that is not a coder of the round logged in meanwhile: 403 the page can act on, not a 404.
+    stranger = Client()
+    stranger.force_login(make_researcher("sam")[0])
+    refused = stranger.post(f"/coding/rounds/{round_.id}/code/excerpts/{excerpt.id}/save/",
+                            json.dumps({"codes": [], "memo": "kept on the page", "coder": coder.id}),
+                            content_type="application/json", HTTP_ACCEPT="application/json")
+    assert refused.status_code == 403 and refused.json()["wrong_coder"] is True
+    assert stranger.get(f"/coding/rounds/{round_.id}/code/excerpts/{excerpt.id}/").status_code == 404
     assert not ExcerptCoding.objects.filter(coder=coder).exists()
 
 
