@@ -14,6 +14,7 @@ from itertools import combinations
 import krippendorff
 import numpy as np
 import pytest
+from django.db import OperationalError
 from django.test import Client
 from playwright.sync_api import Page, expect
 from sklearn.metrics import cohen_kappa_score
@@ -113,6 +114,23 @@ def _start_from_the_intro(page: Page) -> None:
 def _stored_codes(coder) -> dict[int, set[str]]:
     return {coding.excerpt.position: {code.name for code in coding.codes.all()}
             for coding in ExcerptCoding.objects.filter(coder=coder).select_related("excerpt").prefetch_related("codes")}
+
+
+def _until(read, expected, wait):
+    """``read()`` once it equals ``expected`` (or its last value after about 5 s), waiting with ``wait(ms)``: a
+    page's ``wait_for_timeout`` while a route must answer meanwhile (Playwright's sync API runs route handlers only
+    during its own calls). A read that meets the live server writing is tried again: the test database is SQLite
+    in memory, whose shared cache refuses a read of a table being written ("database table is locked")."""
+    value = None
+    for _ in range(50):
+        try:
+            value = read()
+        except OperationalError:
+            value = None
+        if value == expected:
+            break
+        wait(100)
+    return value
 
 
 def _per_code_and_pair(codes_by_excerpt: dict[int, set[str]]) -> tuple[dict, dict]:
@@ -252,11 +270,8 @@ def test_a_failed_save_is_shown_and_retried_a_closed_tab_sends_its_memo_and_a_cl
     page.keyboard.press("m")
     page.keyboard.type("closed at once")
     page.close()
-    for _ in range(50):
-        if ExcerptCoding.objects.filter(coder=coder, memo="closed at once").exists():
-            break
-        time.sleep(0.1)
-    assert ExcerptCoding.objects.get(coder=coder).memo == "closed at once"
+    assert _until(lambda: ExcerptCoding.objects.get(coder=coder).memo, "closed at once",
+                  lambda ms: time.sleep(ms / 1000)) == "closed at once"
 
     # The round closes while the page is open: the next tick is refused and the page says why.
     page = _open_link(context, f"{live_server.url}/c/{coder.invite_token}/excerpts/{first.id}/")
@@ -397,12 +412,8 @@ def test_a_save_answered_as_superseded_sends_the_pages_state_again(live_server, 
     _ready(page, 1, 2)
     page.keyboard.press("w")
     expect(page.locator("#save-status")).to_have_text("Saved.")
-    for _ in range(50):
-        if _stored_codes(coder) == {0: {"WORDING"}}:
-            break
-        page.wait_for_timeout(100)  # not time.sleep: the route's handler runs only while Playwright is called
+    assert _until(lambda: _stored_codes(coder), {0: {"WORDING"}}, page.wait_for_timeout) == {0: {"WORDING"}}
     assert [answer["codes"] for answer in answered] == [[round_.lenses.get().codebook.codes.get(name="WORDING").id]]
-    assert _stored_codes(coder) == {0: {"WORDING"}}
     assert page.problems == []
     context.close()
 
