@@ -90,14 +90,21 @@ def form_number(text: str | None, *, field: str, minimum: int = 0, maximum: int 
     return whole_number(int(text), field=field, minimum=minimum, maximum=maximum)
 
 
-def storable_text(text: str, *, field: str) -> str:
-    """A text the database can store: no NUL character, no unpaired surrogate."""
+def unstorable_reason(text: str) -> str | None:
+    """Why the database cannot store ``text`` (a NUL character, an unpaired surrogate), or None."""
     if "\x00" in text:
-        raise InputError(field, "contains a NUL character, which cannot be stored; please remove it")
+        return "contains a NUL character, which cannot be stored; please remove it"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        raise InputError(field, "contains an invalid character (an unpaired surrogate)") from None
+        return "contains an invalid character (an unpaired surrogate)"
+    return None
+
+
+def storable_text(text: str, *, field: str) -> str:
+    """A text the database can store: no NUL character, no unpaired surrogate."""
+    if reason := unstorable_reason(text):
+        raise InputError(field, reason)
     return text
 
 

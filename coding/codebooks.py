@@ -24,6 +24,8 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from annotation.participant_input import unstorable_reason
+
 DEFAULTS_PATH = Path(__file__).with_name("data") / "codebooks.json"
 
 CODEBOOK_NAME_MAX = 200
@@ -180,20 +182,9 @@ def _text(raw: object, path: str, problems: list[CodebookProblem], *, required: 
         problems.append(CodebookProblem(path, "empty name"))
     if len(raw) > max_length:
         problems.append(CodebookProblem(path, f"too long: {len(raw)} characters, at most {max_length}"))
-    if reason := _unstorable(text):
+    if reason := unstorable_reason(text):
         problems.append(CodebookProblem(path, reason))
     return text
-
-
-def _unstorable(text: str) -> str | None:
-    """Why the database cannot store ``text`` (a NUL character, an unpaired surrogate), or None."""
-    if "\x00" in text:
-        return "contains a NUL character"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return "contains an invalid character (an unpaired surrogate)"
-    return None
 
 
 def _examples(raw: object, path: str, problems: list[CodebookProblem]) -> tuple[str, ...]:
@@ -217,7 +208,7 @@ def _examples(raw: object, path: str, problems: list[CodebookProblem]) -> tuple[
         elif len(example) > EXAMPLE_MAX:
             problems.append(CodebookProblem(f"{path}[{index}]",
                                             f"too long: {len(example)} characters, at most {EXAMPLE_MAX}"))
-        elif reason := _unstorable(text):
+        elif reason := unstorable_reason(text):
             problems.append(CodebookProblem(f"{path}[{index}]", reason))
         examples.append(text)
     return tuple(examples)
