@@ -9,8 +9,8 @@
 // pagehide an unsaved state is sent with keepalive. Each save carries the revision it changes: when another
 // device or tab saved the excerpt since (409 with "conflict"), the page shows what is stored and names the change
 // it could not save, so nothing is overwritten and nothing is lost without a word. Another 409 (the round was
-// closed) or 4xx is shown and not retried, except 401 (an account's session ended): that is shown and sent again
-// until the coder has logged in. Without JavaScript the form posts as usual and the server saves and moves on.
+// closed) or 4xx is shown and not retried, except when the browser's session is not the page's (401 ended, 403
+// another account or a CSRF refusal): that is shown and sent again until the coder has logged in. Without JavaScript the form posts as usual and the server saves and moves on.
 (function () {
   "use strict";
   const form = document.getElementById("coding-form");
@@ -82,9 +82,6 @@
       headers: { "Content-Type": "application/json", "Accept": "application/json", "X-CSRFToken": csrfToken() },
     });
   }
-  async function errorText(response) {
-    try { return (await response.json()).error || response.statusText; } catch (error) { return response.statusText; }
-  }
   function closeDown(message) {
     closed = true;
     forget();
@@ -103,7 +100,9 @@
       remember(state);
       let response = null;
       try { response = await post(state, confirm, false); } catch (error) { /* network */ }
-      const data = response && response.ok && !response.redirected ? await answerData(response) : null;
+      // The answer's JSON, read once (null: none, or not JSON).
+      const answer = response && !response.redirected ? await answerData(response) : null;
+      const data = response && response.ok ? answer : null;
       if (data && Number.isInteger(data.revision)) {
         // Superseded: a later save of this page was stored first; what is stored is what this page has
         // acknowledged, and drain() sends the page's state again if it differs.
@@ -116,24 +115,20 @@
       }
       // The browser's session is not this page's (it ended: 401; another account logged in: 403 "wrong_coder";
       // a CSRF refusal, a 403 page that is not JSON): kept and sent again once the coder has logged in.
-      const refused = response && (response.status === 401 || response.status === 403)
-        ? await answerData(response) : null;
-      if (response && (response.status === 401 || (response.status === 403 && (!refused || refused.wrong_coder)))) {
-        show((refused && refused.error) || "Not saved yet: this browser's session does not match this page (log " +
+      if (response && (response.status === 401 || (response.status === 403 && (!answer || answer.wrong_coder)))) {
+        show((answer && answer.error) || "Not saved yet: this browser's session does not match this page (log " +
              "in again, or reload the page). Your change is kept here and sent again…", true);
         await sleep(Math.min(8000, 500 * 2 ** attempt));
         if (closed) return null;
         continue;
       }
       if (response && response.status === 409) {
-        let data = {};
-        try { data = await response.json(); } catch (error) { /* not JSON */ }
-        if (data.conflict) showStored(data, state);
-        else closeDown(data.error || response.statusText);
+        if (answer && answer.conflict) showStored(answer, state);
+        else closeDown((answer && answer.error) || response.statusText);
         return null;
       }
       if (response && response.status >= 400 && response.status < 500) {
-        show("Not saved: " + ((refused && refused.error) || await errorText(response)), true);
+        show("Not saved: " + ((answer && answer.error) || response.statusText), true);
         return null;
       }
       show("Not saved yet: the server did not answer as expected. Your codes are kept on this page and sent " +

@@ -116,6 +116,17 @@ def _stored_codes(coder) -> dict[int, set[str]]:
             for coding in ExcerptCoding.objects.filter(coder=coder).select_related("excerpt").prefetch_related("codes")}
 
 
+def _tick_wording_with_saves_routed(chromium, live_server, coder, excerpt, handler):
+    """A new browser whose saves go through ``handler`` (set before the page exists), the coder's link opened on
+    the first of two excerpts, and WORDING ticked with its key: the context and the page."""
+    context = chromium.new_context()
+    context.route("**/save/", handler)
+    page = _open_link(context, f"{live_server.url}/c/{coder.invite_token}/excerpts/{excerpt.id}/")
+    _ready(page, 1, 2)
+    page.keyboard.press("w")
+    return context, page
+
+
 def _until(read, expected, wait):
     """``read()`` once it equals ``expected`` (or its last value after about 5 s), waiting with ``wait(ms)``: a
     page's ``wait_for_timeout`` while a route must answer meanwhile (Playwright's sync API runs route handlers only
@@ -256,11 +267,7 @@ def test_a_failed_save_is_shown_and_retried_a_closed_tab_sends_its_memo_and_a_cl
         else:
             route.continue_()
 
-    context = chromium.new_context()
-    context.route("**/save/", unreachable_twice)
-    page = _open_link(context, f"{live_server.url}/c/{coder.invite_token}/excerpts/{first.id}/")
-    _ready(page, 1, 2)
-    page.keyboard.press("w")
+    context, page = _tick_wording_with_saves_routed(chromium, live_server, coder, first, unreachable_twice)
     expect(page.locator("#save-status")).to_contain_text("Not saved yet")
     expect(page.locator("#save-status")).to_have_text("Saved.", timeout=10_000)
     assert len(failures) == 2 and _stored_codes(coder) == {0: {"WORDING"}}
@@ -406,11 +413,7 @@ def test_a_save_answered_as_superseded_sends_the_pages_state_again(live_server, 
             "confirmed": False, "revision": 0, "progress": {"confirmed": 0, "total": 2}, "next_url": "",
             "superseded": True, "stored": {"codes": [tone], "memo": "stored by a later save"}}))
 
-    context = chromium.new_context()
-    context.route("**/save/", superseded_once)
-    page = _open_link(context, f"{live_server.url}/c/{coder.invite_token}/excerpts/{first.id}/")
-    _ready(page, 1, 2)
-    page.keyboard.press("w")
+    context, page = _tick_wording_with_saves_routed(chromium, live_server, coder, first, superseded_once)
     expect(page.locator("#save-status")).to_have_text("Saved.")
     assert _until(lambda: _stored_codes(coder), {0: {"WORDING"}}, page.wait_for_timeout) == {0: {"WORDING"}}
     assert [answer["codes"] for answer in answered] == [[round_.lenses.get().codebook.codes.get(name="WORDING").id]]
