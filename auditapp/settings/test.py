@@ -2,6 +2,12 @@
 
 DATABASE_URL chooses the database as everywhere else: unset, the suite runs on SQLite; set to a
 PostgreSQL URL, the same suite runs on PostgreSQL (pytest-django creates a test_ database there).
+
+The SQLite test database is a file, as it is under bin/run, never Django's default in-memory one: the live
+server of the browser tests answers each request in its own thread, and with an in-memory database Django hands
+every one of those threads the test's single connection, so two requests at once (an autosave and a page
+load) break each other's savepoints ("cannot release savepoint - SQL statements in progress"). A file gives
+each thread its own connection, serialised by SQLite's WAL and busy timeout like the web server's.
 """
 import os
 
@@ -18,6 +24,10 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.InMemoryStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
 }
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    # One file per test process: bin/test's two passes, or a second local run, never share one.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")}  # noqa: F405
 
 # WhiteNoise warns about a missing STATIC_ROOT; tests never run collectstatic.
 WHITENOISE_USE_FINDERS = True

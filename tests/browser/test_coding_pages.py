@@ -14,7 +14,6 @@ from itertools import combinations
 import krippendorff
 import numpy as np
 import pytest
-from django.db import OperationalError
 from django.test import Client
 from playwright.sync_api import Page, expect
 from sklearn.metrics import cohen_kappa_score
@@ -130,14 +129,10 @@ def _tick_wording_with_saves_routed(chromium, live_server, coder, excerpt, handl
 def _until(read, expected, wait):
     """``read()`` once it equals ``expected`` (or its last value after about 5 s), waiting with ``wait(ms)``: a
     page's ``wait_for_timeout`` while a route must answer meanwhile (Playwright's sync API runs route handlers only
-    during its own calls). A read that meets the live server writing is tried again: the test database is SQLite
-    in memory, whose shared cache refuses a read of a table being written ("database table is locked")."""
+    during its own calls)."""
     value = None
     for _ in range(50):
-        try:
-            value = read()
-        except OperationalError:
-            value = None
+        value = read()
         if value == expected:
             break
         wait(100)
