@@ -8,7 +8,13 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.access import participant_page
-from annotation.participant_input import InputError, form_number, iat_block_post, questionnaire_answer
+from annotation.participant_input import (
+    MAX_ANSWER_TIME_MS,
+    InputError,
+    form_number,
+    iat_block_post,
+    questionnaire_answer,
+)
 from annotation.participation import Step, step_position
 from psychometrics.models import Instrument, InstrumentResponse
 from psychometrics.services import (
@@ -35,7 +41,8 @@ def questionnaire(request: HttpRequest, participant, instrument_id: int) -> Http
             if value is not None:
                 try:
                     answer_save(participant=participant, instrument=instrument, item_number=number,
-                                response_index=form_number(value, field=f"item-{number}"))
+                                response_index=form_number(value, field=f"item-{number}"),
+                                rt_ms=_unacknowledged_time(request.POST.get(f"rt-{number}"), number))
                 except ValueError:
                     continue  # not an option of this item: it stays unanswered and is marked below
         try:
@@ -55,6 +62,18 @@ def questionnaire(request: HttpRequest, participant, instrument_id: int) -> Http
         "answered": len(answers), "total": len(rows),
         "flow_step": step_position(participant=participant, step=Step("questionnaire", instrument.pk))},
         status=400 if missing else 200)
+
+
+def _unacknowledged_time(text: str | None, number: int) -> int | None:
+    """The time on an item whose autosave the page could not get acknowledged (questionnaire.js adds it to the
+    submit as ``rt-<item>``), or None: the answer then keeps the time an autosave stored. An unusable value in
+    this hidden field is the page's, not the participant's, so it is dropped and the answer is still taken."""
+    if text is None:
+        return None
+    try:
+        return form_number(text, field=f"rt-{number}", maximum=MAX_ANSWER_TIME_MS)
+    except InputError:
+        return None
 
 
 @require_POST

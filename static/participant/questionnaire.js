@@ -1,7 +1,8 @@
 // Questionnaire autosave: each answer is posted as it is given, with the time spent on the item (since
 // the page was shown or the previous answer). An answer is kept until the server acknowledges it: on a
 // network error or a 5xx it is sent again with backoff, and it is kept in localStorage so that a closed
-// tab sends it when the page is opened again. The form's own submit still works without JavaScript.
+// tab sends it when the page is opened again; the submit carries the time of an answer still unacknowledged.
+// The form's own submit still works without JavaScript.
 // A submit with statements unanswered stays on the page: a summary links each one and the first takes the
 // focus (without JavaScript the server answers with the same summary, keeping every answer given).
 (function () {
@@ -110,10 +111,28 @@
   // to the server, which answers with the same summary, instead of a Continue button that does nothing.
   form.addEventListener("submit", (event) => {
     const unanswered = unansweredItems();
-    if (!unanswered.length) return;
+    if (!unanswered.length) {
+      carryUnacknowledgedTimes();
+      return;
+    }
     showUnanswered(unanswered);
     event.preventDefault();
   });
+
+  // The form carries each answer, but not the time spent on it: an answer whose autosave is still waiting for
+  // the server (an outage, a slow network) would reach it without its time once the page is left. Its time
+  // goes with the form instead, as rt-<item>.
+  function carryUnacknowledgedTimes() {
+    form.querySelectorAll("input.unacknowledged-time").forEach((input) => input.remove());
+    for (const body of Object.values(pending)) {
+      const input = document.createElement("input");
+      input.type = "hidden";
+      input.className = "unacknowledged-time";
+      input.name = "rt-" + body.item;
+      input.value = String(body.rt_ms);
+      form.append(input);
+    }
+  }
   const markedByServer = form.querySelector("li.item.missing input");
   if (markedByServer) markedByServer.focus();
 })();

@@ -255,3 +255,21 @@ def test_labelling_moves_the_expiry_on_to_within_a_minute_without_rewriting_it_a
     label_submit(participant=participant, item_id=second.item_id, value=0)
     for expires in Assignment.objects.filter(participant=participant).values_list("expires_at", flat=True):
         assert before + timeout <= expires <= timezone.now() + timeout
+
+
+def test_the_submit_carries_the_time_of_an_answer_whose_autosave_was_not_acknowledged():
+    """questionnaire.js adds rt-<item> for answers still waiting for their autosave; an autosaved time is kept
+    when the form has none, and an unusable hidden time is dropped without losing the answer."""
+    study = flow_study()
+    (participant,) = invite(study)
+    client = Client()
+    base = f"/p/{participant.invite_token}/"
+    client.post(base + "consent/", {"consent": "yes"})
+    aq = client.get(base)["Location"]
+    client.post(aq + "answer/", {"item": 7, "response": 2, "rt_ms": 900}, content_type="application/json")
+    form = {f"item-{n}": 1 for n in range(1, 51)} | {"item-7": 2, "rt-3": "2450", "rt-4": "1e3", "rt-5": "-1"}
+    assert client.post(aq, form).status_code == 302
+    times = dict(InstrumentResponse.objects.filter(participant=participant).values_list("item_number", "rt_ms"))
+    assert len(times) == 50
+    assert (times[3], times[7]) == (2450, 900)
+    assert times[4] is None and times[5] is None and times[1] is None
