@@ -2,6 +2,8 @@
 IAT (trials run in the browser; each block posted when it ends). Thin: each calls one service."""
 from __future__ import annotations
 
+import logging
+
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -28,6 +30,8 @@ from psychometrics.services import (
     questionnaire_session,
 )
 
+logger = logging.getLogger(__name__)
+
 
 @require_http_methods(["GET", "POST"])
 @participant_page(step="questionnaire")
@@ -42,7 +46,7 @@ def questionnaire(request: HttpRequest, participant, instrument_id: int) -> Http
                 try:
                     answer_save(participant=participant, instrument=instrument, item_number=number,
                                 response_index=form_number(value, field=f"item-{number}"),
-                                rt_ms=_unacknowledged_time(request.POST.get(f"rt-{number}"), number))
+                                rt_ms=_unacknowledged_time(request.POST.get(f"rt-{number}")))
                 except ValueError:
                     continue  # not an option of this item: it stays unanswered and is marked below
         try:
@@ -64,15 +68,17 @@ def questionnaire(request: HttpRequest, participant, instrument_id: int) -> Http
         status=400 if missing else 200)
 
 
-def _unacknowledged_time(text: str | None, number: int) -> int | None:
+def _unacknowledged_time(text: str | None) -> int | None:
     """The time on an item whose autosave the page could not get acknowledged (questionnaire.js adds it to the
     submit as ``rt-<item>``), or None: the answer then keeps the time an autosave stored. An unusable value in
-    this hidden field is the page's, not the participant's, so it is dropped and the answer is still taken."""
+    this hidden field is the page's, not the participant's, so it is dropped (and logged, as a page fault) and
+    the answer is still taken."""
     if text is None:
         return None
     try:
-        return form_number(text, field=f"rt-{number}", maximum=MAX_ANSWER_TIME_MS)
+        return form_number(text, field="rt", maximum=MAX_ANSWER_TIME_MS)
     except InputError:
+        logger.warning("questionnaire submit: an unusable answer time %r was dropped", text[:40])
         return None
 
 

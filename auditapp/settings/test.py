@@ -8,6 +8,8 @@ server of the browser tests answers each request in its own thread, and with an 
 every one of those threads the test's single connection, so two requests at once (an autosave and a page
 load) break each other's savepoints ("cannot release savepoint - SQL statements in progress"). A file gives
 each thread its own connection, serialised by SQLite's WAL and busy timeout like the web server's.
+As there, transactions are IMMEDIATE: a test that writes from a second thread or connection must be
+``django_db(transaction=True)``, or it waits out the busy timeout behind the test's own open transaction.
 """
 import os
 
@@ -26,7 +28,8 @@ STORAGES = {
 }
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
-    # One file per test process: bin/test's two passes, or a second local run, never share one.
+    # One file per test process, so that two local runs at once never share one; Django deletes it at the end
+    # (a killed run leaves it in VAR_DIR, which bin/test's passes delete with their temporary VAR_DIR).
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / f"test-db-{os.getpid()}.sqlite3")}  # noqa: F405
 
 # WhiteNoise warns about a missing STATIC_ROOT; tests never run collectstatic.

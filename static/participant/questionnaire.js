@@ -125,6 +125,8 @@
   function carryUnacknowledgedTimes() {
     form.querySelectorAll("input.unacknowledged-time").forEach((input) => input.remove());
     for (const body of Object.values(pending)) {
+      const ticked = form.querySelector('input[name="item-' + body.item + '"]:checked');
+      if (!ticked || Number(ticked.value) !== body.response) continue;  // not the answer the form carries
       const input = document.createElement("input");
       input.type = "hidden";
       input.className = "unacknowledged-time";

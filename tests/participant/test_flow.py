@@ -266,10 +266,15 @@ def test_the_submit_carries_the_time_of_an_answer_whose_autosave_was_not_acknowl
     base = f"/p/{participant.invite_token}/"
     client.post(base + "consent/", {"consent": "yes"})
     aq = client.get(base)["Location"]
-    client.post(aq + "answer/", {"item": 7, "response": 2, "rt_ms": 900}, content_type="application/json")
-    form = {f"item-{n}": 1 for n in range(1, 51)} | {"item-7": 2, "rt-3": "2450", "rt-4": "1e3", "rt-5": "-1"}
+    for item, rt_ms in ((7, 900), (8, 900)):
+        client.post(aq + "answer/", {"item": item, "response": 2, "rt_ms": rt_ms}, content_type="application/json")
+    too_long = str(24 * 60 * 60 * 1000 + 1)  # beyond MAX_ANSWER_TIME_MS, a day
+    form = {f"item-{n}": 1 for n in range(1, 51)} | {
+        "item-7": 2, "item-8": 2, "rt-8": "1300", "rt-3": "2450", "rt-9": "0",
+        "rt-4": "1e3", "rt-5": "-1", "rt-6": too_long}
     assert client.post(aq, form).status_code == 302
     times = dict(InstrumentResponse.objects.filter(participant=participant).values_list("item_number", "rt_ms"))
     assert len(times) == 50
-    assert (times[3], times[7]) == (2450, 900)
-    assert times[4] is None and times[5] is None and times[1] is None
+    # Carried times are stored (item 8's replaces its autosaved one); without one the autosaved time stays.
+    assert (times[3], times[8], times[9], times[7]) == (2450, 1300, 0, 900)
+    assert times[4] is None and times[5] is None and times[6] is None and times[1] is None
