@@ -25,7 +25,6 @@
       else localStorage.removeItem(storageKey);
     } catch (error) { /* private mode: the answers are still retried while the page is open */ }
   }
-  const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
   function updateCount() {
     const items = form.querySelectorAll("li.item");
@@ -33,24 +32,44 @@
     counter.textContent = answered + " of " + items.length + " answered";
   }
 
-  // Each answer is sent at once (answers do not wait for each other) and again until acknowledged.
-  async function send(body) {
-    for (let attempt = 0; pending[body.item] === body; attempt++) {
-      try {
-        const response = await fetch(url, {
-          method: "POST", credentials: "same-origin",
-          headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
-          body: JSON.stringify(body),
+  // Each answer is sent at once (answers to other items do not wait for each other) and again until
+  // acknowledged. One sender per item: a changed answer waits for the request on its way, so an item's answers
+  // reach the server in the order they were given (two requests at once may arrive in either order), and a
+  // newer answer cuts short the backoff of a failed one.
+  const sending = {};  // item number → its sender is running
+  const wake = {};     // item number → ends that sender's current backoff
+  async function send(item) {
+    if (sending[item]) {
+      if (wake[item]) wake[item]();
+      return;
+    }
+    sending[item] = true;
+    try {
+      for (let attempt = 0; pending[item]; attempt++) {
+        const body = pending[item];
+        try {
+          const response = await fetch(url, {
+            method: "POST", credentials: "same-origin",
+            headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
+            body: JSON.stringify(body),
+          });
+          if (response.status === 410) { window.location.reload(); return; }
+          // A 4xx will not change by sending it again (the form's submit still carries the answer).
+          if (response.status < 500) {
+            if (pending[item] === body) delete pending[item];  // a newer answer meanwhile is sent next
+            store();
+            attempt = -1;
+            continue;
+          }
+        } catch (error) { /* network: send again */ }
+        await new Promise((resolve) => {
+          wake[item] = resolve;
+          setTimeout(resolve, Math.min(8000, 500 * 2 ** attempt));
         });
-        if (response.status === 410) { window.location.reload(); return; }
-        // A 4xx will not change by sending it again (the form's submit still carries the answer).
-        if (response.status < 500) {
-          if (pending[body.item] === body) delete pending[body.item];  // unless a newer answer came meanwhile
-          store();
-          return;
-        }
-      } catch (error) { /* network: send again */ }
-      await sleep(Math.min(8000, 500 * 2 ** attempt));
+        delete wake[item];
+      }
+    } finally {
+      sending[item] = false;
     }
   }
 
@@ -67,7 +86,7 @@
     last = now;
     store();
     updateCount();
-    send(body);
+    send(body.item);
   });
 
   // Answers a closed tab did not get acknowledged: show them and send them now.
@@ -76,7 +95,7 @@
     if (input) input.checked = true;
   }
   if (Object.keys(pending).length) updateCount();
-  Object.values(pending).forEach(send);
+  Object.values(pending).forEach((body) => send(body.item));
 
   function showUnanswered(unanswered) {
     let summary = document.getElementById("error-summary");

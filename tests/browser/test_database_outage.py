@@ -1,5 +1,5 @@
 """A label given while the database is unreachable is kept by the page and arrives once it is back, also when
-the tab was closed meanwhile; questionnaire answers whose autosaves all failed keep their times."""
+the tab was closed meanwhile."""
 from __future__ import annotations
 
 import pytest
@@ -9,8 +9,6 @@ from playwright.sync_api import expect
 from annotation import views
 from annotation.models import Label
 from annotation.participation import instructions_read, participant_consent
-from psychometrics.models import InstrumentResponse
-from tests.browser.annotator import answer_questionnaire
 from tests.participant.helpers import flow_study, invite
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -73,19 +71,3 @@ def test_a_label_left_unacknowledged_in_a_closed_tab_is_sent_when_the_link_is_op
     page.goto(link)
     expect(page.locator("#progress")).to_have_text("Sentence 2 of 2", timeout=20_000)
     assert Label.objects.get(participant=labelling_participant).value == 0
-
-
-def test_questionnaire_answers_whose_autosaves_all_failed_reach_the_server_with_their_times(
-        live_server, browser_context):
-    study = flow_study(n_items=2, items_per_annotator=2, iat=False, attention_check=False)
-    (participant,) = invite(study)
-    participant_consent(participant=participant)
-    page = browser_context.new_page()
-    page.route("**/answer/", lambda route: route.fulfill(status=503, body="Service Unavailable"))
-    page.goto(f"{live_server.url}/p/{participant.invite_token}/")
-    expect(page.locator("h1")).to_have_text("Autism-Spectrum Quotient (AQ-50)")
-    assert answer_questionnaire(page, 1) == 50
-    expect(page.locator("h1")).not_to_have_text("Autism-Spectrum Quotient (AQ-50)")
-    answers = InstrumentResponse.objects.filter(participant=participant, instrument__slug="aq50")
-    assert answers.count() == 50
-    assert not answers.filter(rt_ms__isnull=True).exists()
