@@ -55,7 +55,7 @@ def audit_progress(audit: Audit) -> dict:
         for endpoint, seen in (state or {}).get("unreachable", {}).items():
             if endpoint not in unreachable or seen["since"] < unreachable[endpoint]["since"]:
                 unreachable[endpoint] = seen
-    models = {m.id: m.display_name for m in audit.models.all()}
+    models = audit.model_names()
     conditions = [code for code, _ in registry.get(audit.paradigm).cells(audit)]
     by_cell = {(row["audit_model_id"], row["condition"]): row for row in rows}
     cells = []

@@ -22,6 +22,8 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+from collections import Counter
+from collections.abc import Iterable
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -324,6 +326,18 @@ class Audit(models.Model):
     def __str__(self) -> str:
         return self.name
 
+    def model_names(self) -> dict[int, str]:
+        """Each audited model's name in analyses, tables and exports, by id in position order
+        (:func:`distinct_model_names`)."""
+        return distinct_model_names(self.models.order_by("position", "id"))
+
+    def models_listing(self) -> list[dict]:
+        """The ``models`` of every paradigm's dashboard data, in position order: id, name in tables
+        (:meth:`model_names`), and the model's name at its endpoint."""
+        audit_models = list(self.models.order_by("position", "id"))
+        names = distinct_model_names(audit_models)
+        return [{"id": m.id, "label": names[m.id], "model": m.model} for m in audit_models]
+
 
 class AuditModel(models.Model):
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="models")
@@ -352,6 +366,22 @@ class AuditModel(models.Model):
     @property
     def display_name(self) -> str:
         return self.label or self.model
+
+
+def model_name_with_id(name: str, model_id: int) -> str:
+    """The name tables give one of two audit models that would otherwise share ``name``."""
+    return f"{name} (audit model {model_id})"
+
+
+def distinct_model_names(audit_models: Iterable[AuditModel]) -> dict[int, str]:
+    """Each audit model's name in analyses, tables and exports, by id in the order given: its label or model name,
+    with its id added where two of them would share one. Launch refuses such a pair now
+    (``audit_services.launch_problems``), but an audit launched before may have one, and its two models must never
+    be merged into one row."""
+    audit_models = list(audit_models)
+    counts = Counter(m.display_name for m in audit_models)
+    return {m.id: m.display_name if counts[m.display_name] == 1 else model_name_with_id(m.display_name, m.id)
+            for m in audit_models}
 
 
 class AuditCondition(models.Model):

@@ -12,6 +12,7 @@ import pandas as pd
 from django.db.models import F
 
 from annotation.selectors import Export
+from auditapp.models import model_name_with_id
 from coding import analysis
 from coding.models import Code, CodeMapping, Coder, CodingRound, Excerpt, ExcerptCoding, RoundLens
 
@@ -72,10 +73,14 @@ def round_codings(coding_round: CodingRound) -> RoundCodings:
 def stratum_model_names(model_ids: pd.Series, names: pd.Series) -> pd.Series:
     """Each excerpt's model as tables name it: its name, with the audit model's id where two audited models share
     a name (the same model under two parameter sets or endpoints, without labels), so that the by-model tables
-    keep apart the strata the sample was drawn from."""
+    keep apart the strata the sample was drawn from: the rule of ``auditapp.models.distinct_model_names``, over
+    the names the excerpts were drawn with."""
     per_name = pd.DataFrame({"id": model_ids, "name": names}).drop_duplicates().groupby("name")["id"].nunique()
     shared = names.map(per_name).gt(1)
-    return names.where(~shared, names + " (audit model " + model_ids.astype(str) + ")")
+    with_ids = pd.Series([model_name_with_id(name, model_id) for name, model_id in zip(names, model_ids,
+                                                                                        strict=True)],
+                         index=names.index, dtype=object)
+    return names.where(~shared, with_ids)
 
 
 def coder_progress(codings: RoundCodings) -> pd.DataFrame:

@@ -28,6 +28,7 @@ from scipy import stats as scipy_stats
 
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditJudgment, AuditRequest, Corpus, LLMEndpoint, LLMReply
+from auditapp.paradigms import registry
 from auditapp.paradigms.base import is_multi_turn
 from tests.auditapp.test_counterfactual_audit import run
 from tests.implicit_bias_personas import expected_aat_answer
@@ -316,3 +317,30 @@ def test_only_the_two_turn_aat_runs_the_turn_queries(api_client, server, audit_t
     assert advanced == []
     assert run(ids["two_turn"]).status == Audit.Status.COMPLETED
     assert set(advanced) == {ids["two_turn"]}
+
+
+def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, server, audit_tasks_off):
+    """Launch now refuses two models that tables would name alike; an audit launched before could have them. Each
+    keeps its own rows, named with its audit model's id, and its own planted effect."""
+    source = endpoint(server)
+    response = launch(api_client, "word_association",
+                      [{"endpoint": source.id, "model": model} for model in ("wabt-consistent", "wabt-neutral")],
+                      samples_per_combination=2, seed=7)
+    assert response.status_code == 201, response.content
+    audit = Audit.objects.get(pk=response.json()["id"])
+    consistent, neutral = audit.models.order_by("position", "id")
+    audit.models.update(label="persona")
+    audit = run(audit.id)
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+
+    names = {consistent.id: f"persona (audit model {consistent.id})", neutral.id: f"persona (audit model {neutral.id})"}
+    assert audit.model_names() == names
+    assert [m["label"] for m in registry.get(audit.paradigm).dashboard_data(audit)["models"]] == list(names.values())
+    table4 = records(api_client, audit.id, "table4").set_index(["model", "dimension"])
+    assert set(table4.index.get_level_values("model")) == set(names.values())
+    for dimension in ("Competence", "Sociability", "Morality"):
+        assert table4.loc[(names[consistent.id], dimension), "mean"] == 1.0
+        assert table4.loc[(names[consistent.id], dimension), "n"] == 60
+        assert abs(table4.loc[(names[neutral.id], dimension), "mean"]) < 0.5
+    replies = table(api_client, audit.id, "replies")
+    assert replies.groupby("model").size().to_dict() == {name: 180 for name in names.values()}

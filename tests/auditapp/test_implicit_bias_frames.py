@@ -88,7 +88,7 @@ def test_the_wabt_frame_reads_the_counts_in_the_database_and_equals_the_row_by_r
     AuditJudgment.objects.filter(pk=judgment.pk).update(value=None, reason=undefined.reason,
                                                         explanation=undefined.explanation)
 
-    names = services.model_names(audit)
+    names = audit.model_names()
     frame = services.wabt_frame(services.replies_frame(audit.id, counts=True), builder.instances, names)
     reference = reference_wabt_frame(audit.id, builder.instances, names)
     pd.testing.assert_frame_equal(frame, reference)
@@ -117,7 +117,7 @@ def test_the_aat_frame_equals_the_row_by_row_reading_for_every_kind_of_conversat
         audit = run(response.json()["id"])
     builder = services.ImplicitBiasRequests(audit, AAT_TASK)
     assert builder.last_turn == 1
-    names = services.model_names(audit)
+    names = audit.model_names()
     frame = services.aat_frame(services.replies_frame(audit.id, turn=1), builder.instances, names)
     reference = reference_aat_frame(audit.id, 1, builder.instances, names)
     pd.testing.assert_frame_equal(frame, reference)

@@ -10,7 +10,7 @@ from annotation.selectors import Export
 from auditapp.api.exports import stored_analysis_table
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
 from auditapp.launch_forms import ModelsFieldsMixin
-from auditapp.models import Audit, Corpus, RecordedScorer
+from auditapp.models import Audit, Corpus, RecordedScorer, distinct_model_names
 from auditapp.paradigms import registry
 from auditapp.paradigms.bits import LABEL
 from auditapp.paradigms.bits import analysis as bits_analysis
@@ -168,17 +168,18 @@ def dashboard_data(audit: Audit) -> dict:
     once analysed, the analysis's payload (:func:`auditapp.paradigms.bits.analysis.dashboard_payload`)."""
     corpus = audit.corpus
     models = list(audit.models.all())
+    names = distinct_model_names(models)
     kinds = audit.design.get("score_kinds", {})
     recorded = bits_services.recorded_scorers_of(audit)
     return {
         "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
                   "status_label": audit.get_status_display(), "status_reason": audit.status_reason,
                   "n_requests": audit.n_requests, "analysed": bool(audit.analysis)},
-        "models": [{"id": m.id, "label": m.display_name, "model": m.model} for m in models],
+        "models": audit.models_listing(),
         "conditions": [{"code": code, "name": name} for code, name in cells(audit)],
         "corpus": {"id": corpus.id, "name": corpus.name, "n_units": corpus.n_units,
                    "content_hash": corpus.content_hash, "provenance": provenance_text(corpus.provenance)},
-        "scorers": [{"name": m.display_name, "kind": kinds.get(m.display_name, ""), "imported": False}
+        "scorers": [{"name": names[m.id], "kind": kinds.get(m.display_name, ""), "imported": False}
                     for m in models] + [{"name": s.name, "kind": kinds.get(s.name, ""), "imported": True}
                                         for s in recorded],
         "analysis": bits_analysis.dashboard_payload(audit.analysis) if audit.analysis else None,

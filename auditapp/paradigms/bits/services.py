@@ -28,7 +28,16 @@ from auditapp.audit_services import (
 )
 from auditapp.corpus_selectors import corpus_units
 from auditapp.corpus_services import corpus_units_frame, recorded_scores_frame
-from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, Corpus, CorpusUnit, RecordedScorer
+from auditapp.models import (
+    Audit,
+    AuditJudgment,
+    AuditModel,
+    AuditRequest,
+    Corpus,
+    CorpusUnit,
+    RecordedScorer,
+    distinct_model_names,
+)
 from auditapp.paradigms.base import Unit
 from auditapp.paradigms.bits import analysis as bits_analysis
 from auditapp.paradigms.bits import requests as asking
@@ -221,8 +230,10 @@ def scores_frame(audit: Audit, builder: BitsRequests | None = None) -> pd.DataFr
     """One row per scorer × sentence × replicate: the judgments of answered requests, the sentences of failed
     requests (missing, with the request's error) and every recorded score (imported, replicate 0)."""
     builder = builder or BitsRequests(audit)
-    names = {model_id: model.display_name for model_id, model in builder.models.items()}
-    kinds = audit.design["score_kinds"]
+    names = distinct_model_names(builder.models.values())
+    # Launch recorded each scorer's kind by its display name; a name with its id added keeps its model's kind.
+    kinds = {**audit.design["score_kinds"],
+             **{names[i]: audit.design["score_kinds"].get(m.display_name, "") for i, m in builder.models.items()}}
     judged = pd.DataFrame.from_records(
         AuditJudgment.objects.filter(audit=audit).values_list("request__audit_model_id", "request__replicate", "unit",
                                                               "value", "reason").iterator(chunk_size=10000),

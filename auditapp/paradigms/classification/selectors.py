@@ -8,7 +8,15 @@ from django.db.models import Count, OuterRef, Subquery
 
 from annotation.selectors import Export
 from auditapp.audit_metrics import METRICS
-from auditapp.models import Audit, AuditExtraction, AuditExtractionLabel, AuditItem, AuditMetric, AuditRequest
+from auditapp.models import (
+    Audit,
+    AuditExtraction,
+    AuditExtractionLabel,
+    AuditItem,
+    AuditMetric,
+    AuditRequest,
+    distinct_model_names,
+)
 from auditapp.paradigms.classification.extraction_services import STRICT, outcome_source
 from auditapp.paradigms.classification.prompts import DEFAULT_TEMPLATES
 
@@ -88,9 +96,10 @@ def audit_metrics_export(*, audit: Audit, outcomes: str | None = None) -> Export
              for cell in source.analysis.get("kappa_gap", {}).get("cells", [])}
     conditions = {c: i for i, c in enumerate(audit.conditions.values_list("condition", flat=True))}
     models = {m.id: m for m in audit.models.all()}
+    names = distinct_model_names(models.values())
     keys = sorted(source.metrics, key=lambda k: (models[k[0]].position, k[0], conditions.get(k[1], 99),
                                                  k[2] != "weighted"))
-    rows = [(models[model].model, models[model].display_name, condition, reference, audit.unparsed,
+    rows = [(models[model].model, names[model], condition, reference, audit.unparsed,
              *(source.metrics[(model, condition, reference)].get(name) for name in METRIC_VALUES),
              *delta.get((model, condition), (None, None)), source.name,
              source.metrics[(model, condition, reference)].get("n_extracted"))
@@ -102,12 +111,13 @@ def _heatmap(metrics: dict, models: list, conditions: list[str], name: str) -> d
     """A models × conditions table of one metric against the weighted ground truth (seed 000 Tables 1–2):
     values with CIs, the best condition per row (the paper's bold), row means and column means."""
     rows = []
+    names = distinct_model_names(models)
     for model in models:
         cells = [metrics.get((model.id, condition, "weighted"), {}) for condition in conditions]
         values = [cell.get(name) for cell in cells]
         finite = [v for v in values if v is not None]
         best = max(finite) if finite else None
-        rows.append({"model_id": model.id, "model": model.display_name, "values": values,
+        rows.append({"model_id": model.id, "model": names[model.id], "values": values,
                      "low": [cell.get(f"{name}_low") for cell in cells],
                      "high": [cell.get(f"{name}_high") for cell in cells],
                      "notes": [_note(cell, name) for cell in cells],
@@ -134,6 +144,7 @@ def _metric_rows(metrics: dict, models: list, conditions: list[str], gap: dict) 
     """Every metric of every model × condition × reference with its CI, or "—" and the reason it is undefined,
     and the cell's Δκ (the dashboard's table "Every metric")."""
     deltas = {(cell["model_id"], cell["condition"]): cell for cell in gap.get("cells", [])}
+    names = distinct_model_names(models)
     rows = []
     for model in models:
         for condition in conditions:
@@ -143,7 +154,7 @@ def _metric_rows(metrics: dict, models: list, conditions: list[str], gap: dict) 
                 if values is None:
                     continue
                 rows.append({
-                    "model_id": model.id, "model": model.display_name, "condition": condition,
+                    "model_id": model.id, "model": names[model.id], "condition": condition,
                     "reference": reference, "n": values.get("n"), "n_items": values.get("n_items"),
                     "metrics": [{"name": name, "label": label, "value": values.get(name),
                                  "low": values.get(f"{name}_low"), "high": values.get(f"{name}_high"),
@@ -165,7 +176,8 @@ def audit_dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
     metrics = source.metrics
     analysis = source.analysis
     gap = analysis.get("kappa_gap", {})
-    scatter = [{"model": model.display_name, "model_id": model.id, "condition": condition, "reference": reference,
+    names = distinct_model_names(models)
+    scatter = [{"model": names[model.id], "model_id": model.id, "condition": condition, "reference": reference,
                 "precision": values.get("precision"), "recall": values.get("recall"), "f1": values.get("f1"),
                 "n": values.get("n")}
                for model in models for condition in conditions for reference in ("weighted", "majority")
@@ -175,7 +187,7 @@ def audit_dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
                   "status_reason": audit.status_reason, "unparsed": audit.unparsed,
                   "unparsed_label": audit.get_unparsed_display(), "n_requests": audit.n_requests,
                   "analysed": audit.analysed_at is not None},
-        "models": [{"id": m.id, "label": m.display_name, "model": m.model} for m in models],
+        "models": audit.models_listing(),
         "conditions": [{"code": c, "name": DEFAULT_TEMPLATES[c].name if c in DEFAULT_TEMPLATES else c}
                        for c in conditions],
         "kappa": _heatmap(metrics, models, conditions, "kappa"),

@@ -36,6 +36,7 @@ from auditapp.models import (
     AuditRequest,
     Corpus,
     PromptTemplate,
+    distinct_model_names,
 )
 from auditapp.paradigms.base import Judgment, ParsedReply, Unit
 from auditapp.paradigms.classification import analysis as classification
@@ -427,7 +428,7 @@ def classification_results(audit: Audit, *, labels: pd.Series | None = None) -> 
     result = classification.analyse(requests, references, models=[m.id for m in models], conditions=conditions,
                                     unparsed=audit.unparsed, n_resamples=audit.n_resamples, seed=audit.seed)
     counts = requests.groupby(["model", "condition", "outcome"]).size()
-    names = {m.id: m.display_name for m in models}
+    names = distinct_model_names(models)
     cells = []
     for cell in result.cells:
         values = {k: _json_number(v) for k, v in cell.items() if k not in ("model", "condition", "reference")}
@@ -510,7 +511,7 @@ def audit_robustness(audit: Audit) -> dict:
         classification_requests_frame(audit), references, alternatives=names,
         models=[m.id for m in audit.models.all()], conditions=list(audit.conditions.values_list("condition", flat=True)),
         unparsed=audit.unparsed, n_resamples=audit.n_resamples, seed=audit.seed, **_soft_cut(stored))
-    model_names = {m.id: m.display_name for m in audit.models.all()}
+    model_names = audit.model_names()
     for row in tables["cells"]:
         row["model_id"], row["model"] = row["model"], model_names[row["model"]]
     for row in tables["ranks"]:

@@ -163,12 +163,11 @@ def cells(audit: Audit) -> list[tuple[str, str]]:
 def dashboard_data_function(flavour: Flavour) -> Callable:
     def dashboard_data(audit: Audit) -> dict:
         corpus = audit.corpus
-        models = list(audit.models.all())
         return {
             "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
                       "status_label": audit.get_status_display(), "status_reason": audit.status_reason,
                       "n_requests": audit.n_requests, "analysed": bool(audit.analysis)},
-            "models": [{"id": m.id, "label": m.display_name, "model": m.model} for m in models],
+            "models": audit.models_listing(),
             "conditions": [{"code": code, "name": name} for code, name in cells(audit)],
             "corpus": {"id": corpus.id, "name": corpus.name, "n_units": corpus.n_units,
                        "content_hash": corpus.content_hash},
@@ -188,7 +187,7 @@ def judgments_table(flavour: Flavour) -> Callable:
     label (empty when missing), outcome and reason, and the paradigm's columns rebuilt from the design (the
     text's number, pair, group, name, dialect…)."""
     def rows(audit: Audit) -> Export:
-        names = services.model_names(audit)
+        names = audit.model_names()
         extra_columns, extra = flavour.judgment_columns(audit)
         queryset = (AuditJudgment.objects.filter(audit=audit).order_by("request_id", "id")
                     .values_list("request_id", "request__audit_model_id", "request__condition", "request__unit",

@@ -211,10 +211,6 @@ def counterfactual_audit_create(*, paradigm: str, design_class, name: str, model
     return audit
 
 
-def model_names(audit: Audit) -> dict[int, str]:
-    return {m.id: m.display_name for m in audit.models.order_by("position", "id")}
-
-
 def requests_frame(audit_id: int) -> pd.DataFrame:
     """Per model × task × state: how many requests (the completion's targets)."""
     rows = (AuditRequest.objects.filter(audit_id=audit_id).order_by().values("audit_model_id", "condition", "state")
@@ -229,7 +225,7 @@ def counterfactual_analyse(audit: Audit, design_class) -> None:
     judged = reading.judgments_frame(audit.id)
     failed = reading.failed_requests_frame(audit.id)
     requests = requests_frame(audit.id)
-    result = design.analyse(judged, failed, requests, model_names(audit))
+    result = design.analyse(judged, failed, requests, audit.model_names())
     with transaction.atomic():
         Audit.objects.filter(pk=audit.pk).update(analysis=result, analysed_at=timezone.now())
         Audit.objects.filter(pk=audit.pk, status=Audit.Status.ANALYSING).update(status=Audit.Status.COMPLETED)

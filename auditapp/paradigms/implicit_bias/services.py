@@ -444,10 +444,6 @@ def aat_judgment(instance: Instance, text: str, *, form: str) -> Judgment:
 
 # ----------------------------------------------------------------------------------------------- analysis
 
-def model_names(audit: Audit) -> dict[int, str]:
-    return {m.id: m.display_name for m in audit.models.order_by("position", "id")}
-
-
 REPLY_COLUMNS = ("request", "model_id", "unit", "state", "outcome", "value", "label", "reason", "error")
 
 
@@ -575,7 +571,7 @@ def analyse(audit: Audit, task: Task) -> None:
     """The paradigm's tables over every reply, stored on the audit (``Audit.analysis``) with the notes stating
     each choice."""
     builder = ImplicitBiasRequests(audit, task)
-    names = model_names(audit)
+    names = audit.model_names()
     replies = replies_frame(audit.id, turn=builder.last_turn, counts=task.task == "wabt")
     if task.task == "wabt":
         frame = wabt_frame(replies, builder.instances, names)
@@ -607,7 +603,7 @@ def replies_table(task: Task) -> Callable[[Audit], Export]:
     turn's) or why the conversation ended there; a second turn closed unsent says why."""
     def rows(audit: Audit) -> Export:
         builder = ImplicitBiasRequests(audit, task)
-        names = model_names(audit)
+        names = audit.model_names()
         factor_names = list(next(iter(builder.instances.values())).factors) if builder.instances else []
         value_column = "bias_score" if task.task == "wabt" else "answer"
         judged_turn = builder.last_turn
@@ -835,7 +831,7 @@ def dashboard_data_function(task: Task) -> Callable:
             "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
                       "status_label": audit.get_status_display(), "status_reason": audit.status_reason,
                       "n_requests": audit.n_requests, "analysed": bool(audit.analysis)},
-            "models": [{"id": m.id, "label": m.display_name, "model": m.model} for m in audit.models.all()],
+            "models": audit.models_listing(),
             "conditions": [{"code": code, "name": name} for code, name in cells_function(task)(audit)],
             "corpus": {"id": corpus.id, "name": corpus.name, "content_hash": corpus.content_hash},
             "design": {"seed": audit.seed, "options": options, "turns": turns,

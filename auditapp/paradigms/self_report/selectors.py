@@ -5,7 +5,7 @@ from dataclasses import asdict
 
 from auditapp.models import Audit
 from auditapp.paradigms.self_report.design import Design, threshold_descriptions
-from auditapp.paradigms.self_report.services import design_of, model_names, questionnaires_of
+from auditapp.paradigms.self_report.services import design_of, questionnaires_of
 
 
 def form_cells(audit: Audit) -> list[tuple[str, str]]:
@@ -40,7 +40,7 @@ def self_report_dashboard_data(audit: Audit) -> dict:
     """
     design = design_of(audit)
     analysis = audit.analysis or {}
-    model_ids = {name: model_id for model_id, name in model_names(audit).items()}
+    model_ids = {name: model_id for model_id, name in audit.model_names().items()}
     form_names = _form_names(design)
     validity = {(row["model"], row["form"]): row for row in analysis.get("validity", [])}
     rewritten: dict[str, set[int]] = {}
@@ -89,13 +89,12 @@ def self_report_dashboard_data(audit: Audit) -> dict:
                               "refusal_percent": 100 * row["refusal_share"],
                               "dummy_per_administration": row["dummy_items"] // administrations})
 
-    models = list(audit.models.all())
     rule = analysis.get("rule") or {**asdict(design.validity), "text": design.validity.describe()}
     return {
         "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
                   "status_label": audit.get_status_display(), "status_reason": audit.status_reason,
                   "n_requests": audit.n_requests, "analysed": bool(analysis.get("instruments"))},
-        "models": [{"id": m.id, "label": m.display_name, "model": m.model} for m in models],
+        "models": audit.models_listing(),
         "conditions": [{"code": form_id, "name": name} for form_id, name in form_names.items()],
         "instrument_names": [instrument.name for instrument in design.instruments],
         "mode": analysis.get("mode", design.mode),

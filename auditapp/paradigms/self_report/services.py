@@ -217,14 +217,6 @@ def self_report_audit_create(*, name: str, models: list[ModelChoice], instrument
 
 # ---------------------------------------------------------------------------------------------- answers
 
-def model_names(audit: Audit) -> dict[int, str]:
-    """Each model's name in the analysis: its label or model name, with its id when two would be the same."""
-    models = list(audit.models.order_by("position", "id"))
-    names = [m.display_name for m in models]
-    return {m.id: (name if names.count(name) == 1 else f"{name} #{m.id}") for m, name in zip(models, names,
-                                                                                              strict=True)}
-
-
 def _stored_answers(audit: Audit) -> dict[int, dict[int, ParsedLikert]]:
     """Request id → position → the parsed answer, from the judgments written with each reply."""
     answers: dict[int, dict[int, ParsedLikert]] = defaultdict(dict)
@@ -239,7 +231,7 @@ def item_answers(audit: Audit, builder: SelfReportRequests | None = None) -> lis
     """One row per model × replicate × form × presented item: what was shown, how it maps back, the parsed
     answer (from the judgments; a failed or unsent request's items are "error" / "pending")."""
     builder = builder or SelfReportRequests(audit)
-    names = model_names(audit)
+    names = audit.model_names()
     stored = _stored_answers(audit)
     rows = []
     requests = (AuditRequest.objects.filter(audit=audit)
@@ -270,7 +262,7 @@ def item_answers(audit: Audit, builder: SelfReportRequests | None = None) -> lis
 def self_report_analyse(audit: Audit) -> None:
     """Score every administration and compare the forms (seed 000 §4.4, Figure 2); store it on the audit."""
     builder = SelfReportRequests(audit)
-    names = model_names(audit)
+    names = audit.model_names()
     stored = _stored_answers(audit)
     answers: dict[tuple[int, int, str], dict] = defaultdict(dict)
     for request_id, model, replicate, form_id in (AuditRequest.objects.filter(
