@@ -69,13 +69,17 @@ def test_aq_subscales_are_exported(api_client):
     assert score.subscales == {k: row[f"aq_{k}"] for k in score.subscales}
 
 
-def test_resume_sends_the_participant_to_where_they_stopped():
-    study = flow_study()
-    (participant,) = invite(study)
+def consented_at_the_questionnaire() -> tuple[Participant, Client, str, str]:
+    """A new participant who has consented: their client, link and first questionnaire's URL."""
+    (participant,) = invite(flow_study())
     client = Client()
     base = f"/p/{participant.invite_token}/"
     client.post(base + "consent/", {"consent": "yes"})
-    aq = client.get(base)["Location"]
+    return participant, client, base, client.get(base)["Location"]
+
+
+def test_resume_sends_the_participant_to_where_they_stopped():
+    participant, client, base, aq = consented_at_the_questionnaire()
     assert "/questionnaire/" in aq
     page = client.get(aq).content.decode()
     client.post(aq + "answer/", {"item": 7, "response": 2}, content_type="application/json")
@@ -260,12 +264,7 @@ def test_labelling_moves_the_expiry_on_to_within_a_minute_without_rewriting_it_a
 def test_the_submit_carries_the_time_of_an_answer_whose_autosave_was_not_acknowledged():
     """questionnaire.js adds rt-<item> for answers still waiting for their autosave; an autosaved time is kept
     when the form has none, and an unusable hidden time is dropped without losing the answer."""
-    study = flow_study()
-    (participant,) = invite(study)
-    client = Client()
-    base = f"/p/{participant.invite_token}/"
-    client.post(base + "consent/", {"consent": "yes"})
-    aq = client.get(base)["Location"]
+    participant, client, _, aq = consented_at_the_questionnaire()
     for item, rt_ms in ((7, 900), (8, 900)):
         client.post(aq + "answer/", {"item": item, "response": 2, "rt_ms": rt_ms}, content_type="application/json")
     too_long = str(24 * 60 * 60 * 1000 + 1)  # beyond MAX_ANSWER_TIME_MS, a day
