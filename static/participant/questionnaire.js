@@ -35,7 +35,10 @@
   // Each answer is sent at once (answers to other items do not wait for each other) and again until
   // acknowledged. One sender per item: a changed answer waits for the request on its way, so an item's answers
   // reach the server in the order they were given (two requests at once may arrive in either order), and a
-  // newer answer cuts short the backoff of a failed one.
+  // newer answer cuts short the backoff of a failed one (keeping its level: the server is evidently unwell).
+  // A request unanswered after SEND_TIMEOUT_MS is given up as a network error, so that a stalled connection does
+  // not hold back the item's later answers.
+  const SEND_TIMEOUT_MS = 15000;
   const sending = {};  // item number → its sender is running
   const wake = {};     // item number → ends that sender's current backoff
   async function send(item) {
@@ -47,21 +50,28 @@
     try {
       for (let attempt = 0; pending[item]; attempt++) {
         const body = pending[item];
+        const abort = new AbortController();
+        const timer = setTimeout(() => abort.abort(), SEND_TIMEOUT_MS);
         try {
           const response = await fetch(url, {
-            method: "POST", credentials: "same-origin",
+            method: "POST", credentials: "same-origin", signal: abort.signal,
             headers: { "Content-Type": "application/json", "X-CSRFToken": csrf },
             body: JSON.stringify(body),
           });
           if (response.status === 410) { window.location.reload(); return; }
-          // A 4xx will not change by sending it again (the form's submit still carries the answer).
+          // Acknowledged, or refused with a 4xx that sending again will not change (the form's submit still
+          // carries the answer).
           if (response.status < 500) {
             if (pending[item] === body) delete pending[item];  // a newer answer meanwhile is sent next
             store();
             attempt = -1;
             continue;
           }
-        } catch (error) { /* network: send again */ }
+        } catch (error) {
+          /* network, or given up: send again */
+        } finally {
+          clearTimeout(timer);
+        }
         await new Promise((resolve) => {
           wake[item] = resolve;
           setTimeout(resolve, Math.min(8000, 500 * 2 ** attempt));
