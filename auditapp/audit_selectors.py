@@ -16,7 +16,7 @@ from django.utils import timezone
 from annotation.selectors import Export
 from auditapp import parse_quality
 from auditapp.audit_services import conversation_payload, conversations_before
-from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest
+from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, distinct_model_names
 from auditapp.paradigms import registry
 from auditapp.paradigms.base import NoFollowUp
 
@@ -204,7 +204,9 @@ def audit_parse_quality(audit: Audit) -> Export:
 
     responses = reverse("api:audit-responses", args=[audit.id])
     rows = []
-    for audit_model in audit.models.all():
+    audit_models = list(audit.models.all())
+    names = distinct_model_names(audit_models)
+    for audit_model in audit_models:
         for condition, condition_name in registry.get(audit.paradigm).cells(audit):
             cell = counts.get((audit_model.id, condition), {})
             total = cell.get("n_requests", 0)
@@ -212,7 +214,7 @@ def audit_parse_quality(audit: Audit) -> Export:
             replies = sample.get((audit_model.id, condition), [])
             n_truncated = cell.get("truncated", 0)
             record = {
-                "model_id": audit_model.id, "model": audit_model.display_name, "condition": condition,
+                "model_id": audit_model.id, "model": names[audit_model.id], "condition": condition,
                 "condition_name": condition_name, "n_requests": total, "answered": cell.get("answered", 0),
                 "failed": cell.get("failed", 0), "pending": cell.get("pending", 0)}
             for outcome in [*outcomes, "pending"]:

@@ -377,7 +377,7 @@ def distinct_model_names(audit_models: Iterable[AuditModel]) -> dict[int, str]:
     """Each audit model's name in analyses, tables and exports, by id in the order given: its label or model name,
     with its id added where two of them would share one. Launch refuses such a pair now
     (``audit_services.launch_problems``), but an audit launched before may have one, and its two models must never
-    be merged into one row."""
+    be merged into one row. (A label typed to look like such a name, "x (audit model 5)", could still meet one.)"""
     audit_models = list(audit_models)
     counts = Counter(m.display_name for m in audit_models)
     return {m.id: m.display_name if counts[m.display_name] == 1 else model_name_with_id(m.display_name, m.id)

@@ -230,10 +230,10 @@ def scores_frame(audit: Audit, builder: BitsRequests | None = None) -> pd.DataFr
     """One row per scorer × sentence × replicate: the judgments of answered requests, the sentences of failed
     requests (missing, with the request's error) and every recorded score (imported, replicate 0)."""
     builder = builder or BitsRequests(audit)
+    # BITS launch has always refused two scorers of one name, so these are the display names that key the design's
+    # score kinds and label rules.
     names = distinct_model_names(builder.models.values())
-    # Launch recorded each scorer's kind by its display name; a name with its id added keeps its model's kind.
-    kinds = {**audit.design["score_kinds"],
-             **{names[i]: audit.design["score_kinds"].get(m.display_name, "") for i, m in builder.models.items()}}
+    kinds = audit.design["score_kinds"]
     judged = pd.DataFrame.from_records(
         AuditJudgment.objects.filter(audit=audit).values_list("request__audit_model_id", "request__replicate", "unit",
                                                               "value", "reason").iterator(chunk_size=10000),
