@@ -18,16 +18,18 @@ The worker path (Celery on Redis, PostgreSQL) is tests/integration/test_implicit
 from __future__ import annotations
 
 import csv
+import importlib
 import io
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
+from django.apps import apps as django_apps
 from scipy import stats as scipy_stats
 
 from auditapp import audit_services as services
-from auditapp.models import Audit, AuditJudgment, AuditRequest, Corpus, LLMEndpoint, LLMReply
+from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, Corpus, LLMEndpoint, LLMReply
 from auditapp.paradigms import registry
 from auditapp.paradigms.base import is_multi_turn
 from tests.auditapp.test_counterfactual_audit import run
@@ -35,6 +37,8 @@ from tests.implicit_bias_personas import expected_aat_answer
 from tests.llm_server import REFUSAL, LLMServer
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
+
+alike_migration = importlib.import_module("auditapp.migrations.0019_analyses_of_audits_with_models_named_alike")
 
 MODELS = ("wabt-consistent", "wabt-neutral", "aat-stereotyped")
 
@@ -344,3 +348,18 @@ def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, serv
         assert abs(table4.loc[(names[neutral.id], dimension), "mean"]) < 0.5
     replies = table(api_client, audit.id, "replies")
     assert replies.groupby("model").size().to_dict() == {name: 180 for name in names.values()}
+
+    # Migration 0019 analyses such an audit again (here, one whose stored analysis predates the rule), and no other.
+    analysed = Audit.objects.filter(pk=audit.pk).values_list("analysis", flat=True).get()
+    Audit.objects.filter(pk=audit.pk).update(analysis={"table4": "merged, from before the rule"})
+    endpoint_ = LLMEndpoint.objects.get(pk=source.pk)
+    distinct = Audit.objects.create(name="distinct", analysis={"kept": True}, analysed_at=audit.analysed_at)
+    never_analysed = Audit.objects.create(name="never analysed")
+    for other, labels in ((distinct, ("a", "b")), (never_analysed, ("x", "x"))):
+        for position, label in enumerate(labels):
+            AuditModel.objects.create(audit=other, endpoint=endpoint_, model=f"m{position}", label=label,
+                                      position=position)
+    assert alike_migration.audits_with_models_named_alike(django_apps) == [audit.id]
+    alike_migration.analyse_audits_with_models_named_alike(django_apps, None)
+    assert Audit.objects.filter(pk=audit.pk).values_list("analysis", flat=True).get() == analysed
+    assert Audit.objects.get(pk=distinct.pk).analysis == {"kept": True}
