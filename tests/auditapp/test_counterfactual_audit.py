@@ -25,7 +25,7 @@ from statsmodels.stats.multitest import multipletests
 
 from auditapp import audit_runner
 from auditapp import audit_services as services
-from auditapp.models import Audit, AuditJudgment, LLMEndpoint
+from auditapp.models import Audit, AuditJudgment, AuditModel, LLMEndpoint
 from auditapp.paradigms.counterfactual.dialect_texts import DEFAULT_PAIRS, strip_features
 from auditapp.paradigms.counterfactual.names import TABLE_2
 from tests.llm_server import LLMServer
@@ -212,3 +212,22 @@ def test_a_reparse_in_small_batches_rewrites_every_judgment_as_it_was(api_client
     assert services.audit_reparse(audit_id=audit.id) == 10
     assert judgments() == before and len(before) == 10 * 10
     assert {outcome for _, _, outcome, _, _ in before} == {"label", "refusal"}
+
+
+def test_two_models_of_a_legacy_audit_named_alike_are_analysed_apart(api_client, server, tasks_off):
+    """An audit launched before launch refused two models named alike (here, one label for both): its analysis
+    used to fail (the model column's categories must be unique); each model now keeps its rows and its effect."""
+    source = endpoint(server)
+    audit_id = launch(api_client, "dialect", [{"endpoint": source.id, "model": "annotator-dialect"},
+                                              {"endpoint": source.id, "model": "annotator-fair"}],
+                      material={"tasks": ["professional_tone"]}, iterations=40, seed=11)
+    # (Seed 5 gives the fair annotator's fixed texts a gap with p = 0.007 on this one task: a chance α = 0.05 allows.)
+    dialect_model, fair_model = Audit.objects.get(pk=audit_id).models.order_by("position", "id")
+    AuditModel.objects.filter(audit_id=audit_id).update(label="annotator")
+    audit = run(audit_id)
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    cells = records(api_client, audit.id, "cells").set_index("model")
+    dialect, fair = (f"annotator (audit model {model.id})" for model in (dialect_model, fair_model))
+    assert set(cells.index) == {dialect, fair}
+    assert cells.loc[dialect, "significant"] and cells.loc[dialect, "ci_low"] <= -0.3 <= cells.loc[dialect, "ci_high"]
+    assert not cells.loc[fair, "significant"], cells[["gap", "welch_p", "significant"]].to_string()
