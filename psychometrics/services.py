@@ -11,6 +11,7 @@ import dataclasses
 import math
 import numbers
 import random
+from collections.abc import Mapping
 
 import pandas as pd
 from django.db import IntegrityError, transaction
@@ -116,6 +117,29 @@ def answer_save(*, participant: Participant, instrument: Instrument, item_number
         response, _ = InstrumentResponse.objects.update_or_create(
             participant=participant, instrument=instrument, item_number=item_number, defaults=values)
     return response
+
+
+def questionnaire_submit(*, participant: Participant, instrument: Instrument,
+                         answers: Mapping[int, tuple[int, int | None]]) -> InstrumentScore:
+    """The questionnaire form's submit: each answer it carries (item number → response index and the time on the
+    item, or None) stored, then the questionnaire scored, under one hold of the participant's lock, so that an
+    autosave still on its way cannot land between the two and replace an answer the form carried (it waits, then
+    finds the questionnaire finished). An answer that is no option of its item is skipped, and the item stays
+    unanswered. IncompleteQuestionnaire if any item is unanswered; the answers given are kept."""
+    incomplete = None
+    with participant_locked(participant):
+        for number, (response_index, rt_ms) in answers.items():
+            try:
+                with transaction.atomic():
+                    answer_save(participant=participant, instrument=instrument, item_number=number,
+                                response_index=response_index, rt_ms=rt_ms)
+            except ValueError:
+                continue
+        try:
+            return questionnaire_finish(participant=participant, instrument=instrument)
+        except IncompleteQuestionnaire as missing:
+            incomplete = missing
+    raise incomplete
 
 
 def questionnaire_finish(*, participant: Participant, instrument: Instrument) -> InstrumentScore:

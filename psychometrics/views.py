@@ -26,8 +26,8 @@ from psychometrics.services import (
     answer_save,
     iat_block_submit,
     iat_session,
-    questionnaire_finish,
     questionnaire_session,
+    questionnaire_submit,
 )
 
 logger = logging.getLogger(__name__)
@@ -40,17 +40,17 @@ def questionnaire(request: HttpRequest, participant, instrument_id: int) -> Http
     session = questionnaire_session(participant=participant, instrument=instrument)
     missing: list[int] = []
     if request.method == "POST":
+        given = {}
         for number in session.item_order:
             value = request.POST.get(f"item-{number}")
             if value is not None:
                 try:
-                    answer_save(participant=participant, instrument=instrument, item_number=number,
-                                response_index=form_number(value, field=f"item-{number}"),
-                                rt_ms=_unacknowledged_time(request.POST.get(f"rt-{number}")))
-                except ValueError:
+                    given[number] = (form_number(value, field=f"item-{number}"),
+                                     _unacknowledged_time(request.POST.get(f"rt-{number}")))
+                except InputError:
                     continue  # not an option of this item: it stays unanswered and is marked below
         try:
-            questionnaire_finish(participant=participant, instrument=instrument)
+            questionnaire_submit(participant=participant, instrument=instrument, answers=given)
         except IncompleteQuestionnaire as incomplete:
             missing = incomplete.missing
         else:
