@@ -129,10 +129,9 @@ def questionnaire_submit(*, participant: Participant, instrument: Instrument,
     incomplete = None
     with participant_locked(participant):
         for number, (response_index, rt_ms) in answers.items():
-            try:
-                with transaction.atomic():
-                    answer_save(participant=participant, instrument=instrument, item_number=number,
-                                response_index=response_index, rt_ms=rt_ms)
+            try:  # answer_save checks before it writes, or in its own savepoint (its lock, taken again here)
+                answer_save(participant=participant, instrument=instrument, item_number=number,
+                            response_index=response_index, rt_ms=rt_ms)
             except ValueError:
                 continue
         try:

@@ -48,7 +48,7 @@ def questionnaire(request: HttpRequest, participant, instrument_id: int) -> Http
                     given[number] = (form_number(value, field=f"item-{number}"),
                                      _unacknowledged_time(request.POST.get(f"rt-{number}")))
                 except InputError:
-                    continue  # not an option of this item: it stays unanswered and is marked below
+                    continue  # not a number, so no option of this item: it stays unanswered and is marked below
         try:
             questionnaire_submit(participant=participant, instrument=instrument, answers=given)
         except IncompleteQuestionnaire as incomplete:

@@ -26,8 +26,8 @@ def audits_without_notes(apps) -> list[int]:
 
 def analyse_audits_without_notes(apps, schema_editor):
     # The analysis lives in the app, not in the historical models: this runs today's service on the tables as the
-    # migrations before it leave them (as 0009 does), so it stays the app's last migration. A later change to those
-    # tables renumbers it after that change (it was 0016 before issue 14's 0016 and 0017); a database that ran it
+    # migrations before it leave them (as 0009 does), so it and 0019 stay the app's last migrations. A later change
+    # to those tables renumbers them after that change (it was 0016 before issue 14's 0016 and 0017); a database that ran it
     # under an earlier number runs it again and finds no audit left to analyse.
     from auditapp.models import Audit
     from auditapp.paradigms.classification.services import classification_analyse

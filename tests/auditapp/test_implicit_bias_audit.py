@@ -323,7 +323,7 @@ def test_only_the_two_turn_aat_runs_the_turn_queries(api_client, server, audit_t
     assert set(advanced) == {ids["two_turn"]}
 
 
-def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, server, audit_tasks_off):
+def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, server, audit_tasks_off, capsys):
     """Launch now refuses two models that tables would name alike; an audit launched before could have them. Each
     keeps its own rows, named with its audit model's id, and its own planted effect."""
     source = endpoint(server)
@@ -349,17 +349,23 @@ def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, serv
     replies = table(api_client, audit.id, "replies")
     assert replies.groupby("model").size().to_dict() == {name: 180 for name in names.values()}
 
-    # Migration 0019 analyses such an audit again (here, one whose stored analysis predates the rule), and no other.
+    # Migration 0019 analyses such an audit again (here, one whose stored analysis predates the rule), and no other:
+    # not one whose models have distinct names, nor one still running; one it cannot analyse (models named alike by
+    # their model names, no labels, and nothing to analyse) is reported and keeps its analysis.
     analysed = Audit.objects.filter(pk=audit.pk).values_list("analysis", flat=True).get()
     Audit.objects.filter(pk=audit.pk).update(analysis={"table4": "merged, from before the rule"})
     endpoint_ = LLMEndpoint.objects.get(pk=source.pk)
-    distinct = Audit.objects.create(name="distinct", analysis={"kept": True}, analysed_at=audit.analysed_at)
-    never_analysed = Audit.objects.create(name="never analysed")
-    for other, labels in ((distinct, ("a", "b")), (never_analysed, ("x", "x"))):
+    others = {name: Audit.objects.create(name=name, paradigm="word_association", status=status,
+                                         analysis={"kept": name}, analysed_at=audit.analysed_at)
+              for name, status in (("distinct", Audit.Status.COMPLETED), ("running", Audit.Status.RUNNING),
+                                   ("unanalysable", Audit.Status.COMPLETED))}
+    for name, labels in (("distinct", ("a", "b")), ("running", ("x", "x")), ("unanalysable", ("", ""))):
         for position, label in enumerate(labels):
-            AuditModel.objects.create(audit=other, endpoint=endpoint_, model=f"m{position}", label=label,
-                                      position=position)
-    assert alike_migration.audits_with_models_named_alike(django_apps) == [audit.id]
+            AuditModel.objects.create(audit=others[name], endpoint=endpoint_, model="m", label=label,
+                                      params={"temperature": position}, position=position)
+    assert alike_migration.audits_with_models_named_alike(django_apps) == [audit.id, others["unanalysable"].id]
     alike_migration.analyse_audits_with_models_named_alike(django_apps, None)
     assert Audit.objects.filter(pk=audit.pk).values_list("analysis", flat=True).get() == analysed
-    assert Audit.objects.get(pk=distinct.pk).analysis == {"kept": True}
+    assert {name: Audit.objects.get(pk=other.pk).analysis for name, other in others.items()} == {
+        name: {"kept": name} for name in others}
+    assert f"audit {others['unanalysable'].id}: its stored analysis is kept" in capsys.readouterr().out
