@@ -28,6 +28,7 @@ import pytest
 from django.apps import apps as django_apps
 from scipy import stats as scipy_stats
 
+from auditapp import audit_selectors
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, Corpus, LLMEndpoint, LLMReply
 from auditapp.paradigms import registry
@@ -348,6 +349,10 @@ def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, serv
         assert abs(table4.loc[(names[neutral.id], dimension), "mean"]) < 0.5
     replies = table(api_client, audit.id, "replies")
     assert replies.groupby("model").size().to_dict() == {name: 180 for name in names.values()}
+    quality = audit_selectors.audit_parse_quality(audit)
+    model_at = quality.columns.index("model")
+    assert sorted({row[model_at] for row in quality.iterate(100)}) == sorted(names.values())
+    assert {row["model_id"]: row["model"] for row in audit_selectors.audit_progress(audit)["cells"]} == names
 
     # Migration 0019 analyses such an audit again (here, one whose stored analysis predates the rule), and no other:
     # not one whose models have distinct names, nor one still running; one it cannot analyse (models named alike by
