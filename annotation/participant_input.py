@@ -8,6 +8,7 @@ PostgreSQL cannot store; a JSON body must be an object and not nested absurdly d
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 from annotation.json_input import JSONTooDeepError, json_loads_bounded
@@ -101,6 +102,25 @@ def unstorable_reason(text: str) -> str | None:
     return None
 
 
+PAGE_ID_PATTERN = re.compile(r"[A-Za-z0-9-]{0,64}")  # a page's id: a UUID, or digits where crypto is missing
+
+
+@dataclass(frozen=True)
+class PageWrite:
+    """Which open page sent a save (``writer``, "" for none named) and how many saves it had sent (``seq``): a page's
+    saves may reach the server out of order, and a later one must not be replaced by an earlier one."""
+    writer: str
+    seq: int
+
+
+def page_write(data: dict) -> PageWrite:
+    """The ``writer`` and ``seq`` of a page's save (both optional)."""
+    writer = data.get("writer", "")
+    if not isinstance(writer, str) or not PAGE_ID_PATTERN.fullmatch(writer):
+        raise InputError("writer", "must be at most 64 letters, digits and dashes (the page's id)")
+    return PageWrite(writer=writer, seq=whole_number(data.get("seq", 0), field="seq"))
+
+
 def storable_text(text: str, *, field: str) -> str:
     """A text the database can store: no NUL character, no unpaired surrogate."""
     if reason := unstorable_reason(text):
@@ -113,10 +133,12 @@ class QuestionnaireAnswer:
     item: int
     response: int
     rt_ms: float | None
+    page: PageWrite
 
 
 def questionnaire_answer(body: bytes) -> QuestionnaireAnswer:
-    """An autosaved answer ``{"item": n, "response": i, "rt_ms": t}``; ``rt_ms`` may be absent or null."""
+    """An autosaved answer ``{"item": n, "response": i, "rt_ms": t, "writer": page id, "seq": k}``; ``rt_ms`` may
+    be absent or null, ``writer`` and ``seq`` absent (:func:`page_write`)."""
     data = json_object(body)
     if "item" not in data or "response" not in data:
         raise InputError("body", "needs 'item' and 'response'")
@@ -124,7 +146,8 @@ def questionnaire_answer(body: bytes) -> QuestionnaireAnswer:
     return QuestionnaireAnswer(
         item=whole_number(data["item"], field="item", minimum=1),
         response=whole_number(data["response"], field="response", maximum=1000),
-        rt_ms=None if rt_ms is None else finite_number(rt_ms, field="rt_ms", minimum=0, maximum=MAX_ANSWER_TIME_MS))
+        rt_ms=None if rt_ms is None else finite_number(rt_ms, field="rt_ms", minimum=0, maximum=MAX_ANSWER_TIME_MS),
+        page=page_write(data))
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ by another coder than the one the request reaches (another account logged in sin
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -22,7 +21,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.models import LabelValue
-from annotation.participant_input import InputError, form_number, json_object, whole_number
+from annotation.participant_input import InputError, form_number, json_object, page_write, whole_number
 from coding.access import WRONG_CODER, CoderAccess, coder_page, excerpt_of_coder
 from coding.codebooks import MAX_CODES
 from coding.coding_services import CodingConflict, CodingInputError, coder_progress, coding_save
@@ -33,7 +32,6 @@ from coding.models import Code, Excerpt, ExcerptCoding
 NAVIGATION_KEYS = frozenset({"p", "n", "m", "?"})
 GO_CHOICES = ("confirm", "previous", "next")
 MAX_COUNT = 2**31 - 1  # a revision or a page's save count (PositiveIntegerField on every database)
-WRITER_PATTERN = re.compile(r"[A-Za-z0-9-]{0,64}")  # a page's id: a UUID, or digits where crypto is missing
 
 
 @dataclass(frozen=True)
@@ -181,16 +179,13 @@ def save(request: HttpRequest, access: CoderAccess, excerpt_id: int) -> JsonResp
         if not isinstance(confirm, bool):
             raise InputError("confirm", "must be true or false")
         revision = data.get("revision")
-        writer = data.get("writer", "")
-        if not isinstance(writer, str) or not WRITER_PATTERN.fullmatch(writer):
-            raise InputError("writer", "must be at most 64 letters, digits and dashes (the page's id)")
-        seq = whole_number(data.get("seq", 0), field="seq", maximum=MAX_COUNT)
+        page = page_write(data)
         coding = coding_save(coder=access.coder, excerpt_id=shown.id, memo=memo, confirm=confirm,
                              code_ids=[whole_number(code, field=f"codes[{n}]", minimum=1)
                                        for n, code in enumerate(codes)],
                              base_revision=None if revision is None else whole_number(revision, field="revision",
                                                                                       maximum=MAX_COUNT),
-                             writer=writer, writer_seq=seq)
+                             writer=page.writer, writer_seq=page.seq)
     except (InputError, CodingInputError) as refused:
         return JsonResponse({"error": str(refused)}, status=400)
     except CodingConflict as stale:

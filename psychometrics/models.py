@@ -144,6 +144,10 @@ class InstrumentResponse(models.Model):
     position = models.PositiveSmallIntegerField(help_text="0-based position of the item on the page.")
     rt_ms = models.PositiveIntegerField(null=True, blank=True, help_text="Time spent on this item.")
     answered_at = models.DateTimeField(auto_now=True)
+    writer = models.CharField(max_length=64, blank=True, default="", editable=False,
+                              help_text="The questionnaire page that autosaved this answer (one load of it), or empty.")
+    writer_seq = models.PositiveIntegerField(default=0, editable=False,
+                                             help_text="How many answers that page had given with this one.")
     source_import = _imported_by("responses")
 
     class Meta:

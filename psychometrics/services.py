@@ -96,10 +96,13 @@ def questionnaire_session(*, participant: Participant, instrument: Instrument) -
 
 
 def answer_save(*, participant: Participant, instrument: Instrument, item_number: int, response_index: int,
-                rt_ms: int | None = None) -> InstrumentResponse:
+                rt_ms: int | None = None, writer: str = "", writer_seq: int = 0) -> InstrumentResponse:
     """Store one answer as it is given (a changed answer replaces the earlier one).
 
-    ``rt_ms`` None (the no-JavaScript form path) keeps the time an earlier autosave recorded.
+    ``rt_ms`` None (the no-JavaScript form path) keeps the time an earlier autosave recorded. ``writer`` names the
+    page (one load of it) that autosaved the answer and ``writer_seq`` counts the answers that page had given: an
+    autosave that reaches the server after a later one of the same page (one the page gave up on, still delivered)
+    leaves the later answer stored. Another page's answer, or the form's (no writer), always replaces it.
     """
     session = questionnaire_session(participant=participant, instrument=instrument)
     if item_number not in session.item_order:
@@ -114,8 +117,13 @@ def answer_save(*, participant: Participant, instrument: Instrument, item_number
     with participant_locked(participant):
         if QuestionnaireSession.objects.filter(pk=session.pk, completed_at__isnull=False).exists():
             raise ValueError("this questionnaire is already finished")
+        stored = InstrumentResponse.objects.filter(participant=participant, instrument=instrument,
+                                                   item_number=item_number).first()
+        if stored is not None and writer and stored.writer == writer and stored.writer_seq >= writer_seq:
+            return stored
         response, _ = InstrumentResponse.objects.update_or_create(
-            participant=participant, instrument=instrument, item_number=item_number, defaults=values)
+            participant=participant, instrument=instrument, item_number=item_number,
+            defaults={**values, "writer": writer, "writer_seq": writer_seq})
     return response
 
 

@@ -90,7 +90,8 @@ def answer(request: HttpRequest, participant, instrument_id: int) -> JsonRespons
     try:
         given = questionnaire_answer(request.body)
         answer_save(participant=participant, instrument=instrument, item_number=given.item,
-                    response_index=given.response, rt_ms=given.rt_ms)
+                    response_index=given.response, rt_ms=given.rt_ms, writer=given.page.writer,
+                    writer_seq=given.page.seq)
     except ValueError as exc:
         return JsonResponse({"error": str(exc)}, status=400)
     return JsonResponse({"saved": True})

@@ -15,6 +15,10 @@
   const storageKey = "pending-answers:" + url;
   let last = performance.now();
   const pending = load();  // item number → the latest unacknowledged answer to it
+  // This load of the page and how many answers it has given: the server keeps a later answer of this page when an
+  // earlier one reaches it last (a request given up here may still be delivered).
+  const writer = (window.crypto && crypto.randomUUID) ? crypto.randomUUID() : String(Math.random()).slice(2);
+  let given = 0;
 
   function load() {
     try { return JSON.parse(localStorage.getItem(storageKey) || "{}"); } catch (error) { return {}; }
@@ -91,7 +95,9 @@
     li.classList.remove("missing");
     const itemError = li.querySelector(".item-error");
     if (itemError) itemError.remove();
-    const body = { item: Number(li.dataset.item), response: Number(input.value), rt_ms: Math.round(now - last) };
+    given += 1;
+    const body = { item: Number(li.dataset.item), response: Number(input.value), rt_ms: Math.round(now - last),
+                   writer: writer, seq: given };
     pending[body.item] = body;
     last = now;
     store();

@@ -277,3 +277,27 @@ def test_the_submit_carries_the_time_of_an_answer_whose_autosave_was_not_acknowl
     # Carried times are stored (item 8's replaces its autosaved one); without one the autosaved time stays.
     assert (times[3], times[8], times[9], times[7]) == (2450, 1300, 0, 900)
     assert times[4] is None and times[5] is None and times[6] is None and times[1] is None
+
+
+def test_an_autosave_overtaken_by_a_later_one_of_its_page_does_not_replace_it():
+    """A page's answers carry its id and count: an earlier one reaching the server last (a request the page gave
+    up on, still delivered) leaves the later one; another page's answer, and the form's, replace it."""
+    participant, client, _, aq = consented_at_the_questionnaire()
+
+    def autosave(response: int, **page) -> int:
+        return client.post(aq + "answer/", {"item": 4, "response": response, "rt_ms": 100 * response, **page},
+                           content_type="application/json").status_code
+
+    def stored() -> tuple[int, int]:
+        return InstrumentResponse.objects.filter(participant=participant, item_number=4).values_list(
+            "response_index", "rt_ms").get()
+
+    assert autosave(2, writer="page-a", seq=7) == 200
+    assert autosave(1, writer="page-a", seq=6) == 200  # acknowledged, so the page stops sending it
+    assert stored() == (2, 200)
+    assert autosave(2, writer="page-a", seq=7) == 200 and stored() == (2, 200)  # the same answer again
+    assert autosave(3, writer="page-b", seq=1) == 200 and stored() == (3, 300)  # another load of the page
+    assert autosave(1) == 200 and stored() == (1, 100)  # a page that names itself not
+    form = {f"item-{n}": 0 for n in range(1, 51)}
+    assert client.post(aq, form).status_code == 302
+    assert stored() == (0, 100)

@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 
 from annotation.models import Label, Participant
-from annotation.participant_input import InputError, iat_block_post, json_object, questionnaire_answer
+from annotation.participant_input import InputError, PageWrite, iat_block_post, json_object, questionnaire_answer
 from annotation.participation import instructions_read, participant_consent
 from psychometrics.models import IATTrial, Instrument, InstrumentResponse
 from psychometrics.services import IATBlockRejected, iat_block_submit, iat_session, questionnaire_session
@@ -32,6 +32,20 @@ def test_json_numbers_that_are_not_finite_are_refused_by_name():
     with pytest.raises(InputError, match="item"):
         questionnaire_answer(b'{"item": true, "response": 0}')
     assert questionnaire_answer(b'{"item": 3, "response": 1, "rt_ms": 812.4}').rt_ms == 812.4
+
+
+def test_an_autosave_names_its_page_by_an_id_and_a_count_or_not_at_all():
+    given = questionnaire_answer(b'{"item": 3, "response": 1, "writer": "5f0c-9a", "seq": 12}')
+    assert (given.page.writer, given.page.seq) == ("5f0c-9a", 12)
+    assert questionnaire_answer(b'{"item": 3, "response": 1}').page == PageWrite(writer="", seq=0)
+    for body, field in ((b'{"item": 3, "response": 1, "writer": "a b"}', "writer"),
+                        (b'{"item": 3, "response": 1, "writer": 7}', "writer"),
+                        (b'{"item": 3, "response": 1, "writer": "' + b"x" * 65 + b'"}', "writer"),
+                        (b'{"item": 3, "response": 1, "seq": -1}', "seq"),
+                        (b'{"item": 3, "response": 1, "seq": 2.5}', "seq"),
+                        (b'{"item": 3, "response": 1, "seq": 2147483648}', "seq")):
+        with pytest.raises(InputError, match=field):
+            questionnaire_answer(body)
 
 
 def test_bodies_that_are_not_objects_or_nested_too_deep_are_refused():
