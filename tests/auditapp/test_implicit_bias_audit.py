@@ -363,7 +363,7 @@ def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, serv
     others = {name: Audit.objects.create(name=name, paradigm="word_association", status=status,
                                          analysis={"kept": name}, analysed_at=audit.analysed_at)
               for name, status in (("distinct", Audit.Status.COMPLETED), ("running", Audit.Status.RUNNING),
-                                   ("unanalysable", Audit.Status.COMPLETED))}
+                                   ("unanalysable", Audit.Status.CANCELLED))}
     for name, labels in (("distinct", ("a", "b")), ("running", ("x", "x")), ("unanalysable", ("", ""))):
         for position, label in enumerate(labels):
             AuditModel.objects.create(audit=others[name], endpoint=endpoint_, model="m", label=label,
