@@ -36,9 +36,16 @@ def test_answers_whose_autosaves_all_failed_reach_the_server_with_their_times(br
     assert not answers.filter(rt_ms__isnull=True).exists()
 
 
-def _first_item(page) -> tuple[int, object]:
+def _first_item_answered(browser_context, link: str, autosaves) -> tuple[object, int, object]:
+    """A page whose autosaves go through the route handler ``autosaves``, its first item answered with the first
+    option: the page, the item's number and its options."""
+    page = browser_context.new_page()
+    page.route("**/answer/", autosaves)
+    page.goto(link)
     item = page.locator("li.item").first
-    return int(item.get_attribute("data-item")), item.locator("input[type=radio]")
+    options = item.locator("input[type=radio]")
+    options.nth(0).check()
+    return page, int(item.get_attribute("data-item")), options
 
 
 def _until(page, predicate, seconds: float) -> bool:
@@ -60,11 +67,7 @@ def test_an_answer_changed_while_the_first_is_on_its_way_is_stored_last(browser_
         if len(seen) > 1:
             route.continue_()
 
-    page = browser_context.new_page()
-    page.route("**/answer/", hold_the_first)
-    page.goto(link)
-    item_number, options = _first_item(page)
-    options.nth(0).check()
+    page, item_number, options = _first_item_answered(browser_context, link, hold_the_first)
     assert _until(page, lambda: len(seen) == 1, 5)
     options.nth(2).check()
     page.wait_for_timeout(500)
@@ -88,11 +91,7 @@ def test_a_changed_answer_ends_the_backoff_of_a_failing_one(browser_context, que
         else:
             route.continue_()
 
-    page = browser_context.new_page()
-    page.route("**/answer/", refuse_the_first_answer)
-    page.goto(link)
-    item_number, options = _first_item(page)
-    options.nth(0).check()
+    page, item_number, options = _first_item_answered(browser_context, link, refuse_the_first_answer)
     # Refused at 0, 0.5, 1.5, 3.5 and 7.5 s: the page then waits 8 s before sending it again.
     assert _until(page, lambda: len(refused) == 5, 15)
     options.nth(2).check()
@@ -111,11 +110,7 @@ def test_a_stalled_request_is_given_up_and_the_changed_answer_sent(browser_conte
         else:
             stalled.append(route)
 
-    page = browser_context.new_page()
-    page.route("**/answer/", stall_the_first)
-    page.goto(link)
-    item_number, options = _first_item(page)
-    options.nth(0).check()
+    page, item_number, options = _first_item_answered(browser_context, link, stall_the_first)
     assert _until(page, lambda: len(stalled) == 1, 5)
     options.nth(2).check()
     stored = InstrumentResponse.objects.filter(participant=participant, item_number=item_number)
