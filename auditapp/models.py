@@ -368,20 +368,21 @@ class AuditModel(models.Model):
         return self.label or self.model
 
 
-def model_name_with_id(name: str, model_id: int) -> str:
-    """The name tables give one of two audit models that would otherwise share ``name``."""
-    return f"{name} (audit model {model_id})"
+def distinct_names(named: Iterable[tuple[int, str]]) -> dict[int, str]:
+    """Each audit model's name in analyses, tables and exports, from (audit model id, label or model name) pairs,
+    by id in the order given: the name, with the id added where two models would share it. Launch refuses such a
+    pair now (``audit_services.launch_problems``), but an audit launched before may have one, and its two models
+    must never be merged into one row. (A label typed to look like such a name, "x (audit model 5)", could still
+    meet one.)"""
+    named = dict(named)
+    counts = Counter(named.values())
+    return {model_id: name if counts[name] == 1 else f"{name} (audit model {model_id})"
+            for model_id, name in named.items()}
 
 
 def distinct_model_names(audit_models: Iterable[AuditModel]) -> dict[int, str]:
-    """Each audit model's name in analyses, tables and exports, by id in the order given: its label or model name,
-    with its id added where two of them would share one. Launch refuses such a pair now
-    (``audit_services.launch_problems``), but an audit launched before may have one, and its two models must never
-    be merged into one row. (A label typed to look like such a name, "x (audit model 5)", could still meet one.)"""
-    audit_models = list(audit_models)
-    counts = Counter(m.display_name for m in audit_models)
-    return {m.id: m.display_name if counts[m.display_name] == 1 else model_name_with_id(m.display_name, m.id)
-            for m in audit_models}
+    """:func:`distinct_names` of audit models, by their display names."""
+    return distinct_names((m.id, m.display_name) for m in audit_models)
 
 
 class AuditCondition(models.Model):

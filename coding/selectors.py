@@ -12,7 +12,7 @@ import pandas as pd
 from django.db.models import F
 
 from annotation.selectors import Export
-from auditapp.models import model_name_with_id
+from auditapp.models import distinct_names
 from coding import analysis
 from coding.models import Code, CodeMapping, Coder, CodingRound, Excerpt, ExcerptCoding, RoundLens
 
@@ -39,7 +39,10 @@ def round_codings(coding_round: CodingRound) -> RoundCodings:
         .values_list("id", "position", "request_id", "request__audit_model_id", "model_name", "condition"),
         columns=["id", "excerpt", "request", "model_id", "model", "condition"])
     excerpts["excerpt"] = excerpts["excerpt"] + 1
-    excerpts["model"] = stratum_model_names(excerpts["model_id"], excerpts["model"])
+    # Models as the audit's tables name them, over the names they were drawn with: two sampled models of one name
+    # stay two strata.
+    drawn = distinct_names(excerpts[["model_id", "model"]].drop_duplicates().itertuples(index=False, name=None))
+    excerpts["model"] = excerpts["model_id"].map(drawn)
     lenses = pd.DataFrame(
         RoundLens.objects.filter(round=coding_round).order_by("position", "id")
         .values_list("id", "codebook_id", "codebook__name", "codebook__version"),
@@ -68,19 +71,6 @@ def round_codings(coding_round: CodingRound) -> RoundCodings:
             "codemapping__name", "code_id"):
         mappings[name].append(code)
     return RoundCodings(excerpts, lenses, codes, coders, codings, applied, mappings)
-
-
-def stratum_model_names(model_ids: pd.Series, names: pd.Series) -> pd.Series:
-    """Each excerpt's model as tables name it: its name, with the audit model's id where two audited models share
-    a name (the same model under two parameter sets or endpoints, without labels), so that the by-model tables
-    keep apart the strata the sample was drawn from: the rule of ``auditapp.models.distinct_model_names``, over
-    the names the excerpts were drawn with."""
-    per_name = pd.DataFrame({"id": model_ids, "name": names}).drop_duplicates().groupby("name")["id"].nunique()
-    shared = names.map(per_name).gt(1)
-    with_ids = pd.Series([model_name_with_id(name, model_id) for name, model_id in zip(names, model_ids,
-                                                                                        strict=True)],
-                         index=names.index, dtype=object)
-    return names.where(~shared, with_ids)
 
 
 def coder_progress(codings: RoundCodings) -> pd.DataFrame:

@@ -10,7 +10,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from auditapp import audit_runner, audit_services
-from auditapp.models import Audit, AuditItem, AuditRequest, LLMEndpoint
+from auditapp.models import Audit, AuditItem, AuditRequest, LLMEndpoint, distinct_names
 from auditapp.paradigms import registry
 from auditapp.paradigms.classification import services as classification_services
 from coding import round_services as services
@@ -18,7 +18,7 @@ from coding.codebook_services import codebook_save, codebook_spec
 from coding.coding_services import coding_save
 from coding.models import Coder, CodingRound, Excerpt, ExcerptCoding
 from coding.sampling import proportional_allocation
-from coding.selectors import round_analysis, round_codings, stratum_model_names
+from coding.selectors import round_analysis, round_codings
 from tests.coding.round_support import (
     CONDITIONS,
     make_codebook,
@@ -280,7 +280,7 @@ def test_two_audited_models_sharing_a_name_stay_two_strata_in_the_tables(db):
     assert sorted(lens["coders"][0]["by_model"]["levels"], key=lambda level: level["level"]) == sorted(
         ({"level": name, "n": n} for name, n in per_model.items()), key=lambda level: level["level"])
     # A name used by one audit model is left as it is.
-    names = stratum_model_names(pd.Series([1, 1, 2]), pd.Series(["A", "A", "B"]))
+    names = pd.Series([1, 1, 2]).map(distinct_names([(1, "A"), (2, "B")]))
     assert names.tolist() == ["A", "A", "B"]
 
 
