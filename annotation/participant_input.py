@@ -112,6 +112,11 @@ class PageWrite:
     writer: str
     seq: int
 
+    def overtaken(self, stored_writer: str, stored_seq: int) -> bool:
+        """Whether this save is an earlier one of the page whose save (``stored_writer``, ``stored_seq``) is stored,
+        or that same save again; a save that names no page never is."""
+        return bool(self.writer) and self.writer == stored_writer and self.seq <= stored_seq
+
 
 def page_write(data: dict) -> PageWrite:
     """The ``writer`` and ``seq`` of a page's save (both optional)."""

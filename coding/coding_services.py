@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.participant_input import InputError, storable_text
+from annotation.participant_input import InputError, PageWrite, storable_text
 from coding.models import Code, Coder, Excerpt, ExcerptCoding
 
 MAX_MEMO_LENGTH = 10_000
@@ -96,7 +96,7 @@ def coding_save(*, coder: Coder, excerpt_id: int, code_ids: Iterable[int] | None
         now = timezone.now()
         coding, _ = ExcerptCoding.objects.get_or_create(coder=locked, excerpt=excerpt)
         own_page = bool(writer) and writer == coding.writer
-        coding.superseded = own_page and writer_seq <= coding.writer_seq
+        coding.superseded = PageWrite(writer, writer_seq).overtaken(coding.writer, coding.writer_seq)
         if coding.superseded:
             # This page's earlier state, overtaken by its later one (a keepalive sent on closing the tab): its
             # codes and memo stay, but a confirmation it carried is kept (Enter, then the tab closed at once).

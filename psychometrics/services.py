@@ -18,7 +18,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.models import Participant
-from annotation.participant_input import MAX_ANSWER_TIME_MS, MAX_IAT_LATENCY_MS
+from annotation.participant_input import MAX_ANSWER_TIME_MS, MAX_IAT_LATENCY_MS, PageWrite
 from annotation.participation import participant_locked
 from psychometrics import iat as iat_design
 from psychometrics import instruments as instrument_format
@@ -119,7 +119,7 @@ def answer_save(*, participant: Participant, instrument: Instrument, item_number
             raise ValueError("this questionnaire is already finished")
         stored = InstrumentResponse.objects.filter(participant=participant, instrument=instrument,
                                                    item_number=item_number).first()
-        if stored is not None and writer and stored.writer == writer and stored.writer_seq >= writer_seq:
+        if stored is not None and PageWrite(writer, writer_seq).overtaken(stored.writer, stored.writer_seq):
             return stored
         response, _ = InstrumentResponse.objects.update_or_create(
             participant=participant, instrument=instrument, item_number=item_number,
