@@ -16,7 +16,7 @@ from django.utils.html import format_html, format_html_join
 from auditapp import audit_services as services
 from auditapp import scorer_kinds
 from auditapp.audit_selectors import audit_progress
-from auditapp.endpoint_addresses import EndpointAddressRefused
+from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, EndpointRefused, key_variable_problem
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, LLMEndpoint, PromptTemplate
 from auditapp.paradigms import registry
@@ -94,6 +94,8 @@ class LLMEndpointAdmin(admin.ModelAdmin):
     def api_key_status(self, endpoint: LLMEndpoint) -> str:
         if not endpoint.api_key_env:
             return "none"
+        if key_variable_problem(endpoint.api_key_env):
+            return f"${endpoint.api_key_env} REFUSED: rename it {KEY_VARIABLE_PREFIX}…"
         return f"${endpoint.api_key_env} " + ("set" if endpoint.api_key() else "NOT SET")
 
     @admin.display(description="models")
@@ -112,7 +114,7 @@ class LLMEndpointAdmin(admin.ModelAdmin):
         for endpoint in queryset:
             try:
                 models = services.endpoint_list_models(endpoint)
-            except (EndpointError, EndpointAddressRefused) as error:
+            except (EndpointError, EndpointRefused) as error:
                 self.message_user(request, f"{endpoint}: {error}", messages.ERROR)
             else:
                 self.message_user(request, f"{endpoint}: {len(models)} models: "

@@ -48,10 +48,10 @@ from django.db import close_old_connections, connections
 
 from auditapp import audit_services as services
 from auditapp import llm_clients, scorer_kinds
-from auditapp.endpoint_addresses import EndpointAddressRefused
 from auditapp.endpoint_breaker import EndpointBreaker, RedisBreakerStore
 from auditapp.endpoint_breaker import decode as decode_breaker
 from auditapp.endpoint_breaker import encode as encode_breaker
+from auditapp.endpoint_keys import EndpointRefused
 from auditapp.llm_clients import chat_session
 from auditapp.llm_limits import limiter_for
 from auditapp.models import Audit, endpoint_address_policy
@@ -318,12 +318,13 @@ def _breaker_store():
 
 
 def _refused_address(*, endpoints: list) -> str:
-    """Why an endpoint may not be asked (its host is, or now resolves to, a refused address), or ""."""
+    """Why an endpoint may not be asked (its key variable is refused, or its host is, or now resolves to, a refused
+    address), or ""."""
     for endpoint in endpoints:
         try:
-            services.endpoint_check_address(endpoint)
-        except EndpointAddressRefused as error:
-            return f"endpoint {endpoint} is not asked: {error}; change its base URL, then resume"
+            services.endpoint_check_usable(endpoint)
+        except EndpointRefused as error:
+            return f"endpoint {endpoint} is not asked: {error}; change the endpoint, then resume"
     return ""
 
 

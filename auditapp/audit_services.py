@@ -42,7 +42,8 @@ from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
 from auditapp import llm_clients, scorer_kinds
-from auditapp.endpoint_addresses import EndpointAddressRefused, check_endpoint_url
+from auditapp.endpoint_addresses import check_endpoint_url
+from auditapp.endpoint_keys import EndpointRefused, check_key_variable
 from auditapp.models import (
     Audit,
     AuditChunk,
@@ -96,19 +97,20 @@ def endpoint_config(endpoint: LLMEndpoint) -> llm_clients.EndpointConfig:
         scale=(endpoint.score_min, endpoint.score_max))
 
 
-def endpoint_check_address(endpoint: LLMEndpoint) -> None:
-    """Raise EndpointAddressRefused when the endpoint's host now is, or resolves to, a refused address
-    (checked before every use: a name may point elsewhere than when it was registered). A local scorer has
-    no address."""
+def endpoint_check_usable(endpoint: LLMEndpoint) -> None:
+    """Raise EndpointRefused when the endpoint may not be asked: its key variable is not one a key may be read from
+    (EndpointKeyRefused), or its host now is, or resolves to, a refused address (EndpointAddressRefused; checked
+    before every use: a name may point elsewhere than when it was registered). A local scorer has no address."""
+    check_key_variable(endpoint.api_key_env)
     if scorer_kinds.scorer_kind(endpoint.protocol).networked:
         check_endpoint_url(endpoint.base_url, endpoint_address_policy())
 
 
 def endpoint_list_models(endpoint: LLMEndpoint) -> list[llm_clients.ModelInfo]:
     """Ask the endpoint for its models (a local or HTTP JSON scorer knows them without asking) and remember
-    the answer on the endpoint. Raises EndpointError, or EndpointAddressRefused (before asking anything) when
+    the answer on the endpoint. Raises EndpointError, or EndpointRefused (before asking anything) when
     its address is refused."""
-    endpoint_check_address(endpoint)
+    endpoint_check_usable(endpoint)
     models = scorer_kinds.list_models(endpoint_config(endpoint))
     endpoint.listed_models = [{"name": m.name, "digest": m.digest, "details": m.details} for m in models]
     endpoint.listed_at = timezone.now()
@@ -344,7 +346,7 @@ def audit_prepare(*, audit_id: int) -> None:
     for endpoint in {m.endpoint for m in models}:
         try:
             offered = {info.name: info for info in endpoint_list_models(endpoint)}
-        except EndpointAddressRefused as error:
+        except EndpointRefused as error:
             audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED,
                        reason=f"endpoint {endpoint} is not asked: {error}")
             return

@@ -27,6 +27,8 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from auditapp.endpoint_keys import EndpointRefused
+
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
 METADATA_HOSTS = frozenset({"metadata", "metadata.google.internal", "metadata.goog", "metadata.azure.internal",
@@ -36,7 +38,7 @@ METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
 LINK_LOCAL_NETWORKS = (ipaddress.ip_network("169.254.0.0/16"), ipaddress.ip_network("fe80::/10"))
 
 
-class EndpointAddressRefused(ValueError):
+class EndpointAddressRefused(EndpointRefused):
     """An endpoint URL whose host is, or resolves to, an address the policy refuses; the message says which."""
 
 

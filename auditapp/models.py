@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from collections import Counter
 from collections.abc import Iterable
 
@@ -33,6 +32,7 @@ from django.db.models import Q
 
 from annotation.models import Item, Study
 from auditapp.endpoint_addresses import AddressPolicy, EndpointAddressRefused, check_endpoint_url
+from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, key_variable_problem, read_key
 from auditapp.paradigms import registry
 
 MAX_ENDPOINT_SECONDS = 7 * 24 * 3600
@@ -46,6 +46,13 @@ def validate_seconds(value: float) -> None:
     if not math.isfinite(value) or not 0 < value <= MAX_ENDPOINT_SECONDS:
         raise ValidationError(f"must be more than 0 and at most {MAX_ENDPOINT_SECONDS} seconds, not {value}",
                               code="seconds")
+
+
+def validate_key_variable(name: str) -> None:
+    """Refuse a key variable outside the allowed names (:mod:`auditapp.endpoint_keys`)."""
+    problem = key_variable_problem(name)
+    if problem:
+        raise ValidationError(problem, code="key_variable")
 
 
 def endpoint_address_policy() -> AddressPolicy:
@@ -80,9 +87,10 @@ class LLMEndpoint(models.Model):
                   "For OpenAI-compatible servers /v1/chat/completions is appended unless the URL ends in /v1.",
     )
     api_key_env = models.CharField(
-        max_length=100, blank=True,
-        help_text="Name of the environment variable (of the web and worker processes) that holds the API key. "
-                  "The key itself is never stored in the database.",
+        max_length=100, blank=True, validators=[validate_key_variable],
+        help_text=f"Name of the environment variable (of the web and worker processes) that holds the API key, "
+                  f"starting with {KEY_VARIABLE_PREFIX} (e.g. {KEY_VARIABLE_PREFIX}OPENAI): no other variable of the "
+                  f"server can be named. The key itself is never stored in the database.",
     )
     max_concurrency = models.PositiveIntegerField(
         default=8, validators=[MinValueValidator(1), MaxValueValidator(MAX_ENDPOINT_CONCURRENCY)],
@@ -140,8 +148,9 @@ class LLMEndpoint(models.Model):
         return self.name
 
     def api_key(self) -> str | None:
-        """The key from the environment variable named by ``api_key_env`` (None when unset or unnamed)."""
-        return os.environ.get(self.api_key_env) or None if self.api_key_env else None
+        """The key from the environment variable named by ``api_key_env``: None when unset or unnamed, and when the
+        name is not one a key may be read from (stored before names were restricted; never looked up)."""
+        return read_key(self.api_key_env)
 
 
 class Corpus(models.Model):

@@ -36,7 +36,7 @@ from auditapp.audit_selectors import (
     audit_request_detail,
     audit_responses_export,
 )
-from auditapp.endpoint_addresses import EndpointAddressRefused
+from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, EndpointRefused
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
 from auditapp.paradigms import registry
@@ -52,7 +52,9 @@ class EndpointSerializer(serializers.ModelSerializer):
     needs ``request_template``, ``score_path`` and a finite ``score_min`` < ``score_max``. The models of a kind
     that needs no server to list them are listed when the endpoint is registered."""
 
-    api_key_set = serializers.SerializerMethodField(help_text="Whether the named environment variable is set.")
+    api_key_set = serializers.SerializerMethodField(
+        help_text=f"Whether the named environment variable is set (always false for a name not starting with "
+                  f"{KEY_VARIABLE_PREFIX}: no other variable is looked up).")
 
     class Meta:
         model = LLMEndpoint
@@ -107,14 +109,15 @@ class ModelInfoSerializer(serializers.Serializer):
                description="Asks the endpoint now (GET /v1/models or /api/tags); 502 with the reason if it fails. "
                            "The server itself fetches the registered URL, so registering endpoints is for trusted "
                            "staff only; 400 when the endpoint's host is, or now resolves to, a link-local or cloud "
-                           "metadata address (or a private one, when LLM_ENDPOINTS_ALLOW_PRIVATE is off).")
+                           "metadata address (or a private one, when LLM_ENDPOINTS_ALLOW_PRIVATE is off), or its key "
+                           f"variable does not start with {KEY_VARIABLE_PREFIX} (named before names were restricted).")
 class EndpointModelsView(APIView):
     def get(self, request, pk: int):
         endpoint = get_object_or_404(LLMEndpoint, pk=pk)
         try:
             models = services.endpoint_list_models(endpoint)
-        except EndpointAddressRefused as error:
-            return Response({"detail": f"{endpoint}: base_url refused: {error}"}, status=status.HTTP_400_BAD_REQUEST)
+        except EndpointRefused as error:
+            return Response({"detail": f"{endpoint} is not asked: {error}"}, status=status.HTTP_400_BAD_REQUEST)
         except EndpointError as error:
             return Response({"detail": f"{endpoint}: {error}"}, status=status.HTTP_502_BAD_GATEWAY)
         return Response(ModelInfoSerializer(models, many=True).data)

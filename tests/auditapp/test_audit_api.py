@@ -56,15 +56,6 @@ def test_an_unreachable_endpoint_gives_502_with_the_reason(api_client):
     assert "down" in response.json()["detail"]
 
 
-def test_api_key_is_read_from_the_named_environment_variable(monkeypatch, api_client):
-    endpoint = LLMEndpoint.objects.create(name="hosted", base_url="https://example.org", api_key_env="AUDIT_TEST_KEY")
-    assert endpoint.api_key() is None
-    monkeypatch.setenv("AUDIT_TEST_KEY", "sk-secret")
-    assert endpoint.api_key() == "sk-secret"
-    listed = api_client.get("/api/endpoints/").json()
-    assert listed[0]["api_key_set"] is True and "sk-secret" not in str(listed)
-
-
 def test_launching_an_audit_checks_the_study_and_names_every_problem(api_client, prepare_sent,
                                                                      django_capture_on_commit_callbacks):
     endpoint = LLMEndpoint.objects.create(name="e", base_url="http://127.0.0.1:1")

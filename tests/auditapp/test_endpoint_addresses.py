@@ -131,7 +131,7 @@ def test_listing_models_refuses_an_address_refused_since_registration(api_client
     settings.LLM_ENDPOINTS_ALLOW_PRIVATE = False
     response = api_client.get(f"/api/endpoints/{endpoint.id}/models/")
     assert response.status_code == 400
-    assert "base_url refused" in response.json()["detail"] and "private" in response.json()["detail"]
+    assert "is not asked" in response.json()["detail"] and "private" in response.json()["detail"]
 
 
 @pytest.mark.django_db

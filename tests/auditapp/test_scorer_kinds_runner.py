@@ -83,9 +83,9 @@ def test_a_local_scorer_batch_is_scored_in_the_worker_and_stored(monkeypatch):
 
 def test_an_http_json_scorer_records_each_reply_and_each_failure_with_its_reason(monkeypatch):
     with ScoringServer(api_key="k-9") as server:
-        monkeypatch.setenv("SCORER_KEY_FOR_TEST", "k-9")
+        monkeypatch.setenv("LLM_KEY_SCORER_FOR_TEST", "k-9")
         endpoint = LLMEndpoint.objects.create(
-            name="scorer", protocol="http_json", base_url=server.url, api_key_env="SCORER_KEY_FOR_TEST",
+            name="scorer", protocol="http_json", base_url=server.url, api_key_env="LLM_KEY_SCORER_FOR_TEST",
             request_template=REQUEST_TEMPLATE, score_path=SCORE_PATH, max_attempts=3, attempt_timeout_s=2)
         server.inject(TEXTS[0], status(500), status(429, retry_after="0"))
         server.inject(TEXTS[1], OUT_OF_SCALE)

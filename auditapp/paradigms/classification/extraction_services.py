@@ -44,7 +44,7 @@ from auditapp.audit_services import (
     endpoint_config,
     endpoint_list_models,
 )
-from auditapp.endpoint_addresses import EndpointAddressRefused
+from auditapp.endpoint_keys import EndpointRefused
 from auditapp.llm_limits import limiter_for
 from auditapp.models import (
     Audit,
@@ -303,7 +303,7 @@ def _run_model(extraction: AuditExtraction) -> str:
     endpoint = extraction.endpoint
     try:
         offered = {info.name: info for info in endpoint_list_models(endpoint)}
-    except EndpointAddressRefused as error:
+    except EndpointRefused as error:
         return f"endpoint {endpoint} is not asked: {error}"
     except llm_clients.EndpointError as error:
         return f"could not list the models of endpoint {endpoint}: {error}"
