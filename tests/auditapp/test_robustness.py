@@ -80,6 +80,20 @@ def test_kendall_tau_and_ranks_of_the_robustness_tables():
     assert ranks[(best, "majority")] == 1
 
 
+def test_robustness_tables_of_replies_none_of_which_parsed_are_undefined_with_their_reasons():
+    from auditapp.paradigms.classification.robustness import robustness
+
+    items = np.arange(20)
+    replies = pd.DataFrame([(m, "zs", i, 0, np.nan) for m in range(2) for i in items],
+                           columns=["model", "condition", "item", "replicate", "label"])
+    references = pd.DataFrame({"item": items, "weighted": REFERENCES[0, :20], "majority": REFERENCES[1, :20]})
+    tables = robustness(replies, references, alternatives=["weighted", "majority"], models=[0, 1], conditions=["zs"],
+                        n_resamples=100)
+    assert all(row["kappa"] is None and "undefined" in row["kappa_note"] for row in tables["cells"])
+    assert all(row["mean_kappa"] is None and row["rank"] is None for row in tables["ranks"])
+    assert all(row["tau"] is None and row["note"] for row in tables["tau"])
+
+
 # ------------------------------------------------------------------------------- a real audit, through the API
 
 def _csv(response) -> pd.DataFrame:
@@ -112,10 +126,11 @@ def _labelled_study(n_items: int = 60):
     return study
 
 
-def audited_study(*, alternatives_first: bool = True):
+def audited_study(*, alternatives_first: bool = True, models: tuple[str, str] = ("model-a", "model-b")):
     """A labelled study, its analysis with the alternatives, and a finished audit of two models × two conditions
     against the real test LLM server, analysed (so its robustness is stored). ``alternatives_first=False``: the
-    alternatives' task has not run when the audit is analysed (it is still computing them)."""
+    alternatives' task has not run when the audit is analysed (it is still computing them). ``models``: the server's
+    models audited (``prose-`` ones answer in prose the strict parser finds no label in)."""
     from annotation.models import StudyAnalysisSettings
     from annotation.study_analysis import study_analysis_compute
     from auditapp import audit_runner
@@ -131,13 +146,12 @@ def audited_study(*, alternatives_first: bool = True):
         analyse_with_alternatives(study.id)
     else:
         study_analysis_compute(study_id=study.id)
-    with LLMServer(latency=0.001, positive_words=AUDIT_POSITIVE_WORDS) as server:
+    with LLMServer(latency=0.001, positive_words=AUDIT_POSITIVE_WORDS, models=models) as server:
         endpoint = LLMEndpoint.objects.create(name="test server", protocol="openai", base_url=server.base_url,
                                               max_concurrency=8, attempt_timeout_s=2.0, deadline_s=30, max_attempts=3)
         audit = classification_services.audit_create(
             study=study, name="robustness", conditions=["zs", "cot"],
-            models=[services.ModelChoice(endpoint=endpoint, model="model-a"),
-                    services.ModelChoice(endpoint=endpoint, model="model-b")], n_resamples=200)
+            models=[services.ModelChoice(endpoint=endpoint, model=model) for model in models], n_resamples=200)
         services.audit_prepare(audit_id=audit.id)
         assert audit_runner.audit_work(audit.id) == "finished"
         services.audit_analyse(audit_id=audit.id)
@@ -253,6 +267,36 @@ def test_labels_added_after_the_launch_leave_weighted_and_majority_at_the_audit_
     assert drift["weighted"]["n_changed"] == 0 and drift["weighted"]["source"] == "audit snapshot"
     assert drift["dawid_skene"]["n_changed"] is None and drift["dawid_skene"]["source"].startswith("study analysis")
     assert any("changes 15 items' majority label (0 more without one)" in note for note in robustness["notes"])
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_an_audit_whose_every_reply_is_unparseable_completes_with_undefined_metrics_and_their_reasons(
+        audit_tasks_off):
+    """The audit a second-pass extraction is for: it completes (its robustness step failed on it with a TypeError),
+    every metric undefined with the reason, no label imputed; then a rules extraction runs on it."""
+    from auditapp.models import AuditExtraction, AuditMetric, AuditRequest
+    from auditapp.paradigms.classification.extraction_services import extraction_create, extraction_run
+
+    _, audit = audited_study(models=("prose-a", "prose-b"))
+    assert audit.status == "completed", audit.status_reason
+    requests = AuditRequest.objects.filter(audit=audit)
+    assert set(requests.values_list("outcome", flat=True)) == {"unparseable"}
+    assert not requests.filter(label__isnull=False).exists()
+    for metric in AuditMetric.objects.filter(audit=audit):
+        assert metric.values["kappa"] is None and "unparsed" in metric.values["kappa_note"]
+        assert metric.values["n_label"] == 0 and metric.values["n_unparseable"] > 0
+    robustness = audit.analysis["robustness"]
+    assert robustness["available"] is True and len(robustness["cells"]) == 2 * 2 * len(robustness["alternatives"])
+    for row in robustness["cells"]:
+        assert row["kappa"] is None and row["f1"] is None and "undefined" in row["kappa_note"]
+    assert all(row["mean_kappa"] is None and row["rank"] is None for row in robustness["ranks"])
+    assert all(row["tau"] is None and row["note"] for row in robustness["tau"])
+    assert all(row["mean_delta"] is None and "no cell has a defined Δκ" in row["note"] for row in robustness["tests"])
+
+    extraction, _ = extraction_create(audit=audit, mode="rules")
+    assert extraction_run(extraction_id=extraction.id) == AuditExtraction.Status.COMPLETED
 
 
 def test_an_unparsed_reply_against_a_soft_reference_is_the_opposite_of_the_label_the_score_is_cut_to():

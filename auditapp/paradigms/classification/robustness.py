@@ -76,7 +76,9 @@ def robustness(replies: pd.DataFrame, references: pd.DataFrame, *, alternatives:
                 row[f"{name}_note"] = "; ".join(v for k, v in result.notes[i][r].items() if k.startswith(name)) or None
             row["delta_kappa"] = _finite(result.delta[i, r])
             cells.append(row)
-    table = pd.DataFrame(cells)
+    # An undefined κ is None in the rows; as a float column it is NaN, which the means and ranks leave out (an
+    # object column of Nones would make them fail when no cell has a κ, e.g. every reply unparseable).
+    table = pd.DataFrame(cells).astype({"kappa": float})
     ranks, taus = [], []
     for scope, keys in (("model", list(models)), ("condition", list(conditions))):
         means = table.groupby([scope, "alternative"])["kappa"].mean().unstack("alternative").reindex(keys)
