@@ -15,6 +15,11 @@ A work task (``tasks.audits.audit_work_task``) calls :func:`audit_work`. It open
   written in bulk, the lease is renewed and the audit's status is read: pause, cancel and an exceeded error
   budget stop the loop (requests in flight are abandoned and stay pending, so a resume sends them again).
 
+A work task's lease is one of the audit's ``parallel_tasks`` work holds (:func:`~auditapp.audit_services.chunk_open`):
+a task sent again while live tasks hold them all (the broker redelivering a killed worker's task, the recovery, a
+worker's start) waits only to see their leases renewed, and ends; it takes over a lease left by a killed worker
+once that lapses.
+
 Database work runs in one dedicated thread (Django's ORM is synchronous; one thread means one connection).
 A task works for at most :data:`SLICE_SECONDS` and then hands over to a fresh task, so no task meets the
 Celery time limit however long the audit. When no request is free, it waits for leases held by others to
@@ -97,8 +102,9 @@ def _close_connections() -> None:
 async def run_slice(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> str:
     """Send the audit's free pending requests for up to ``slice_seconds``.
 
-    Returns "stopped" (the audit is not running), "exhausted" (nothing left to claim) or "slice" (time is up
-    with work left).
+    Returns "stopped" (the audit is not running), "exhausted" (nothing left to claim), "slice" (time is up
+    with work left) or "held" (this task's lease lapsed and other tasks took the audit's work holds). Raises
+    :class:`~auditapp.audit_services.WorkHeld` when other tasks hold them all from the start.
     """
     loop = asyncio.get_running_loop()
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"audit-{audit_id}-db")
@@ -270,7 +276,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
                     outcome = "stopped"
                     break
                 if status != Audit.Status.RUNNING:
-                    outcome = "stopped"
+                    outcome = "held" if status == services.LEASE_LOST else "stopped"
                     break
                 if not claiming and queue.empty() and busy == 0:
                     break
@@ -369,18 +375,37 @@ def _run_in_own_loop(make_coroutine):
         return pool.submit(run).result()
 
 
+def _holders_alive(leases: dict, first_seen: dict) -> bool:
+    """Whether every lease holding the audit's work has been renewed since this task first saw it: their tasks are
+    alive. A killed worker's lease is never renewed, and lapses within settings.AUDIT_LEASE_SECONDS."""
+    for chunk_id, until in leases.items():
+        first_seen.setdefault(chunk_id, until)
+    return all(until > first_seen[chunk_id] for chunk_id, until in leases.items())
+
+
 def audit_work(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> str:
     """Work on a running audit until nothing is pending or the slice is used; see the module docstring.
 
-    Returns "stopped", "finished" (this task moved the audit on to its analysis, or another did), or
-    "continue" (the caller should queue a fresh task).
+    Returns "stopped", "finished" (this task moved the audit on to its analysis, or another did), "held" (other
+    live tasks hold the audit's work: this one is a duplicate) or "continue" (the caller should queue a fresh
+    task). While the work holds are taken by leases not renewed since this task first saw them (a killed worker's,
+    say), it waits for them to lapse and then takes over.
     """
     deadline = time.monotonic() + slice_seconds
+    holders_seen: dict = {}
     while True:
         close_old_connections()
-        outcome = _run_in_own_loop(partial(run_slice, audit_id, slice_seconds=max(1.0, deadline - time.monotonic())))
-        if outcome == "stopped":
-            return "stopped"
+        try:
+            outcome = _run_in_own_loop(partial(run_slice, audit_id,
+                                               slice_seconds=max(1.0, deadline - time.monotonic())))
+        except services.WorkHeld as held:
+            if _holders_alive(held.leases, holders_seen) or time.monotonic() > deadline:
+                return "held"
+            soonest_lapse = (min(held.leases.values()) - datetime.now(UTC)).total_seconds()
+            time.sleep(min(WAIT_POLL_SECONDS, max(0.05, soonest_lapse)))
+            continue
+        if outcome in ("stopped", "held"):
+            return outcome
         if outcome == "slice":
             return "continue"
         while True:

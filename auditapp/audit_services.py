@@ -29,7 +29,7 @@ import dataclasses
 import logging
 import subprocess
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import redis
@@ -686,16 +686,40 @@ def _lease() -> timedelta:
     return timedelta(seconds=settings.AUDIT_LEASE_SECONDS)
 
 
+class WorkHeld(Exception):
+    """Live leases of other work tasks hold every one of the audit's work holds; ``leases``: each holding lease's id
+    and end."""
+
+    def __init__(self, leases: dict[int, datetime]):
+        super().__init__(f"the audit's work is held by {len(leases)} other tasks")
+        self.leases = leases
+
+
+def _work_holders(audit_id: int, now):
+    """The audit's work holds: leases opened by work tasks (not sent marks), not released and not lapsed."""
+    return AuditChunk.objects.filter(audit_id=audit_id, released_at__isnull=True, leased_until__gt=now)
+
+
 def chunk_open(*, audit_id: int) -> int | None:
-    """A new lease for a worker on a running audit (None when the audit is not running)."""
-    if not Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).exists():
-        return None
+    """A new lease for a worker on a running audit (None when the audit is not running).
+
+    The lease is also one of the audit's ``parallel_tasks`` work holds, taken under the audit's row lock: when live
+    leases of other tasks hold them all, WorkHeld is raised and nothing is written. So a work task sent twice (the
+    broker redelivering a dead worker's task, the recovery, a worker's start) never works beside the first."""
     now = timezone.now()
-    # The sent work has reached a worker: from now on this lease, not the sent marks, says the audit is alive,
-    # so the audit is taken up again within WORK_STALLED_SECONDS if this worker dies.
-    AuditChunk.objects.filter(audit_id=audit_id, released_at__isnull=False, leased_until__gt=now).update(
-        leased_until=now)
-    return AuditChunk.objects.create(audit_id=audit_id, leased_until=now + _lease()).id
+    with transaction.atomic():
+        audit = Audit.objects.select_for_update().filter(pk=audit_id, status=Audit.Status.RUNNING).only(
+            "parallel_tasks").first()
+        if audit is None:
+            return None
+        holders = dict(_work_holders(audit_id, now).values_list("id", "leased_until"))
+        if len(holders) >= max(1, audit.parallel_tasks):
+            raise WorkHeld(holders)
+        # The sent work has reached a worker: from now on this lease, not the sent marks, says the audit is alive,
+        # so the audit is taken up again within WORK_STALLED_SECONDS if this worker dies.
+        AuditChunk.objects.filter(audit_id=audit_id, released_at__isnull=False, leased_until__gt=now).update(
+            leased_until=now)
+        return AuditChunk.objects.create(audit_id=audit_id, leased_until=now + _lease()).id
 
 
 def _free_requests(audit_id: int, now):
@@ -935,9 +959,29 @@ def _judgments_create(audit_id: int, judged: list[tuple[int, ParsedReply]]) -> N
             cursor.executemany(_judgment_statement(), rows)
 
 
+LEASE_LOST = "lease lost"
+
+
+def _lease_renew(chunk_id: int, audit_id: int, retry_state: dict) -> bool:
+    """Extend the lease; one that lapsed (its worker stalled longer than the lease) is taken again only while one
+    of the audit's work holds is free (:func:`chunk_open`). False: other tasks hold them all."""
+    now = timezone.now()
+    if AuditChunk.objects.filter(pk=chunk_id, leased_until__gt=now).update(leased_until=now + _lease(),
+                                                                           retry_state=retry_state):
+        return True
+    with transaction.atomic():
+        audit = Audit.objects.select_for_update().only("parallel_tasks").get(pk=audit_id)
+        if _work_holders(audit_id, now).exclude(pk=chunk_id).count() >= max(1, audit.parallel_tasks):
+            return False
+        AuditChunk.objects.filter(pk=chunk_id).update(leased_until=now + _lease(), retry_state=retry_state)
+    return True
+
+
 def chunk_renew(*, chunk_id: int, audit_id: int, retry_state: dict) -> str:
-    """Extend the lease, record the retry state, enforce the error budget; return the audit's status."""
-    AuditChunk.objects.filter(pk=chunk_id).update(leased_until=timezone.now() + _lease(), retry_state=retry_state)
+    """Extend the lease, record the retry state, enforce the error budget; return the audit's status, or
+    LEASE_LOST when the lease lapsed and other tasks took the audit's work holds."""
+    if not _lease_renew(chunk_id, audit_id, retry_state):
+        return LEASE_LOST
     audit = Audit.objects.only("status", "error_budget", "n_requests", "status_reason").get(pk=audit_id)
     if audit.status == Audit.Status.RUNNING and audit.status_reason.startswith(WAITING_NOTE):
         Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING, status_reason=audit.status_reason).update(

@@ -20,7 +20,7 @@ def audit_prepare_task(audit_id: int) -> None:
 
 @shared_task(name="auditapp.audit_work", autoretry_for=(OperationalError,), retry_backoff=True, max_retries=5)
 def audit_work_task(audit_id: int) -> str:
-    outcome = audit_runner.audit_work(audit_id)
+    outcome = audit_runner.audit_work(audit_id)  # "held": a duplicate of a live task, which goes on alone
     if outcome == "continue" and not audit_work_send(audit_id):
         return "waiting for the broker"  # still running: the recovery (tasks.recovery) queues its work
     return outcome

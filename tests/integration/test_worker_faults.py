@@ -1,0 +1,83 @@
+"""Audit faults heal by themselves, with real Celery workers on Redis into PostgreSQL, against the real test LLM
+server:
+
+- a worker's processes killed (SIGKILL) mid-audit: the broker redelivers their work task and the recovery sends
+  another, yet the audit never has more work tasks holding it than its ``parallel_tasks`` (the work holds of
+  auditapp.audit_services.chunk_open), and it completes with one reply per key.
+
+benchmarks/fault_recovery.py measures how soon an audit resumes after each fault.
+"""
+from __future__ import annotations
+
+import signal
+import time
+
+import psutil
+import pytest
+from django.utils import timezone
+
+from auditapp.models import Audit, AuditChunk, AuditRequest, LLMEndpoint, LLMReply
+from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
+from tests.integration.support import started_celery_worker, wait_for, worker_environment
+from tests.llm_server import LLMServer
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+def launch(api_client, study, endpoint, *, parallel_tasks: int = 1) -> int:
+    response = api_client.post("/api/audits/", {
+        "study": study.id, "name": "faults", "conditions": ["zs", "persona_pfl"], "n_resamples": 100,
+        "parallel_tasks": parallel_tasks, "models": [{"endpoint": endpoint.id, "model": "model-a"}]}, format="json")
+    assert response.status_code == 201, response.content
+    return response.json()["id"]
+
+
+def live_holds(audit_id: int) -> int:
+    """Leases of work tasks on the audit, neither released nor lapsed."""
+    return AuditChunk.objects.filter(audit_id=audit_id, released_at__isnull=True,
+                                     leased_until__gt=timezone.now()).count()
+
+
+def assert_one_reply_per_key(audit_id: int, n: int) -> None:
+    requests = AuditRequest.objects.filter(audit_id=audit_id)
+    assert requests.count() == n and requests.filter(state="answered").count() == n
+    keys = set(requests.values_list("key", flat=True))
+    assert len(keys) == n and LLMReply.objects.filter(key__in=keys).count() == n
+
+
+def test_work_tasks_sent_again_after_a_kill_never_work_beside_the_task_that_holds_the_audit(api_client):
+    env = worker_environment(AUDIT_LEASE_SECONDS="4", WORK_RECOVERY_SECONDS="2", WORK_STALLED_SECONDS="3")
+    from tasks.audits import audit_work_task
+
+    study = make_audit_study(300, n_examples=8)
+    with LLMServer(latency=0.2, positive_words=AUDIT_POSITIVE_WORDS) as server:
+        endpoint = LLMEndpoint.objects.create(name="server", protocol="openai", base_url=server.base_url,
+                                              max_concurrency=8, attempt_timeout_s=5, max_attempts=3)
+        worker = started_celery_worker(env, concurrency=3)
+        try:
+            audit_id = launch(api_client, study, endpoint)
+            answered = AuditRequest.objects.filter(audit_id=audit_id, state="answered")
+            wait_for(lambda: answered.count() >= 100, timeout=120, what="100 answered requests")
+            # The broker redelivers the killed processes' work task (acks late, rejected on worker loss); the
+            # recovery or a worker's start sends another.
+            for child in psutil.Process(worker.process.pid).children():
+                child.send_signal(signal.SIGKILL)
+            audit_work_task.delay(audit_id)
+            assert answered.count() < 600, "the audit finished before the kill: make it longer"
+            most = 0
+
+            def finished():
+                nonlocal most
+                most = max(most, live_holds(audit_id))
+                status = Audit.objects.values_list("status", flat=True).get(pk=audit_id)
+                return status if status in ("completed", "failed", "stopped") else None
+
+            started = time.monotonic()
+            assert wait_for(finished, timeout=180, interval=0.1, what="the audit") == "completed"
+            assert time.monotonic() - started < 120
+        finally:
+            worker.stop()
+        stats = server.stats()
+    assert most == 1, f"{most} work tasks held the audit at once"
+    assert_one_reply_per_key(audit_id, 600)
+    assert stats["bodies"] == 600
