@@ -42,9 +42,11 @@ Redis layout and cost
 Keys ``llm-limit:{endpoint_key}:holders`` (sorted set: slot token → expiry, µs of Redis server time) and
 ``llm-limit:{endpoint_key}:state`` (hash: ``limit``, ``successes``, ``epoch``, ``tat``), both expiring
 after a day unused (the AIMD limit then starts over at the maximum). Two Lua scripts make each step
-atomic and use Redis's ``TIME``, so machines with skewed clocks agree. A holder's entry expires
-``slot_ttl`` seconds after its start, so the slots of a SIGKILLed worker come back after ``slot_ttl``
-(the caller passes the attempt timeout plus a margin); every acquire first drops expired holders.
+atomic and use Redis's ``TIME``, so machines with skewed clocks agree. A holder's entry is a short lease
+(``slot_ttl`` seconds, e.g. 15): while the process holds slots, a task of its event loop renews them all
+every third of the lease, so a request longer than the lease keeps its slot, and the slots of a SIGKILLed
+worker come back within ``slot_ttl``; every acquire first drops expired holders. (A process whose event
+loop is blocked, or cut off from Redis, for longer than the lease loses its slots to others.)
 
 Each process talks to Redis through one task per limiter, which sends everything that is waiting as one
 script call: the slots given back since its last call (with the outcomes reported in them) and the slots
@@ -351,14 +353,30 @@ class RedisLimiter:
         self._all_settled.set()
         self._work = asyncio.Event()
         self._stepper: asyncio.Task | None = None
+        # Slots granted to this process and not given back: their leases are renewed (module docstring).
+        self._held: set[str] = set()
+        self._renew_seconds = slot_ttl / 3
+        self._renewer: asyncio.Task | None = None
 
     def slot(self) -> SlotContext:
         return _Slot(self._acquire, self._release)
 
     def _wake_stepper(self) -> None:
         self._work.set()
+        loop = asyncio.get_running_loop()
         if self._stepper is None or self._stepper.done():
-            self._stepper = asyncio.get_running_loop().create_task(self._step_forever())
+            self._stepper = loop.create_task(self._step_forever())
+        if self._renewer is None or self._renewer.done():
+            self._renewer = loop.create_task(self._renew_forever())
+
+    async def _renew_forever(self) -> None:
+        """Every third of the lease, renew the slots this process holds, with the stepper's next call (a call that
+        fails is retried at the next renewal, well before the leases lapse)."""
+        while True:
+            await asyncio.sleep(self._renew_seconds)
+            if self._held:
+                self._keeping.extend(self._held)
+                self._wake_stepper()
 
     async def _acquire(self) -> _Hold:
         request = _Request(f"{self._token_prefix}{next(self._token_numbers)}", asyncio.get_running_loop().create_future())
@@ -405,6 +423,7 @@ class RedisLimiter:
         return False
 
     def _give_back(self, token: str, outcome: str, epoch: int) -> None:
+        self._held.discard(token)
         self._giving_back.append((token, outcome, epoch))
         self._unsettled += 1
         self._all_settled.clear()
@@ -429,7 +448,7 @@ class RedisLimiter:
                     if not request.future.done():
                         request.future.set_exception(error)
                 self._asking = deque(request for request in self._asking if not request.future.done())
-                self._settle_count(len(giving_back))  # lost: those slots expire after slot_ttl
+                self._settle_count(len(giving_back))  # lost: those slots' leases lapse, as nothing renews them
                 if not asking:
                     logger.warning("could not give back %d slots of %s: %s", len(giving_back), self.prefix, error)
                 continue
@@ -437,6 +456,7 @@ class RedisLimiter:
                 if request.future.done():  # cancelled during the call: give the slot straight back
                     self._give_back(request.token, "", granted_epoch)
                 else:
+                    self._held.add(request.token)
                     request.future.set_result((request.token, granted_epoch, wait_us))
             self._asking = deque(request for request in self._asking if not request.future.done())
             self._settle_count(len(giving_back))
@@ -489,12 +509,14 @@ class RedisLimiter:
         await self._all_settled.wait()
 
     async def aclose(self) -> None:
-        """Wait for the slots being given back, stop the task that talks to Redis, close an owned client."""
+        """Wait for the slots being given back, stop the tasks that talk to Redis (a slot still held is renewed no
+        more), close an owned client."""
         await self.settled()
-        if self._stepper is not None:
-            self._stepper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._stepper
+        for task in (self._renewer, self._stepper):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
         if self._owns_client:
             await self.redis.aclose()
 

@@ -218,6 +218,9 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 CELERY_BROKER_FOLDER = VAR_DIR / "broker"
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's file-system transport with atomic publishing and claimed messages (auditapp/embedded_broker.py): kombu's
+    # own lets a worker read a message file before it is written, which killed the worker within minutes.
+    CELERY_BROKER_TRANSPORT = "auditapp.embedded_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_FOLDER / "queue"),
         "data_folder_out": str(CELERY_BROKER_FOLDER / "queue"),
@@ -271,6 +274,9 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # unless LLM_LIMITS_REDIS_URL names another); with the file-system broker they hold per worker process.
 LLM_LIMITS_REDIS_URL = os.environ.get("LLM_LIMITS_REDIS_URL") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+# A request's concurrency slot in Redis is a lease this long, renewed while the request is in flight: a killed
+# worker's slots are free again within it.
+LLM_SLOT_LEASE_SECONDS = float(os.environ.get("LLM_SLOT_LEASE_SECONDS", "15"))
 # Addresses the server may send LLM requests and model listings to (auditapp/endpoint_addresses.py): link-local
 # and cloud metadata addresses are refused; private and loopback ranges are allowed unless this is turned off
 # (local model servers on 127.0.0.1 or the LAN are the common case).

@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import sys
 import time
 import uuid
 
@@ -11,7 +13,7 @@ import redis
 import redis.asyncio
 
 from auditapp.llm_limits import LocalLimiter, RedisLimiter, limiter_for
-from tests.integration.support import redis_broker_url
+from tests.integration.support import REPO, WatchedProcess, redis_broker_url
 
 
 class Gauge:
@@ -226,7 +228,8 @@ def test_redis_limiter_reclaims_the_slot_of_a_killed_worker(redis_url, endpoint_
     async def main():
         killed, alive = two_workers(redis_url, endpoint_key, 1, slot_ttl=0.3)
         try:
-            await killed.slot().__aenter__()  # never released, like a SIGKILLed worker's slot
+            await killed.slot().__aenter__()
+            await killed.aclose()  # never given back and renewed no more, like a SIGKILLed worker's slot
             held_at = time.perf_counter()
             async with alive.slot():
                 waited = time.perf_counter() - held_at
@@ -236,6 +239,74 @@ def test_redis_limiter_reclaims_the_slot_of_a_killed_worker(redis_url, endpoint_
 
     waited = asyncio.run(main())
     assert 0.25 <= waited < 1.5
+
+
+@pytest.mark.integration
+def test_redis_limiter_renews_the_slot_of_a_request_longer_than_its_lease(redis_url, endpoint_key):
+    async def main():
+        long, other = two_workers(redis_url, endpoint_key, 1, slot_ttl=0.3)
+        gauge = Gauge()
+        try:
+            holding = asyncio.create_task(gauge.hold(long, 1.5))  # five leases long
+            await asyncio.sleep(0.05)
+            started = time.perf_counter()
+            await gauge.hold(other, 0)
+            waited = time.perf_counter() - started
+            await holding
+        finally:
+            await close_all([long, other])
+        return gauge, waited
+
+    gauge, waited = asyncio.run(main())
+    assert gauge.total == 2 and gauge.peak == 1
+    assert waited >= 1.4
+
+
+HOLD_UNTIL_KILLED = """
+import asyncio, sys
+from auditapp.llm_limits import limiter_for
+
+async def main():
+    limiter = limiter_for(sys.argv[1], sys.argv[2], 1, None, slot_ttl=float(sys.argv[3]))
+    async with limiter.slot():
+        print("holding", flush=True)
+        await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.integration
+@pytest.mark.slow
+def test_the_slot_of_a_killed_process_is_free_again_within_its_lease(redis_url, endpoint_key):
+    """A process holding a slot for longer than the lease of the settings keeps it; killed with SIGKILL, its slot is
+    free again within the lease, not after the attempt's time-out."""
+    from django.conf import settings
+
+    lease = settings.LLM_SLOT_LEASE_SECONDS
+
+    async def take(timeout: float) -> float | None:
+        """Seconds until a slot is granted, None if not within ``timeout``."""
+        limiter = limiter_for(redis_url, endpoint_key, 1, slot_ttl=lease)
+        try:
+            started = time.perf_counter()
+            async with asyncio.timeout(timeout), limiter.slot():
+                return time.perf_counter() - started
+        except TimeoutError:
+            return None
+        finally:
+            await limiter.aclose()
+
+    holder = WatchedProcess([sys.executable, "-c", HOLD_UNTIL_KILLED, redis_url, endpoint_key, str(lease)],
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        holder.wait_for_output("holding", timeout=30)
+        time.sleep(lease * 1.2)
+        assert asyncio.run(take(0.5)) is None, "the living holder's slot lapsed"
+    finally:
+        holder.stop(signal.SIGKILL)
+    waited = asyncio.run(take(lease + 10))
+    assert waited is not None and waited < lease + 5
 
 
 @pytest.mark.integration

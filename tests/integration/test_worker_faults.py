@@ -3,7 +3,10 @@ server:
 
 - a worker's processes killed (SIGKILL) mid-audit: the broker redelivers their work task and the recovery sends
   another, yet the audit never has more work tasks holding it than its ``parallel_tasks`` (the work holds of
-  auditapp.audit_services.chunk_open), and it completes with one reply per key.
+  auditapp.audit_services.chunk_open), and it completes with one reply per key;
+- a worker killed (SIGKILL) while its requests hold the endpoint's concurrency slots in Redis: a new worker sends
+  again within the slots' lease (settings.LLM_SLOT_LEASE_SECONDS), not after the attempt's time-out, and the
+  endpoint's max concurrency holds throughout.
 
 benchmarks/fault_recovery.py measures how soon an audit resumes after each fault.
 """
@@ -81,3 +84,33 @@ def test_work_tasks_sent_again_after_a_kill_never_work_beside_the_task_that_hold
     assert most == 1, f"{most} work tasks held the audit at once"
     assert_one_reply_per_key(audit_id, 600)
     assert stats["bodies"] == 600
+
+
+def test_a_killed_workers_endpoint_slots_are_free_again_within_their_lease(api_client):
+    env = worker_environment(AUDIT_LEASE_SECONDS="4")
+    study = make_audit_study(300, n_examples=8)
+    with LLMServer(latency=0.2, positive_words=AUDIT_POSITIVE_WORDS) as server:
+        # Slots used to expire after the attempt's time-out plus 30 s: 150 s here.
+        endpoint = LLMEndpoint.objects.create(name="server", protocol="openai", base_url=server.base_url,
+                                              max_concurrency=4, attempt_timeout_s=120, max_attempts=3)
+        worker = started_celery_worker(env)
+        try:
+            audit_id = launch(api_client, study, endpoint)
+            wait_for(lambda: server.stats()["requests"] >= 50, timeout=120, what="50 requests")
+        finally:
+            worker.stop(signal.SIGKILL)
+        killed_at, sent = time.monotonic(), server.stats()["requests"]
+        assert sent < 550, "the audit finished before the kill: make it longer"
+        worker = started_celery_worker(env)
+        try:
+            wait_for(lambda: server.stats()["requests"] > sent, timeout=120, interval=0.1,
+                     what="a request sent after the kill")
+            resumed = time.monotonic() - killed_at
+            assert wait_for(lambda: Audit.objects.values_list("status", flat=True).get(pk=audit_id) == "completed",
+                            timeout=180, what="the audit")
+        finally:
+            worker.stop()
+        stats = server.stats()
+    assert resumed < 30, f"the endpoint was blocked {resumed:.0f} s after the kill"
+    assert stats["max_in_flight"] <= 4
+    assert_one_reply_per_key(audit_id, 600)
