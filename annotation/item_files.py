@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 
 from annotation.json_input import JSONTooDeepError, json_loads_bounded
 from annotation.spreadsheet_cells import formula_escape_removed
+from annotation.xlsx_input import MAX_COLUMNS, FirstSheet, UncachedFormula, XlsxError
 
 FORMATS = ("csv", "tsv", "jsonl", "xlsx")
 MAX_REPORTED_PROBLEMS = 200
@@ -46,12 +47,6 @@ PRECEDING_ALIASES = ("preceding", "preceding_sentence", "before", "previous", "c
 FOLLOWING_ALIASES = ("following", "following_sentence", "after", "next", "context_after")
 DEFAULT_LABEL_COLUMN_PATTERN = r"^(?P<annotator>.+?)[_ ]score$"
 
-# Bounds on the work of reading a file, checked on the declared size of a workbook and again while reading
-# (a declared size can lie): an 87 KB workbook can declare 16,384 columns × 1,048,576 rows.
-MAX_ROWS = 1_048_576
-MAX_COLUMNS = 1_000
-MAX_CELLS = 20_000_000
-_SHRINK_ADVICE = "Delete the empty rows and columns after your data, or save the sheet as CSV."
 # PostgreSQL cannot store a NUL in text or JSON; a UTF-16 file without a byte-order mark shows NULs everywhere.
 NUL_MESSAGE = ("contains a NUL character (byte 0), which cannot be stored: remove it (a file saved as UTF-16 "
                "without a byte-order mark looks like this; save it as UTF-8)")
@@ -211,112 +206,41 @@ def _text_rows(text: str, file_format: str) -> Iterator[tuple[int, list[str]]]:
                                            f"(line {reader.line_num}): {exc}")]) from exc
 
 
-def _open_first_sheet(content: bytes, *, data_only: bool = True):
-    """(workbook, its first sheet) in openpyxl's read-only mode, after checking the sheet's declared size.
-    ``data_only`` reads a formula cell's cached value (what the spreadsheet last computed); without it, the
-    formula."""
-    from openpyxl import load_workbook
-
-    try:
-        workbook = load_workbook(io.BytesIO(content), read_only=True, data_only=data_only)
-        sheet = workbook.worksheets[0]
-    except Exception as exc:  # openpyxl raises many types for a file that is not a workbook
-        raise ItemFileError([ImportProblem(None, None, f"not a readable .xlsx workbook: {exc}")]) from exc
-    rows, columns = sheet.max_row or 0, sheet.max_column or 0
-    if rows > MAX_ROWS or columns > MAX_COLUMNS or rows * columns > MAX_CELLS:
-        workbook.close()
-        raise ItemFileError([ImportProblem(None, None, (
-            f"the first sheet declares {rows:,} rows × {columns:,} columns "
-            f"({sheet.calculate_dimension()}); at most {MAX_ROWS:,} rows, {MAX_COLUMNS:,} columns and "
-            f"{MAX_CELLS:,} cells are read. {_SHRINK_ADVICE}"))])
-    return workbook, sheet
+def _item_file_error(error: XlsxError) -> ItemFileError:
+    return ItemFileError([ImportProblem(error.row, None, str(error))])
 
 
-_FORMULA_ELEMENT = re.compile(rb"<(?:[A-Za-z0-9_]+:)?f[\s>/]")
-_SCAN_CHUNK = 1 << 20
-
-
-def _has_formulas(content: bytes) -> bool:
-    """Whether any worksheet of the workbook holds a formula element (a streamed scan of its XML, no parsing)."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(content)) as archive:
-            for name in archive.namelist():
-                if not (name.startswith("xl/worksheets/") and name.endswith(".xml")):
-                    continue
-                with archive.open(name) as member:
-                    tail = b""
-                    while chunk := member.read(_SCAN_CHUNK):
-                        if _FORMULA_ELEMENT.search(tail + chunk):
-                            return True
-                        tail = chunk[-16:]
-    except (zipfile.BadZipFile, OSError):
-        return False   # _open_first_sheet names the unreadable file
-    return False
-
-
-def _uncached_formula_problems(content: bytes) -> list[ImportProblem]:
-    """Each formula cell of the first sheet without a cached value (a workbook written by a program rather than
-    saved by a spreadsheet application): read as values it would be an empty cell, which must not pass for a
-    missing value. The workbook is opened a second time, for its formulas, only when its XML holds any."""
-    if not _has_formulas(content):
-        return []
+def _uncached_formula_problem(row: int, index: int, cell: UncachedFormula, header: list[str] | None
+                              ) -> ImportProblem:
+    """A formula cell without a cached value (a workbook written by a program rather than saved by a spreadsheet
+    application): read as values it would be an empty cell, which must not pass for a missing value."""
     from openpyxl.utils import get_column_letter
-    from openpyxl.worksheet.formula import ArrayFormula, DataTableFormula
 
-    values_book, values_sheet = _open_first_sheet(content)
-    formulas_book, formulas_sheet = _open_first_sheet(content, data_only=False)
-    values_sheet.reset_dimensions()
-    formulas_sheet.reset_dimensions()
-    problems: list[ImportProblem] = []
-    header: list[str] | None = None
-    cells = 0
-    try:
-        rows = zip(values_sheet.iter_rows(values_only=True), formulas_sheet.iter_rows(values_only=True),
-                   strict=False)
-        for row_number, (values, formulas) in enumerate(rows, start=1):
-            cells += len(values)
-            if row_number > MAX_ROWS or len(values) > MAX_COLUMNS or cells > MAX_CELLS:
-                break   # the reading itself reports the sizes
-            for index, (value, formula) in enumerate(zip(values, formulas, strict=False)):
-                is_formula = isinstance(formula, ArrayFormula | DataTableFormula) or (
-                    isinstance(formula, str) and formula.startswith("="))
-                if value is None and is_formula:
-                    shown = formula.text if isinstance(formula, ArrayFormula) else str(formula)
-                    named = header[index] if header and index < len(header) and header[index] else None
-                    problems.append(ImportProblem(row_number, named or get_column_letter(index + 1), (
-                        f"cell {get_column_letter(index + 1)}{row_number} holds the formula {shown[:60]} with no "
-                        "computed value saved in the file: open and save the workbook in a spreadsheet "
-                        "application (which computes it), or write the value itself")))
-            if header is None and any(v is not None and str(v).strip() for v in values):
-                header = [_spreadsheet_cell_text(v).strip() for v in values]
-    finally:
-        values_book.close()
-        formulas_book.close()
-    return problems
+    letter = get_column_letter(index + 1)
+    named = header[index] if header and index < len(header) and header[index] else None
+    return ImportProblem(row, named or letter, (
+        f"cell {letter}{row} holds the formula {cell.formula[:60]} with no computed value saved in the file: open "
+        "and save the workbook in a spreadsheet application (which computes it), or write the value itself"))
 
 
 def _xlsx_rows(content: bytes) -> Iterator[tuple[int, list]]:
-    """(spreadsheet row number, values) for each row with a value, reading at most MAX_ROWS rows,
-    MAX_COLUMNS columns and MAX_CELLS cells whatever the sheet declares. A formula cell is read as its cached
-    value; one without a cached value is a problem (:func:`_uncached_formula_problems`), not an empty cell."""
-    formula_problems = _uncached_formula_problems(content)
-    if formula_problems:
-        raise ItemFileError(formula_problems[:MAX_REPORTED_PROBLEMS], len(formula_problems))
-    workbook, sheet = _open_first_sheet(content)
-    # The declared size can lie; unsized, openpyxl pads no row beyond its last cell nor adds empty rows at the end.
-    sheet.reset_dimensions()
-    cells = 0
-    width = None  # the header's: unsized, openpyxl gives each row only up to its own last cell
+    """(spreadsheet row number, values) for each row with a value of the first sheet, read within the limits of
+    :mod:`annotation.xlsx_input` whatever the file declares. A formula cell is read as its cached value; one
+    without a cached value is a problem, not an empty cell: every such problem is raised once the sheet is read."""
+    formula_problems: list[ImportProblem] = []
+    header: list[str] | None = None
+    width = None  # the header's: each row comes only up to its own last cell
     try:
-        for row_number, values in enumerate(sheet.iter_rows(values_only=True), start=1):
-            cells += len(values)
-            if row_number > MAX_ROWS or len(values) > MAX_COLUMNS or cells > MAX_CELLS:
-                raise ItemFileError([ImportProblem(row_number, None, (
-                    f"reading stopped here: row {row_number:,} has cells in {len(values):,} columns, "
-                    f"{cells:,} cells so far; at most {MAX_ROWS:,} rows, {MAX_COLUMNS:,} columns and "
-                    f"{MAX_CELLS:,} cells are read. {_SHRINK_ADVICE}"))])
-            if any(v is not None and str(v).strip() for v in values):
-                values = list(values)
+        with FirstSheet(content) as sheet:
+            for row_number, values in sheet.rows():
+                for index, value in enumerate(values):
+                    if isinstance(value, UncachedFormula):
+                        formula_problems.append(_uncached_formula_problem(row_number, index, value, header))
+                        values[index] = None
+                if not any(v is not None and str(v).strip() for v in values):
+                    continue
+                if header is None:
+                    header = [_spreadsheet_cell_text(v).strip() for v in values]
                 if width is None:
                     width = len(values) - _trailing_none_count(values)
                 if len(values) < width:
@@ -324,8 +248,10 @@ def _xlsx_rows(content: bytes) -> Iterator[tuple[int, list]]:
                 elif _trailing_none_count(values) >= len(values) - width:
                     del values[width:]
                 yield row_number, values
-    finally:
-        workbook.close()
+    except XlsxError as error:
+        raise _item_file_error(error) from error
+    if formula_problems:
+        raise ItemFileError(formula_problems[:MAX_REPORTED_PROBLEMS], len(formula_problems))
 
 
 def _trailing_none_count(values: list) -> int:
@@ -509,13 +435,16 @@ def item_file_reading_cost(content: bytes, *, file_format: str) -> int:
 def precheck_item_file(content: bytes, *, file_format: str, encoding: str | None = None) -> None:
     """The quick checks of a file too large to validate while the uploader waits; a worker validates the rest.
 
-    Raises ItemFileError for a workbook whose first sheet declares more than MAX_ROWS rows, MAX_COLUMNS
-    columns or MAX_CELLS cells, a text file that cannot be decoded, or one that holds a NUL character
-    (named by its line: finding its row would mean parsing the file).
+    Raises ItemFileError for a workbook past a limit of :mod:`annotation.xlsx_input` found without reading its
+    rows (its zip's sizes, its sheet's declared size), a text file that cannot be decoded, or one that holds a NUL
+    character (named by its line: finding its row would mean parsing the file).
     """
     if file_format == "xlsx":
-        workbook, _ = _open_first_sheet(content)
-        workbook.close()
+        try:
+            with FirstSheet(content) as sheet:
+                sheet.check_declared_size()
+        except XlsxError as error:
+            raise _item_file_error(error) from error
         return
     text, _, _ = decode_text(content, encoding=encoding)
     position = text.find("\x00")

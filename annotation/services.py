@@ -127,8 +127,8 @@ def item_import_submit(*, study: Study, filename: str, content: bytes, options: 
     Raises ItemFileError (every problem with its row and column) and records nothing if the file is
     invalid, so the uploader sees the problems immediately; the worker validates again before writing,
     since the study may have changed in between. A file with more than SYNC_VALIDATION_MAX_BYTES to read
-    gets only the quick checks here (declared size of a workbook, encoding, NUL characters); its other
-    problems are listed on the import when the worker has validated it.
+    gets only the quick checks here (a workbook's zip sizes and declared size, a text's encoding and NUL
+    characters); its other problems are listed on the import when the worker has validated it.
     """
     file_format = file_format_from_name(filename)
     if item_file_reading_cost(content, file_format=file_format) <= SYNC_VALIDATION_MAX_BYTES:

@@ -57,6 +57,23 @@ def queued(monkeypatch) -> list[int]:
 
 
 @pytest.fixture
+def inflated(monkeypatch) -> list[int]:
+    """The bytes inflated from any zip (an XLSX part) while the test runs, one number per read."""
+    import zipfile
+
+    reads: list[int] = []
+    original = zipfile.ZipExtFile.read
+
+    def counting(self, n=-1):
+        data = original(self, n)
+        reads.append(len(data))
+        return data
+
+    monkeypatch.setattr(zipfile.ZipExtFile, "read", counting)
+    return reads
+
+
+@pytest.fixture
 def audit_tasks_off(monkeypatch):
     """The audit tasks are not queued: a test runs prepare, work, analysis and extractions itself."""
     for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):

@@ -294,8 +294,9 @@ def test_a_workbook_declaring_a_huge_sheet_is_refused_before_reading_it():
     started = time.monotonic()
     [problem] = problems_of(content, file_format="xlsx")
     assert time.monotonic() - started < 1
-    assert problem.message.startswith("the first sheet declares 1,048,576 rows × 16,384 columns (A1:XFD1048576); "
-                                      "at most 1,048,576 rows, 1,000 columns and 20,000,000 cells are read.")
+    assert problem.message.startswith("the first sheet ('Sheet') declares 1,048,576 rows × 16,384 columns "
+                                      "(A1:XFD1048576); at most 1,048,576 rows, 1,000 columns and 20,000,000 cells "
+                                      "are read.")
     assert item_file_reading_cost(content, file_format="xlsx") > 9 * len(content)
 
 
@@ -304,7 +305,8 @@ def test_a_workbook_whose_declared_size_lies_is_bounded_while_reading():
     [problem] = problems_of(pathological_xlsx(dimension="A1:B2"), file_format="xlsx")
     assert time.monotonic() - started < 5
     assert (problem.row, problem.column) == (1, None)
-    assert problem.message.startswith("reading stopped here: row 1 has cells in 16,384 columns")
+    assert problem.message.startswith("reading stopped at row 1 of the first sheet ('Sheet'): it has a cell in "
+                                      "column ALM (1,001); at most 1,000 columns are read.")
 
 
 def test_a_narrow_workbook_with_a_far_cell_is_read_without_padding():

@@ -1,16 +1,18 @@
 """Scripts create studies and upload item files through the API; bad files are refused with every problem."""
 from __future__ import annotations
 
+import io
 import time
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from annotation import services
+from annotation import services, xlsx_input
 from annotation.models import Item, ItemImport, Study
 from annotation.services import item_import_run
 from tests.factories import autalic_like_csv, make_study, pathological_xlsx
+from tests.xlsx_files import empty_rows_xlsx
 
 pytestmark = pytest.mark.django_db
 
@@ -137,3 +139,54 @@ def test_a_large_upload_gets_quick_checks_here_and_is_validated_by_the_worker(ap
     done = api_client.get(f"/api/imports/{response.json()['id']}/").json()
     assert done["status"] == "failed" and not Item.objects.exists()
     assert done["errors"] == [{"row": 52, "column": "A1_Score", "message": "label '7' is not one of -1, 0, 1"}]
+
+
+def test_a_workbook_inflating_to_millions_of_empty_rows_is_refused_without_reading_them(api_client, queued,
+                                                                                        inflated):
+    # The probe's shape, smaller: no <dimension>, then 2 million <row/> deflated to 18 KB (read whole by openpyxl:
+    # 10 s and 200 MB in the web process, then again in the worker).
+    content = empty_rows_xlsx(2_000_000)
+    study = make_study()
+    inflated.clear()
+    response = api_client.post(f"/api/studies/{study.id}/imports/",
+                               {"file": SimpleUploadedFile("empty-rows.xlsx", content)}, format="multipart")
+    assert response.status_code == 400, response.json()
+    [problem] = response.json()["problems"]
+    assert problem["message"].startswith("the first sheet ('Sheet') (xl/worksheets/sheet1.xml) inflates from ")
+    assert "may inflate at most 100 times" in problem["message"]
+    assert sum(inflated) < 10_000   # the content types, the workbook and its relationships: no sheet XML
+    assert not ItemImport.objects.exists() and queued == []
+
+
+def test_a_workbook_past_a_limit_found_only_by_reading_fails_in_the_worker_naming_it(api_client, queued, monkeypatch):
+    monkeypatch.setattr(services, "SYNC_VALIDATION_MAX_BYTES", 1_000)
+    monkeypatch.setattr(xlsx_input, "MAX_ROWS", 1_000)
+    study = make_study()
+    content = empty_rows_xlsx(5_000, numbered=True, dimension="A1:B2")   # its dimension lies
+    response = api_client.post(f"/api/studies/{study.id}/imports/",
+                               {"file": SimpleUploadedFile("lying.xlsx", content)}, format="multipart")
+    assert response.status_code == 202, response.json()
+    item_import_run(item_import_id=response.json()["id"])
+    done = api_client.get(f"/api/imports/{response.json()['id']}/").json()
+    assert done["status"] == "failed" and not Item.objects.exists()
+    assert done["errors"] == [{"row": 1_001, "column": None, "message": (
+        "reading stopped at row 1,001 of the first sheet ('Sheet'): at most 1,000 rows are read. Delete the empty "
+        "rows and columns after your data, or save the sheet as CSV.")}]
+
+
+def test_a_normal_workbook_still_imports(api_client, queued, django_capture_on_commit_callbacks):
+    from openpyxl import Workbook
+
+    workbook = Workbook()
+    for row in [["id", "sentence", "A1_Score"], ["a", "One.", 1], ["b", "Two.", 0]]:
+        workbook.active.append(row)
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    study = make_study()
+    with django_capture_on_commit_callbacks(execute=True):
+        response = api_client.post(f"/api/studies/{study.id}/imports/",
+                                   {"file": SimpleUploadedFile("items.xlsx", buffer.getvalue())}, format="multipart")
+    assert response.status_code == 202, response.json()
+    assert item_import_run(item_import_id=response.json()["id"]).status == "succeeded"
+    assert list(Item.objects.filter(study=study).values_list("external_id", "target")) == [("a", "One."),
+                                                                                             ("b", "Two.")]

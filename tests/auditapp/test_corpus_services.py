@@ -206,6 +206,22 @@ def test_a_workbook_is_bounded_by_what_it_inflates_to():
         bits_corpus_upload(perturbed_file=perturbed, control_file=control, name="big")
 
 
+def test_a_workbook_inflating_to_a_million_empty_rows_is_refused_without_reading_them(inflated):
+    from tests.xlsx_files import empty_rows_xlsx
+
+    _, control = uploads("xlsx")
+    perturbed = SimpleUploadedFile("Disability_Corpus.xlsx", empty_rows_xlsx(1_000_000))   # 6 MB of <row/>
+    inflated.clear()
+    with pytest.raises(CorpusError) as error:
+        bits_corpus_upload(perturbed_file=perturbed, control_file=control, name="empty rows")
+    message = str(error.value.problems[0])
+    assert message.startswith("Disability_Corpus.xlsx: the first sheet ('Sheet') (xl/worksheets/sheet1.xml) "
+                              "inflates from ")
+    assert "may inflate at most 100 times" in message
+    assert sum(inflated) < 20_000   # the sizes of the two files' parts, and the control file read in full
+    assert not Corpus.objects.exists()
+
+
 def test_recorded_columns_with_unknown_units_are_refused():
     units = [Unit(key="a", text="x", factors={"g": "1"})]
     with pytest.raises(CorpusError, match="scores 'b', which is not a unit"):

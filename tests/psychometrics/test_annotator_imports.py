@@ -474,6 +474,21 @@ def test_a_score_given_by_a_formula_without_its_computed_value_is_a_problem(impo
     assert not InstrumentScore.objects.exists()
 
 
+def test_a_workbook_inflating_to_a_million_empty_rows_is_refused_without_reading_them(imported_study, inflated):
+    from annotation.item_files import ItemFileError
+    from tests.xlsx_files import empty_rows_xlsx
+
+    content = empty_rows_xlsx(1_000_000)   # 6 MB of <row/> in 10 KB: under the 16 MB an annotator file may hold
+    inflated.clear()
+    with pytest.raises(ItemFileError) as caught:
+        annotator_import_submit(study=imported_study, kind="scores", filename="s.xlsx", content=content)
+    [problem] = caught.value.problems
+    assert problem.message.startswith("the first sheet ('Sheet') (xl/worksheets/sheet1.xml) inflates from ")
+    assert "may inflate at most 100 times" in problem.message
+    assert sum(inflated) < 10_000
+    assert not AnnotatorImport.objects.exists() and not InstrumentScore.objects.exists()
+
+
 def test_columns_that_differ_only_in_case_or_spaces_are_a_header_problem_naming_both(imported_study):
     content = csv_bytes(["annotator", "AQ", "aq", "Sata Total", "sata_total"], [["A1", 20, 30, 10, 11]])
     assert problems(imported_study, content) == [
