@@ -218,6 +218,9 @@ SPECTACULAR_SETTINGS = {
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", "filesystem://")
 CELERY_BROKER_FOLDER = VAR_DIR / "broker"
 if CELERY_BROKER_URL.startswith("filesystem://"):
+    # kombu's file-system transport with atomic publishing and claimed messages (auditapp/embedded_broker.py): kombu's
+    # own lets a worker read a message file before it is written, which killed the worker within minutes.
+    CELERY_BROKER_TRANSPORT = "auditapp.embedded_broker:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(CELERY_BROKER_FOLDER / "queue"),
         "data_folder_out": str(CELERY_BROKER_FOLDER / "queue"),
