@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import time
 
 import httpx
 import psutil
@@ -97,3 +98,17 @@ def test_ctrl_c_stops_the_server_and_the_worker(running_app):
     wait_for(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children),
              timeout=30, what="every child process to exit")
     assert not http_answers(f"{base}/healthz")
+
+
+def test_a_killed_worker_is_started_again_and_the_web_server_stays_up(running_app):
+    app, base = running_app
+    app.wait_for_output(r"celery@\S+ ready", timeout=60)
+    worker = next(p for p in psutil.Process(app.process.pid).children(recursive=True)
+                  if "worker" in p.cmdline() and "celery" in " ".join(p.cmdline()) and p.ppid() == app.process.pid)
+    worker.kill()
+    killed_at = time.monotonic()
+    app.wait_for_output(r"the worker stopped \(killed by SIGKILL\); starting it again in 1 s", timeout=10)
+    assert http_answers(f"{base}/healthz"), "the web server did not go down with the worker"
+    wait_for(lambda: app.count(r"celery@\S+ ready") == 2, timeout=30, what="the new worker to be ready")
+    assert time.monotonic() - killed_at < 15
+    assert http_answers(f"{base}/healthz")

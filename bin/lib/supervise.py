@@ -1,0 +1,120 @@
+"""Run bin/run's processes (the web server and the Celery worker) and keep them running.
+
+Usage: supervise.py NAME=COMMAND [NAME=COMMAND ...]   (each COMMAND is split like a shell line, without a shell)
+
+Each process is started in its own process group. One that exits is started again after a backoff (1 s, doubling
+up to 60 s; back to 1 s once it has run for 5 minutes), with a line saying which one stopped and how; the others
+go on, so a dying worker never takes the web server with it. SIGINT (Ctrl-C) or SIGTERM stops every process group
+(SIGTERM, then SIGKILL after 20 s) and exits. Standard library only: it runs before anything is imported.
+"""
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+
+FIRST_BACKOFF = 1.0
+MAX_BACKOFF = 60.0
+HEALTHY_AFTER = 300.0
+STOP_GRACE = 20.0
+
+
+@dataclass
+class Supervised:
+    name: str
+    argv: list[str]
+    process: subprocess.Popen | None = None
+    started_at: float = 0.0
+    backoff: float = FIRST_BACKOFF
+    restart_at: float | None = None
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.argv, start_new_session=True)
+        self.started_at = time.monotonic()
+        self.restart_at = None
+
+    def signal_group(self, signum: int) -> None:
+        if self.process is not None and self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signum)
+            except ProcessLookupError:
+                pass
+
+
+def say(message: str) -> None:
+    print(f"{time.strftime('%Y-%m-%d %H:%M:%S')} supervise: {message}", file=sys.stderr, flush=True)
+
+
+def exit_description(code: int) -> str:
+    if code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit status {code}"
+
+
+def supervise(processes: list[Supervised]) -> int:
+    stopping: list[int] = []
+
+    def on_signal(signum, frame) -> None:
+        stopping.append(signum)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    for supervised in processes:
+        supervised.start()
+    while not stopping:
+        now = time.monotonic()
+        for supervised in processes:
+            if supervised.restart_at is not None:
+                if now >= supervised.restart_at:
+                    say(f"starting the {supervised.name} again")
+                    supervised.start()
+                continue
+            code = supervised.process.poll()
+            if code is None:
+                continue
+            if now - supervised.started_at >= HEALTHY_AFTER:
+                supervised.backoff = FIRST_BACKOFF
+            say(f"the {supervised.name} stopped ({exit_description(code)}); starting it again in "
+                f"{supervised.backoff:.0f} s")
+            supervised.restart_at = now + supervised.backoff
+            supervised.backoff = min(MAX_BACKOFF, supervised.backoff * 2)
+        time.sleep(0.2)
+    say("stopping")
+    for supervised in processes:
+        supervised.signal_group(signal.SIGTERM)
+    deadline = time.monotonic() + STOP_GRACE
+    for supervised in processes:
+        if supervised.process is None:
+            continue
+        try:
+            supervised.process.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            say(f"the {supervised.name} did not stop within {STOP_GRACE:.0f} s: killing it")
+            supervised.signal_group(signal.SIGKILL)
+            supervised.process.wait()
+    return 0
+
+
+def main(arguments: list[str]) -> int:
+    processes = []
+    for argument in arguments:
+        name, separator, command = argument.partition("=")
+        if not separator or not command:
+            print(__doc__, file=sys.stderr)
+            return 2
+        processes.append(Supervised(name=name, argv=shlex.split(command)))
+    if not processes:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return supervise(processes)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
