@@ -621,3 +621,32 @@ class AuditExtractionLabel(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["extraction", "request"], name="audit_extraction_label_once")]
+
+
+class UpgradeStep(models.Model):
+    """An upgrade step (:mod:`auditapp.upgrade_steps`) that ``manage.py upgrade`` has run to its end on this
+    database; a step not recorded here runs at the next upgrade."""
+
+    name = models.CharField(max_length=100, unique=True)
+    finished_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["finished_at", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class WorkerHeartbeat(models.Model):
+    """When each Celery worker was last seen working: every worker's recovery task (which runs in its pool, so it
+    proves the worker takes tasks) writes it every WORK_RECOVERY_SECONDS. Researchers' pages read the newest."""
+
+    hostname = models.CharField(max_length=255, unique=True)
+    started_at = models.DateTimeField()
+    seen_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-seen_at"]
+
+    def __str__(self) -> str:
+        return f"{self.hostname} (seen {self.seen_at:%Y-%m-%d %H:%M:%S})"

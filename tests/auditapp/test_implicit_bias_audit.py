@@ -18,17 +18,15 @@ The worker path (Celery on Redis, PostgreSQL) is tests/integration/test_implicit
 from __future__ import annotations
 
 import csv
-import importlib
 import io
 import json
 
 import numpy as np
 import pandas as pd
 import pytest
-from django.apps import apps as django_apps
 from scipy import stats as scipy_stats
 
-from auditapp import audit_selectors
+from auditapp import audit_selectors, upgrade_steps
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, Corpus, LLMEndpoint, LLMReply
 from auditapp.paradigms import registry
@@ -38,8 +36,6 @@ from tests.implicit_bias_personas import expected_aat_answer
 from tests.llm_server import REFUSAL, LLMServer
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-alike_migration = importlib.import_module("auditapp.migrations.0019_analyses_of_audits_with_models_named_alike")
 
 MODELS = ("wabt-consistent", "wabt-neutral", "aat-stereotyped")
 
@@ -324,7 +320,7 @@ def test_only_the_two_turn_aat_runs_the_turn_queries(api_client, server, audit_t
     assert set(advanced) == {ids["two_turn"]}
 
 
-def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, server, audit_tasks_off, capsys):
+def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, server, audit_tasks_off):
     """Launch now refuses two models that tables would name alike; an audit launched before could have them. Each
     keeps its own rows, named with its audit model's id, and its own planted effect."""
     source = endpoint(server)
@@ -354,7 +350,7 @@ def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, serv
     assert sorted({row[model_at] for row in quality.iterate(100)}) == sorted(names.values())
     assert {row["model_id"]: row["model"] for row in audit_selectors.audit_progress(audit)["cells"]} == names
 
-    # Migration 0019 analyses such an audit again (here, one whose stored analysis predates the rule), and no other:
+    # The upgrade step analyses such an audit again (here, one whose stored analysis predates the rule), and no other:
     # not one whose models have distinct names, nor one still running; one it cannot analyse (models named alike by
     # their model names, no labels, and nothing to analyse) is reported and keeps its analysis.
     analysed = Audit.objects.filter(pk=audit.pk).values_list("analysis", flat=True).get()
@@ -368,9 +364,10 @@ def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, serv
         for position, label in enumerate(labels):
             AuditModel.objects.create(audit=others[name], endpoint=endpoint_, model="m", label=label,
                                       params={"temperature": position}, position=position)
-    assert alike_migration.audits_with_models_named_alike(django_apps) == [audit.id, others["unanalysable"].id]
-    alike_migration.analyse_audits_with_models_named_alike(django_apps, None)
+    assert upgrade_steps.audits_with_models_named_alike() == [audit.id, others["unanalysable"].id]
+    summary = upgrade_steps.analyse_again(upgrade_steps.audits_with_models_named_alike())
     assert Audit.objects.filter(pk=audit.pk).values_list("analysis", flat=True).get() == analysed
     assert {name: Audit.objects.get(pk=other.pk).analysis for name, other in others.items()} == {
         name: {"kept": name} for name in others}
-    assert f"audit {others['unanalysable'].id}: its stored analysis is kept" in capsys.readouterr().out
+    assert summary == f"1 audits analysed again; 1 kept their stored analysis (could not be analysed again: " \
+                      f"[{others['unanalysable'].id}])"

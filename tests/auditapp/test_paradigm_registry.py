@@ -2,12 +2,9 @@
 written with each reply and rewritten by a re-parse, and the migration that judges replies stored before them."""
 from __future__ import annotations
 
-import importlib
-
 import pytest
-from django.apps import apps as django_apps
 
-from auditapp import audit_runner
+from auditapp import audit_runner, upgrade_steps
 from auditapp import audit_services as services
 from auditapp.models import Audit, AuditJudgment, AuditRequest, LLMEndpoint
 from auditapp.paradigms import registry
@@ -82,7 +79,7 @@ def test_classification_replies_have_one_judgment_each_and_a_reparse_rewrites_th
 
 
 @pytest.mark.django_db(transaction=True)
-def test_self_report_judgments_are_each_items_answer_and_the_migration_judges_older_replies(
+def test_self_report_judgments_are_each_items_answer_and_the_upgrade_judges_older_replies(
         tasks_off, persona_server, shipped_instruments):
     endpoint = LLMEndpoint.objects.create(name="p", protocol="ollama", base_url=persona_server.base_url)
     audit = _run(self_report_services.self_report_audit_create(
@@ -100,10 +97,10 @@ def test_self_report_judgments_are_each_items_answer_and_the_migration_judges_ol
     answers = self_report_services.item_answers(audit)
     scores = audit.analysis["scores"]
 
-    # A database from before judgments: the migration writes them, and the exports read the same again.
+    # A database from before judgments: the upgrade step writes them, and the exports read the same again.
     AuditJudgment.objects.all().delete()
-    migration = importlib.import_module("auditapp.migrations.0009_judgments_of_stored_replies")
-    migration.judge_stored_replies(django_apps, None)
+    assert upgrade_steps.judge_stored_replies() == f"{audit.n_requests} stored replies judged"
+    assert upgrade_steps.judge_stored_replies() == "0 stored replies judged"
     assert sorted(AuditJudgment.objects.filter(audit=audit).values_list("request_id", "unit", "outcome", "label")) \
         == sorted(expected)
     assert self_report_services.item_answers(audit) == answers

@@ -1,17 +1,13 @@
-"""Migration 0014 (its data step): classification audits analysed before undefined metrics had notes stored 0.0
-with no ``<metric>_note`` key; the migration analyses them again, so they show "undefined" with the reason, and
-leaves audits analysed with notes as they are."""
+"""The upgrade step for classification audits analysed before undefined metrics had notes (they stored 0.0 with no
+``<metric>_note`` key): it analyses them again, so they show "undefined" with the reason, and leaves audits analysed
+with notes as they are."""
 from __future__ import annotations
 
-import importlib
-
 import pytest
-from django.apps import apps as django_apps
 
+from auditapp import upgrade_steps
 from auditapp.models import Audit, AuditMetric
 from tests.auditapp.test_undefined_metrics_views import METRICS, NO_REFERENCE, planted_audit
-
-migration = importlib.import_module("auditapp.migrations.0018_metric_notes_for_audits_analysed_before_them")
 
 
 def as_before_notes(audit: Audit) -> None:
@@ -37,8 +33,8 @@ def test_audits_analysed_before_notes_are_analysed_again_and_others_are_left():
     new_values = {m.reference: m.values for m in AuditMetric.objects.filter(audit=new)}
     new_analysed_at = Audit.objects.get(pk=new.pk).analysed_at
 
-    assert migration.audits_without_notes(django_apps) == [old.id]
-    migration.analyse_audits_without_notes(django_apps, None)
+    assert upgrade_steps.classification_audits_without_notes() == [old.id]
+    assert upgrade_steps.analyse_again(upgrade_steps.classification_audits_without_notes()) == "1 audits analysed again"
 
     weighted = AuditMetric.objects.get(audit=old, reference="weighted").values
     for name in METRICS:
@@ -54,4 +50,4 @@ def test_audits_analysed_before_notes_are_analysed_again_and_others_are_left():
 
     assert {m.reference: m.values for m in AuditMetric.objects.filter(audit=new)} == new_values
     assert Audit.objects.get(pk=new.pk).analysed_at == new_analysed_at
-    assert migration.audits_without_notes(django_apps) == []
+    assert upgrade_steps.classification_audits_without_notes() == []

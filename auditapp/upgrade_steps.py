@@ -1,0 +1,122 @@
+"""Upgrade steps: recomputations of stored results that an upgrade of the app needs, run by ``manage.py upgrade``
+after ``manage.py migrate`` (``bin/run`` and the deployment run both).
+
+Migrations change tables only, with the historical models Django gives them; a step that needs the app's own code
+(a paradigm's parser or analysis) cannot be a migration, since a migration runs at its place in history while the
+code is today's: 0009 once failed on a database at 0008 because today's code read a column only 0010 adds. A step
+here runs after every migration, on today's tables with today's code. Each step is idempotent (it selects what is
+still to do, or redoing its work changes nothing) and commits one audit at a time, so a stopped upgrade is run
+again and goes on. ``auditapp.models.UpgradeStep`` records the steps that ran to their end; the others run at the
+next upgrade. No model is asked by any step.
+
+To add a step: write a function taking no argument that returns a one-line summary, and append it to ``STEPS``
+under a new name (names are recorded, never reused).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db.models import Count, Value
+from django.db.models.functions import Coalesce, NullIf
+
+from auditapp.audit_services import TRANSIENT_ERRORS, audit_judge_unjudged
+from auditapp.models import Audit, AuditMetric, AuditModel, AuditRequest, UpgradeStep
+from auditapp.paradigms import registry
+
+logger = logging.getLogger(__name__)
+
+BATCH = 2000
+# Statuses whose audit a worker analyses by itself: a step leaves them to it rather than race it.
+WORKED_ON = (Audit.Status.QUEUED, Audit.Status.RUNNING, Audit.Status.PAUSED, Audit.Status.ANALYSING)
+
+
+def judge_stored_replies() -> str:
+    """Judgment rows for answered requests that have none: replies stored before judgments existed (a self-report
+    audit's answers and scores read judgments), parsed again from the stored reply."""
+    audits = (AuditRequest.objects.filter(state=AuditRequest.State.ANSWERED).values_list("audit_id", flat=True)
+              .distinct().order_by("audit_id"))
+    judged, failed = 0, []
+    for audit_id in audits:
+        try:
+            judged += audit_judge_unjudged(audit_id=audit_id)
+        except TRANSIENT_ERRORS:
+            raise
+        except Exception as error:  # noqa: BLE001 - one audit's data must not stop the upgrade
+            failed.append(audit_id)
+            logger.warning("Audit %s: its stored replies could not be judged: %s: %s", audit_id,
+                           type(error).__name__, error)
+    not_judged = f"; the replies of {len(failed)} audits could not be judged: {failed}" if failed else ""
+    return f"{judged} stored replies judged{not_judged}"
+
+
+def classification_audits_without_notes() -> list[int]:
+    """Classification audits whose stored metrics hold no ``_note`` key at all: analysed before undefined metrics
+    were stored as undefined with a reason (they stored 0.0, which cannot be told from a measured 0)."""
+    with_metrics, with_notes = set(), set()
+    rows = AuditMetric.objects.filter(audit__paradigm="classification").values_list("audit_id", "values")
+    for audit_id, values in rows.iterator(chunk_size=BATCH):
+        with_metrics.add(audit_id)
+        if any(key.endswith("_note") for key in values or {}):
+            with_notes.add(audit_id)
+    return sorted(with_metrics - with_notes)
+
+
+def audits_with_models_named_alike() -> list[int]:
+    """Analysed audits, not being worked on, two of whose models have one name in tables (their label, or their
+    model name without one): launched before launch refused such pairs, analysed before every paradigm named them
+    apart (``Audit.model_names``)."""
+    shared = (AuditModel.objects.annotate(name=Coalesce(NullIf("label", Value("")), "model"))
+              .values("audit_id", "name").annotate(n=Count("id")).filter(n__gt=1).values("audit_id"))
+    return list(Audit.objects.filter(pk__in=shared, analysed_at__isnull=False).exclude(status__in=WORKED_ON)
+                .order_by("id").values_list("id", flat=True))
+
+
+def analyse_again(audit_ids: list[int]) -> str:
+    """Analyse each audit again from its stored replies with its paradigm's analysis (one transaction per audit,
+    the paradigm's own). An audit whose analysis cannot be computed again is reported and keeps the one it has, so
+    that one audit's data never stops an upgrade; a database or broker fault stops it, to be run again."""
+    failed = []
+    for audit_id in audit_ids:
+        audit = Audit.objects.get(pk=audit_id)
+        try:
+            registry.get(audit.paradigm).analyse(audit)
+        except TRANSIENT_ERRORS:
+            raise
+        except Exception as error:  # noqa: BLE001 - one audit's data must not stop the upgrade
+            failed.append(audit_id)
+            logger.warning("Audit %s keeps its stored analysis; analysing it again failed: %s: %s", audit_id,
+                           type(error).__name__, error)
+    kept = f"; {len(failed)} kept their stored analysis (could not be analysed again: {failed})" if failed else ""
+    return f"{len(audit_ids) - len(failed)} audits analysed again{kept}"
+
+
+@dataclass(frozen=True)
+class Step:
+    name: str
+    run: Callable[[], str]
+    description: str
+
+
+STEPS: tuple[Step, ...] = (
+    Step("judgments-of-stored-replies", judge_stored_replies,
+         "judgment rows for replies stored before judgments existed"),
+    Step("metric-notes-of-classification-audits", lambda: analyse_again(classification_audits_without_notes()),
+         "classification audits analysed before undefined metrics had notes, analysed again"),
+    Step("audits-with-models-named-alike", lambda: analyse_again(audits_with_models_named_alike()),
+         "audits with two models named alike, analysed again under one naming rule"),
+)
+
+
+def pending_steps() -> list[Step]:
+    """The steps not yet recorded as run to their end, in order."""
+    done = set(UpgradeStep.objects.values_list("name", flat=True))
+    return [step for step in STEPS if step.name not in done]
+
+
+def run_step(step: Step) -> str:
+    """Run one step and record it as done; returns its summary."""
+    summary = step.run()
+    UpgradeStep.objects.get_or_create(name=step.name)
+    return summary

@@ -1,0 +1,240 @@
+"""Upgrading databases left at historical migration states, holding data (run by tests/test_upgrades.py in a
+process of its own, on the database DATABASE_URL names, which it may drop and create again).
+
+A historical state is a point along the migrations as they were before each app's were squashed: the database is
+migrated there by Django's executor with ``replace_migrations=False`` (the old migrations, as a database of that
+time had applied them), given data with the historical models of that state, then upgraded as a user would
+(``manage.py migrate`` and ``manage.py upgrade``), and checked: every row kept, each historical data step done.
+
+    python -m tests.upgrade_history STATE [STATE ...]   # "app.migration" names, or "every"
+    python -m tests.upgrade_history --alone APP [APP ...]   # ``migrate APP`` alone on an empty database
+
+Prints one line per state: "ok <state> <seconds>", or "FAILED <state>: <reason>" (exit status 1). A new database
+("none") is always upgraded first: every other state's tables must come out like its.
+"""
+from __future__ import annotations
+
+import os
+import re
+import sys
+import time
+import traceback
+
+import django
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditapp.settings.local")
+django.setup()
+
+from django.core.management import call_command  # noqa: E402
+from django.db import connection, connections  # noqa: E402
+from django.db.migrations.executor import MigrationExecutor  # noqa: E402
+from django.db.migrations.loader import MigrationLoader  # noqa: E402
+
+OUR_APPS = ("annotation", "psychometrics", "auditapp", "coding")
+
+
+def historical_plan() -> list[tuple[str, str]]:
+    """Every migration of our apps as they were before the squash, in the order a database applied them."""
+    executor = _old_executor()
+    replaced = {node for migration in executor.loader.disk_migrations.values() for node in (migration.replaces or [])}
+    targets = [max(node for node in replaced if node[0] == app) for app in OUR_APPS]
+    return [(migration.app_label, migration.name) for migration, _ in executor.migration_plan(targets, clean_start=True)
+            if (migration.app_label, migration.name) in replaced]
+
+
+def _old_executor() -> MigrationExecutor:
+    executor = MigrationExecutor(connection)
+    executor.loader = MigrationLoader(connection, replace_migrations=False)
+    return executor
+
+
+def fresh_database() -> None:
+    """Drop and create the database (SQLite: remove the file)."""
+    settings = connection.settings_dict
+    connections.close_all()
+    if connection.vendor == "sqlite":
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(f"{settings['NAME']}{suffix}"):
+                os.remove(f"{settings['NAME']}{suffix}")
+        return
+    import psycopg
+
+    with psycopg.connect(host=settings["HOST"], port=settings["PORT"], user=settings["USER"],
+                         password=settings["PASSWORD"] or None, dbname="postgres", autocommit=True) as admin:
+        admin.execute(f'DROP DATABASE IF EXISTS "{settings["NAME"]}" WITH (FORCE)')
+        admin.execute(f'CREATE DATABASE "{settings["NAME"]}"')
+
+
+def migrate_to_history(plan: list[tuple[str, str]], upto: int) -> None:
+    """Apply the old migrations plan[:upto] (the other apps' tables Django's own apps need come with them)."""
+    executor = _old_executor()
+    done: dict[str, tuple[str, str]] = {}
+    for node in plan[:upto]:
+        done[node[0]] = node
+    targets = list(done.values()) + [(app, None) for app in OUR_APPS if app not in done]
+    executor.migrate(targets)
+
+
+def hold_data(apps) -> dict[str, int]:
+    """Rows written with the historical models of the state, where their tables exist; returns what must be kept."""
+    kept = {}
+    User = apps.get_model("auth", "User")
+    User.objects.create(username="researcher", is_staff=True)
+    try:
+        Study = apps.get_model("annotation", "Study")
+    except LookupError:
+        return kept
+    study = Study.objects.create(name="Kept", slug="kept")
+    Item = apps.get_model("annotation", "Item")
+    items = [Item.objects.create(study=study, external_id=f"i{n}", target=f"Sentence {n}.") for n in range(3)]
+    Participant = apps.get_model("annotation", "Participant")
+    participant = Participant.objects.create(study=study, pseudonym="P1")
+    Label = apps.get_model("annotation", "Label")
+    for item in items:
+        Label.objects.create(participant=participant, item=item, value=1)
+    kept.update(study=1, items=3, labels=3)
+    try:
+        Endpoint = apps.get_model("auditapp", "LLMEndpoint")
+    except LookupError:
+        return kept
+    # Before 0006 an endpoint could be saved with a limit no request runs under; 0006 gives it the default back.
+    unusable_allowed = not any(c.name == "endpoint_max_concurrency_positive" for c in Endpoint._meta.constraints)
+    Endpoint.objects.create(name="hosted", base_url="http://127.0.0.1:9", max_concurrency=0 if unusable_allowed else 3)
+    kept.update(endpoints=1, endpoint_concurrency=8 if unusable_allowed else 3)
+    hold_an_answered_audit(apps, study, items, Endpoint.objects.get())
+    kept.update(audits=1, requests=len(items), replies=len(items), judgments_of_1=len(items))
+    return kept
+
+
+def hold_an_answered_audit(apps, study, items, endpoint) -> None:
+    """A classification audit of the study whose requests were answered "1" (as audits of every version had)."""
+    Audit = apps.get_model("auditapp", "Audit")
+    audit = Audit.objects.create(name="Answered", study=study, status="completed")
+    audit_model = apps.get_model("auditapp", "AuditModel").objects.create(audit=audit, endpoint=endpoint, model="m")
+    template = apps.get_model("auditapp", "PromptTemplate").objects.create(
+        condition="zs", name="zero-shot", text="Label this sentence: {target}", content_hash="0" * 64)
+    apps.get_model("auditapp", "AuditCondition").objects.create(audit=audit, condition="zs", template=template)
+    Request = apps.get_model("auditapp", "AuditRequest")
+    Reply = apps.get_model("auditapp", "LLMReply")
+    for order, item in enumerate(items):
+        apps.get_model("auditapp", "AuditItem").objects.create(audit=audit, item=item)
+        key = f"{order:064d}"
+        reply = Reply.objects.create(key=key, text="1", latency_ms=5, attempts=1)
+        Request.objects.create(audit=audit, audit_model=audit_model, item=item, condition="zs", order=order, key=key,
+                               state="answered", reply=reply)
+
+
+def schema() -> dict:
+    """Our apps' tables as the database has them: columns (type, null), and constraints and indexes by their
+    columns and kind (names aside: a database that took the old path may name an index another way)."""
+    with connection.cursor() as cursor:
+        tables = sorted(t for t in connection.introspection.table_names(cursor) if t.split("_")[0] in OUR_APPS)
+        describe = _sqlite_table if connection.vendor == "sqlite" else _postgresql_table
+        return {table: describe(cursor, table) for table in tables}
+
+
+def _postgresql_table(cursor, table: str) -> dict:
+    introspection = connection.introspection
+    return {"columns": sorted((c.name, c.type_code, c.null_ok)
+                              for c in introspection.get_table_description(cursor, table)),
+            "constraints": sorted((tuple(c["columns"] or ()), bool(c["primary_key"]), bool(c["unique"]),
+                                   bool(c["index"]), bool(c["check"]), tuple(c["foreign_key"] or ()))
+                                  for c in introspection.get_constraints(cursor, table).values())}
+
+
+def _sqlite_table(cursor, table: str) -> dict:
+    # Django's SQLite introspection cannot parse a CHECK such as "value" IN (-1, 0, 1): SQLite's pragmas instead.
+    cursor.execute(f'PRAGMA table_info("{table}")')
+    columns = sorted((name, kind.lower(), not not_null) for _, name, kind, not_null, _, _ in cursor.fetchall())
+    cursor.execute(f'PRAGMA index_list("{table}")')
+    indexes = []
+    for _, name, unique, origin, _ in cursor.fetchall():
+        cursor.execute(f'PRAGMA index_info("{name}")')
+        indexes.append((tuple(row[2] for row in cursor.fetchall()), bool(unique), origin))
+    cursor.execute(f'PRAGMA foreign_key_list("{table}")')
+    keys = sorted((row[3], row[2], row[4]) for row in cursor.fetchall())
+    cursor.execute("SELECT sql FROM sqlite_master WHERE name = %s", [table])
+    checks = sorted(re.findall(r'CONSTRAINT "([^"]+)" CHECK', cursor.fetchone()[0]))
+    return {"columns": columns, "indexes": sorted(indexes), "foreign_keys": keys, "checks": checks}
+
+
+def check(kept: dict[str, int]) -> None:
+    from annotation.models import Item, Label, Study
+    from auditapp.models import Audit, AuditJudgment, AuditRequest, LLMEndpoint, LLMReply, PromptTemplate, UpgradeStep
+    from auditapp.upgrade_steps import STEPS
+    from psychometrics.models import Instrument
+
+    counts = {"study": Study.objects.filter(slug="kept").count(), "items": Item.objects.count(),
+              "labels": Label.objects.count(), "endpoints": LLMEndpoint.objects.count(),
+              "audits": Audit.objects.filter(name="Answered").count(),
+              "requests": AuditRequest.objects.filter(audit__name="Answered", state="answered").count(),
+              "replies": LLMReply.objects.count(),
+              "judgments_of_1": AuditJudgment.objects.filter(audit_id__in=Audit.objects.filter(name="Answered"),
+                                                             label=1).count()}
+    for name in counts.keys() & kept.keys():
+        assert counts[name] == kept[name], f"{name}: {counts[name]} rows after the upgrade, {kept[name]} before"
+    if kept.get("endpoints"):
+        assert LLMEndpoint.objects.get().max_concurrency == kept["endpoint_concurrency"], "0006 reset only 0"
+    assert PromptTemplate.objects.exists() and Instrument.objects.exists(), "shipped records are in"
+    assert set(UpgradeStep.objects.values_list("name", flat=True)) == {step.name for step in STEPS}
+    executor = MigrationExecutor(connection)
+    assert not executor.migration_plan(executor.loader.graph.leaf_nodes()), "every migration applied"
+
+
+def upgrade_from(plan: list[tuple[str, str]], upto: int) -> dict:
+    fresh_database()
+    migrate_to_history(plan, upto)
+    executor = _old_executor()
+    kept = hold_data(executor.loader.project_state(plan[:upto], at_end=True).apps) if upto else {}
+    connections.close_all()
+    call_command("migrate", verbosity=0, interactive=False)
+    call_command("upgrade", verbosity=0)
+    check(kept)
+    return schema()
+
+
+def migrate_alone(apps: list[str]) -> int:
+    failed = False
+    for app in apps:
+        started = time.monotonic()
+        try:
+            fresh_database()
+            call_command("migrate", app, verbosity=0, interactive=False)
+        except Exception as error:  # noqa: BLE001 - reported per app, the others still run
+            failed = True
+            print(f"FAILED alone {app}: {type(error).__name__}: {error}\n{traceback.format_exc()}", flush=True)
+            continue
+        print(f"ok alone {app} {time.monotonic() - started:.1f}", flush=True)
+    return 1 if failed else 0
+
+
+def main(arguments: list[str]) -> int:
+    if arguments[:1] == ["--alone"]:
+        return migrate_alone(arguments[1:])
+    plan = historical_plan()
+    names = [f"{app}.{name}" for app, name in plan]
+    if arguments == ["every"]:
+        wanted = ["none", *names]
+    else:
+        wanted = arguments
+    failed = False
+    fresh = None
+    for state in ["none", *(s for s in wanted if s != "none")]:
+        upto = 0 if state == "none" else names.index(state) + 1
+        started = time.monotonic()
+        try:
+            tables = upgrade_from(plan, upto)
+            if fresh is None:
+                fresh = tables
+            differing = sorted(t for t in fresh.keys() | tables.keys() if fresh.get(t) != tables.get(t))
+            assert not differing, f"tables unlike a new database's: {differing}"
+        except Exception as error:  # noqa: BLE001 - reported per state, the others still run
+            failed = True
+            print(f"FAILED {state}: {type(error).__name__}: {error}\n{traceback.format_exc()}", flush=True)
+            continue
+        print(f"ok {state} {time.monotonic() - started:.1f}", flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
