@@ -23,6 +23,7 @@ from django.db.models import Count, Exists, OuterRef, Q
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.locking import study_lock
 from annotation.models import Assignment, Item, Label, Participant, ParticipantWeight, Study
 from annotation.participant_input import InputError, storable_text
 from annotation.study_analysis import study_analysis_enqueue
@@ -154,7 +155,7 @@ def participants_invite(*, study: Study, count: int, team: str = "default") -> l
     if count < 1:
         raise ValueError("count must be at least 1")
     with transaction.atomic():
-        Study.objects.select_for_update().get(pk=study.pk)
+        study_lock(study.pk)
         return Participant.objects.bulk_create(
             [Participant(study=study, pseudonym=p, team=team) for p in _next_pseudonyms(study, count)])
 
@@ -181,7 +182,7 @@ def open_link_join(*, study: Study, prolific_pid: str = "", prolific_study_id: s
     """The participant for a visitor of the study's open link: the same one again for a known PROLIFIC_PID,
     else a new one while the cap allows. Raises FlowError when the link is off, the study closed or full."""
     with transaction.atomic():
-        Study.objects.select_for_update().get(pk=study.pk)
+        study_lock(study.pk)
         returning = open_link_check(study=study, prolific_pid=prolific_pid)
         if returning is not None:
             return returning
@@ -236,14 +237,17 @@ def participant_withdraw(*, participant: Participant) -> None:
 
 def instructions_read(*, participant: Participant) -> None:
     """The participant has read the labelling instructions: hand out their items. A participant who gets
-    none (every item already has its annotators) is done."""
-    with participant_locked(participant):
-        if participant.read_instructions_at is None:
-            assignments_allocate(participant=participant)
-            participant.read_instructions_at = timezone.now()
-            participant.save(update_fields=["read_instructions_at", "updated_at"])
-            if not Assignment.objects.filter(participant=participant).exists():
-                participant_complete(participant=participant)
+    none (every item already has its annotators) is done. Handing out items locks the study, so it is locked
+    before the participant (``annotation.locking``)."""
+    with transaction.atomic():
+        study_lock(participant.study_id)
+        with participant_locked(participant):
+            if participant.read_instructions_at is None:
+                assignments_allocate(participant=participant)
+                participant.read_instructions_at = timezone.now()
+                participant.save(update_fields=["read_instructions_at", "updated_at"])
+                if not Assignment.objects.filter(participant=participant).exists():
+                    participant_complete(participant=participant)
 
 
 def _order_key(seed: int, external_id: str) -> str:
@@ -263,7 +267,7 @@ def assignments_allocate(*, participant: Participant) -> int:
     study = participant.study
     now = timezone.now()
     with transaction.atomic():
-        Study.objects.select_for_update().get(pk=study.pk)
+        study_lock(study.pk)
         if Assignment.objects.filter(participant=participant).exists():
             return 0
         labels = dict(Label.objects.filter(item__study=study).values("item_id").annotate(n=Count("id"))

@@ -34,6 +34,7 @@ from django.utils import timezone
 from annotation.aggregation import AggregationSettings
 from annotation.alternatives import SCORE_COLUMNS, alternatives_inputs_digest, alternatives_inputs_pack
 from annotation.analysis import Analysis, AnalysisSettings, analyse
+from annotation.locking import study_lock
 from annotation.models import (
     AnalysisRun,
     AnalysisState,
@@ -209,7 +210,8 @@ def study_analysis_compute(*, study_id: int) -> AnalysisRun:
     inputs_data = alternatives_inputs_pack(weight_scores, labels, **inputs)
     inputs_digest = alternatives_inputs_digest(weight_scores, labels, **inputs)
     with transaction.atomic():
-        Study.objects.select_for_update().get(pk=study.pk)
+        # The study first (annotation.locking); the weights inserted then take FOR KEY SHARE on its participants.
+        study_lock(study.pk)
         _store(study, result)
         run, _ = AnalysisRun.objects.update_or_create(study=study, defaults={
             "computed_at": timezone.now(),

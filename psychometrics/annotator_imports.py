@@ -13,7 +13,8 @@ test sets and ICL sets compute exactly as for annotators who took the instrument
 
 Every row written points to its ``AnnotatorImport`` (``source_import``), which keeps the file's bytes, SHA-256,
 mapping and counts. All or nothing: the file is checked against the study inside the transaction that writes
-it (the study's participants locked, so a withdrawal waits or wins), and a bad file raises ``ItemFileError``
+it (the study, then its participants locked, in the order of ``annotation.locking``, so a withdrawal waits or
+wins and the analysis storing its results waits or goes first), and a bad file raises ``ItemFileError``
 with every problem and stores nothing. Annotator files are small (a few hundred trials per annotator), so an
 import runs while the uploader waits; a successful one asks for the study's analysis to be recomputed, and so
 does deleting one (``annotator_import_delete``: its rows go, the teams it changed come back).
@@ -27,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.item_files import ImportProblem, ItemFileError, file_format_from_name, item_file_reading_cost
+from annotation.locking import study_participants_lock
 from annotation.models import DEFAULT_TEAM, Participant, Study
 from annotation.study_analysis import study_analysis_request
 from psychometrics.annotator_files import KINDS, ParsedAnnotatorFile, StudyContext, parse_annotator_file
@@ -101,7 +103,7 @@ def annotator_import_submit(*, study: Study, kind: str, filename: str, content: 
     if file_format == "jsonl":
         raise ItemFileError([ImportProblem(None, None, "annotator data is read from .csv, .tsv or .xlsx files")])
     with transaction.atomic():
-        list(Participant.objects.select_for_update().filter(study=study).values_list("pk", flat=True))
+        study_participants_lock(study.id)
         parsed = annotator_file_validate(study=study, kind=kind, content=content, file_format=file_format,
                                          options=options)
         annotator_import = AnnotatorImport.objects.create(
@@ -167,6 +169,7 @@ def annotator_import_delete(*, annotator_import: AnnotatorImport) -> None:
     study's analysis to be recomputed (on commit)."""
     study_id = annotator_import.study_id
     with transaction.atomic():
+        study_participants_lock(study_id)
         for pseudonym, change in annotator_import.team_changes.items():
             Participant.objects.filter(study_id=study_id, pseudonym=pseudonym, team=change["to"]).update(
                 team=change["from"])
