@@ -19,6 +19,7 @@ from auditapp.audit_services import conversation_payload, conversations_before
 from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, distinct_model_names
 from auditapp.paradigms import registry
 from auditapp.paradigms.base import NoFollowUp
+from auditapp.worker_status import worker_status
 
 RATE_WINDOW = timedelta(seconds=60)
 
@@ -32,8 +33,9 @@ def audit_list() -> QuerySet[Audit]:
 
 def audit_progress(audit: Audit) -> dict:
     """Per model × condition: answered, failed, waiting, from cache, retries, rate (requests finished per
-    second over the last minute), requests waiting to retry now, and an ETA; then the totals; and the endpoints
-    a live worker finds unreachable (its requests held until they answer), each with since when (ISO 8601)."""
+    second over the last minute), requests waiting to retry now, and an ETA; then the totals; the endpoints a live
+    worker finds unreachable (its requests held until they answer), each with since when (ISO 8601); and whether
+    any worker is alive (:mod:`auditapp.worker_status`)."""
     now = timezone.now()
     since = now - RATE_WINDOW
     rows = (AuditRequest.objects.filter(audit=audit).values("audit_model_id", "condition")
@@ -68,7 +70,8 @@ def audit_progress(audit: Audit) -> dict:
                                 for key in ("answered", "failed", "waiting", "cached", "recent", "retried")},
                            sum(retrying_now.values()))
     return {"status": audit.status, "status_reason": audit.status_reason, "n_requests": audit.n_requests,
-            "last_retry_reason": last_reason, "live_workers": live.count(), "totals": totals, "cells": cells,
+            "last_retry_reason": last_reason, "live_workers": live.count(), "worker": worker_status().as_json(),
+            "totals": totals, "cells": cells,
             "unreachable_endpoints": [{"endpoint": endpoint, **seen} for endpoint, seen in sorted(unreachable.items())]}
 
 

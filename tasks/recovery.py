@@ -1,4 +1,4 @@
-"""Recovery: work whose worker died or whose task was lost resumes by itself, once.
+"""Recovery: work whose worker died or whose task was lost resumes by itself, once; and the workers' heartbeats.
 
 Every worker sends ``work_recover_task`` when it starts and then every settings.WORK_RECOVERY_SECONDS from a
 thread of its main process, so no separate scheduler needs deploying; recoveries from several workers overlap
@@ -15,10 +15,15 @@ recovery sends again:
   at launch) or was lost (``auditapp.audit_services.audits_prepare_unsent``);
 - each paradigm's own background work that is stuck (``Paradigm.recover``: a classification audit's second-pass
   extractions queued whose task was lost, or running whose lease expired).
+
+The same thread writes the worker's heartbeat before each recovery it sends (and the worker writes one when it is
+ready), from the worker's main process: researchers' pages say when no worker has been seen for a while
+(``auditapp.worker_status``).
 """
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from datetime import timedelta
@@ -26,12 +31,14 @@ from datetime import timedelta
 from celery import shared_task
 from celery.signals import worker_ready
 from django.conf import settings
+from django.db import connections
 
 from annotation.services import item_imports_recover
 from annotation.study_alternatives import study_alternatives_recover
 from annotation.study_analysis import study_analyses_recover
 from auditapp.audit_services import audits_prepare_unsent, audits_resume_stalled
 from auditapp.paradigms import registry
+from auditapp.worker_status import worker_heartbeat
 
 logger = logging.getLogger(__name__)
 
@@ -55,9 +62,22 @@ def work_recover_task(at_start: bool = False, ready_at: float | None = None) -> 
             **{f"{paradigm.name}_work": paradigm.recover(stalled_after=stalled) for paradigm in registry.every()}}
 
 
-def _send_recoveries(interval: float) -> None:
+def _beat(hostname: str, *, starting: bool = False) -> None:
+    """Write this worker's heartbeat (auditapp/worker_status.py); a database outage is logged, never fatal. The
+    connection is closed after each (one write every WORK_RECOVERY_SECONDS): a pool child forked later must not
+    inherit the main process's connection."""
+    try:
+        worker_heartbeat(hostname=hostname, starting=starting)
+    except Exception as error:  # noqa: BLE001 - the database is away: this thread must live to try again
+        logger.warning("Could not write the worker's heartbeat (%s)", error)
+    finally:
+        connections.close_all()
+
+
+def _send_recoveries(interval: float, hostname: str) -> None:
     while True:
         time.sleep(interval)
+        _beat(hostname)
         try:
             # A recovery still queued when the next is due is dropped: a backlog never piles them up.
             work_recover_task.apply_async(expires=interval)
@@ -67,6 +87,8 @@ def _send_recoveries(interval: float) -> None:
 
 @worker_ready.connect
 def _recover_from_now_on(sender=None, **kwargs) -> None:
+    hostname = getattr(sender, "hostname", None) or socket.gethostname()
+    _beat(hostname, starting=True)
     work_recover_task.delay(at_start=True, ready_at=time.time())
-    threading.Thread(target=_send_recoveries, args=(settings.WORK_RECOVERY_SECONDS,), name="work-recovery",
-                     daemon=True).start()
+    threading.Thread(target=_send_recoveries, args=(settings.WORK_RECOVERY_SECONDS, hostname),
+                     name="work-recovery", daemon=True).start()

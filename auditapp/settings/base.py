@@ -90,6 +90,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "auditapp.worker_status.researcher_worker_status",
             ],
         },
     },
@@ -239,6 +240,9 @@ CELERY_IMPORTS = ["tasks.imports", "tasks.analysis", "tasks.audits", "tasks.extr
 # Every worker runs the recovery (tasks.recovery) when it starts and then this often: pending work whose worker
 # died or whose task was lost resumes by itself; work nobody has held for WORK_STALLED_SECONDS is sent again.
 WORK_RECOVERY_SECONDS = float(os.environ.get("WORK_RECOVERY_SECONDS", "15"))
+# Each worker also writes its heartbeat that often (auditapp/worker_status.py); researchers' pages say that no worker
+# is alive once the newest is older than this.
+WORKER_SILENT_SECONDS = float(os.environ.get("WORKER_SILENT_SECONDS", str(max(40.0, 2.5 * WORK_RECOVERY_SECONDS))))
 WORK_STALLED_SECONDS = float(os.environ.get("WORK_STALLED_SECONDS", "30"))
 # An audit's work task just sent may wait this long in a busy queue before the recovery counts it as lost.
 WORK_QUEUED_GRACE_SECONDS = float(os.environ.get("WORK_QUEUED_GRACE_SECONDS", "600"))

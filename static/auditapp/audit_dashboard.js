@@ -143,7 +143,15 @@
     tr.appendChild(element("td", row.waiting === 0 && row.eta_s === 0 ? "done" : duration(row.eta_s), "num"));
   }
 
+  function renderWorkerStatus(worker) {
+    var banner = document.getElementById("worker-status");
+    if (!banner || !worker) { return; }
+    banner.textContent = worker.message;
+    banner.hidden = worker.alive;
+  }
+
   function renderProgress(progress) {
+    renderWorkerStatus(progress.worker);
     var totals = progress.totals;
     failedCount = totals.failed;
     var finished = totals.answered + totals.failed;

@@ -198,3 +198,26 @@ def test_page_reloads_once_when_the_audit_completes(live_server, browser_context
     assert len(loads) == 2
     expect(page.locator("#kappa-table")).to_be_visible()
     assert problems == []
+
+
+def test_the_dashboard_says_when_no_worker_is_alive_and_when_one_is_again(live_server, browser_context):
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from auditapp.models import WorkerHeartbeat
+
+    audit = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING, name="Waiting audit")
+    seen = timezone.now() - timedelta(seconds=95)
+    WorkerHeartbeat.objects.create(hostname="celery@gone", started_at=seen, seen_at=seen)
+    page, problems, _ = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+    banner = page.locator("#worker-status")
+    expect(banner).to_be_visible()
+    expect(banner).to_contain_text(re.compile(r"No worker has been seen for 9\d s"))
+    box = banner.bounding_box()
+    assert box["y"] < page.viewport_size["height"], "on the first screen"
+
+    WorkerHeartbeat.objects.filter(hostname="celery@gone").update(seen_at=timezone.now())
+    expect(banner).to_be_hidden(timeout=6000)  # the next poll of the progress
+    assert problems == []

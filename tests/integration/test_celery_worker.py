@@ -2,6 +2,8 @@
 analysis."""
 from __future__ import annotations
 
+import signal
+
 import pytest
 from django.db import transaction
 
@@ -109,3 +111,20 @@ def test_the_worker_computes_the_analysis_after_an_import_with_no_other_step(api
                 .values_list("item__external_id", "majority_label")) == majority
     assert [n for n in analysis["notes"] if "no weight" in n] == [
         f"{a}: no weight (missing instrument score; rule 'exclude')" for a in ("A1", "A2", "A3")]
+
+
+def test_a_worker_writes_its_heartbeat_and_pages_see_it_go_silent(settings):
+    from auditapp.models import WorkerHeartbeat
+    from auditapp.worker_status import worker_status
+
+    settings.WORKER_SILENT_SECONDS = 4
+    process = started_celery_worker(worker_environment(WORK_RECOVERY_SECONDS="1"))
+    try:
+        beat = wait_for(lambda: WorkerHeartbeat.objects.first(), timeout=10, what="the worker's first heartbeat")
+        assert beat.hostname.startswith("celery@")
+        wait_for(lambda: WorkerHeartbeat.objects.get().seen_at > beat.seen_at, timeout=10, what="a second heartbeat")
+        assert worker_status().alive
+    finally:
+        process.stop(signal.SIGKILL)
+    wait_for(lambda: not worker_status().alive, timeout=15, what="the status to say no worker is alive")
+    assert worker_status().message.startswith("No worker has been seen for ")
