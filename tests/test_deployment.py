@@ -39,6 +39,27 @@ def test_compose_runs_postgres_redis_web_and_worker_with_healthchecks():
     assert "celery -A auditapp worker" in " ".join(services["worker"]["command"])
 
 
+def test_workers_are_started_again_and_run_without_gossip_in_compose_and_systemd():
+    import configparser
+
+    services = compose()["services"]
+    worker_command = " ".join(services["worker"]["command"])
+    assert services["worker"]["restart"] == services["web"]["restart"] == "unless-stopped"
+    units = {}
+    for name in ("web", "worker"):
+        unit = configparser.ConfigParser(strict=False, interpolation=None)
+        unit.read_string((REPO / "deploy" / "systemd" / f"auditapp-{name}.service").read_text())
+        units[name] = unit["Service"]
+        assert units[name]["Restart"] == "always" and float(units[name]["RestartSec"]) <= 5
+    for flag in ("--without-gossip", "--without-mingle"):
+        assert flag in worker_command and flag in units["worker"]["ExecStart"]
+    assert flag in (REPO / "bin" / "run").read_text()
+    web = (REPO / "deploy" / "systemd" / "auditapp-web.service").read_text()
+    assert web.index("manage.py migrate") < web.index("manage.py upgrade") < web.index("ExecStart=")
+    assert "manage.py migrate --noinput && python manage.py upgrade && exec gunicorn" in " ".join(
+        services["web"]["command"])
+
+
 def test_env_example_names_every_variable_the_compose_file_requires():
     example = (REPO / ".env.example").read_text()
     for variable in ("SECRET_KEY", "POSTGRES_PASSWORD", "POSTGRES_USER", "POSTGRES_DB", "ALLOWED_HOSTS"):
