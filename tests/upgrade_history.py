@@ -48,8 +48,8 @@ def _old_executor() -> MigrationExecutor:
     return executor
 
 
-def fresh_database() -> None:
-    """Drop and create the database (SQLite: remove the file)."""
+def fresh_database(*, create: bool = True) -> None:
+    """Drop and create the database (SQLite: remove the file); ``create=False`` only drops it."""
     settings = connection.settings_dict
     connections.close_all()
     if connection.vendor == "sqlite":
@@ -62,7 +62,8 @@ def fresh_database() -> None:
     with psycopg.connect(host=settings["HOST"], port=settings["PORT"], user=settings["USER"],
                          password=settings["PASSWORD"] or None, dbname="postgres", autocommit=True) as admin:
         admin.execute(f'DROP DATABASE IF EXISTS "{settings["NAME"]}" WITH (FORCE)')
-        admin.execute(f'CREATE DATABASE "{settings["NAME"]}"')
+        if create:
+            admin.execute(f'CREATE DATABASE "{settings["NAME"]}"')
 
 
 def migrate_to_history(plan: list[tuple[str, str]], upto: int) -> None:
@@ -209,8 +210,16 @@ def migrate_alone(apps: list[str]) -> int:
 
 
 def main(arguments: list[str]) -> int:
+    try:
+        return run(arguments)
+    finally:
+        fresh_database(create=False)
+
+
+def run(arguments: list[str]) -> int:
     if arguments[:1] == ["--alone"]:
         return migrate_alone(arguments[1:])
+    fresh_database()
     plan = historical_plan()
     names = [f"{app}.{name}" for app, name in plan]
     if arguments == ["every"]:
