@@ -3,12 +3,14 @@
 Every value is refused with an :class:`InputError` that names the field (``trials[3].latency_first_ms``):
 numbers must be finite and in range, so ``1e400`` (which Python's json reads as infinity), ``NaN`` and
 ``Infinity`` never reach the database; texts may not hold a NUL character or a lone surrogate, which
-PostgreSQL cannot store; a JSON body must be an object and not nested absurdly deep.
+PostgreSQL cannot store; a JSON body must be an object and not nested absurdly deep. The researchers' API
+reads its JSON bodies with the same rules (:func:`json_loads_marking_non_finite`, :func:`json_problems`).
 """
 from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from annotation.json_input import JSONTooDeepError, json_loads_bounded
@@ -28,6 +30,7 @@ class InputError(ValueError):
 
     def __init__(self, field: str, problem: str):
         self.field = field
+        self.problem = problem
         super().__init__(f"{field}: {problem}")
 
 
@@ -44,19 +47,56 @@ def _float_or_not_finite(text: str) -> float | NotFinite:
     return value if math.isfinite(value) else NotFinite(text)
 
 
+def json_loads_marking_non_finite(text: str | bytes, *, max_depth: int):
+    """JSON text read with :func:`json_loads_bounded`, ``NaN``, ``Infinity`` and numbers that overflow a float
+    read as :class:`NotFinite`, so that :func:`json_problems` can name where they are."""
+    return json_loads_bounded(text, max_depth=max_depth, parse_constant=NotFinite, parse_float=_float_or_not_finite)
+
+
+def json_problems(data) -> Iterator[InputError]:
+    """Each value of parsed JSON the database cannot take, in the order of the text: a :class:`NotFinite` number (or
+    a float that is not finite, as other readers give), a text (or an object's key) with a NUL character or a lone
+    surrogate. Each is named by its place, as ``models[0].params.temperature``; a key is shown escaped, never as it
+    came."""
+    stack = [(data, "")]
+    while stack:
+        value, where = stack.pop()
+        if isinstance(value, NotFinite):
+            yield InputError(where, f"{value.text} is not a finite number")
+        elif isinstance(value, float) and not math.isfinite(value):
+            yield InputError(where, f"{value} is not a finite number")
+        elif isinstance(value, str) and (reason := unstorable_reason(value)):
+            yield InputError(where, reason)
+        elif isinstance(value, dict):
+            members = []
+            for key, member in value.items():
+                name = f"{where}.{_escaped(key)}" if where else _escaped(key)
+                if reason := unstorable_reason(key):
+                    yield InputError(name, f"the name {reason}")
+                members.append((member, name))
+            stack.extend(reversed(members))
+        elif isinstance(value, list):
+            stack.extend(reversed([(item, f"{where}[{n}]") for n, item in enumerate(value)]))
+
+
+def _escaped(text: str) -> str:
+    """``text`` as it can be shown in a message: a NUL character and a lone surrogate written as escapes."""
+    return text.replace("\x00", "\\x00").encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def json_object(body: bytes) -> dict:
-    """The request body as a JSON object, refused when it is not one or is nested too deeply. ``NaN``,
-    ``Infinity`` and numbers that overflow a float are read as :class:`NotFinite`, which every number
-    check below refuses by the field's name."""
+    """The request body as a JSON object, refused when it is not one, is nested too deeply, or holds a value
+    :func:`json_problems` finds (the first one is named)."""
     try:
-        parsed = json_loads_bounded(body, max_depth=MAX_JSON_DEPTH, parse_constant=NotFinite,
-                                    parse_float=_float_or_not_finite)
+        parsed = json_loads_marking_non_finite(body, max_depth=MAX_JSON_DEPTH)
     except JSONTooDeepError:
         raise InputError("body", "JSON nested too deeply") from None
     except ValueError as error:
         raise InputError("body", f"not valid JSON ({error})") from None
     if not isinstance(parsed, dict):
         raise InputError("body", "must be a JSON object")
+    if problem := next(json_problems(parsed), None):
+        raise problem
     return parsed
 
 
@@ -71,8 +111,6 @@ def whole_number(value, *, field: str, minimum: int = 0, maximum: int = MAX_ID) 
 
 def finite_number(value, *, field: str, minimum: float, maximum: float) -> float:
     """A JSON number (integer or float, not a boolean), finite and between ``minimum`` and ``maximum``."""
-    if isinstance(value, NotFinite):
-        raise InputError(field, f"{value.text} is not a finite number")
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InputError(field, "must be a number")
     try:

@@ -27,6 +27,7 @@ from annotation.selectors import Export
 from auditapp import audit_services as services
 from auditapp import scorer_kinds
 from auditapp.api.exports import ExportListAPIView, ModelListExportView
+from auditapp.api.fields import storable_json
 from auditapp.api.launch import BIGINT_MAX
 from auditapp.audit_selectors import (
     SHAPE_SAMPLE,
@@ -65,7 +66,8 @@ class EndpointSerializer(serializers.ModelSerializer):
         read_only_fields = ("listed_models", "listed_at", "created_at")
         extra_kwargs = {"base_url": {"required": False, "allow_blank": True,
                                      "help_text": "The server's URL (an HTTP JSON scorer's: the whole URL it is "
-                                                  "POSTed to); empty for a local scorer."}}
+                                                  "POSTed to); empty for a local scorer."},
+                        "request_template": {"validators": [storable_json]}}
 
     def get_api_key_set(self, endpoint: LLMEndpoint) -> bool:
         return endpoint.api_key() is not None

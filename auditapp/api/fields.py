@@ -1,7 +1,9 @@
-"""Serializer fields the API shares."""
+"""Serializer fields and validators the API shares."""
 from __future__ import annotations
 
 from rest_framework import serializers
+
+from annotation.participant_input import json_problems
 
 
 class TextOnly:
@@ -19,3 +21,11 @@ class StrictCharField(TextOnly, serializers.CharField):
 
 class StrictSlugField(TextOnly, serializers.SlugField):
     pass
+
+
+def storable_json(value) -> None:
+    """A free-form value (a DictField's, a JSONField's) holds only what the database can store: the JSON parser
+    refuses the rest in a JSON body, but a form's fields reach these fields as text (DRF reads a JSONField's text
+    with Python's json, so ``1e400`` is infinity; a DictField's values stay text, NUL characters included)."""
+    if problem := next(json_problems(value), None):
+        raise serializers.ValidationError(str(problem) if problem.field else problem.problem)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from auditapp.api.fields import storable_json
 from auditapp.audit_services import MAX_REPLICATES, ModelChoice
 from auditapp.models import LLMEndpoint
 
@@ -19,7 +20,7 @@ BIGINT_MAX = 2**63 - 1
 class ModelChoiceSerializer(serializers.Serializer):
     endpoint = serializers.PrimaryKeyRelatedField(queryset=LLMEndpoint.objects.all())
     model = serializers.CharField(max_length=200)
-    params = serializers.DictField(required=False, default=dict,
+    params = serializers.DictField(required=False, default=dict, validators=[storable_json],
                                    help_text="Generation parameters; omit for the endpoint's own defaults.")
     label = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
 

@@ -135,8 +135,8 @@ def test_the_save_endpoint_saves_confirms_and_names_what_it_refuses():
     assert _stored(coder) == {0: (["STEREOTYPES", "WORDING"], "ab", True), 1: ([], "", True)}
     for body, problem in (({"codes": "1"}, "codes: must be a list of at most 35 code ids"),
                           ({"codes": list(range(1, 37))}, "codes: must be a list of at most 35 code ids"),
-                          ({"codes": [], "writer": "\ud800"}, "writer: must be at most 64 letters"),
-                          ({"codes": [], "writer": "a\u0000"}, "writer: must be at most 64 letters"),
+                          ({"codes": [], "writer": "\ud800"}, "writer: contains an invalid character"),
+                          ({"codes": [], "writer": "a\u0000"}, "writer: contains a NUL character"),
                           ({"codes": [], "writer": "a" * 65}, "writer: must be at most 64 letters"),
                           ({"codes": [True]}, "codes[0]: must be a whole number"),
                           ({"codes": [], "memo": 3}, "memo: must be a text"),

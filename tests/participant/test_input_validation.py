@@ -104,6 +104,25 @@ def test_an_iat_block_with_a_crafted_latency_is_400_and_nothing_is_stored(at_the
 
 
 @pytest.mark.django_db
+@pytest.mark.parametrize("key, value, field", [('"stimulus"', '"a\\u0000b"', "trials[0].stimulus"),
+                                               ('"first_key"', '"\\udc00"', "trials[0].first_key"),
+                                               ('"extra"', "NaN", "trials[0].extra"),
+                                               ('"a\\u0000b"', "1", "trials[0].a\\x00b")])
+def test_an_iat_trial_holding_what_no_column_takes_anywhere_is_400_naming_it(at_the_iat, key, value, field):
+    """Every value of a participant's body is checked as it is read, by the rules of the API's bodies: a NUL
+    character, a lone surrogate or a number that is not finite is named by its place (before, such a stimulus was a
+    409 naming no field, and a member nothing reads was taken)."""
+    client, base, posts, participant = at_the_iat
+    trials = [dict(trial) for trial in posts[0]["trials"]]
+    trials[0]["KEY"] = "VALUE"
+    body = json.dumps({"block": 1, "trials": trials}).replace('"KEY"', key, 1).replace('"VALUE"', value, 1)
+    response = client.post(base + "iat/block/", body, content_type="application/json")
+    assert response.status_code == 400, response.content
+    assert f"{field}: " in response.json()["error"]
+    assert not IATTrial.objects.filter(participant=participant).exists()
+
+
+@pytest.mark.django_db
 def test_iat_trials_that_are_not_objects_are_400(at_the_iat):
     client, base, posts, participant = at_the_iat
     for trials in ([1] * 20, ["a"] * 20, [[]] * 20, None):
