@@ -5,7 +5,8 @@ BAD_TOKEN_LIMIT within BAD_TOKEN_WINDOW seconds that address gets 429 for every 
 cannot be guessed by trying. A valid token is always served: the token is looked up first (one indexed
 query, as before), so one guesser behind a shared address (a university, a panel provider's proxy) does
 not lock out the participants who share it. ``row_by_token`` is that lookup for any invite token (a
-coder's link in ``coding.access`` uses it too), so one count covers every kind of link.
+coder's link in ``coding.access`` uses it too), so one count covers every kind of link. The count lives in
+the cache (Redis in production); while that is unreachable, unknown links are answered 404 uncounted.
 
 A write refused because the participant has withdrawn (ParticipantWithdrawn, raised under the
 participant's row lock) is answered here for every page: 410 with the withdraw page, or JSON for the
@@ -13,9 +14,11 @@ pages' scripts.
 """
 from __future__ import annotations
 
+import logging
 from functools import wraps
 from typing import TypeVar
 
+import redis
 from django.core.cache import cache
 from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
@@ -25,6 +28,8 @@ from annotation.models import Participant
 from annotation.participation import ParticipantWithdrawn
 
 RowT = TypeVar("RowT", bound=Model)
+
+logger = logging.getLogger(__name__)
 
 BAD_TOKEN_LIMIT = 20
 BAD_TOKEN_WINDOW = 15 * 60
@@ -46,10 +51,18 @@ def row_by_token(request: HttpRequest, queryset: QuerySet[RowT], token: str) -> 
     if row is not None:
         return row
     key = f"bad-token:{_client_address(request)}"
-    if cache.get(key, 0) >= BAD_TOKEN_LIMIT:
+    try:
+        over_limit = cache.get(key, 0) >= BAD_TOKEN_LIMIT
+        if not over_limit:
+            cache.add(key, 0, BAD_TOKEN_WINDOW)
+            cache.incr(key)
+    except redis.RedisError as error:
+        # The unknown link is still unknown: it gets its 404, uncounted, rather than a 500 for every link mistyped
+        # while the cache is down.
+        logger.warning("unknown invite links are not counted: the cache is unreachable (%s)", error)
+        over_limit = False
+    if over_limit:
         raise TooManyBadTokens()
-    cache.add(key, 0, BAD_TOKEN_WINDOW)
-    cache.incr(key)
     raise Http404("No such invitation.")
 
 

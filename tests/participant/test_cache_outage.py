@@ -1,0 +1,30 @@
+"""The count of unknown invite links lives in the cache (Redis in production, ``CACHE_URL``): while it cannot be
+reached, an unknown participant or coder link is still a 404 (uncounted, and logged), never a 500, and a valid link
+still works."""
+from __future__ import annotations
+
+import pytest
+from django.test import Client, override_settings
+
+from annotation.access import BAD_TOKEN_LIMIT
+from tests.integration.support import free_port
+from tests.participant.helpers import flow_study, invite
+
+pytestmark = pytest.mark.django_db
+
+
+def redis_cache(url: str):
+    return override_settings(CACHES={"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache",
+                                                 "LOCATION": url}})
+
+
+def test_unknown_links_are_404_while_the_cache_is_unreachable(caplog):
+    (participant,) = invite(flow_study())
+    with redis_cache(f"redis://127.0.0.1:{free_port()}/0"):  # a closed port: every cache call is refused
+        client = Client(raise_request_exception=False)
+        for n in range(BAD_TOKEN_LIMIT + 5):
+            assert client.get(f"/p/guess-{n}/").status_code == 404
+            assert client.get(f"/c/guess-{n}/").status_code == 404
+        assert client.get(f"/p/{participant.invite_token}/").status_code == 302
+    assert "unknown invite links are not counted: the cache is unreachable" in caplog.text
+
