@@ -32,21 +32,29 @@ BATCH = 2000
 WORKED_ON = (Audit.Status.QUEUED, Audit.Status.RUNNING, Audit.Status.PAUSED, Audit.Status.ANALYSING)
 
 
+def for_each_audit(audit_ids, work: Callable[[int], int], failure: str) -> tuple[int, list[int]]:
+    """Run ``work`` on each audit (it commits its own transactions) and add up what it returns. An audit it fails
+    on is logged (``failure`` says what failed) and skipped, so that one audit's data never stops an upgrade; a
+    database or broker fault stops it, to be run again. Returns the total and the audits it failed on."""
+    total, failed = 0, []
+    for audit_id in audit_ids:
+        try:
+            total += work(audit_id)
+        except TRANSIENT_ERRORS:
+            raise
+        except Exception as error:  # noqa: BLE001 - one audit's data must not stop the upgrade
+            failed.append(audit_id)
+            logger.warning("Audit %s: %s: %s: %s", audit_id, failure, type(error).__name__, error)
+    return total, failed
+
+
 def judge_stored_replies() -> str:
     """Judgment rows for answered requests that have none: replies stored before judgments existed (a self-report
     audit's answers and scores read judgments), parsed again from the stored reply."""
     audits = (AuditRequest.objects.filter(state=AuditRequest.State.ANSWERED).values_list("audit_id", flat=True)
               .distinct().order_by("audit_id"))
-    judged, failed = 0, []
-    for audit_id in audits:
-        try:
-            judged += audit_judge_unjudged(audit_id=audit_id)
-        except TRANSIENT_ERRORS:
-            raise
-        except Exception as error:  # noqa: BLE001 - one audit's data must not stop the upgrade
-            failed.append(audit_id)
-            logger.warning("Audit %s: its stored replies could not be judged: %s: %s", audit_id,
-                           type(error).__name__, error)
+    judged, failed = for_each_audit(audits, lambda audit_id: audit_judge_unjudged(audit_id=audit_id),
+                                    "its stored replies could not be judged")
     not_judged = f"; the replies of {len(failed)} audits could not be judged: {failed}" if failed else ""
     return f"{judged} stored replies judged{not_judged}"
 
@@ -75,21 +83,15 @@ def audits_with_models_named_alike() -> list[int]:
 
 def analyse_again(audit_ids: list[int]) -> str:
     """Analyse each audit again from its stored replies with its paradigm's analysis (one transaction per audit,
-    the paradigm's own). An audit whose analysis cannot be computed again is reported and keeps the one it has, so
-    that one audit's data never stops an upgrade; a database or broker fault stops it, to be run again."""
-    failed = []
-    for audit_id in audit_ids:
+    the paradigm's own). An audit whose analysis cannot be computed again is reported and keeps the one it has."""
+    def analyse(audit_id: int) -> int:
         audit = Audit.objects.get(pk=audit_id)
-        try:
-            registry.get(audit.paradigm).analyse(audit)
-        except TRANSIENT_ERRORS:
-            raise
-        except Exception as error:  # noqa: BLE001 - one audit's data must not stop the upgrade
-            failed.append(audit_id)
-            logger.warning("Audit %s keeps its stored analysis; analysing it again failed: %s: %s", audit_id,
-                           type(error).__name__, error)
+        registry.get(audit.paradigm).analyse(audit)
+        return 1
+
+    analysed, failed = for_each_audit(audit_ids, analyse, "it keeps its stored analysis; analysing it again failed")
     kept = f"; {len(failed)} kept their stored analysis (could not be analysed again: {failed})" if failed else ""
-    return f"{len(audit_ids) - len(failed)} audits analysed again{kept}"
+    return f"{analysed} audits analysed again{kept}"
 
 
 @dataclass(frozen=True)
