@@ -19,6 +19,7 @@ import re
 import sys
 import time
 import traceback
+from collections.abc import Callable
 
 import django
 
@@ -194,18 +195,18 @@ def upgrade_from(plan: list[tuple[str, str]], upto: int) -> dict:
     return schema()
 
 
-def migrate_alone(apps: list[str]) -> int:
+def each(labels: list[str], check: Callable[[str], None]) -> int:
+    """Run ``check`` for each label, printing "ok <label> <seconds>" or "FAILED <label>: …"; 1 if any failed."""
     failed = False
-    for app in apps:
+    for label in labels:
         started = time.monotonic()
         try:
-            fresh_database()
-            call_command("migrate", app, verbosity=0, interactive=False)
-        except Exception as error:  # noqa: BLE001 - reported per app, the others still run
+            check(label)
+        except Exception as error:  # noqa: BLE001 - reported per label, the others still run
             failed = True
-            print(f"FAILED alone {app}: {type(error).__name__}: {error}\n{traceback.format_exc()}", flush=True)
+            print(f"FAILED {label}: {type(error).__name__}: {error}\n{traceback.format_exc()}", flush=True)
             continue
-        print(f"ok alone {app} {time.monotonic() - started:.1f}", flush=True)
+        print(f"ok {label} {time.monotonic() - started:.1f}", flush=True)
     return 1 if failed else 0
 
 
@@ -218,31 +219,24 @@ def main(arguments: list[str]) -> int:
 
 def run(arguments: list[str]) -> int:
     if arguments[:1] == ["--alone"]:
-        return migrate_alone(arguments[1:])
+        def migrate_alone(label: str) -> None:
+            fresh_database()
+            call_command("migrate", label.removeprefix("alone "), verbosity=0, interactive=False)
+
+        return each([f"alone {app}" for app in arguments[1:]], migrate_alone)
     fresh_database()
     plan = historical_plan()
     names = [f"{app}.{name}" for app, name in plan]
-    if arguments == ["every"]:
-        wanted = ["none", *names]
-    else:
-        wanted = arguments
-    failed = False
-    fresh = None
-    for state in ["none", *(s for s in wanted if s != "none")]:
-        upto = 0 if state == "none" else names.index(state) + 1
-        started = time.monotonic()
-        try:
-            tables = upgrade_from(plan, upto)
-            if fresh is None:
-                fresh = tables
-            differing = sorted(t for t in fresh.keys() | tables.keys() if fresh.get(t) != tables.get(t))
-            assert not differing, f"tables unlike a new database's: {differing}"
-        except Exception as error:  # noqa: BLE001 - reported per state, the others still run
-            failed = True
-            print(f"FAILED {state}: {type(error).__name__}: {error}\n{traceback.format_exc()}", flush=True)
-            continue
-        print(f"ok {state} {time.monotonic() - started:.1f}", flush=True)
-    return 1 if failed else 0
+    wanted = names if arguments == ["every"] else [state for state in arguments if state != "none"]
+    fresh: dict = {}
+
+    def upgrade(state: str) -> None:
+        tables = upgrade_from(plan, 0 if state == "none" else names.index(state) + 1)
+        fresh.setdefault("tables", tables)
+        differing = sorted(t for t in fresh["tables"].keys() | tables.keys() if fresh["tables"].get(t) != tables.get(t))
+        assert not differing, f"tables unlike a new database's: {differing}"
+
+    return each(["none", *wanted], upgrade)
 
 
 if __name__ == "__main__":
