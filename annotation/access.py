@@ -55,7 +55,10 @@ def row_by_token(request: HttpRequest, queryset: QuerySet[RowT], token: str) -> 
         over_limit = cache.get(key, 0) >= BAD_TOKEN_LIMIT
         if not over_limit:
             cache.add(key, 0, BAD_TOKEN_WINDOW)
-            cache.incr(key)
+            try:
+                cache.incr(key)
+            except ValueError:  # the window ended between add and incr: this miss opens the next one
+                cache.add(key, 1, BAD_TOKEN_WINDOW)
     except redis.RedisError as error:
         # The unknown link is still unknown: it gets its 404, uncounted, rather than a 500 for every link mistyped
         # while the cache is down.

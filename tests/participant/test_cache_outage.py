@@ -28,3 +28,24 @@ def test_unknown_links_are_404_while_the_cache_is_unreachable(caplog):
         assert client.get(f"/p/{participant.invite_token}/").status_code == 302
     assert "unknown invite links are not counted: the cache is unreachable" in caplog.text
 
+
+
+def test_a_window_ending_between_counting_steps_opens_the_next_one(client, monkeypatch):
+    """The count's key expires between ``cache.add`` and ``cache.incr`` (incr then raises ValueError): the miss is
+    counted in a new window, and the link still gets its 404."""
+    from django.core.cache import cache
+
+    real_add = cache.add
+    calls = []
+
+    def add_then_expire(key, value, timeout=None):
+        calls.append(value)
+        added = real_add(key, value, timeout)
+        if len(calls) == 1:
+            cache.delete(key)
+        return added
+
+    monkeypatch.setattr(cache, "add", add_then_expire)
+    assert client.get("/p/no-such-token/").status_code == 404
+    assert calls == [0, 1]
+    assert cache.get("bad-token:127.0.0.1") == 1
