@@ -71,10 +71,14 @@ class Channel(filesystem.Channel):
     def _own_claims_folder(self) -> str:
         """This channel's claims folder, made and locked on first use (a channel that only publishes has none)."""
         if self._claims_folder is None:
-            folder = os.path.join(self._claimed_root, uuid.uuid4().hex)
-            os.makedirs(folder)
-            lock = open(os.path.join(folder, "owner.lock"), "wb")  # noqa: SIM115 - held while the channel lives
+            # Made and locked under a hidden name, then renamed: a reclaimer never sees it unlocked.
+            token = uuid.uuid4().hex
+            making = os.path.join(self._claimed_root, f".{token}")
+            os.makedirs(making)
+            lock = open(os.path.join(making, "owner.lock"), "wb")  # noqa: SIM115 - held while the channel lives
             fcntl.flock(lock, fcntl.LOCK_EX)
+            folder = os.path.join(self._claimed_root, token)
+            os.rename(making, folder)
             self._claims_folder, self._claims_lock = folder, lock
         return self._claims_folder
 
@@ -170,7 +174,7 @@ class Channel(filesystem.Channel):
             return
         for token in folders:
             folder = os.path.join(self._claimed_root, token)
-            if folder == self._claims_folder:
+            if folder == self._claims_folder or token.startswith("."):
                 continue
             try:
                 lock = open(os.path.join(folder, "owner.lock"), "rb")  # noqa: SIM115 - closed below

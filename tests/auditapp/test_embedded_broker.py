@@ -115,3 +115,17 @@ def test_an_unreadable_message_is_set_aside_and_the_next_one_read(tmp_path, capl
         message.ack()
     assert [p.name for p in (tmp_path / "unreadable").iterdir()] == [f"{0:020d}_{'0' * 32}.q.msg"]
     assert "could not read message" in caplog.text
+
+
+def test_a_claims_folder_still_being_made_is_left_to_its_maker(tmp_path):
+    """A worker makes its claims folder under a hidden name and locks it before renaming it: a reclaimer that meets
+    the hidden folder, not yet locked, leaves it alone."""
+    making = tmp_path / "claimed" / ".0123"
+    making.mkdir(parents=True)
+    (making / "owner.lock").write_bytes(b"")
+    (making / f"{0:020d}_{'0' * 32}.q.msg").write_bytes(b"{}")
+    with _connection(tmp_path) as connection:
+        connection.SimpleQueue("q").put({"n": 1})
+        message = connection.SimpleQueue("q").get(timeout=5)
+        message.ack()
+    assert (making / f"{0:020d}_{'0' * 32}.q.msg").exists(), "not put back"
