@@ -24,9 +24,12 @@ Database work runs in one dedicated thread (Django's ORM is synchronous; one thr
 A task works for at most :data:`SLICE_SECONDS` and then hands over to a fresh task, so no task meets the
 Celery time limit however long the audit. When no request is free, it waits for leases held by others to
 finish or expire (a killed worker's lease expires after settings.AUDIT_LEASE_SECONDS), and the
-task that finds nothing pending moves the audit on to its analysis. A transient fault (the Redis of the
-endpoint limits away) stops the slice with a note and leaves the audit running: the workers' periodic
-recovery queues its work again (``audit_services.audits_resume_stalled``).
+task that finds nothing pending moves the audit on to its analysis. A transient fault is waited out by the task
+itself, so the audit goes on within a second or two of the service's return: the slice waits for a database that
+cannot be reached, keeping its lease, its requests and its unwritten replies; another service away (the Redis of
+the endpoint limits) stops the slice with a note, the audit still running, and a new slice is tried after a short
+pause. Only a task that is lost leaves the audit to the workers' periodic recovery
+(``audit_services.audits_resume_stalled``).
 """
 from __future__ import annotations
 
@@ -68,6 +71,10 @@ SLICE_SECONDS = 15 * 60
 MAX_SENDERS = 512
 QUEUE_LOW, QUEUE_HIGH = 4, 8
 WAIT_POLL_SECONDS = 2.0
+# How often a slice tries the database again while it cannot be reached; the pauses before a new slice after another
+# service's fault (the Redis of the endpoint limits away) double from the first to the last.
+DATABASE_RETRY_SECONDS = 1.0
+SERVICE_PAUSES = (0.5, 2.0)
 GIL_SWITCH_SECONDS = 0.0005
 # A probe's lease on the endpoint: its connect time-out and this; a prober that dies is replaced after it.
 PROBE_MARGIN_SECONDS = 5.0
@@ -103,14 +110,31 @@ async def run_slice(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> s
     """Send the audit's free pending requests for up to ``slice_seconds``.
 
     Returns "stopped" (the audit is not running), "exhausted" (nothing left to claim), "slice" (time is up
-    with work left) or "held" (this task's lease lapsed and other tasks took the audit's work holds). Raises
+    with work left), "held" (this task's lease lapsed and other tasks took the audit's work holds) or "waiting"
+    (a service other than the database is away: try again soon). Raises
     :class:`~auditapp.audit_services.WorkHeld` when other tasks hold them all from the start.
+
+    A database that cannot be reached is waited for, tried again every :data:`DATABASE_RETRY_SECONDS` on a new
+    connection until the slice's time is up: the slice keeps its lease, its claimed requests and the replies it
+    has not written, and goes on within a second of the database's return.
     """
     loop = asyncio.get_running_loop()
     executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"audit-{audit_id}-db")
+    give_up_at = time.monotonic() + slice_seconds
 
     async def db(function, /, **kwargs):
-        return await loop.run_in_executor(executor, partial(function, **kwargs))
+        waiting = False
+        while True:
+            try:
+                return await loop.run_in_executor(executor, partial(function, **kwargs))
+            except services.DATABASE_ERRORS as error:
+                if time.monotonic() > give_up_at:
+                    raise
+                if not waiting:
+                    waiting = True
+                    logger.warning("audit %s: waiting for the database: %r", audit_id, error)
+                await loop.run_in_executor(executor, _close_connections)
+                await asyncio.sleep(DATABASE_RETRY_SECONDS)
 
     try:
         chunk_id = await db(services.chunk_open, audit_id=audit_id)
@@ -266,7 +290,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
                 if crashes and isinstance(crashes[0], services.TRANSIENT_ERRORS):
                     logger.warning("audit %s: waiting for a service: %r", audit_id, crashes[0])
                     await db(services.audit_wait_for_service, audit_id=audit_id, error=crashes[0])
-                    outcome = "stopped"
+                    outcome = "waiting"
                     break
                 if crashes:
                     logger.error("audit %s: a sender failed", audit_id, exc_info=crashes[0])
@@ -389,34 +413,55 @@ def audit_work(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> str:
     Returns "stopped", "finished" (this task moved the audit on to its analysis, or another did), "held" (other
     live tasks hold the audit's work: this one is a duplicate) or "continue" (the caller should queue a fresh
     task). While the work holds are taken by leases not renewed since this task first saw them (a killed worker's,
-    say), it waits for them to lapse and then takes over.
+    say), it waits for them to lapse and then takes over. A transient fault (a service away) is waited out here,
+    a new slice tried after each of :data:`SERVICE_PAUSES`, so the audit goes on soon after the service is back
+    rather than when the workers' recovery finds it stalled.
     """
     deadline = time.monotonic() + slice_seconds
     holders_seen: dict = {}
+    pause = SERVICE_PAUSES[0]
     while True:
         close_old_connections()
         try:
             outcome = _run_in_own_loop(partial(run_slice, audit_id,
                                                slice_seconds=max(1.0, deadline - time.monotonic())))
+            if outcome == "exhausted":
+                outcome = _wait_for_leases(audit_id, deadline)
         except services.WorkHeld as held:
             if _holders_alive(held.leases, holders_seen) or time.monotonic() > deadline:
                 return "held"
             soonest_lapse = (min(held.leases.values()) - datetime.now(UTC)).total_seconds()
             time.sleep(min(WAIT_POLL_SECONDS, max(0.05, soonest_lapse)))
             continue
-        if outcome in ("stopped", "held"):
-            return outcome
-        if outcome == "slice":
-            return "continue"
-        while True:
-            wait = services.audit_pending_wait(audit_id=audit_id)
-            if wait is None:
-                services.audit_finish_if_done(audit_id=audit_id)
-                return "finished"
-            if not Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).exists():
-                return "stopped"
+        except services.TRANSIENT_ERRORS as error:
+            logger.warning("audit %s: waiting for a service: %r", audit_id, error)
+            outcome = "waiting"
+        if outcome == "waiting":
             if time.monotonic() > deadline:
                 return "continue"
-            if wait == 0:
-                break
-            time.sleep(min(wait, WAIT_POLL_SECONDS))
+            time.sleep(pause)
+            pause = min(2 * pause, SERVICE_PAUSES[1])
+            continue
+        pause = SERVICE_PAUSES[0]
+        if outcome == "slice":
+            return "continue"
+        if outcome != "again":
+            return outcome
+
+
+def _wait_for_leases(audit_id: int, deadline: float) -> str:
+    """After a slice found nothing free to claim: wait for the leases others hold on pending requests. Returns
+    "finished" (nothing pending: the audit is moved on to its analysis), "stopped", "continue" (the deadline
+    passed) or "again" (a pending request is free: work another slice)."""
+    while True:
+        wait = services.audit_pending_wait(audit_id=audit_id)
+        if wait is None:
+            services.audit_finish_if_done(audit_id=audit_id)
+            return "finished"
+        if not Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).exists():
+            return "stopped"
+        if time.monotonic() > deadline:
+            return "continue"
+        if wait == 0:
+            return "again"
+        time.sleep(min(wait, WAIT_POLL_SECONDS))

@@ -63,7 +63,8 @@ logger = logging.getLogger(__name__)
 # Faults that pass by themselves (the broker or the Redis holding the endpoint limits restarting, the database
 # failing over): a running audit that meets one waits with a note and resumes by itself
 # (``audits_resume_stalled``) instead of failing.
-TRANSIENT_ERRORS = (redis.ConnectionError, redis.TimeoutError, BrokerError, DatabaseError, InterfaceError)
+DATABASE_ERRORS = (DatabaseError, InterfaceError)
+TRANSIENT_ERRORS = (redis.ConnectionError, redis.TimeoutError, BrokerError, *DATABASE_ERRORS)
 WAITING_NOTE = "waiting since"
 
 BULK_BATCH_SIZE = 1000
@@ -290,9 +291,9 @@ def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING
 
 
 def audit_wait_for_service(*, audit_id: int, error: BaseException) -> None:
-    """A running audit met a transient fault (``TRANSIENT_ERRORS``): it stays running with a note saying so, and
-    the workers' recovery queues its work again once no lease has been held for a while. The note goes at the
-    next renewal of a lease."""
+    """A running audit met a transient fault (``TRANSIENT_ERRORS``): it stays running with a note saying so while its
+    work task waits for the service (or, the task lost, the workers' recovery queues its work again once no lease
+    has been held for a while). The note goes at the next renewal of a lease."""
     Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).update(status_reason=(
         f"{WAITING_NOTE} {timezone.now():%Y-%m-%d %H:%M:%S %Z}: {type(error).__name__}: {error}; the audit "
         "resumes by itself when the service is back"))

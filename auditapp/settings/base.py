@@ -286,9 +286,10 @@ LLM_SLOT_LEASE_SECONDS = float(os.environ.get("LLM_SLOT_LEASE_SECONDS", "15"))
 # (local model servers on 127.0.0.1 or the LAN are the common case).
 LLM_ENDPOINTS_ALLOW_PRIVATE = env_bool("LLM_ENDPOINTS_ALLOW_PRIVATE", True)
 LLM_ENDPOINTS_ALLOW_LINK_LOCAL = env_bool("LLM_ENDPOINTS_ALLOW_LINK_LOCAL", False)
-# A worker's claim on audit requests expires this long after its last renewal (a killed worker's requests are
-# then sent by another).
-AUDIT_LEASE_SECONDS = float(os.environ.get("AUDIT_LEASE_SECONDS", "30"))
+# A worker's claim on audit requests, and its hold on the audit's work, expire this long after its last renewal: a
+# killed worker's are then taken over. A working task renews every fraction of a second, and takes a lapsed lease
+# again while no other task holds the audit, so this bounds how long a killed worker's audit waits.
+AUDIT_LEASE_SECONDS = float(os.environ.get("AUDIT_LEASE_SECONDS", "10"))
 # A worker's claim on a second-pass extraction expires this long after its last renewal (it renews between pages
 # of replies, while an extractor model answers, and before computing the metrics, which may take a minute on a
 # large audit); the workers' recovery then sends it to another.

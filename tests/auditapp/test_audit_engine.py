@@ -186,7 +186,8 @@ def test_a_redis_outage_leaves_the_audit_waiting_and_the_recovery_resumes_it(ser
                                   models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
     services.audit_prepare(audit_id=audit.id)
     no_tasks.clear()
-    assert audit_runner.audit_work(audit.id) == "stopped"
+    # The task waits for Redis until its slice is used; then a fresh task is to go on (or, lost, the recovery).
+    assert audit_runner.audit_work(audit.id, slice_seconds=2) == "continue"
     audit.refresh_from_db()
     assert audit.status == Audit.Status.RUNNING, "a transient fault is a pause, not a failure"
     assert audit.status_reason.startswith("waiting since") and "ConnectionError" in audit.status_reason
@@ -204,6 +205,25 @@ def test_a_redis_outage_leaves_the_audit_waiting_and_the_recovery_resumes_it(ser
     assert audit_runner.audit_work(audit.id) == "finished"
     audit.refresh_from_db()
     assert audit.status == Audit.Status.ANALYSING and audit.status_reason == ""
+    assert AuditRequest.objects.filter(audit=audit, state="answered").count() == 5
+
+
+def test_a_work_task_waits_out_a_redis_outage_and_goes_on_soon_after_it_is_back(server, no_tasks, settings):
+    import threading
+    import time
+
+    settings.LLM_LIMITS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"   # the limits' Redis is away
+    study = make_audit_study(5, n_examples=2)
+    audit = classification_services.audit_create(study=study, name="redis back", conditions=["zs"],
+                                  models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
+    services.audit_prepare(audit_id=audit.id)
+    no_tasks.clear()
+    back = threading.Timer(3, setattr, (settings, "LLM_LIMITS_REDIS_URL", ""))
+    back.start()
+    started = time.monotonic()
+    assert audit_runner.audit_work(audit.id) == "finished"
+    assert 3 <= time.monotonic() - started < 8, "went on within a pause of Redis's return"
+    assert no_tasks == [("audit_analyse_task", audit.id)], "no task sent again: the recovery was not needed"
     assert AuditRequest.objects.filter(audit=audit, state="answered").count() == 5
 
 

@@ -203,6 +203,42 @@ class ThrowawayPostgres:
         shutil.rmtree(self.directory, ignore_errors=True)
 
 
+class ThrowawayRedis:
+    """A Redis server of its own on a free port (Debian's ``redis-server``, nothing saved to disk), which a test may
+    stop and start again on the same port; skips the test when the binary is missing. ``close()`` stops it."""
+
+    def __init__(self):
+        binary = shutil.which("redis-server")
+        require_service("redis-server", binary is not None)
+        self.binary = binary
+        self.port = free_port()
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.process: subprocess.Popen | None = None
+        self.start()
+
+    def start(self) -> None:
+        self.process = subprocess.Popen([self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "",
+                                         "--appendonly", "no"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                        start_new_session=True)
+        wait_for(lambda: _answers_ping(self.url), timeout=20, interval=0.05, what="redis-server")
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(20)
+
+    def close(self) -> None:
+        self.stop()
+
+
+def _answers_ping(url: str) -> bool:
+    try:
+        with redis.Redis.from_url(url, socket_connect_timeout=1) as client:
+            return bool(client.ping())
+    except redis.ConnectionError:
+        return False
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

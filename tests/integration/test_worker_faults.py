@@ -6,9 +6,12 @@ server:
   auditapp.audit_services.chunk_open), and it completes with one reply per key;
 - a worker killed (SIGKILL) while its requests hold the endpoint's concurrency slots in Redis: a new worker sends
   again within the slots' lease (settings.LLM_SLOT_LEASE_SECONDS), not after the attempt's time-out, and the
-  endpoint's max concurrency holds throughout.
+  endpoint's max concurrency holds throughout;
+- PostgreSQL, Redis or the LLM endpoint away for 20 s mid-audit (servers of a rig of their own,
+  tests/integration/fault_rig.py): the audit sends again soon after each is back, without the workers' recovery,
+  and completes with one reply per request.
 
-benchmarks/fault_recovery.py measures how soon an audit resumes after each fault.
+benchmarks/fault_recovery.py prints how soon an audit resumes after each fault.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from django.utils import timezone
 
 from auditapp.models import Audit, AuditChunk, AuditRequest, LLMEndpoint, LLMReply
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
+from tests.integration.fault_rig import FaultRig
 from tests.integration.support import started_celery_worker, wait_for, worker_environment
 from tests.llm_server import LLMServer
 
@@ -114,3 +118,28 @@ def test_a_killed_workers_endpoint_slots_are_free_again_within_their_lease(api_c
     assert resumed < 30, f"the endpoint was blocked {resumed:.0f} s after the kill"
     assert stats["max_in_flight"] <= 4
     assert_one_reply_per_key(audit_id, 600)
+
+
+@pytest.fixture(scope="module")
+def rig(django_db_blocker):
+    """One deployment for the outage tests (its own servers: the shared ones must not be stopped); with the
+    settings' defaults, but the recovery, which must not be what resumes the audit, rarely."""
+    from django.db import connection
+
+    with django_db_blocker.unblock():
+        if connection.vendor != "postgresql":
+            pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
+    deployment = FaultRig(worker_settings={"WORK_RECOVERY_SECONDS": "600"})
+    yield deployment
+    deployment.close()
+
+
+@pytest.mark.parametrize("fault", ["database_outage", "redis_outage", "endpoint_outage"])
+def test_an_audit_sends_again_soon_after_a_service_is_back(rig, fault):
+    audit_id = rig.launch()
+    rig.wait_answered(audit_id, 60)
+    back_at, seen = getattr(rig, fault)(20)
+    resumed = rig.resume_seconds(back_at, seen, timeout=60)
+    assert rig.wait_completed(audit_id) == "completed"
+    assert resumed < 30, f"sent again {resumed:.0f} s after the {fault} ended"
+    assert rig.one_reply_per_key(audit_id)
