@@ -87,6 +87,7 @@ import aiohttp.abc
 import aiohttp.resolver
 import httpx
 
+from annotation.participant_input import unstorable_reason
 from auditapp.endpoint_addresses import AddressPolicy
 
 if TYPE_CHECKING:
@@ -320,12 +321,21 @@ def _json_object(body: bytes) -> dict:
     return data
 
 
+def _storable(value: str, *, what: str) -> str:
+    """``value``, or MalformedReply when the database could not store it (PostgreSQL refuses NUL characters and
+    unpaired surrogates): the request fails with that reason instead of every write of its reply failing."""
+    problem = unstorable_reason(value)
+    if problem:
+        raise MalformedReply(f"the {what} {problem.split(';')[0]}")
+    return value
+
+
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _str_or_none(value: object) -> str | None:
-    return value if isinstance(value, str) else None
+    return _storable(value, what="reply's metadata") if isinstance(value, str) else None
 
 
 def _text(message: object, *, where: str) -> str:
@@ -333,7 +343,7 @@ def _text(message: object, *, where: str) -> str:
         raise MalformedReply(f"no {where}")
     content = message.get("content")
     if isinstance(content, str):
-        return content
+        return _storable(content, what="reply text")
     if content is None:
         raise MalformedReply("no text content" + (" (tool calls)" if message.get("tool_calls") else ""))
     raise MalformedReply(f"content is {type(content).__name__}, not text")

@@ -678,3 +678,16 @@ def test_real_model_listing_errors(server):
         list_models_sync(config("ollama", base_url=server.base_url))
     with pytest.raises(EndpointError, match="^ConnectError: "):
         list_models_sync(config("ollama", base_url=f"http://127.0.0.1:{free_port()}"), timeout=2)
+
+
+@pytest.mark.parametrize(("content", "reason"), [("a\\u0000b", "NUL character"),
+                                                 ("a\\ud800b", "unpaired surrogate")])
+def test_a_reply_the_database_could_not_store_is_malformed_with_the_reason(content, reason):
+    """PostgreSQL refuses NUL and unpaired surrogates in text: such a reply fails its request with the reason
+    instead of every write of it failing."""
+    body = ('{"choices": [{"message": {"content": "' + content + '"}, "finish_reason": "stop"}]}').encode()
+    with pytest.raises(MalformedReply, match=reason):
+        parse_chat_reply("openai", body)
+    ollama = ('{"message": {"content": "' + content + '"}, "model": "m", "done_reason": "stop"}').encode()
+    with pytest.raises(MalformedReply, match=reason):
+        parse_chat_reply("ollama", ollama)
