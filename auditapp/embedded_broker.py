@@ -6,8 +6,9 @@ file and only then writes it, while a worker polling ten times a second may take
 empty and raise ``JSONDecodeError``, which Celery treats as an unrecoverable connection error. A message taken by a
 worker was also deleted before the task ran, so a worker killed while running it lost it. Here:
 
-- **Atomic publishing.** A message is written under a hidden name that no reader lists, flushed, then renamed
-  into the queue folder (a rename within one folder is atomic): a reader sees a whole message or none.
+- **Atomic publishing.** A message is written under a hidden name that no reader lists, then renamed into the
+  queue folder (a rename within one folder is atomic): a reader sees a whole message or none. Nothing is fsynced:
+  after a power loss a message may be lost, and the workers' recovery (tasks/recovery.py) sends stuck work again.
 - **A reader that survives a bad file.** A message that still cannot be read (a disk fault, a file copied in by
   hand) is logged and moved to ``unreadable/`` beside the queue folder, kept for inspection; the worker goes on.
 - **At least once.** A worker takes a message by renaming it into its own claims folder (``claimed/<token>/``),
@@ -40,6 +41,9 @@ from kombu.utils.json import dumps, loads
 logger = logging.getLogger(__name__)
 
 RECLAIM_EVERY_SECONDS = 10.0
+# A hidden file or folder (a message being written, a claims folder being made) older than this was left by a
+# process that died in between: it is removed.
+STALE_HIDDEN_SECONDS = 600.0
 EMPTY_TABLE_RETRIES = 50
 
 
@@ -168,6 +172,7 @@ class Channel(filesystem.Channel):
         if now < self._next_reclaim:
             return
         self._next_reclaim = now + RECLAIM_EVERY_SECONDS
+        self._remove_stale_hidden()
         try:
             folders = os.listdir(self._claimed_root)
         except FileNotFoundError:
@@ -188,8 +193,14 @@ class Channel(filesystem.Channel):
                 self._requeue_claims_of(folder)
 
     def _requeue_claims_of(self, folder: str) -> None:
+        """Put a dead channel's claims back. Another reclaimer may be doing the same: whatever it moved or removed
+        first is skipped."""
         returned = 0
-        for name in os.listdir(folder):
+        try:
+            names = os.listdir(folder)
+        except FileNotFoundError:
+            return
+        for name in names:
             if name == "owner.lock":
                 continue
             with contextlib.suppress(FileNotFoundError):
@@ -197,11 +208,31 @@ class Channel(filesystem.Channel):
                 returned += 1
         with contextlib.suppress(FileNotFoundError):
             os.remove(os.path.join(folder, "owner.lock"))
-        with contextlib.suppress(FileNotFoundError):
+        with contextlib.suppress(OSError):  # gone, or not empty: another reclaimer's, or the next look's
             os.rmdir(folder)
         if returned:
             logger.warning("The embedded broker put back %d message(s) taken by a worker that stopped before it "
                            "finished them", returned)
+
+    def _remove_stale_hidden(self) -> None:
+        """Remove what a process that died between two steps left hidden: a message it was writing (never
+        published), a claims folder it was making (holding no message yet)."""
+        older_than = time.time() - STALE_HIDDEN_SECONDS
+        for folder in (self.data_folder_in, self._claimed_root):
+            try:
+                entries = [entry for entry in os.scandir(folder) if entry.name.startswith(".")]
+            except FileNotFoundError:
+                continue
+            for entry in entries:
+                with contextlib.suppress(OSError):  # gone meanwhile, or not empty: left for the next look
+                    if entry.stat().st_mtime > older_than:
+                        continue
+                    if entry.is_dir():
+                        with contextlib.suppress(FileNotFoundError):
+                            os.remove(os.path.join(entry.path, "owner.lock"))
+                        os.rmdir(entry.path)
+                    else:
+                        os.remove(entry.path)
 
     def close(self):
         """kombu's close restores the unacknowledged messages; the lock is then let go, so a claim left behind (a
