@@ -12,7 +12,8 @@ in memory), so this module parses the parts itself, with expat, as they are infl
 - the small parts openpyxl reads whole (content types, workbook, its relationships, styles): MAX_PART_BYTES each;
 - the sheet and its shared strings, streamed: the declared dimension, row numbers, row elements, columns, cells
   (gaps within a row included), strings and XML elements are each bounded; only the cell or string being read
-  is kept as elements (at most MAX_CELL_ELEMENTS of them), so memory holds one row; a DTD is refused;
+  is kept as elements (at most MAX_CELL_ELEMENTS of them), so memory holds one row and the shared strings (at most
+  MAX_SHARED_STRING_CHARACTERS, counting an object's overhead for each string); a DTD is refused;
 - :meth:`FirstSheet.check_declared_size` (the bounded check while an uploader waits) reads the sheet only up to
   its data, at most MAX_PRELUDE_BYTES.
 
@@ -42,6 +43,10 @@ MAX_PART_BYTES = 8 * 2**20
 MAX_PRELUDE_BYTES = 2**20
 MAX_DEPTH = 64
 MAX_CELL_ELEMENTS = 1_000
+# The shared strings are held whole while a sheet is read: their characters, plus this much for each string's Python
+# object, are bounded (64 Mi characters: a few hundred MB at most, whatever the strings' count and length).
+MAX_SHARED_STRING_CHARACTERS = 64 * 2**20
+SHARED_STRING_OVERHEAD = 50
 SHRINK_ADVICE = "Delete the empty rows and columns after your data, or save the sheet as CSV."
 
 _MAIN = "http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
@@ -365,10 +370,20 @@ class FirstSheet:
             return strings
         what = f"the workbook's shared strings ({self._strings_path})"
 
+        characters = 0
+
         def on_string(element) -> None:
+            nonlocal characters
             if len(strings) >= MAX_CELLS:
                 raise XlsxError(f"{what} hold more than {MAX_CELLS:,} strings; at most {MAX_CELLS:,} are read")
-            strings.append(Text.from_tree(element).content.replace("x005F_", ""))
+            text = Text.from_tree(element).content.replace("x005F_", "")
+            # Held whole while the sheet is read (a cell names one by its index): each string costs its characters
+            # and a Python object of some 50 bytes, so both are bounded.
+            characters += len(text) + SHARED_STRING_OVERHEAD
+            if characters > MAX_SHARED_STRING_CHARACTERS:
+                raise XlsxError(f"{what} hold more than {MAX_SHARED_STRING_CHARACTERS:,} characters (counting "
+                                f"{SHARED_STRING_OVERHEAD} for each string); at most that many are read. {SHRINK_ADVICE}")
+            strings.append(text)
 
         for _ in self._parse(self._strings_path, _Part(what, _STRING, _ignore, _ignore, on_string), []):
             pass

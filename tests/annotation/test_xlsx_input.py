@@ -193,3 +193,37 @@ def test_a_part_read_whole_is_bounded(monkeypatch):
 def test_not_a_workbook():
     with pytest.raises(XlsxError, match="^not a readable .xlsx workbook: File is not a zip file"):
         FirstSheet(b"id,sentence\n")
+
+
+def shared_strings_xlsx(strings: list[str]) -> bytes:
+    """A workbook whose first sheet's column A names each string by its index in xl/sharedStrings.xml (as Excel
+    writes them; openpyxl writes inline strings)."""
+    main = "http://schemas.openxmlformats.org/spreadsheetml/2006/main"
+    rows = "".join(f'<row r="{n}"><c r="A{n}" t="s"><v>{n - 1}</v></c></row>' for n in range(1, len(strings) + 1))
+    content = sheet_xlsx(rows)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(content)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+        for name in source.namelist():
+            data = source.read(name)
+            if name == "[Content_Types].xml":
+                data = data.replace(b"</Types>", b'<Override PartName="/xl/sharedStrings.xml" ContentType="application/'
+                                    b'vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml"/></Types>')
+            elif name == "xl/_rels/workbook.xml.rels":
+                data = data.replace(b"</Relationships>", b'<Relationship Id="rIdStrings" Type="http://schemas.'
+                                    b'openxmlformats.org/officeDocument/2006/relationships/sharedStrings" '
+                                    b'Target="sharedStrings.xml"/></Relationships>')
+            target.writestr(name, data)
+        target.writestr("xl/sharedStrings.xml", f'<sst xmlns="{main}" count="{len(strings)}">'
+                        + "".join(f"<si><t>{text}</t></si>" for text in strings) + "</sst>")
+    return out.getvalue()
+
+
+def test_shared_strings_beyond_the_character_bound_are_refused(monkeypatch):
+    """Shared strings are held whole while the sheet is read: many distinct strings stop at the bound (each counted
+    with its object's overhead), and a workbook within it reads."""
+    content = shared_strings_xlsx([f"distinct string {n}" for n in range(200)])
+    assert read_rows(content)[199][1] == ["distinct string 199"]
+    # 200 strings of 17 or 18 characters, plus 50 each: about 13,500.
+    monkeypatch.setattr(xlsx_input, "MAX_SHARED_STRING_CHARACTERS", 10_000)
+    message = str(refusal(content))
+    assert "shared strings" in message and "10,000 characters" in message
