@@ -638,8 +638,9 @@ class UpgradeStep(models.Model):
 
 
 class WorkerHeartbeat(models.Model):
-    """When each Celery worker was last seen working: every worker's recovery task (which runs in its pool, so it
-    proves the worker takes tasks) writes it every WORK_RECOVERY_SECONDS. Researchers' pages read the newest."""
+    """When each Celery worker was last seen alive: its main process writes it when it is ready and then every
+    WORK_RECOVERY_SECONDS, from the thread that sends the workers' recovery (tasks/recovery.py). It shows the process
+    is alive, not that its pool takes tasks. Researchers' pages read the newest (auditapp/worker_status.py)."""
 
     hostname = models.CharField(max_length=255, unique=True)
     started_at = models.DateTimeField()

@@ -60,10 +60,12 @@ def judge_stored_replies() -> str:
 
 
 def classification_audits_without_notes() -> list[int]:
-    """Classification audits whose stored metrics hold no ``_note`` key at all: analysed before undefined metrics
-    were stored as undefined with a reason (they stored 0.0, which cannot be told from a measured 0)."""
+    """Classification audits, not being worked on, whose stored metrics hold no ``_note`` key at all: analysed
+    before undefined metrics were stored as undefined with a reason (they stored 0.0, which cannot be told from a
+    measured 0)."""
     with_metrics, with_notes = set(), set()
-    rows = AuditMetric.objects.filter(audit__paradigm="classification").values_list("audit_id", "values")
+    rows = (AuditMetric.objects.filter(audit__paradigm="classification").exclude(audit__status__in=WORKED_ON)
+            .values_list("audit_id", "values"))
     for audit_id, values in rows.iterator(chunk_size=BATCH):
         with_metrics.add(audit_id)
         if any(key.endswith("_note") for key in values or {}):

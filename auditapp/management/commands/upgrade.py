@@ -1,7 +1,7 @@
 """``manage.py upgrade [--list] [--again NAME ...]``: run the upgrade steps (:mod:`auditapp.upgrade_steps`) this
 database has not run to their end yet, in order. Run it after every ``manage.py migrate`` (``bin/run`` and
-``docker-compose.yml`` do). Idempotent and resumable: a step that stopped (a fault, Ctrl-C) runs again in full at
-the next call and skips what it finished."""
+``docker-compose.yml`` do). Idempotent and resumable: a step that stopped (a fault, Ctrl-C) runs again at the next
+call; what it already did is either not selected again or redone with the same result."""
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
