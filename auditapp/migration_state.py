@@ -8,8 +8,15 @@ from django.db import connections
 from django.db.migrations.executor import MigrationExecutor
 
 
-def app_fully_migrated(app_label: str, using: str = "default") -> bool:
-    """True when every migration of ``app_label`` (and what it depends on) is applied to ``using``."""
+def migrations_pending(app_label: str | None = None, using: str = "default") -> bool:
+    """True when a migration of ``app_label`` (of any app when None), or one it depends on, is not applied to
+    ``using``."""
     executor = MigrationExecutor(connections[using])
-    leaves = [node for node in executor.loader.graph.leaf_nodes() if node[0] == app_label]
-    return bool(leaves) and not executor.migration_plan(leaves)
+    leaves = [node for node in executor.loader.graph.leaf_nodes() if app_label is None or node[0] == app_label]
+    return bool(executor.migration_plan(leaves))
+
+
+def app_fully_migrated(app_label: str, using: str = "default") -> bool:
+    """True when ``app_label`` has migrations and every one of them (and what it depends on) is applied."""
+    return app_label in MigrationExecutor(connections[using]).loader.migrated_apps and not migrations_pending(
+        app_label, using)

@@ -3,9 +3,8 @@ database has not run to their end yet, in order. Run it after every ``manage.py 
 ``docker-compose.yml`` do). Idempotent and resumable: a step that stopped (a fault, Ctrl-C) runs again at the next
 call; what it already did is either not selected again or redone with the same result."""
 from django.core.management.base import BaseCommand, CommandError
-from django.db import connection
-from django.db.migrations.executor import MigrationExecutor
 
+from auditapp.migration_state import migrations_pending
 from auditapp.upgrade_steps import STEPS, pending_steps, run_step
 
 
@@ -18,8 +17,7 @@ class Command(BaseCommand):
                             help="Run these steps again even if they have run.")
 
     def handle(self, *args, list_steps: bool, again: list[str], **options):
-        executor = MigrationExecutor(connection)
-        if executor.migration_plan(executor.loader.graph.leaf_nodes()):
+        if migrations_pending():
             raise CommandError("The database has migrations to apply: run `manage.py migrate` first.")
         unknown = sorted(set(again) - {step.name for step in STEPS})
         if unknown:
