@@ -437,7 +437,8 @@ def test_a_change_kept_by_a_closed_tab_is_sent_when_the_excerpt_is_opened_again_
     assert not ExcerptCoding.objects.exists()
     page = _open_link(context, url)
     _ready(page, 1, 2)
-    expect(page.locator("#save-status")).to_have_text("Saved.")
+    # The kept change is sent once the page has asked the other tabs (none answer): longer than a plain save.
+    expect(page.locator("#save-status")).to_have_text("Saved.", timeout=15_000)
     assert _ticked(page) == {"w"} and _stored_codes(coder) == {0: {"WORDING"}}
 
     # The second excerpt: tab one keeps a change while saves fail; tab two opens meanwhile and leaves it alone.
