@@ -11,19 +11,43 @@ from rest_framework.test import APIClient
 from tests.factories import make_researcher
 from tests.llm_server import PERSONAS, LLMServer
 
-SKIP_BROWSER_TESTS = "AUDITAPP_SKIP_BROWSER_TESTS"
-"""Set by bin/test for its PostgreSQL + Redis pass: the browser tests run in its SQLite pass."""
+DATABASE_PASS = "AUDITAPP_DATABASE_PASS"
+"""Set by bin/test for its PostgreSQL + Redis pass, which runs only the tests that can differ on that database and
+broker: those that touch the database or start processes. Pure tests and browser tests (pages and scripts) run in
+the SQLite pass alone."""
+
+DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server",
+                     "django_db_reset_sequences", "django_db_serialized_rollback"}
+"""What a test asks for when it uses the database (pytest-django's ``django_db_blocker`` is in every test's
+closure, so it says nothing)."""
 
 
+def touches_the_database(item) -> bool:
+    return item.get_closest_marker("django_db") is not None or bool(DATABASE_FIXTURES & set(item.fixturenames))
+
+
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Browser tests run in one pass of bin/test: they test pages and scripts, which do not change with the
-    database, and take minutes (each whole-study flow waits out the IAT's 250 ms between ~180 trials)."""
-    if os.environ.get(SKIP_BROWSER_TESTS) != "1":
-        return
-    skip = pytest.mark.skip(reason="browser tests run in bin/test's SQLite pass")
+    """Marks each test by its layer, from what it uses, so ``-m`` can choose one: ``pure`` (no database, no
+    process: the quick layer), ``db``, ``integration`` and ``browser`` (both also ``slow``). In bin/test's
+    PostgreSQL pass, the pure and browser tests are deselected: they do not change with the database, and the
+    browser tests take minutes (each whole-study flow waits out the IAT's 250 ms between ~180 trials)."""
+    database_pass = os.environ.get(DATABASE_PASS) == "1"
+    kept, dropped = [], []
     for item in items:
-        if item.get_closest_marker("browser") is not None:
-            item.add_marker(skip)
+        started = item.get_closest_marker("integration") or item.get_closest_marker("browser")
+        if started:
+            item.add_marker(pytest.mark.slow)
+        layer = "db" if touches_the_database(item) else "pure"
+        if not started:
+            item.add_marker(getattr(pytest.mark, layer))
+        if database_pass and (item.get_closest_marker("browser") or (layer == "pure" and not started)):
+            dropped.append(item)
+        else:
+            kept.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
 
 
 @pytest.fixture
