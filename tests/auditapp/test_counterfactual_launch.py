@@ -68,3 +68,16 @@ def test_the_default_names_are_table_2(api_client, models, monkeypatch):
     stored = list(corpus.units.filter(factors__role="name").order_by("position").values_list(
         "text", "factors__group", "factors__gender"))
     assert stored == [(entry.name, entry.group, entry.gender) for entry in TABLE_2] and len(stored) == 200
+
+
+def test_a_queued_audits_dashboard_shows_the_settings_it_was_launched_with(api_client, staff_client, models,
+                                                                            audit_tasks_off):
+    """Before a worker prepares the audit (and writes the design into the manifest) the dashboard's header reads
+    the launch's settings, not blanks or the defaults."""
+    for body, shown in (({"paradigm": "names", "pairs_per_iteration": 5, "reference_group": "Asian"},
+                         "of 5 pairs;\n    reference group Asian; seed 0"),
+                        ({"paradigm": "dialect", "batch_size": 7}, "of 7 texts; seed 0")):
+        response = api_client.post("/api/audits/", {"name": "queued", "models": models, **body}, format="json")
+        assert response.status_code == 201, response.content
+        page = staff_client.get(f"/audits/{response.json()['id']}/dashboard/").content.decode()
+        assert shown in page

@@ -171,7 +171,10 @@ def dashboard_data_function(flavour: Flavour) -> Callable:
             "conditions": [{"code": code, "name": name} for code, name in cells(audit)],
             "corpus": {"id": corpus.id, "name": corpus.name, "n_units": corpus.n_units,
                        "content_hash": corpus.content_hash},
+            # The launch's own settings (pairs per request, reference group, batch size) until the preparation
+            # writes the manifest's description of the design.
             "design": {"iterations": audit.design.get("iterations"), "seed": audit.seed,
+                       **{name: audit.design[name] for name in flavour.extra_fields if name in audit.design},
                        **(audit.manifest or {}).get("design", {})},
             "analysis": audit.analysis or None,
             "tables": [*flavour.tables, *COMPLETION_TABLES, "judgments"],

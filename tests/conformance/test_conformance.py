@@ -1,0 +1,216 @@
+"""Conformance of every registered paradigm (``registry.PARADIGMS``) to what the shared parts of the app expect of
+it, as lm-evaluation-harness checks every task: one test per check and paradigm (ids are the paradigms' names),
+the checks themselves in :mod:`tests.conformance.checks`, the launches in :mod:`tests.conformance.minimal_launches`.
+
+1. the launch schema takes the minimal body and names the bad fields of a bad one;
+2. the request builder: planned requests are the stored ones, every payload keys to its stored key, payloads and
+   the manifest are JSON;
+3. a refusal parses to a refusal or an unparseable reply with its reason, an empty reply to no answer;
+4. the dashboard renders for a queued and for a completed audit;
+5. every named table answers JSON and CSV with the same rows;
+6. the admin launch form takes the settings the API takes, and launches the same audit.
+
+Checks 2–5 run on one small audit per paradigm, launched through the API and run to completion in this process
+(prepare, work, analyse) against the test LLM server and the local scorers. A broken paradigm registered inside
+a test shows that the checks fail.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from auditapp import audit_runner
+from auditapp import audit_services as services
+from auditapp.audit_services import ModelChoice, audit_request_key
+from auditapp.models import Audit, LLMEndpoint
+from auditapp.paradigms import registry
+from auditapp.paradigms.base import Judgment, Outcome, ParsedReply
+from auditapp.paradigms.bits.corpora import bits_corpus_generate
+from auditapp.paradigms.classification import services as classification_services
+from psychometrics.services import instruments_sync_shipped
+from tests.conformance import checks
+from tests.conformance.minimal_launches import (
+    CHAT_MODELS,
+    World,
+    minimal_launch,
+    run_body,
+    small_bits_spec,
+)
+from tests.factories import make_audit_study
+from tests.llm_server import LLMServer
+
+NAMES = registry.PARADIGMS
+
+KNOWN_FORM_DIFFERENCES: dict[str, list[str]] = {
+    # The API stores the analysis settings a body gives ({} by default), the form always writes its one analysis
+    # field: the same analysis (the defaults are paired and 0.05), recorded otherwise in the audit's design.
+    "bits": ["design.analysis.t_test: API (absent), admin form 'paired'"],
+    "names": ["design.analysis.alpha: API (absent), admin form 0.05"],
+    "dialect": ["design.analysis.alpha: API (absent), admin form 0.05"],
+}
+"""Paradigm → the differences check 6 finds today between its admin launch form and its API serializer: the test
+of such a paradigm is a strict xfail, and fails outright when the differences change or are gone."""
+
+
+def make_world(base_url: str, *, bits_corpus: bool = False) -> World:
+    chat = LLMEndpoint.objects.create(name="chat", protocol="openai", base_url=base_url, max_concurrency=8,
+                                      attempt_timeout_s=5, deadline_s=60, max_attempts=2,
+                                      listed_models=[{"name": model, "digest": "", "details": {}}
+                                                     for model in CHAT_MODELS])
+    local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
+    services.endpoint_list_models(local)
+    classification_services.templates_sync_defaults()
+    instruments = {instrument.slug: instrument for instrument in instruments_sync_shipped()}
+    corpus = bits_corpus_generate(spec=small_bits_spec(), name="small") if bits_corpus else None
+    return World(chat_endpoint=chat.id, local_endpoint=local.id, study=make_audit_study(6, n_examples=2).id,
+                 instrument=instruments["aq50"].id, bits_corpus=corpus.id if corpus else None)
+
+
+@pytest.fixture
+def world(db) -> World:
+    """Launches are only recorded: the chat endpoint is never asked."""
+    return make_world("http://127.0.0.1:9")
+
+
+@pytest.fixture(scope="module")
+def server():
+    with LLMServer(latency=0.0, models=CHAT_MODELS) as running:
+        yield running
+
+
+def test_every_registered_paradigm_has_a_minimal_launch_and_no_other_has():
+    checks.check_minimal_launches(NAMES)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", NAMES)
+def test_launch_schema_takes_the_minimal_body_and_names_the_bad_fields(name, api_client, world, audit_tasks_off):
+    checks.check_launch_schema(registry.get(name), api_client, world)
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", NAMES)
+def test_dashboard_of_a_queued_audit_renders(name, api_client, staff_client, world, audit_tasks_off):
+    paradigm = registry.get(name)
+    audit = checks.check_launch_schema(paradigm, api_client, world)
+    checks.check_dashboard(paradigm, staff_client, audit)
+
+
+def _form_params():
+    for name in NAMES:
+        known = KNOWN_FORM_DIFFERENCES.get(name)
+        if known:
+            yield pytest.param(name, marks=pytest.mark.xfail(
+                strict=True, raises=checks.FormDiffers,
+                reason="the admin launch form differs from the API: " + "; ".join(known)))
+        else:
+            yield name
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("name", list(_form_params()))
+def test_admin_launch_form_takes_what_the_api_takes(name, researcher, world, audit_tasks_off):
+    try:
+        checks.check_form_agrees_with_serializer(registry.get(name), world, researcher[0])
+    except checks.FormDiffers as differs:
+        if name in KNOWN_FORM_DIFFERENCES:
+            assert differs.differences == KNOWN_FORM_DIFFERENCES[name], (
+                "the differences changed; update KNOWN_FORM_DIFFERENCES")
+        raise
+
+
+def _soft(failures: list[str], check, *args):
+    try:
+        return check(*args)
+    except AssertionError as error:
+        failures.append(f"{check.__name__}: {error}")
+        return None
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("name", NAMES)
+def test_an_audit_run_to_completion_conforms(name, server, api_client, staff_client, audit_tasks_off):
+    """Checks 2–5 on one small audit of the paradigm: the builder and parser on the prepared audit, then (run and
+    analysed) the builder again (later turns are keyed by now), the dashboard and the tables. Every check runs;
+    the test fails naming each that failed."""
+    paradigm = registry.get(name)
+    world = make_world(server.base_url, bits_corpus=name == "bits")
+    response = api_client.post("/api/audits/", run_body(name, world), format="json")
+    assert response.status_code == 201, response.content
+    audit_id = response.json()["id"]
+    services.audit_prepare(audit_id=audit_id)
+    audit = Audit.objects.get(pk=audit_id)
+    assert audit.status == Audit.Status.RUNNING, audit.status_reason
+    failures: list[str] = []
+    _soft(failures, checks.check_request_builder, paradigm, audit)
+    _soft(failures, checks.check_refusals_are_not_answers, paradigm, audit)
+
+    assert audit_runner.audit_work(audit_id) == "finished"
+    services.audit_analyse(audit_id=audit_id)
+    audit = Audit.objects.get(pk=audit_id)
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    _soft(failures, checks.check_request_builder, paradigm, audit)
+    _soft(failures, checks.check_dashboard, paradigm, staff_client, audit)
+    _soft(failures, checks.check_tables, paradigm, api_client, audit)
+    assert not failures, "\n".join(failures)
+
+
+# ----------------------------------------------------------------------------- a paradigm that does not conform
+
+class ToyRequests(classification_services.ClassificationRequests):
+    """A classification builder with two bugs: ``key()`` forgets the replicate (``requests()`` keys rightly, so
+    replicate 1's stored key is not what its payload keys to), and ``parse()`` reads any reply without a digit as
+    the label 0 (a refusal becomes an answer)."""
+
+    def requests(self):
+        for planned in super().requests():
+            yield dataclasses.replace(planned, key=audit_request_key(
+                self.audit, planned.audit_model, self.payload(planned), planned.replicate))
+
+    def key(self, audit_model, payload, replicate: int) -> str:
+        return audit_request_key(self.audit, audit_model, payload, 0)
+
+    def parse(self, request, text: str, finish_reason: str) -> ParsedReply:
+        label = next((int(c) for c in text if c in "01"), 0)
+        return ParsedReply(Outcome.LABEL, label, "", "first digit, else 0",
+                           (Judgment(unit=str(request.item_id), outcome=Outcome.LABEL, label=label),))
+
+
+@pytest.fixture
+def toy(monkeypatch) -> registry.Paradigm:
+    """A paradigm "toy" registered for this test only: classification's adapter with :class:`ToyRequests`."""
+    paradigm = dataclasses.replace(registry.get("classification"), name="toy", label="Toy", builder=ToyRequests)
+    get = registry.get
+    monkeypatch.setattr(registry, "PARADIGMS", (*registry.PARADIGMS, "toy"))
+    monkeypatch.setattr(registry, "get", lambda name: paradigm if name == "toy" else get(name))
+    return paradigm
+
+
+@pytest.mark.django_db
+def test_the_checks_fail_for_a_paradigm_that_does_not_conform(toy, server, audit_tasks_off):
+    assert toy in registry.every()
+    with pytest.raises(AssertionError, match="'toy' is registered without a minimal launch"):
+        minimal_launch("toy")
+    with pytest.raises(AssertionError, match="'toy' is registered without a minimal launch"):
+        checks.check_minimal_launches(registry.PARADIGMS)
+
+    world = make_world(server.base_url)
+    endpoint = LLMEndpoint.objects.get(pk=world.chat_endpoint)
+    audit = classification_services.audit_create(
+        study=make_audit_study(4, n_examples=0), name="toy", conditions=["zs"], replicates=2,
+        models=[ModelChoice(endpoint=endpoint, model="model-a")])
+    Audit.objects.filter(pk=audit.id).update(paradigm="toy")
+    services.audit_prepare(audit_id=audit.id)
+    audit = Audit.objects.get(pk=audit.id)
+    assert audit.status == Audit.Status.RUNNING, audit.status_reason
+
+    with pytest.raises(AssertionError, match=r"toy: 4 of 8 requests' payloads key to another key"):
+        checks.check_request_builder(toy, audit)
+    with pytest.raises(AssertionError, match=r"toy: request \d+ .*the reply \"I can't help with that.\" parses as an "
+                                             r"answer \(label, label 0\)"):
+        checks.check_refusals_are_not_answers(toy, audit)
+    # The same audit and checks with classification's own builder pass: what failed is the toy's builder.
+    classification = registry.get("classification")
+    assert checks.check_request_builder(classification, audit) == 8
+    assert checks.check_refusals_are_not_answers(classification, audit) == 1
