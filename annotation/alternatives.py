@@ -1,6 +1,6 @@
-"""Alternative ground truths beside the paper's weighted label, and how far each moves from it (issue 19; seed
-000 §3, Appendix B eqs. 1–6, and §4.1's claim that the weighted ground truth is "a stricter standard"). Pure pandas,
-numpy, scikit-learn and crowd-kit.
+"""Alternative ground truths beside the paper's weighted label, and how far each moves from it (the robustness of the
+ground truth; seed 000 §3, Appendix B eqs. 1–6, and §4.1's claim that the weighted ground truth is "a stricter
+standard"). Pure pandas, numpy, scikit-learn and crowd-kit.
 
 Every alternative is built from the labels and scores the study already has (only 0/1 labels; other values such
 as -1 stay out, as in :mod:`annotation.aggregation`):

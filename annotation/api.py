@@ -287,7 +287,7 @@ class StudyGroundTruthView(StudyExportView):
 
 
 @extend_schema(
-    summary="A study's alternative ground truths (issue 19)",
+    summary="A study's alternative ground truths (robustness of the weighted label)",
     parameters=[OpenApiParameter("table", str, enum=list(ALTERNATIVE_TABLES), description=(
         "labels (default): one row per item, one column per alternative (1/0, null = no label; soft is the "
         "weighted score ŷ); summary: one row per alternative against the paper's weighted label (share of items "

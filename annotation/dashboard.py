@@ -1,4 +1,4 @@
-"""Reads behind a study's weighted-vs-majority dashboard (spec: issue 4, item 6). Pure reads, no writes.
+"""Reads behind a study's weighted-vs-majority dashboard (seed 000 §3.2, Appendix B). Pure reads, no writes.
 
 Everything comes from the stored latest analysis (``annotation.study_analysis``): ``AnalysisRun`` for
 the run's metadata, agreement and Cohen's kappa; ``ParticipantWeight`` for the annotators' scores, R
@@ -284,12 +284,12 @@ ROBUSTNESS_FLIP_LIMIT = 200
 
 
 def robustness_context(study: Study, run: AnalysisRun, *, limit: int) -> dict:
-    """The "Robustness" section (issue 19): the stored alternatives' summary against the paper's weighted label,
-    and the flipped items (the first ``limit`` per alternative, in study order) with their labels and a link to
-    them in the admin. Three queries whatever the study's size: the items' positions, then the labels of the shown
-    items only (at most ``limit`` per alternative), chosen before any label is read. ``available`` is False until they are stored, with ``status`` saying why: ``computing``
-    (their own task runs after the analysis; ``requested_at`` is when it was asked), ``failed`` (``error``), or
-    ``none`` (an analysis from before they existed)."""
+    """The "Robustness" section (alternative ground truths): the stored alternatives' summary against the paper's
+    weighted label, and the flipped items (the first ``limit`` per alternative, in study order) with their labels and a
+    link to them in the admin. Three queries whatever the study's size: the items' positions, then the labels of the
+    shown items only (at most ``limit`` per alternative), chosen before any label is read. ``available`` is False until
+    they are stored, with ``status`` saying why: ``computing`` (their own task runs after the analysis; ``requested_at``
+    is when it was asked), ``failed`` (``error``), or ``none`` (an analysis from before they existed)."""
     status = run.alternatives_status
     stored = run.alternatives or {}
     if status != "ready" or not stored.get("summary"):

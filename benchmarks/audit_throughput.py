@@ -1,4 +1,4 @@
-"""Benchmark: LLM audit throughput of real Celery workers against the test LLM server (issue 5).
+"""Benchmark: LLM audit throughput of real Celery workers against the test LLM server.
 
 Builds an audit of about ``--requests`` requests (2 models × 7 conditions × enough items), starts the test
 LLM server (``tests/llm_server.py``) with ``--latency`` per reply, one endpoint with max concurrency

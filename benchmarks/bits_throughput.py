@@ -1,5 +1,5 @@
 """Benchmark: BITS audits with a local scorer (VADER, TextBlob) through the engine, against the library in a loop
-(issue 12: target ≥ 0.5 of the direct rate on the full default corpus).
+(target: ≥ 0.5 of the direct rate on the full default corpus).
 
 Each run, for each scorer, times the same 2,310 sentences of the default corpus (seed 001 Tables 3–5) two ways:
 

@@ -10,7 +10,7 @@ bulk), 50 replies per transaction as a worker records them, each request built f
 before sending; only the recording calls are timed ("judgments/s stored").
 The analysis (``counterfactual_analyse``: the judgments read back, every t-test, Benjamini–Hochberg over the
 whole matrix, the summaries and completion) then runs ``--runs`` times, each in a fresh process, printing its wall
-time and the process's peak memory (``ru_maxrss``). Targets (issue 13): 50,000 judgments/s or more stored, the
+time and the process's peak memory (``ru_maxrss``). Targets (seed 002's scale): 50,000 judgments/s or more stored, the
 analysis under 10 s and 2 GB on PostgreSQL.
 
     DATABASE_URL=postgres://postgres@127.0.0.1:55432/auditapp_bench .venv/bin/python benchmarks/counterfactual_scale.py

@@ -1,5 +1,5 @@
 """Benchmark: the counterfactual statistics (seed 002) on a synthetic names audit of 4,001,400 judgments
-(19 models × 39 tasks × 90 iterations × 60 texts, four minority groups; issue 13 item 5: the whole analysis,
+(19 models × 39 tasks × 90 iterations × 60 texts, four minority groups; the target: the whole analysis,
 every t-test and the FDR included, in under 10 seconds and 2 GB).
 
 The frame is built in memory (:func:`tests.auditapp.counterfactual_frames.names_frame`, 2% of the values missing)

@@ -1,6 +1,6 @@
 """Benchmark: how fast the audit engine stores judgments, and how fast the counterfactual reader reads them back.
 
-Issue 13 (seed 002, the counterfactual audits) asks for 50,000 judgments stored per second or more on PostgreSQL:
+The counterfactual audits (seed 002) need 50,000 judgments stored per second or more on PostgreSQL:
 a names audit stores 60 judgments per reply (``auditapp.audit_services._judgments_create``, the path every reply
 takes). ``store`` times that function on throwaway requests of a throwaway audit, in batches as a worker records
 them (``--replies`` replies of ``--per-reply`` judgments per transaction), for each storage path the configured

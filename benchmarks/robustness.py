@@ -1,6 +1,6 @@
-"""Benchmark (issue 19): every alternative ground truth of a simulated study of 50 annotators and 2,121 items, then
-the re-scoring of a 56-cell (8 models × 7 conditions) × 2,121-item classification audit against all of them with
-9,999-resample paired bootstrap CIs. Target on this 2-core machine: under 30 s for both together.
+"""Benchmark (alternative ground truths): every alternative ground truth of a simulated study of 50 annotators and 2,121
+items, then the re-scoring of a 56-cell (8 models × 7 conditions) × 2,121-item classification audit against all of them
+with 9,999-resample paired bootstrap CIs. Target on this 2-core machine: under 30 s for both together.
 
     .venv/bin/python benchmarks/robustness.py [--participants 50] [--items 2121] [--labels-per-item 5]
                                               [--models 8] [--conditions 7] [--resamples 9999] [--repeat 3]

@@ -1,6 +1,6 @@
-"""Tasks that run the second-pass extractions of audits (issue 16): each takes an extraction id and does only what
-is still missing, so a task delivered twice, or run again after a crash, stores every outcome once. A delivery
-while another worker holds the extraction's lease does nothing; a database fault is retried here, any other
+"""Tasks that run the second-pass extractions of audits (unparseable replies read again): each takes an extraction id
+and does only what is still missing, so a task delivered twice, or run again after a crash, stores every outcome once. A
+delivery while another worker holds the extraction's lease does nothing; a database fault is retried here, any other
 transient fault by the workers' recovery (tasks.recovery), which also takes over an extraction whose lease
 expired."""
 from celery import shared_task

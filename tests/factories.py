@@ -121,9 +121,9 @@ def make_audit_study(n_items: int = 300, n_examples: int = 10, *, seed: int = 0,
 
 
 def pathological_xlsx(*, dimension: str = "A1:XFD1048576", header_columns: int = 16_384) -> bytes:
-    """An 87 KB workbook (issue 11, item 6): ``header_columns`` header cells (``id``, ``sentence``, ``h3``, ...),
-    one cell at B1048576, and a ``<dimension>`` element declaring ``dimension`` (written by hand: openpyxl
-    would write the true one)."""
+    """An 87 KB workbook (an XLSX whose declared size is a hostile upload's): ``header_columns`` header cells (``id``,
+    ``sentence``, ``h3``, ...), one cell at B1048576, and a ``<dimension>`` element declaring ``dimension`` (written by
+    hand: openpyxl would write the true one)."""
     from openpyxl import Workbook
     from openpyxl.utils import get_column_letter
 

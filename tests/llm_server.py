@@ -16,7 +16,7 @@ x = :func:`expected_score`: 0.2 plus a small deterministic jitter from the sente
 each term the sentence contains (``score_effects``: model → term → effect). A scorer with no effects planted
 finds no group different from its control.
 
-Self-report personas (issue 6): a model named ``persona-agree``, ``persona-refuse``, ``persona-key`` or
+Self-report personas (seed 000 §3.3): a model named ``persona-agree``, ``persona-refuse``, ``persona-key`` or
 ``persona-dummy`` (:data:`PERSONAS`; list it in ``models`` like any model) answers the Likert prompts of
 ``auditapp.paradigms.self_report.instruments`` (one item per request or a numbered batch) by the pure rule
 :func:`persona_choice`; see ``tests/self_report_personas.py`` for the rules, how prompts are read and the reply
@@ -33,18 +33,18 @@ the text makes it apply), clipped to [0, 1]; :func:`expected_annotation` compute
 numbered list (``1: yes`` / ``2: no``), and every n-th index dropped (absent from the reply) or hedged (``{i}: maybe``,
 a numbered line, in either form). A prompt without ``Text`` lines gets the classification rule.
 
-Structured output (issue 16): a request may ask for a reply valid against a JSON schema in any of the four forms of
-``auditapp.llm_clients`` (:data:`STRUCTURED_OUTPUT_FORMS`: ``response_format`` ``json_schema`` or ``json_object``
-with ``schema``, ``guided_json``, Ollama's ``format``). A form listed in ``structured_forms`` (all four by default)
-is honoured: the reply is the JSON object :func:`structured_answer` builds, valid against the schema (a
+Structured output (constrained replies): a request may ask for a reply valid against a JSON schema in any of the four
+forms of ``auditapp.llm_clients`` (:data:`STRUCTURED_OUTPUT_FORMS`: ``response_format`` ``json_schema`` or
+``json_object`` with ``schema``, ``guided_json``, Ollama's ``format``). A form listed in ``structured_forms`` (all four
+by default) is honoured: the reply is the JSON object :func:`structured_answer` builds, valid against the schema (a
 classification answer with the label the rule above decides, a batch's answers for every ``Text i:`` line with the
-annotator's 0/1, a scorer's score, a Likert answer); a form listed in ``ignored_forms`` is ignored silently, as
-servers do with a field they do not read (vLLM since 0.12 with ``guided_json``): the request is answered with 200
-as if it asked for no structure; any other form is refused with a 400 whose OpenAI- or Ollama-style error names
-the unsupported field. A model whose name starts with ``prose-`` answers classification
-prompts unconstrained in prose that names no label (:func:`prose_reply`), as small local models do.
+annotator's 0/1, a scorer's score, a Likert answer); a form listed in ``ignored_forms`` is ignored silently, as servers
+do with a field they do not read (vLLM since 0.12 with ``guided_json``): the request is answered with 200 as if it asked
+for no structure; any other form is refused with a 400 whose OpenAI- or Ollama-style error names the unsupported field.
+A model whose name starts with ``prose-`` answers classification prompts unconstrained in prose that names no label
+(:func:`prose_reply`), as small local models do.
 
-Extractors (issue 16, the second-pass extraction of classification audits): a model whose name starts with
+Extractors (the second-pass extraction of classification audits): a model whose name starts with
 ``extractor-`` answers the extraction template (a prompt holding :data:`EXTRACTION_QUESTION`, the reply quoted
 between a line ``<<<`` and a line ``>>>``) by :func:`extractor_answer`'s simple rule on the quoted reply, in lower
 case: "not ableist" in it → ``0``; else "ableist" in it → ``1``; else ``none``. An extractor whose name contains
@@ -59,7 +59,7 @@ Q2, asked later in the same conversation, gets comedy, tragedy or neutral at pla
 prompt. It reads every user message of the conversation, not only the last. Any other prompt gets the
 classification rule.
 
-Conversants (issue 14, multi-turn requests): a model whose name starts with ``conversant-`` answers a conversation
+Conversants (multi-turn requests): a model whose name starts with ``conversant-`` answers a conversation
 turn by turn (:func:`conversant_reply`). Asked once (no assistant message yet) it describes the prompt: ``A scene of
 <the prompt's last line>.``, or refuses with :data:`REFUSAL` when the prompt holds ``[refuse]``, or fails with a
 permanent 500 when it holds ``[fail]``. Asked again (the conversation holds its earlier replies), it quotes its own
@@ -295,7 +295,7 @@ def annotation_reply(model: str, prompt: str, config: Mapping[str, Mapping | Ann
 
 def prose_reply(label: int) -> str:
     """A ``prose-`` model's unconstrained answer to a classification prompt: prose the strict parser finds no label
-    in (no digit, no "ableist"), like the replies of SmolLM2-135M in issue 16."""
+    in (no digit, no "ableist"), like the replies SmolLM2-135M gave to the classification prompts."""
     return PROSE_REPLIES[label]
 
 

@@ -1,8 +1,8 @@
 """Scripted self-report personas for the test LLM server (``tests/llm_server.py``).
 
 A model named after a persona (:data:`PERSONAS`) answers the self-report prompts built by
-``auditapp.paradigms.self_report.instruments`` (issue 6) by a fixed rule, so tests can compute every answer, score and
-validity count by hand. The rule is a pure function of the statement's text and its response options
+``auditapp.paradigms.self_report.instruments`` (self-report audits) by a fixed rule, so tests can compute every answer,
+score and validity count by hand. The rule is a pure function of the statement's text and its response options
 (:func:`persona_choice`), never of the form, the item's position, the other items or the protocol, so one
 statement gets the same option in the original and the masked form, in item and in batch mode.
 

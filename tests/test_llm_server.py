@@ -399,7 +399,7 @@ def test_a_server_that_cannot_start_reports_its_output():
         LLMServer(fault_kinds=["meteor"]).start()
 
 
-# --- self-report personas (issue 6) ----------------------------------------------------------------------------
+# --- self-report personas (seed 000 §3.3) --------------------------------------------------------------------
 
 LABELS = ("numbers", "letters", "text")
 PATHS = ("/v1/chat/completions", "/api/chat")

@@ -1,4 +1,4 @@
-/* The agreement matrix of a study's alternative ground truths (issue 19): Cohen's κ between every pair, as a plotly
+/* The agreement matrix of a study's alternative ground truths: Cohen's κ between every pair, as a plotly
    heatmap, from the page's #dashboard-data (robustness.agreement). */
 (function () {
   "use strict";

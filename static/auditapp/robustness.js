@@ -1,4 +1,4 @@
-/* κ per model under each alternative ground truth, with its 95% CI (issue 19), one condition at a time (a menu
+/* κ per model under each alternative ground truth, with its 95% CI, one condition at a time (a menu
    picks it), drawn with the vendored plotly from the page's #audit-data (robustness.cells). */
 (function () {
   "use strict";

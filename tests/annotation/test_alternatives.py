@@ -1,6 +1,6 @@
-"""Alternative ground truths (annotation.alternatives, issue 19): hand-worked leave-one-instrument-out weights on the
-worked example, a planted reliable subgroup recovered by the paper's weights and Dawid–Skene better than by majority
-vote, scikit-learn's κ, and crowd-kit's outputs stored unchanged."""
+"""Alternative ground truths (annotation.alternatives, the robustness of the weighted label): hand-worked
+leave-one-instrument-out weights on the worked example, a planted reliable subgroup recovered by the paper's weights and
+Dawid–Skene better than by majority vote, scikit-learn's κ, and crowd-kit's outputs stored unchanged."""
 from __future__ import annotations
 
 import warnings

@@ -266,7 +266,7 @@ def test_unknown_audit_is_404(staff_client):
 
 
 def test_an_unreachable_endpoint_is_shown_with_since_when_in_the_progress(staff_client, api_client):
-    """Issue 11, item 11: a worker's breaker finds the endpoint unreachable; the progress API (which the
+    """The endpoint circuit breaker: a worker's breaker finds the endpoint unreachable; the progress API (which the
     dashboard polls into #endpoint-unreachable) names it with since when; the earliest of two workers wins."""
     audit = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING)
     live = timezone.now() + datetime.timedelta(seconds=30)

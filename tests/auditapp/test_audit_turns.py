@@ -1,4 +1,4 @@
-"""Multi-turn requests in the audit engine (issue 14, item 3), through the real engine functions against the real
+"""Multi-turn requests in the audit engine (conversations), through the real engine functions against the real
 test LLM server, whose conversant persona answers a second turn by quoting its first reply (so a reply proves the
 history was sent). Runs on SQLite, and on PostgreSQL with DATABASE_URL set."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Recorded scorers in a BITS audit (issue 12, build 3): a corpus uploaded in the public BITS repository's shape
-through ``POST /api/corpora/upload/`` brings one recorded scorer per tool column; an audit of only recorded
+"""Recorded scorers in a BITS audit (scores imported with a corpus): a corpus uploaded in the public BITS repository's
+shape through ``POST /api/corpora/upload/`` brings one recorded scorer per tool column; an audit of only recorded
 scorers, and one of a local scorer with a recorded one, complete; the analysis lists the recorded scorers as
 imported with the file's own values, counts their missing cells with the reasons, and the ``scores`` table marks
 them imported. A recorded scorer of another corpus is refused with a 400 naming it.

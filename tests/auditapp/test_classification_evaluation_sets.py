@@ -1,5 +1,5 @@
-"""Evaluation sets of classification audits (issue 15, item 3): which items an audit classifies (all, a stored item
-set, the complement of the ICL examples, a list of ids), a seeded sample of n, the overlap check, the manifest; the
+"""Evaluation sets of classification audits (which items are classified): which items an audit classifies (all, a stored
+item set, the complement of the ICL examples, a list of ids), a seeded sample of n, the overlap check, the manifest; the
 engine runs in one process against the test LLM server (as in test_audit_engine)."""
 from __future__ import annotations
 

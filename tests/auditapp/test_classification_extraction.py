@@ -1,6 +1,6 @@
-"""The second-pass extraction of classification audits (issue 16): both modes stored beside the strict outcomes,
-the metrics under each outcome source equal to scikit-learn on the exported replies and extractions, the strict
-metrics unchanged by an extraction, idempotence, and bad input refused with nothing stored.
+"""The second-pass extraction of classification audits (unparseable replies read again): both modes stored beside the
+strict outcomes, the metrics under each outcome source equal to scikit-learn on the exported replies and extractions,
+the strict metrics unchanged by an extraction, idempotence, and bad input refused with nothing stored.
 
 The audited model's replies are written as a worker would store them (a reply per key, then the strict parser's
 re-parse), so every reply shape is known; the extractor model is asked over HTTP, of the real test LLM server

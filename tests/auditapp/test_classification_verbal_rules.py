@@ -1,5 +1,5 @@
-"""The verbal rules' table (issue 16): reply shapes small models give in prose, each with the outcome the rules
-must give: affirmed, negated, hedged, both labels, a quoted sentence containing "ableist", label numbers, and
+"""The verbal rules' table (second-pass extraction): reply shapes small models give in prose, each with the outcome the
+rules must give: affirmed, negated, hedged, both labels, a quoted sentence containing "ableist", label numbers, and
 the replies that must stay "none"."""
 from __future__ import annotations
 

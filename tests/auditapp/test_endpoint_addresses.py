@@ -1,4 +1,4 @@
-"""Endpoint addresses (issue 11, item 13): link-local and cloud metadata addresses are refused, private ones
+"""Endpoint addresses (no requests to cloud metadata): link-local and cloud metadata addresses are refused, private ones
 only when the settings say so; at registration, model listing, audit preparation and every audit connection."""
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The endpoint circuit breaker (issue 11, item 11): the pure state machine, and send_chat holding a request
-through an outage without spending its attempts."""
+"""The endpoint circuit breaker (an unreachable endpoint waits, it does not fail): the pure state machine, and send_chat
+holding a request through an outage without spending its attempts."""
 from __future__ import annotations
 
 import asyncio

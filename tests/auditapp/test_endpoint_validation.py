@@ -1,4 +1,4 @@
-"""LLM endpoints are refused with limits no request could run under (issue 11, item 5): through the API, the
+"""LLM endpoints are refused with limits no request could run under (endpoint settings validated): through the API, the
 admin and any other write (the database's check constraints)."""
 from __future__ import annotations
 

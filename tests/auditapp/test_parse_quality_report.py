@@ -1,5 +1,5 @@
-"""The parse-quality report (issue 16): the selector over planted requests, its API (JSON and CSV), the dashboard
-section of every paradigm, and one audit run by the engine against the test LLM server."""
+"""The parse-quality report (what unparseable replies look like): the selector over planted requests, its API (JSON and
+CSV), the dashboard section of every paradigm, and one audit run by the engine against the test LLM server."""
 from __future__ import annotations
 
 import csv

@@ -1,6 +1,6 @@
 """Audit metrics against many references (auditapp.audit_metrics.reference_metrics) and a classification audit
-re-scored under every alternative ground truth (issue 19): equal to the single-reference code and to scikit-learn,
-recomputed from the exports."""
+re-scored under every alternative ground truth (robustness of the weighted label): equal to the single-reference code
+and to scikit-learn, recomputed from the exports."""
 from __future__ import annotations
 
 import io

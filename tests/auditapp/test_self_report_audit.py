@@ -1,4 +1,4 @@
-"""Self-report audits through the engine, against the test LLM server's scripted personas (issue 6).
+"""Self-report audits through the engine, against the test LLM server's scripted personas (seed 000 §3.3).
 
 Every expected score, validity count and paired statistic is computed here by hand from the personas' rule
 (``tests.self_report_personas.persona_choice``) and the instruments' keys, not with the app's scoring.

@@ -1,5 +1,5 @@
-"""Structured output (issue 16): the body each server form takes, the request key, the paradigms' parsers on
-constrained replies, and audits against the test LLM server that honours or refuses each form.
+"""Structured output (constrained replies for small local models): the body each server form takes, the request key, the
+paradigms' parsers on constrained replies, and audits against the test LLM server that honours or refuses each form.
 
 - pure: the exact body per form; a form the protocol does not take, or a parameter that sets the form's field, is
   refused; the key differs between a constrained and a free request (and is unchanged without a constraint);

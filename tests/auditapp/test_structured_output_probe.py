@@ -1,4 +1,4 @@
-"""The structured-output probe at an audit's preparation (issue 16, review): what each answer to it means.
+"""The structured-output probe at an audit's preparation (servers that ignore the form): what each answer to it means.
 
 - pure: the hand-written schema check agrees with ``jsonschema`` on every paradigm's answer schema; which probe
   statuses refuse the request (a 408 or 429 does not);

@@ -1,4 +1,4 @@
-"""A test-only two-turn paradigm for the engine's conversations (issue 14, item 3): each text is described (turn 0),
+"""A test-only two-turn paradigm for the engine's conversations (multi-turn requests): each text is described (turn 0),
 then, with the model's own description in the conversation, classified as comedy or tragedy (turn 1), as seed 003's
 affective attribution test asks. Injected in-process by :func:`install` (the registry lookup the engine uses is
 monkeypatched); no production code names it."""

@@ -1,5 +1,5 @@
-"""Two coders code a 12-excerpt round in Chromium with the keyboard only (issue 18, must show): coder A closes the
-tab halfway and resumes on another device (a new browser context) at the right excerpt with the earlier codes
+"""Two coders code a 12-excerpt round in Chromium with the keyboard only (the coding pages' acceptance test): coder A
+closes the tab halfway and resumes on another device (a new browser context) at the right excerpt with the earlier codes
 shown; each coder sees only their own codes; the database then holds exactly the codes typed, checked against
 counts per code and per pair of codes worked by hand, and the round's results page, opened by a researcher in
 Chromium, shows those counts, the two-or-more share and the agreement per code of ``krippendorff`` and

@@ -1,5 +1,6 @@
-"""A researcher reads the robustness sections (issue 19) in Debian Chromium: the study dashboard's agreement heatmap
-of the alternative ground truths and the audit dashboard's κ per model under each alternative, drawn by plotly."""
+"""A researcher reads the robustness sections (alternative ground truths) in Debian Chromium: the study dashboard's
+agreement heatmap of the alternative ground truths and the audit dashboard's κ per model under each alternative, drawn
+by plotly."""
 from __future__ import annotations
 
 import pytest

@@ -1,7 +1,7 @@
 """A small finished classification round for the coders' tests, built through the ORM: an audit of two models ×
 two conditions whose parsed requests are snapshotted into ``n_excerpts`` excerpts, one lens with a codebook of
-named codes and shortcuts, and coders on it (standing in for the round and codebook services of the other
-parts of issue 18)."""
+named codes and shortcuts, and coders on it (standing in for the round and codebook services of the coding
+app's other tests)."""
 from __future__ import annotations
 
 import hashlib

@@ -1,5 +1,5 @@
 """What the round tests share: a completed classification audit whose replies are written through the ORM, and
-codebooks made directly (the codebook services are another part of issue 18)."""
+codebooks made directly (the codebook services are tested on their own)."""
 from __future__ import annotations
 
 from auditapp import audit_services

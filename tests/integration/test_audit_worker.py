@@ -1,12 +1,13 @@
 """LLM audits run by real Celery workers on Redis into PostgreSQL, against the real test LLM server.
 
 - 2 models × 7 conditions × 300 items with 10% injected faults: every request ends answered or failed
-  with its reason, and the exported metrics equal scikit-learn on the exported replies (issue 5).
+  with its reason, and the exported metrics equal scikit-learn on the exported replies (the classification
+  audit engine).
 - A worker killed with SIGKILL mid-audit: after a restart the audit completes with exactly one reply per
   key and none missing.
 - The LLM server stopped for seconds mid-audit and restarted: no request fails, the audit finishes by
-  itself with one reply per request (issue 11, item 11: the endpoint circuit breaker).
-- A self-report audit (issue 6) of the scripted personas on AQ-50 + partial SATA in item mode, through
+  itself with one reply per request (the endpoint circuit breaker).
+- A self-report audit (seed 000 §3.3) of the scripted personas on AQ-50 + partial SATA in item mode, through
   transient faults: the scores equal those worked by hand from the personas' rule and the instruments' keys,
   and the scores export equals the answers export scored by those keys.
 """
@@ -198,7 +199,7 @@ def test_self_report_audit_through_transient_faults_scores_as_worked_by_hand(wor
 
 def test_an_endpoint_down_for_seconds_mid_audit_fails_no_request_and_the_audit_resumes_by_itself(worker_env,
                                                                                                  api_client):
-    """Issue 11, item 11: the LLM server is stopped for ~6 s mid-audit and restarted on the same port. With
+    """The endpoint circuit breaker: the LLM server is stopped for ~6 s mid-audit and restarted on the same port. With
     max_attempts=2 every request in flight would have failed; the breaker holds them instead, the progress
     API says since when the endpoint is unreachable, and the audit finishes with one reply per request."""
     study = make_audit_study(300, n_examples=8)

@@ -1,8 +1,8 @@
-"""Two-turn affective attribution audits (seed 003 §3.1.2) run by a real Celery worker on Redis into PostgreSQL,
-against the real test LLM server's ``aat-stereotyped`` persona (issue 14, "Must show"): an AAT audit launched through
-``POST /api/audits/`` in its default two-turn form, its worker killed with SIGKILL between the two turns of many
-conversations, then restarted, leaves exactly one reply per turn, no conversation without its second turn, every
-second turn sent with the model's own description in the conversation, and the planted FAR and UAR recovered.
+"""Two-turn affective attribution audits (seed 003 §3.1.2) run by a real Celery worker on Redis into PostgreSQL, against
+the real test LLM server's ``aat-stereotyped`` persona (the conversations' acceptance test): an AAT audit launched
+through ``POST /api/audits/`` in its default two-turn form, its worker killed with SIGKILL between the two turns of many
+conversations, then restarted, leaves exactly one reply per turn, no conversation without its second turn, every second
+turn sent with the model's own description in the conversation, and the planted FAR and UAR recovered.
 
 The same audit in one process (no worker), with refusals and the cache, is tests/auditapp/test_implicit_bias_audit.py;
 the engine's conversations with a test-only paradigm are tests/auditapp/test_audit_turns.py.

@@ -1,6 +1,6 @@
 """A chat model as a BITS scorer: the prompt that asks it for a score of one sentence, and the strict
-parser of its reply (issue 12; seed 001 §4 scores sentences with sentiment and toxicity tools, not with
-chat models, so the prompts here are **ours**, not the paper's).
+parser of its reply (chat models as BITS scorers; seed 001 §4 scores sentences with sentiment and toxicity tools, not
+with chat models, so the prompts here are **ours**, not the paper's).
 
 Pure: no Django. A prompt is a :class:`ScorePrompt` (a template with a ``{sentence}`` slot and the scale it
 asks for); its ``version`` is the sha256 of its text and scale, so an edited prompt is a new scorer

@@ -95,7 +95,7 @@ class AuditMetricsView(AuditScoped, ExportListAPIView):
 
 
 @extend_schema(
-    summary="An audit re-scored against every alternative ground truth (issue 19)",
+    summary="An audit re-scored against every alternative ground truth",
     parameters=[OpenApiParameter("table", str, enum=list(ROBUSTNESS_TABLES), description=(
         "cells (default): κ and F1 with bootstrap 95% CIs per model × condition × alternative, and Δκ = "
         "κ(alternative) − κ(weighted); ranks: mean κ and rank of each model and condition under each alternative; "

@@ -1,5 +1,5 @@
-"""The second-pass extraction of classification audits (issue 16), its pure part: the extractor's template, the
-strict reading of its answer, and the labels a metric sees under an outcome source.
+"""The second-pass extraction of classification audits (replies left unparseable by the strict parser), its pure part:
+the extractor's template, the strict reading of its answer, and the labels a metric sees under an outcome source.
 
 After an audit, the replies the strict parser (:mod:`.replies`) left unparseable can be read a second time, in
 one of two modes, and the outcomes are stored beside the strict ones, never instead of them:

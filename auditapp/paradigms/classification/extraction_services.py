@@ -1,5 +1,5 @@
-"""The second-pass extraction of classification audits (issue 16), the Django side: recording an extraction,
-running it (a worker's task, idempotent), and the metrics under an outcome source.
+"""The second-pass extraction of classification audits (replies left unparseable by the strict parser), the Django side:
+recording an extraction, running it (a worker's task, idempotent), and the metrics under an outcome source.
 
 The pure part (template, strict reading of the extractor's answer, labels under an extraction) is
 :mod:`.extraction`; the verbal rules are :mod:`.verbal_rules`. An extraction reads only the replies the strict

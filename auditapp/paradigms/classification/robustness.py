@@ -1,4 +1,4 @@
-"""A classification audit re-scored against every alternative ground truth (issue 19; seed 000 §4.1–4.2). Pure.
+"""A classification audit re-scored against every alternative ground truth (seed 000 §4.1–4.2: robustness). Pure.
 
 No model is asked again: the cell predictions (:func:`.analysis.cell_predictions`) are scored against each
 alternative of :mod:`annotation.alternatives` with :func:`auditapp.audit_metrics.reference_metrics` (κ and F1 with

@@ -208,8 +208,9 @@ def audit_dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
 
 
 def robustness_dashboard_data(audit: Audit) -> dict:
-    """The dashboard's robustness section (issue 19), from ``Audit.analysis["robustness"]`` (strict outcomes): κ per
-    model × condition × alternative with its CI for the chart, the Δκ tests and Kendall's τ for the table."""
+    """The dashboard's robustness section (alternative ground truths), from ``Audit.analysis["robustness"]`` (strict
+    outcomes): κ per model × condition × alternative with its CI for the chart, the Δκ tests and Kendall's τ for the
+    table."""
     from annotation.alternatives import ALTERNATIVES
 
     stored = (audit.analysis or {}).get("robustness") or {}

@@ -464,8 +464,8 @@ def classification_analyse(audit: Audit) -> None:
 
 
 def audit_robustness(audit: Audit) -> dict:
-    """The audit's replies re-scored against every alternative ground truth of its study (issue 19;
-    :mod:`.robustness`), as stored in ``Audit.analysis["robustness"]``.
+    """The audit's replies re-scored against every alternative ground truth of its study (robustness of the weighted
+    label; :mod:`.robustness`), as stored in ``Audit.analysis["robustness"]``.
 
     The paper's weighted label and the majority vote are the audit's own snapshot (``AuditItem.weighted_label`` and
     ``majority_label``, what its metrics and its Δκ test use), so the §4.1 test against majority here is the audit's

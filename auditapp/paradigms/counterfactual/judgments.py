@@ -1,5 +1,5 @@
-"""The judgments of a counterfactual audit as one DataFrame, read fast enough for four million of them (issue 13,
-"Scale"; seed 002 analyses 4,009,521 judgments from 19 models).
+"""The judgments of a counterfactual audit as one DataFrame, read fast enough for four million of them (seed 002
+analyses 4,009,521 judgments from 19 models).
 
 :func:`judgments_frame` gives one row per stored judgment (``AuditJudgment``) joined to its request: which model
 (``model_id``, the request's ``AuditModel``), which task (the request's ``condition``), which iteration (its unit
