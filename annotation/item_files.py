@@ -376,7 +376,7 @@ def _annotator_name(column: str, pattern: str) -> str:
     return column.strip()
 
 
-def _label_value(raw: str, allowed: frozenset[int]) -> int | None | str:
+def _label_value(raw: str, allowed: frozenset[int]) -> int | str | None:
     """The label in a cell: an int, None for a blank cell, or an error message."""
     if raw == "":
         return None

@@ -203,7 +203,7 @@ def _resolve_columns(kind: str, header: list[str], mapping: Mapping[str, str], e
     return columns
 
 
-def _number(text: str) -> float | None | str:
+def _number(text: str) -> float | str | None:
     """A cell as a finite number, None when blank, or an error message. Python's digit separators ("2_0") are
     not a spreadsheet's: a cell holding one is not a number."""
     if not text.strip():
@@ -217,14 +217,14 @@ def _number(text: str) -> float | None | str:
     return value if math.isfinite(value) else f"'{text}' is not a finite number"
 
 
-def _integer(text: str) -> int | None | str:
+def _integer(text: str) -> int | str | None:
     value = _number(text)
     if value is None or isinstance(value, str):
         return value
     return int(value) if value.is_integer() else f"'{text}' is not a whole number"
 
 
-def _boolean(text: str) -> bool | None | str:
+def _boolean(text: str) -> bool | str | None:
     word = text.strip().lower()
     if not word:
         return None
