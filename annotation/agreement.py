@@ -118,7 +118,7 @@ def agreement_summary(labels: pd.DataFrame) -> dict:
     return {
         "n_annotators": int(labels["participant"].nunique()) if not labels.empty else 0,
         "n_items": int(labels["item"].nunique()) if not labels.empty else 0,
-        "n_labels": int(len(labels)),
+        "n_labels": len(labels),
         "krippendorff_alpha": krippendorff_alpha_nominal(labels),
         "fleiss_kappa": fleiss.kappa,
         "fleiss_note": fleiss.reason,

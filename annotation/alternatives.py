@@ -54,6 +54,7 @@ import io
 import json
 import warnings
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 import numpy as np
 import pandas as pd
@@ -96,8 +97,16 @@ ALTERNATIVES = (
                                        "the paper's."),
 )
 NAMES = tuple(alternative.name for alternative in ALTERNATIVES)
-WEIGHTINGS = {"loo_aq_sata": {"instruments": ("aq", "sata")}, "loo_aq_iat": {"instruments": ("aq", "iat_d")},
-              "loo_sata_iat": {"instruments": ("sata", "iat_d")}, "no_team_norm": {"team_normalise": False}}
+class _Weighting(TypedDict, total=False):
+    """Keyword arguments of :func:`psychometrics.trust.trust_weights` that make an alternative weighting."""
+
+    instruments: tuple[str, ...]
+    team_normalise: bool
+
+
+WEIGHTINGS: dict[str, _Weighting] = {"loo_aq_sata": {"instruments": ("aq", "sata")}, "loo_aq_iat": {"instruments": ("aq", "iat_d")},
+                                     "loo_sata_iat": {"instruments": ("sata", "iat_d")},
+                                     "no_team_norm": {"team_normalise": False}}
 
 
 @dataclass
@@ -129,7 +138,8 @@ def crowdkit_models(seed: int = CROWDKIT_SEED) -> dict:
 
     return {"dawid_skene": DawidSkene(n_iter=100, tol=1e-5), "glad": GLAD(n_iter=100, tol=1e-5),
             "mace": MACE(n_restarts=10, n_iter=50, method="vb", default_noise=0.5, alpha=0.5, beta=0.5,
-                         random_state=np.random.RandomState(seed))}
+                         # crowd-kit annotates an int, but hands it to numpy, which takes a RandomState as well
+                         random_state=np.random.RandomState(seed))}  # type: ignore[arg-type]
 
 
 def crowdkit_input(labels: pd.DataFrame) -> pd.DataFrame:
@@ -147,7 +157,7 @@ def _series_dict(series: pd.Series) -> dict:
 def _crowdkit_output(name: str, model, data: pd.DataFrame) -> dict:
     """Everything the fitted model returns, as JSON-ready values, unchanged."""
     probas = model.probas_
-    output = {"labels": {str(task): int(label) for task, label in model.labels_.items()},
+    output: dict[str, Any] = {"labels": {str(task): int(label) for task, label in model.labels_.items()},
               "probas": {"classes": [int(c) for c in probas.columns], "tasks": [str(t) for t in probas.index],
                          "values": probas.to_numpy(dtype=float).tolist()}}
     if name == "dawid_skene":
@@ -209,7 +219,9 @@ def alternatives_inputs_pack(scores: pd.DataFrame, labels: pd.DataFrame, *, miss
         buffer, settings=np.array(json.dumps({"missing": missing, "aggregation": aggregation.as_dict()})),
         score_participant=scores["participant"].astype(str).to_numpy(dtype=str),
         score_team=scores["team"].astype(str).to_numpy(dtype=str),
-        **{f"score_{name}": scores[name].to_numpy(dtype=float) for name in ("aq", "sata", "iat_d")},
+        # mypy matches the unpacked arrays against savez_compressed's allow_pickle: bool as well
+        **{f"score_{name}": scores[name].to_numpy(dtype=float)  # type: ignore[arg-type]
+           for name in ("aq", "sata", "iat_d")},
         participants=participants.astype(str), items=items.astype(str),
         participant_codes=participant_codes.astype(np.int32), item_codes=item_codes.astype(np.int32),
         values=labels["value"].to_numpy(dtype=np.int8))
@@ -308,7 +320,8 @@ def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, mis
         table[name] = pd.Series(crowdkit[name]["labels"], dtype=float).reindex(table.index.astype(str)).to_numpy()
     table["soft"] = paper["weighted_score"].astype(float)
 
-    rows, flips = [], []
+    rows: list[dict[str, Any]] = []
+    flips: list[dict[str, Any]] = []
     labelled = [name for name in NAMES if name != "soft"]
     for alternative in ALTERNATIVES:
         other = table[PAPER] if alternative.name == "soft" else table[alternative.name]
@@ -318,8 +331,11 @@ def alternative_ground_truths(scores: pd.DataFrame, labels: pd.DataFrame, *, mis
             summary["mean_distance"] = float(distance.mean()) if distance.notna().any() else np.nan
         rows.append({"alternative": alternative.name, "label": alternative.label,
                      "description": alternative.description, **summary})
-        flips.extend({"item": item, "alternative": alternative.name, "paper_label": int(table.at[item, PAPER]),
-                      "alternative_label": int(table.at[item, alternative.name])} for item in flipped)
+        # pandas-stubs type a cell read with .at as any Scalar (dates too); these columns hold 0.0 and 1.0
+        flips.extend({"item": item, "alternative": alternative.name,
+                      "paper_label": int(table.at[item, PAPER]),  # type: ignore[arg-type]
+                      "alternative_label": int(table.at[item, alternative.name])}  # type: ignore[arg-type]
+                     for item in flipped)
     return GroundTruthAlternatives(
         labels=table.reset_index(), weights=weights.rename_axis("participant").reset_index(), crowdkit=crowdkit,
         summary=pd.DataFrame(rows), agreement=agreement_matrix(table, tuple(labelled)),

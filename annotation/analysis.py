@@ -80,7 +80,7 @@ def _groups(weights: pd.DataFrame, settings: AnalysisSettings) -> dict[str, set[
     groups = {"high_aq": set(aq[aq >= settings.aq_high].index), "low_aq": set(aq[aq < settings.aq_low].index)}
     known = bias.dropna()
     if settings.bias_method == "quantile" and not known.empty:
-        low_cut, high_cut = known.quantile(settings.bias_low_cut), known.quantile(settings.bias_high_cut)
+        low_cut, high_cut = float(known.quantile(settings.bias_low_cut)), float(known.quantile(settings.bias_high_cut))
     else:
         low_cut, high_cut = settings.bias_low_cut, settings.bias_high_cut
     groups["low_bias"] = set(known[known <= low_cut].index)
@@ -136,8 +136,8 @@ def analyse(scores: pd.DataFrame, labels: pd.DataFrame, settings: AnalysisSettin
 
     sets = [perfect_agreement_items(labels, min_labels=settings.min_group_labels).assign(set="all")]
     for name in GROUPS:
-        members = labels.loc[labels["participant"].isin(groups[name])]
-        sets.append(perfect_agreement_items(members, min_labels=settings.min_group_labels).assign(set=name))
+        group_labels = labels.loc[labels["participant"].isin(groups[name])]
+        sets.append(perfect_agreement_items(group_labels, min_labels=settings.min_group_labels).assign(set=name))
     test_sets = pd.concat(sets, ignore_index=True)
 
     excluded: set = set()

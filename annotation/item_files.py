@@ -319,7 +319,7 @@ def _find_column(header: list[str], wanted: str | None, aliases: tuple[str, ...]
     return None
 
 
-def _resolve_columns(header: list[str], mapping: ColumnMapping) -> tuple[dict, dict[str, str]]:
+def _resolve_columns(header: list[str], mapping: ColumnMapping) -> tuple[dict[str, str | None], dict[str, str]]:
     problems: list[ImportProblem] = []
     seen: dict[str, int] = {}
     for position, name in enumerate(header):
@@ -376,7 +376,7 @@ def _annotator_name(column: str, pattern: str) -> str:
     return column.strip()
 
 
-def _label_value(raw: str, allowed: frozenset[int]) -> int | None | str:
+def _label_value(raw: str, allowed: frozenset[int]) -> int | str | None:
     """The label in a cell: an int, None for a blank cell, or an error message."""
     if raw == "":
         return None
@@ -398,8 +398,8 @@ def _values_text(allowed: frozenset[int]) -> str:
 
 
 def _records(content: bytes, file_format: str, encoding: str | None
-             ) -> tuple[list[str] | None, Iterator[tuple[int, object]], str, list[str]]:
-    """(header or None for JSONL, iterator of (row, fields-or-object), encoding, warnings)."""
+             ) -> tuple[list[str] | None, Iterator[tuple[int, str | list]], str, list[str]]:
+    """(header or None for JSONL, iterator of (row, fields or a JSON line), encoding, warnings)."""
     if file_format == "xlsx":
         rows = _xlsx_rows(content)
         first = next(rows, None)
@@ -477,7 +477,7 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
         if len(problems) < MAX_REPORTED_PROBLEMS:
             problems.append(ImportProblem(row, column, message))
 
-    columns: dict | None = None
+    columns: dict[str, str | None] | None = None
     label_columns: dict[str, str] = {}
     if header is not None:
         columns, label_columns = _resolve_columns(header, mapping)
@@ -488,7 +488,7 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
     mojibake_rows: list[int] = []
 
     for row_number, record in records:
-        if header is None:
+        if isinstance(record, str):  # a JSON line: JSONL has no header
             try:
                 obj = json_loads_bounded(record)
             except json.JSONDecodeError as exc:
@@ -504,11 +504,13 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
                 columns, label_columns = _resolve_columns(list(obj.keys()), mapping)
             row = {k: _cell_text(v) if not isinstance(v, (dict, list)) else v for k, v in obj.items()}
         else:
+            assert header is not None  # only JSONL lines come without a header
             if len(record) != len(header):
                 report(row_number, None, f"{len(record)} fields where the header has {len(header)} "
                        "(a missing or extra delimiter, or an unquoted comma?)")
                 continue
             row = {name: _spreadsheet_cell_text(value) for name, value in zip(header, record, strict=True)}
+        assert columns is not None  # set from the header, or from the first JSON line above
 
         nul_column = _column_with_nul(row)
         if nul_column is not None:
@@ -561,6 +563,7 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
         report(None, None, "the file has no items")
     if total_problems:
         raise ItemFileError(problems, total_problems)
+    assert columns is not None  # reported above when None, and the report raised
     if mojibake_rows:
         shown = ", ".join(str(r) for r in mojibake_rows[:10])
         warnings.append(f"Text on {len(mojibake_rows)} row(s) looks double-encoded (e.g. 'â€™' for '’'), "
@@ -587,6 +590,7 @@ def read_table_records(content: bytes, *, file_format: str, encoding: str | None
     if file_format not in ("csv", "tsv", "xlsx"):
         raise ItemFileError([ImportProblem(None, None, f"unknown format '{file_format}': use .csv, .tsv or .xlsx")])
     header, records, used_encoding, warnings = _records(content, file_format, encoding)
+    assert header is not None  # only JSONL, not read here, has no header
     problems = [ImportProblem(1, name, "the column appears more than once")
                 for name in sorted({h for h in header if h and header.count(h) > 1})]
     rows: list[tuple[int, dict[str, str]]] = []

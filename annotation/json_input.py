@@ -9,6 +9,7 @@ more than ``MAX_JSON_DEPTH`` levels with :class:`JSONTooDeepError`, a ``ValueErr
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 MAX_JSON_DEPTH = 64
@@ -42,6 +43,7 @@ def json_depth(data: Any) -> int:
     stack = [(data, 1)]
     while stack:
         value, depth = stack.pop()
+        children: Iterable[Any]
         if isinstance(value, dict):
             children = value.values()
         elif isinstance(value, list | tuple):

@@ -103,7 +103,7 @@ def study_alternatives_compute(*, run_id: int) -> AlternativesOutcome:
         scores, labels, missing, aggregation = alternatives_inputs_unpack(inputs)
         alternatives, error = alternatives_json(alternative_ground_truths(
             scores, labels, missing=missing, aggregation=aggregation)), ""
-    except Exception as exc:  # noqa: BLE001 - crowd-kit or numpy failing on this study's data: recorded, not retried
+    except Exception as exc:  # crowd-kit or numpy failing on this study's data: recorded, not retried
         logger.exception("Alternatives of study %s (analysis run %s) failed", run.study_id, run_id)
         alternatives, error = {}, f"{type(exc).__name__}: {exc}"
     stored = _finish(run_id, requested_at, alternatives=alternatives, error=error)

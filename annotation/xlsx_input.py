@@ -163,7 +163,8 @@ class FirstSheet:
 
             self._reader = ExcelReader(io.BytesIO(content), read_only=True, data_only=True, keep_links=False)
             self._archive = self._reader.archive
-            self._reader.archive = _PartsReadWhole(self._archive)
+            # duck-typed: openpyxl calls only read() and namelist() on it
+            self._reader.archive = _PartsReadWhole(self._archive)  # type: ignore[assignment]
             self._reader.read_manifest()
             self._reader.read_workbook()
             self.name, self._path = self._first_worksheet(self._reader)
@@ -297,8 +298,10 @@ class FirstSheet:
         except Exception as exc:  # openpyxl raises many types for a stylesheet it cannot read
             raise XlsxError(f"not a readable .xlsx workbook: its styles: {exc}") from exc
         # openpyxl's read-only sheets pass the same private attributes: the styles that make a number a date.
-        return WorkSheetParser(None, None, data_only=True, epoch=workbook.epoch,
-                               date_formats=workbook._date_formats, timedelta_formats=workbook._timedelta_formats)
+        # (types-openpyxl types the source and the shared strings as required and omits the private attributes)
+        return WorkSheetParser(None, None, data_only=True, epoch=workbook.epoch,  # type: ignore[arg-type]
+                               date_formats=workbook._date_formats,  # type: ignore[attr-defined]
+                               timedelta_formats=workbook._timedelta_formats)  # type: ignore[attr-defined]
 
     def _row_started(self, declared: str | None, previous: int) -> int:
         """The row's number (its ``r``, else the one after the previous row), checked against the limits."""
@@ -345,7 +348,7 @@ class FirstSheet:
             raise XlsxError(f"reading stopped at row {row_number:,} of {self.label}: it has {where}; at most "
                             f"{MAX_COLUMNS:,} columns are read. {SHRINK_ADVICE}", row=row_number)
         if value is None and formula is not None:
-            value = UncachedFormula(formula.text if isinstance(formula, ArrayFormula) else str(formula))
+            value = UncachedFormula((formula.text or "") if isinstance(formula, ArrayFormula) else str(formula))
         return column, value
 
     def _row_values(self, cells: list[tuple[int, object]], row_number: int) -> list:
@@ -376,7 +379,8 @@ class FirstSheet:
             nonlocal characters
             if len(strings) >= MAX_CELLS:
                 raise XlsxError(f"{what} hold more than {MAX_CELLS:,} strings; at most {MAX_CELLS:,} are read")
-            text = Text.from_tree(element).content.replace("x005F_", "")
+            # types-openpyxl: from_tree may give None; openpyxl's Serialisable.from_tree always returns an object
+            text = Text.from_tree(element).content.replace("x005F_", "")  # type: ignore[union-attr]
             # Held whole while the sheet is read (a cell names one by its index): each string costs its characters
             # and a Python object of some 50 bytes, so both are bounded.
             characters += len(text) + SHARED_STRING_OVERHEAD

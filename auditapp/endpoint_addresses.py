@@ -81,7 +81,7 @@ Resolver = Callable[[str, int], list[IPAddress]]
 def resolve_host(host: str, port: int) -> list[IPAddress]:
     """Every address the host name resolves to (an IP literal is its own address)."""
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return list(dict.fromkeys(ipaddress.ip_address(info[4][0].split("%")[0]) for info in infos))
+    return list(dict.fromkeys(ipaddress.ip_address(str(info[4][0]).split("%")[0]) for info in infos))
 
 
 def check_endpoint_url(url: str, policy: AddressPolicy, *, resolve: Resolver = resolve_host) -> None:

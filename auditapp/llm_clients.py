@@ -80,7 +80,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property, partial
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeGuard
 
 import aiohttp
 import aiohttp.abc
@@ -179,7 +179,8 @@ class EndpointConfig:
         unless ``NO_PROXY`` covers its host), as httpx and curl read them; read once per config, because
         aiohttp's ``trust_env`` reads the environment and ``~/.netrc`` again on every request."""
         parts = urllib.parse.urlsplit(self.base_url)
-        if urllib.request.proxy_bypass_environment(parts.hostname or ""):
+        # typeshed leaves out this public-but-undocumented function of urllib.request (there since Python 3.x)
+        if urllib.request.proxy_bypass_environment(parts.hostname or ""):  # type: ignore[attr-defined]
             return None
         proxies = urllib.request.getproxies_environment()
         return proxies.get(parts.scheme) or proxies.get("all")
@@ -220,11 +221,11 @@ class SendResult:
     retries: tuple[str, ...]
 
 
-def _is_number(value: object) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
-def _is_integer(value: object) -> bool:
+def _is_integer(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -357,7 +358,9 @@ def parse_chat_reply(protocol: Protocol, body: bytes) -> Completion:
         if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
             raise MalformedReply("no choices" + (f" (error: {_server_message(data)})" if "error" in data else ""))
         choice = choices[0]
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        usage = data.get("usage")
+        if not isinstance(usage, dict):
+            usage = {}
         return Completion(
             text=_text(choice.get("message"), where="message in choices[0]"),
             finish_reason=_str_or_none(choice.get("finish_reason")),

@@ -76,6 +76,7 @@ import random
 import time
 import uuid
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -133,13 +134,14 @@ class _Slot:
     def __init__(self, acquire, release):
         self._acquire, self._release = acquire, release
         self._hold: _Hold | None = None
-        self._context_token: contextvars.Token | None = None
+        self._context_token: contextvars.Token[_Hold | None] | None = None
 
     async def __aenter__(self) -> None:
         self._hold = await self._acquire()
         self._context_token = _current_hold.set(self._hold)
 
     async def __aexit__(self, *exc_info: object) -> None:
+        assert self._context_token is not None  # set by __aenter__
         _current_hold.reset(self._context_token)
         await self._release(self._hold)
 
@@ -475,10 +477,10 @@ class RedisLimiter:
             self._all_settled.set()
 
     async def _step(self, giving_back: list[tuple[str, str, int]], asking: list[str],
-                    keeping: list[str] = ()) -> tuple[int, int, list[int]]:
+                    keeping: Sequence[str] = ()) -> tuple[int, int, list[int]]:
         """One script call; returns the limit, the epoch and the µs to wait for each granted token."""
-        args = [self.max_concurrency, self._interval_us, self._slot_ttl_us, KEY_TTL_MS, len(giving_back),
-                len(keeping)]
+        args: list[int | str] = [self.max_concurrency, self._interval_us, self._slot_ttl_us, KEY_TTL_MS,
+                                 len(giving_back), len(keeping)]
         for given in giving_back:
             args.extend(given)
         args.extend(keeping)

@@ -275,6 +275,7 @@ def endpoint_problems(*, kind: str, base_url: str, request_template: Any, score_
     for name, value in bounds.items():
         if value is None or not math.isfinite(value):
             problems[name] = [f"{name} must be a finite number, not {value}"]
-    if not problems.keys() & bounds.keys() and not score_min < score_max:
+    if score_min is not None and score_max is not None and not problems.keys() & bounds.keys() \
+            and not score_min < score_max:
         problems["score_max"] = [f"score_max ({score_max:g}) must be more than score_min ({score_min:g})"]
     return problems

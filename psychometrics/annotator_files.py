@@ -203,7 +203,7 @@ def _resolve_columns(kind: str, header: list[str], mapping: Mapping[str, str], e
     return columns
 
 
-def _number(text: str) -> float | None | str:
+def _number(text: str) -> float | str | None:
     """A cell as a finite number, None when blank, or an error message. Python's digit separators ("2_0") are
     not a spreadsheet's: a cell holding one is not a number."""
     if not text.strip():
@@ -217,14 +217,14 @@ def _number(text: str) -> float | None | str:
     return value if math.isfinite(value) else f"'{text}' is not a finite number"
 
 
-def _integer(text: str) -> int | None | str:
+def _integer(text: str) -> int | str | None:
     value = _number(text)
     if value is None or isinstance(value, str):
         return value
     return int(value) if value.is_integer() else f"'{text}' is not a whole number"
 
 
-def _boolean(text: str) -> bool | None | str:
+def _boolean(text: str) -> bool | str | None:
     word = text.strip().lower()
     if not word:
         return None
@@ -385,9 +385,10 @@ def _questionnaire_score(data: AnnotatorData, row_number: int, row: dict, role: 
                 continue
             subscales[name] = value
         partition = sorted(n for items in instrument.subscales.values() for n in items)
-        if ok and subscales and all(v is not None for v in subscales.values()) \
-                and partition == sorted(instrument.total_items) and not math.isclose(sum(subscales.values()), total):
-            problems.add(row_number, column, f"the AQ subscales add up to {sum(subscales.values()):g}, not to the "
+        given = [v for v in subscales.values() if v is not None]
+        if ok and subscales and len(given) == len(subscales) \
+                and partition == sorted(instrument.total_items) and not math.isclose(sum(given), total):
+            problems.add(row_number, column, f"the AQ subscales add up to {sum(given):g}, not to the "
                                              f"total {total:g}")
         if not ok:
             return
@@ -441,7 +442,8 @@ def _instrument_slug(text: str, context: StudyContext) -> str | None:
     return context.roles.get(name.lower())
 
 
-def _response_index(row: dict, columns: dict, instrument: Instrument) -> tuple[int | None, str, str | None]:
+def _response_index(row: dict[str, str], columns: dict[str, str], instrument: Instrument
+                    ) -> tuple[int | None, str, str | None]:
     """(0-based index, column read, problem) for one answer."""
     options = instrument.response_options
     if "response_index" in columns and row[columns["response_index"]].strip():
@@ -449,10 +451,10 @@ def _response_index(row: dict, columns: dict, instrument: Instrument) -> tuple[i
         index = _integer(row[column])
         if isinstance(index, str):
             return None, column, index
-        if not 0 <= index < len(options):
+        if index is None or not 0 <= index < len(options):  # (never None: the cell is not empty)
             return None, column, f"response index {index} is not an option of {instrument.slug} (0–{len(options) - 1})"
         return index, column, None
-    column = columns.get("response") or columns.get("response_index")
+    column = columns.get("response") or columns["response_index"]
     text = row[column].strip()
     if not text:
         return None, column, "empty answer: every item must be answered (scores are never imputed)"
@@ -515,6 +517,7 @@ def _parse_answers(rows, columns: dict[str, str], context: StudyContext, problem
         if problem:
             problems.add(row_number, column, problem)
             continue
+        assert index is not None  # an answer has an index or a problem
         data.answers.setdefault(slug, {})[number] = index
     for data in annotators.known.values():
         for slug, answers in data.answers.items():
@@ -527,6 +530,7 @@ def _parse_answers(rows, columns: dict[str, str], context: StudyContext, problem
                              f"{shown} (scores are defined only on complete answers)")
                 continue
             score = score_responses(instrument, answers)
+            assert score.total is not None  # every item is answered (checked above)
             data.questionnaires[slug] = QuestionnaireScore(total=score.total, subscales=dict(score.subscales),
                                                            tier=score.tier or "")
     return [data for data in annotators.known.values() if data.answers]

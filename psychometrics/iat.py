@@ -98,7 +98,7 @@ import math
 import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -255,7 +255,8 @@ def _word_cycle(words: Sequence[str], rng: random.Random) -> Iterator[str]:
         yield from order
 
 
-def _balanced(first: StimulusCategory, second: StimulusCategory, n: int, rng: random.Random) -> list[str]:
+def _balanced(first: StimulusCategory, second: StimulusCategory, n: int, rng: random.Random
+              ) -> list[StimulusCategory]:
     """``n`` category slots, half ``first`` and half ``second`` (the extra one to ``first``), shuffled."""
     slots = [first] * (n - n // 2) + [second] * (n // 2)
     rng.shuffle(slots)
@@ -342,7 +343,7 @@ def _check_pairings(frame: pd.DataFrame) -> None:
         if values.isna().any() or len(distinct) != 1 or not distinct <= {CONSISTENT, INCONSISTENT}:
             raise ValueError(f"combined block {block} must have a single pairing 'consistent' or "
                              f"'inconsistent'; found {sorted(map(str, values.unique()))}")
-        found[int(block)] = distinct.pop()
+        found[int(block)] = distinct.pop()  # type: ignore[arg-type]  # pandas-stubs: a group key is any Scalar
     for pair in (COMBINED_PRACTICE, COMBINED_TEST):
         if all(b in found for b in pair) and found[pair[0]] == found[pair[1]]:
             raise ValueError(f"blocks {pair[0]} and {pair[1]} both have pairing {found[pair[0]]!r}")
@@ -426,4 +427,4 @@ def combined_modality(modalities: Sequence[str]) -> CombinedModality | None:
         raise ValueError(f"unknown input modality {sorted(unknown)}: give 'keyboard' or 'touch'")
     if not distinct:
         return None
-    return distinct.pop() if len(distinct) == 1 else "mixed"
+    return cast(CombinedModality, distinct.pop()) if len(distinct) == 1 else "mixed"  # checked known above

@@ -80,7 +80,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Any, TypeGuard
 
 from annotation.json_input import JSONTooDeepError, json_loads_bounded
 
@@ -175,7 +175,7 @@ class Instrument:
     @property
     def total_items(self) -> tuple[int, ...]:
         """The item numbers summed into the total."""
-        return self.item_numbers if self.total == "all" else tuple(self.total)
+        return self.item_numbers if isinstance(self.total, str) else self.total  # a str is "all"
 
     def item(self, number: int) -> Item:
         for item in self.items:
@@ -250,7 +250,7 @@ class InstrumentScore:
 # ---------------------------------------------------------------------------------------------- loading
 
 
-def _is_int(value: Any) -> bool:
+def _is_int(value: Any) -> TypeGuard[int]:
     return isinstance(value, numbers.Integral) and not isinstance(value, bool)
 
 
@@ -285,7 +285,8 @@ class _Checker:
     def add(self, path: str, message: str) -> None:
         self.problems.append(f"{path}: {message}")
 
-    def string(self, value: Any, path: str, *, empty: bool = False, max_length: int | None = None) -> bool:
+    def string(self, value: Any, path: str, *, empty: bool = False, max_length: int | None = None
+               ) -> TypeGuard[str]:
         if not isinstance(value, str):
             self.add(path, f"expected a string, got {_type_name(value)}")
             return False
@@ -337,7 +338,8 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
             check.add(name, "missing field")
     check.unknown_fields(data, FIELDS, "")
 
-    slug = data.get("slug")
+    # Each field as the JSON holds it (Any until checked; the checks below add a problem for each bad one).
+    slug: Any = data.get("slug")
     if "slug" in data and check.string(slug, "slug", max_length=MAX_LENGTHS["slug"]):
         if not SLUG_RE.fullmatch(slug):
             check.add("slug", f"{slug!r} is not a slug (lower-case letters, digits, '_' and '-')")
@@ -352,7 +354,7 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
 
     # response options
     n_options: int | None = None
-    options = data.get("response_options")
+    options: Any = data.get("response_options")
     if "response_options" in data:
         if not isinstance(options, list):
             check.add("response_options", f"expected a list of strings, got {_type_name(options)}")
@@ -367,7 +369,7 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
             n_options = len(options) if ok else None
 
     # keys
-    keys = data.get("keys")
+    keys: Any = data.get("keys")
     key_names: set[str] | None = None
     if "keys" in data:
         if not isinstance(keys, Mapping):
@@ -390,7 +392,7 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
                     check.add(path, f"{len(vector)} scores for {n_options} response options")
 
     # items
-    items = data.get("items")
+    items: Any = data.get("items")
     existing: set[int] | None = None
     if "items" in data:
         if not isinstance(items, list):
@@ -398,7 +400,8 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
         elif not items:
             check.add("items", "no items")
         else:
-            existing, first_at = set(), {}
+            seen_numbers: set[int] = set()
+            first_at: dict[int, int] = {}
             for i, item in enumerate(items):
                 path = f"items[{i}]"
                 if not isinstance(item, Mapping):
@@ -416,7 +419,7 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
                         check.add(f"{path}.number", f"duplicate item number {number} (also items[{first_at[number]}])")
                     else:
                         first_at[number] = i
-                        existing.add(int(number))
+                        seen_numbers.add(int(number))
                 if "text" in item:
                     check.string(item["text"], f"{path}.text")
                 if "key" in item:
@@ -425,11 +428,11 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
                         check.add(f"{path}.key", f"expected a key name, got {key!r}")
                     elif key_names is not None and key not in key_names:
                         check.add(f"{path}.key", f"unknown key {key!r}")
-            if len(existing) != len(items):
-                existing = None  # some numbers are unusable: do not report every reference to them
+            # when some numbers are unusable, do not report every reference to them
+            existing = seen_numbers if len(seen_numbers) == len(items) else None
 
     # subscales
-    subscales = data.get("subscales")
+    subscales: Any = data.get("subscales")
     if "subscales" in data:
         if not isinstance(subscales, Mapping):
             check.add("subscales", f"expected an object (name → item numbers), got {_type_name(subscales)}")
@@ -441,7 +444,7 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
                 check.item_numbers(numbers_, path, existing)
 
     # total
-    total = data.get("total")
+    total: Any = data.get("total")
     total_items: list[int] | None = None
     if "total" in data:
         if not isinstance(total, Mapping):

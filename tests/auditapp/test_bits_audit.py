@@ -131,7 +131,7 @@ def small_corpus(api_client) -> Corpus:
 
 def test_a_chat_model_as_scorer_recovers_a_planted_effect_through_faults(api_client, tasks_off):
     pwd_c = next(group["terms"] for group in SMALL_SPEC["groups"] if group["group"] == "PWD:C")
-    effects = {"scorer-planted": {term: -0.3 for term in pwd_c}}
+    effects = {"scorer-planted": dict.fromkeys(pwd_c, -0.3)}
     corpus = small_corpus(api_client)
     with LLMServer(models=["scorer-planted", "scorer-null"], score_effects=effects, fault_rate=0.1,
                    permanent_error_rate=0.02, retry_after=0.05, hang_seconds=2) as server:

@@ -62,7 +62,7 @@ def test_personas_scores_validity_and_paired_statistics_equal_hand_computed_valu
         "persona-key": {slug: (keyed[slug], keyed[slug]) for slug in keyed},
         "persona-dummy": {slug: (keyed[slug], keyed[slug]) for slug in keyed},
         "persona-recognise": {slug: (agree[slug], keyed[slug]) for slug in keyed},
-        "persona-refuse": {slug: (None, None) for slug in keyed},
+        "persona-refuse": dict.fromkeys(keyed, (None, None)),
     }
     analysis = audit.analysis
     for comparison in analysis["instruments"]:

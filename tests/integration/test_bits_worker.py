@@ -60,7 +60,7 @@ def test_local_and_chat_scorers_complete_in_a_real_worker(worker_env, api_client
     local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
     corpus = small_corpus(api_client)
     pwd_c = next(group["terms"] for group in SMALL_SPEC["groups"] if group["group"] == "PWD:C")
-    effects = {"scorer-planted": {term: -0.3 for term in pwd_c}}
+    effects = {"scorer-planted": dict.fromkeys(pwd_c, -0.3)}
     with LLMServer(models=["scorer-planted"], score_effects=effects, fault_rate=0.1, permanent_error_rate=0.02,
                    retry_after=0.05, hang_seconds=2) as server:
         chat = LLMEndpoint.objects.create(name="llm", protocol="openai", base_url=server.base_url,

@@ -59,7 +59,7 @@ def test_an_autosave_arriving_during_the_submit_waits_and_cannot_replace_the_sub
     monkeypatch.setattr(services, "questionnaire_finish", finish_when_released)
 
     submit = in_thread(lambda: questionnaire_submit(participant=participant, instrument=aq,
-                                                    answers={n: (1, None) for n in numbers}))
+                                                    answers=dict.fromkeys(numbers, (1, None))))
     assert stored.wait(30)
     refused = []
 

@@ -255,7 +255,8 @@ def generate(spec: BitsSpec) -> list[BitsSentence]:
     sentences: list[BitsSentence] = []
     for template in spec.templates:
         kind = template.word_kind
-        slots = ([(e.name, w) for e in spec.emotions for w in e.words(kind)] if kind else [(None, None)])
+        slots: list[tuple[str | None, str | None]] = (
+            [(e.name, w) for e in spec.emotions for w in e.words(kind)] if kind else [(None, None)])
         for emotion, word in slots:
             control_key = sentence_key(template.id, word, CONTROL)
             sentences.append(BitsSentence(

@@ -54,7 +54,7 @@ def uploaded_units(corpus: UploadedCorpus, *, column_provenance: Callable[[str],
     columns = []
     for name in sorted(by_scorer):
         scored = by_scorer[name]
-        rows = []
+        rows: list[tuple[str, float | None, str]] = []
         for sentence in corpus.sentences:
             score = scored.get(sentence.key)
             if score is None:

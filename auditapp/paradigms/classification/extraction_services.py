@@ -262,7 +262,7 @@ def extraction_run(*, extraction_id: int) -> str:
         except TRANSIENT_ERRORS:
             pass  # its lease passes and the recovery takes it over
         raise
-    except Exception as error:  # noqa: BLE001 - anything else stops it: recorded with its reason, never left running
+    except Exception as error:  # anything else stops it: recorded with its reason, never left running
         logger.exception("Extraction %s failed", extraction_id)
         _fail(extraction_id, f"the extraction stopped: {type(error).__name__}: {error}; ask for the same extraction "
                              "again to do the rest")

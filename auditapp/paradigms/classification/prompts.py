@@ -293,7 +293,7 @@ DEFAULT_TEMPLATES: dict[str, PromptTemplate] = {
 }
 
 
-def format_examples(examples: Sequence[tuple[str, str, str, int]]) -> str:
+def format_examples(examples: Sequence[tuple[str, str, str, int | None]]) -> str:
     """Lay out labelled ICL examples ``(preceding, target, following, label)`` for ``{examples}``.
 
     The paper shows no layout, so this one mirrors the prompt's "Sentences:" block (see the module

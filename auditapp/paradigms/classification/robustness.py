@@ -79,7 +79,8 @@ def robustness(replies: pd.DataFrame, references: pd.DataFrame, *, alternatives:
     # An undefined κ is None in the rows; as a float column it is NaN, which the means and ranks leave out (an
     # object column of Nones would make them fail when no cell has a κ, e.g. every reply unparseable).
     table = pd.DataFrame(cells).astype({"kappa": float})
-    ranks, taus = [], []
+    ranks: list[dict[str, object]] = []
+    taus: list[dict[str, object]] = []
     for scope, keys in (("model", list(models)), ("condition", list(conditions))):
         means = table.groupby([scope, "alternative"])["kappa"].mean().unstack("alternative").reindex(keys)
         for alternative in alternatives:

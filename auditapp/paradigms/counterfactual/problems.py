@@ -14,6 +14,7 @@ import csv
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 MAX_SHOWN_IN_MESSAGE = 5
 
@@ -65,7 +66,7 @@ def text_problems(value, *, part: str, row: int | None, column: str, max_chars: 
     return []
 
 
-def _csv_records(text: str) -> tuple[list[tuple[int, Mapping]], list[str] | None]:
+def _csv_records(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str] | None]:
     """The data rows of CSV text as (spreadsheet row, {lower-cased header: cell}) and the header (None when the
     text is empty)."""
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
@@ -89,7 +90,7 @@ def is_list(source: object) -> bool:
 
 
 def records_of(source: str | Sequence[Mapping], *, part: str, columns: Sequence[str],
-               optional: Sequence[str] = ()) -> tuple[list[tuple[int, Mapping]], list[MaterialProblem]]:
+               optional: Sequence[str] = ()) -> tuple[list[tuple[int, Mapping[str, Any]]], list[MaterialProblem]]:
     """Numbered records of CSV text (spreadsheet rows, header = row 1) or of a list (entries from 1), keys
     lower-cased, and the problems of their shape: an empty file, an entry that is not an object, an unknown
     column, a required column that no record has (once each)."""

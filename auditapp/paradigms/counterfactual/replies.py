@@ -46,6 +46,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, overload
 
 from auditapp.paradigms.base import Judgment, Outcome, ParsedReply
 from auditapp.paradigms.counterfactual.plan import PlannedText
@@ -140,6 +141,14 @@ def reason_kind(reason: str) -> str:
 def _not_binary(shown: str) -> str:
     shown = shown if len(shown) <= _SHOWN_VALUE_CHARS else shown[:_SHOWN_VALUE_CHARS - 1] + "…"
     return f"{REASON_NOT_BINARY}: {shown}"
+
+
+@overload
+def _text_value(text: str, *, answer_required: Literal[True]) -> int | str: ...
+
+
+@overload
+def _text_value(text: str, *, answer_required: bool) -> int | str | None: ...
 
 
 def _text_value(text: str, *, answer_required: bool) -> int | str | None:
@@ -285,18 +294,18 @@ def parse_batch(text: str | None, indices: Sequence[int], finish_reason: str | N
             reason = REASON_CUT_OFF
         else:
             reason = REASON_OFF_FORMAT
-        texts = tuple(TextReading(index, None, reason) for index in asked)
-        return BatchReading(texts, FORMAT_NONE, 0, _summary(texts, 0))
+        unread = tuple(TextReading(index, None, reason) for index in asked)
+        return BatchReading(unread, FORMAT_NONE, 0, _summary(unread, 0))
 
     by_index: dict[int, list[int | str]] = {}
     for index, value in answers:
         by_index.setdefault(index, []).append(value)
     if 0 in by_index and 0 not in asked and min(asked, default=0) == 1:
         # The texts are numbered from 1: answers from 0 cannot be matched to texts without a guess.
-        texts = tuple(TextReading(index, None, REASON_MISNUMBERED) for index in asked)
-        return BatchReading(texts, found, len(answers), _summary(texts, 0))
+        unmatched = tuple(TextReading(index, None, REASON_MISNUMBERED) for index in asked)
+        return BatchReading(unmatched, found, len(answers), _summary(unmatched, 0))
     absent = REASON_CUT_OFF if finish_reason == "length" else REASON_ABSENT
-    texts = []
+    texts: list[TextReading] = []
     for index in asked:
         values = by_index.get(index)
         value = absent if values is None else values[0] if len(values) == 1 else _combined(values)

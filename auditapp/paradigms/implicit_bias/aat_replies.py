@@ -147,6 +147,7 @@ def _read(text: str) -> AatReply:
     affirmed = set()
     for match in _MENTION.finditer(plain):
         kind = match.lastgroup
+        assert kind is not None  # each alternative of _MENTION is a named group
         word = match[0].lower()
         if kind == "neutral" and word == "neither":
             affirmed.add("neutral")

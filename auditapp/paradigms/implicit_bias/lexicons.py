@@ -164,7 +164,8 @@ def _items(value: object, where: str, problems: list[str], *, minimum: int = 1) 
     if not value:
         problems.append(f"{where}: empty list")
         return ()
-    words, first_at = [], {}
+    words: list[str] = []
+    first_at: dict[str, int] = {}
     for position, raw in enumerate(value, start=1):
         word = _text(raw, f"{where}, word {position}", problems, max_chars=MAX_WORD_CHARS)
         if not word:
@@ -215,7 +216,8 @@ def parse_lexicon(document: object) -> Lexicon:
     if unknown:
         problems.append(f"unknown section(s) {unknown}; expected {list(SECTIONS)}")
 
-    groups, seen_groups = [], {}
+    groups: list[GroupIdentifiers] = []
+    seen_groups: dict[str, str] = {}
     for where, row in _rows(document, "groups", GROUP_KEYS, problems):
         domain = _text(row.get("domain"), f"{where}, domain", problems, max_chars=MAX_NAME_CHARS)
         subdomain = _text(row.get("subdomain"), f"{where}, subdomain", problems, max_chars=MAX_NAME_CHARS,
@@ -234,7 +236,8 @@ def parse_lexicon(document: object) -> Lexicon:
         groups.append(GroupIdentifiers(domain=domain, subdomain=subdomain, label=str(label), category=category,
                                        group=group, items=items))
 
-    attributes, seen_lists = [], {}
+    attributes = []
+    seen_lists: dict[tuple[str | None, str | None], str] = {}
     for where, row in _rows(document, "attributes", ATTRIBUTE_KEYS, problems):
         dimension, polarity = row.get("dimension"), row.get("polarity")
         if dimension not in DIMENSIONS:
@@ -281,7 +284,8 @@ def parse_lexicon(document: object) -> Lexicon:
 
 def _cross_duplicates(section: str, lists: list[tuple[str, tuple[str, ...]]]) -> list[str]:
     """Words that appear in two lists of one section."""
-    owner, problems = {}, []
+    owner: dict[str, str] = {}
+    problems: list[str] = []
     for name, items in lists:
         for word in items:
             key = folded(word)

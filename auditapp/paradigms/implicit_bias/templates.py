@@ -125,9 +125,9 @@ def template_problems(*, wabt: Sequence[WabtTemplate] = (), aat: Sequence[AatTem
     problems = []
     for template in wabt:
         problems += _placeholder_problems(template.text, WABT_PLACEHOLDERS, f"WABT template {template.number}")
-    for template in aat:
-        problems += _placeholder_problems(template.q1, AAT_Q1_PLACEHOLDERS, f"AAT template {template.number} Q1")
-        problems += _placeholder_problems(template.q2, AAT_Q2_PLACEHOLDERS, f"AAT template {template.number} Q2")
+    for aat_template in aat:
+        problems += _placeholder_problems(aat_template.q1, AAT_Q1_PLACEHOLDERS, f"AAT template {aat_template.number} Q1")
+        problems += _placeholder_problems(aat_template.q2, AAT_Q2_PLACEHOLDERS, f"AAT template {aat_template.number} Q2")
     numbers = [t.number for t in wabt]
     problems += [f"WABT template number {n} repeats" for n in sorted({n for n in numbers if numbers.count(n) > 1})]
     numbers = [t.number for t in aat]

@@ -56,7 +56,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
@@ -354,7 +354,7 @@ def _compare(design: Design, instrument: Instrument, scores: list[dict], models:
     low, high = instrument.total_range
     per_model = []
     for model in models:
-        row = {"model": model}
+        row: dict[str, Any] = {"model": model}
         for form in FORMS:
             totals = [s["total"] for s in scores if s["model"] == model and s["instrument"] == instrument.slug
                       and s["form"] == form and s["total"] is not None]

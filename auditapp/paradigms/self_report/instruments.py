@@ -100,7 +100,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from scipy import stats
@@ -231,7 +231,8 @@ def load_item_pool(data: Mapping[str, Any]) -> ItemPool:
             problems.append(f"{path}: expected an object")
             continue
         problems += [f"{path}.{name}: unknown field" for name in raw if name not in POOL_ITEM_FIELDS]
-        number, text = raw.get("number"), raw.get("text")
+        number: Any = raw.get("number")  # as the JSON holds them: checked below
+        text: Any = raw.get("text")
         if not isinstance(number, int) or isinstance(number, bool) or number < 1:
             problems.append(f"{path}.number: expected an int ≥ 1, got {number!r}")
         elif number in seen:
@@ -338,8 +339,9 @@ def build_masked_questionnaire(instruments: Sequence[Instrument], *, seed: int, 
         problems.append(f"options of fillers and dummies: {exc}")
 
     # (kind, slug, number, key, published text, options, licence note) in canonical order
-    canonical = [("instrument", inst.slug, item.number, item.key, item.text, inst.response_options, inst.licence_note)
-                 for inst in instruments for item in inst.items]
+    canonical: list[tuple[str, str, int, str | None, str, tuple[str, ...], str]] = [
+        ("instrument", inst.slug, item.number, item.key, item.text, inst.response_options, inst.licence_note)
+        for inst in instruments for item in inst.items]
     canonical += [(kind, pool.slug, item.number, None, item.text, shared, pool.licence_note)
                   for kind, pool in (("filler", fillers), ("dummy", dummies)) for item in pool.items]
 
@@ -530,8 +532,9 @@ def parse_batch_reply(text: str | None, n_items: int, options: Sequence[str] | S
 
     ``options`` is one option list shared by every item, or one list per item (``RequestSpec.options``).
     """
+    per_item: list[tuple[str, ...]]
     if options and isinstance(options[0], str):
-        per_item = [tuple(options)] * n_items
+        per_item = [tuple(cast("Sequence[str]", options))] * n_items
     else:
         per_item = [tuple(o) for o in options]
         if len(per_item) != n_items:
