@@ -29,6 +29,7 @@ from annotation.item_files import (
 )
 from annotation.models import Item, ItemImport, Label, Participant, Study
 from annotation.study_analysis import study_analysis_enqueue
+from tasks.sending import task_send
 
 logger = logging.getLogger(__name__)
 BULK_BATCH_SIZE = 2000
@@ -93,10 +94,7 @@ def item_import_enqueue(*, item_import: ItemImport) -> None:
 
 def _item_import_send(item_import_id: int) -> None:
     """Send the import's task; when the broker is away, say so and leave it unsent for the recovery."""
-    from tasks.imports import item_import_run_task
-    from tasks.sending import task_send
-
-    if not task_send(item_import_run_task, item_import_id, what=f"Item import {item_import_id}"):
+    if not task_send("annotation.item_import_run", item_import_id, what=f"Item import {item_import_id}"):
         ItemImport.objects.filter(pk=item_import_id, status=ItemImport.Status.PENDING).update(queued_at=None)
 
 

@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from annotation.alternatives import GroundTruthAlternatives, alternative_ground_truths, alternatives_inputs_unpack
 from annotation.models import AnalysisRun, AnalysisRunInputs
+from tasks.sending import task_send
 
 logger = logging.getLogger(__name__)
 
@@ -78,10 +79,7 @@ def study_alternatives_request(*, run: AnalysisRun, inputs_digest: str, inputs_d
 
 def _send(run_id: int, requested_at: datetime) -> None:
     """Send the task; when the broker is away, say so and leave the request unsent for the recovery."""
-    from tasks.analysis import study_alternatives_compute_task
-    from tasks.sending import task_send
-
-    if not task_send(study_alternatives_compute_task, run_id, what=f"Alternatives of analysis run {run_id}"):
+    if not task_send("annotation.study_alternatives_compute", run_id, what=f"Alternatives of analysis run {run_id}"):
         AnalysisRun.objects.filter(pk=run_id, alternatives_requested_at=requested_at).update(alternatives_sent_at=None)
 
 

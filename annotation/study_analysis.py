@@ -48,6 +48,7 @@ from annotation.models import (
 )
 from annotation.selectors import study_labels_frame, study_scores_frame
 from annotation.study_alternatives import stored_value, study_alternatives_request
+from tasks.sending import task_send
 
 logger = logging.getLogger(__name__)
 
@@ -159,10 +160,7 @@ def _mark_queued(state: AnalysisState) -> None:
 
 def _send(study_id: int) -> None:
     """Send the task; when the broker is away, say so and leave the run queued but unsent for recovery."""
-    from tasks.analysis import study_analysis_compute_task
-    from tasks.sending import task_send
-
-    if not task_send(study_analysis_compute_task, study_id, what=f"Analysis of study {study_id}"):
+    if not task_send("annotation.study_analysis_compute", study_id, what=f"Analysis of study {study_id}"):
         AnalysisState.objects.filter(study_id=study_id, status=AnalysisState.Status.QUEUED).update(queued_at=None)
 
 

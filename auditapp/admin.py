@@ -13,13 +13,14 @@ from django.http import Http404
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from auditapp import audit_services as services
 from auditapp import scorer_kinds
-from auditapp.audit_selectors import audit_progress
 from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, EndpointRefused, key_variable_problem
+from auditapp.engine import control, errors, registry
+from auditapp.engine import endpoints as engine_endpoints
+from auditapp.engine import launch as engine_launch
+from auditapp.engine.selectors import audit_progress
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, LLMEndpoint, PromptTemplate
-from auditapp.paradigms import registry
 
 
 def _url_assumes_http(db_field, **kwargs):
@@ -88,7 +89,7 @@ class LLMEndpointAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         super().save_model(request, obj, form, change)
         if scorer_kinds.scorer_kind(obj.protocol).models_known:
-            services.endpoint_list_models(obj)
+            engine_endpoints.endpoint_list_models(obj)
 
     @admin.display(description="API key")
     def api_key_status(self, endpoint: LLMEndpoint) -> str:
@@ -113,7 +114,7 @@ class LLMEndpointAdmin(admin.ModelAdmin):
     def list_models(self, request, queryset):
         for endpoint in queryset:
             try:
-                models = services.endpoint_list_models(endpoint)
+                models = engine_endpoints.endpoint_list_models(endpoint)
             except (EndpointError, EndpointRefused) as error:
                 self.message_user(request, f"{endpoint}: {error}", messages.ERROR)
             else:
@@ -189,7 +190,7 @@ class AuditAdmin(admin.ModelAdmin):
         if change:
             return
         audit = self.launch_paradigm(request).launch_from_form(form, request.user)
-        services.audit_structured_output_set(audit=audit, enabled=form.cleaned_data.get("structured_output", False))
+        engine_launch.audit_structured_output_set(audit=audit, enabled=form.cleaned_data.get("structured_output", False))
         obj.pk = audit.pk
 
     def save_related(self, request, form, formsets, change):
@@ -214,26 +215,26 @@ class AuditAdmin(admin.ModelAdmin):
         for audit in queryset:
             try:
                 action(audit=audit)
-            except services.AuditError as error:
+            except errors.AuditError as error:
                 self.message_user(request, f"{audit}: {error}", messages.WARNING)
             else:
                 self.message_user(request, f"{audit}: {verb}", messages.SUCCESS)
 
     @admin.action(description="Pause the selected audits")
     def pause(self, request, queryset):
-        self._control(request, queryset, services.audit_pause, "paused")
+        self._control(request, queryset, control.audit_pause, "paused")
 
     @admin.action(description="Resume the selected audits (sends only what is still waiting)")
     def resume(self, request, queryset):
-        self._control(request, queryset, services.audit_resume, "resumed")
+        self._control(request, queryset, control.audit_resume, "resumed")
 
     @admin.action(description="Cancel the selected audits")
     def cancel(self, request, queryset):
-        self._control(request, queryset, services.audit_cancel, "cancelled")
+        self._control(request, queryset, control.audit_cancel, "cancelled")
 
     @admin.action(description="Send the failed requests of the selected audits again")
     def retry_failed(self, request, queryset):
-        self._control(request, queryset, services.audit_retry_failed, "failed requests queued again")
+        self._control(request, queryset, control.audit_retry_failed, "failed requests queued again")
 
 
 for _paradigm in registry.every():

@@ -18,8 +18,8 @@ class AuditappConfig(AppConfig):
 def _paradigms_after_migrate(sender, using: str = "default", **kwargs) -> None:
     """After every migrate that leaves this app's tables as today's models have them, each paradigm's shipped records
     are in the database (e.g. the seven default prompt templates of seed 000 Appendix A.4)."""
+    from auditapp.engine import registry
     from auditapp.migration_state import app_fully_migrated
-    from auditapp.paradigms import registry
 
     if not app_fully_migrated(sender.label, using):
         return

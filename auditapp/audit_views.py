@@ -3,7 +3,7 @@
 its replies.
 
 Thin: the page renders the paradigm's ``dashboard_template`` with its ``dashboard_data(audit)``
-(:mod:`auditapp.paradigms.registry`); progress, control and the drill-down go through the REST API with the
+(:mod:`auditapp.engine.registry`); progress, control and the drill-down go through the REST API with the
 researcher's session.
 """
 from __future__ import annotations
@@ -13,8 +13,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET
 
+from auditapp.engine import registry
 from auditapp.models import Audit
-from auditapp.paradigms import registry
 
 
 @require_GET

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from auditapp.paradigms.base import Unit
+from auditapp.engine.protocol import Unit
 
 MAX_KEY_LENGTH = 300
 """A unit key's longest length (``CorpusUnit.key``)."""

@@ -1,6 +1,6 @@
 """Reads of corpora for the API and the admin: the list with counts, the counts per factor, the recorded
 scorers with their missing scores, the unit export (one row per unit, one column per factor), and a corpus's
-units as the protocol's :class:`~auditapp.paradigms.base.Unit` (:func:`corpus_units`, for request builders).
+units as the protocol's :class:`~auditapp.engine.protocol.Unit` (:func:`corpus_units`, for request builders).
 
 The DataFrames analyses take are :func:`auditapp.corpus_services.corpus_units_frame` and
 :func:`auditapp.corpus_services.recorded_scores_frame`.
@@ -13,8 +13,8 @@ from django.db.models.functions import Coalesce
 
 from annotation.selectors import Export
 from auditapp.corpus_services import corpus_factor_names
+from auditapp.engine.protocol import Unit
 from auditapp.models import Corpus, CorpusUnit, RecordedScorer
-from auditapp.paradigms.base import Unit
 
 MAX_FACTOR_VALUES = 1000
 """Values listed per factor in a corpus's counts (the most frequent first); ``distinct`` counts them all."""

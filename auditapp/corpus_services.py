@@ -22,9 +22,9 @@ import pandas as pd
 from django.db import IntegrityError, transaction
 
 from auditapp.corpora import MAX_REPORTED, RecordedColumn, recorded_problems, units_hash, units_problems
+from auditapp.engine import registry
+from auditapp.engine.protocol import Unit
 from auditapp.models import Corpus, CorpusUnit, RecordedScore, RecordedScorer
-from auditapp.paradigms import registry
-from auditapp.paradigms.base import Unit
 
 BULK_BATCH_SIZE = 2000
 FRAME_CHUNK_SIZE = 5000

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django import forms
 
 from auditapp import llm_clients
-from auditapp.audit_services import ModelChoice
+from auditapp.engine.launch import ModelChoice
 from auditapp.models import LLMEndpoint
 
 

@@ -33,7 +33,7 @@ from django.db.models import Q
 from annotation.models import Item, Study
 from auditapp.endpoint_addresses import AddressPolicy, EndpointAddressRefused, check_endpoint_url
 from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, key_variable_problem, read_key
-from auditapp.paradigms import registry
+from auditapp.engine import registry
 
 MAX_ENDPOINT_SECONDS = 7 * 24 * 3600
 MAX_ENDPOINT_CONCURRENCY = 512
@@ -177,7 +177,7 @@ class Corpus(models.Model):
 
 
 class CorpusUnit(models.Model):
-    """One unit of a corpus (:class:`auditapp.paradigms.base.Unit`)."""
+    """One unit of a corpus (:class:`auditapp.engine.protocol.Unit`)."""
 
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="units")
     key = models.CharField(max_length=300)
@@ -292,7 +292,7 @@ class Audit(models.Model):
 
     name = models.CharField(max_length=200)
     paradigm = models.CharField(max_length=40, choices=registry.choices, default=registry.DEFAULT,
-                                help_text="The audit's paradigm (auditapp.paradigms.registry).")
+                                help_text="The audit's paradigm (auditapp.engine.registry).")
     study = models.ForeignKey(Study, null=True, blank=True, on_delete=models.PROTECT, related_name="audits",
                               help_text="The study whose ground truth a classification audit is measured against.")
     corpus = models.ForeignKey(Corpus, null=True, blank=True, on_delete=models.PROTECT, related_name="audits",
@@ -380,7 +380,7 @@ class AuditModel(models.Model):
 def distinct_names(named: Iterable[tuple[int, str]]) -> dict[int, str]:
     """Each audit model's name in analyses, tables and exports, from (audit model id, label or model name) pairs,
     by id in the order given: the name, with the id added where two models would share it. Launch refuses such a
-    pair now (``audit_services.launch_problems``), but an audit launched before may have one, and its two models
+    pair now (``launch.launch_problems``), but an audit launched before may have one, and its two models
     must never be merged into one row. (A label typed to look like such a name, "x (audit model 5)", could still
     meet one.)"""
     named = dict(named)
@@ -505,7 +505,7 @@ class AuditRequest(models.Model):
 
 
 class AuditJudgment(models.Model):
-    """One judged unit's answer in a request's reply (:class:`auditapp.paradigms.base.Judgment`): written in bulk
+    """One judged unit's answer in a request's reply (:class:`auditapp.engine.protocol.Judgment`): written in bulk
     with the reply, rewritten by a re-parse. ``unit`` is the unit's key (a corpus unit's, or the paradigm's own
     for units that are not in a corpus, e.g. a self-report item's position)."""
 
@@ -518,7 +518,7 @@ class AuditJudgment(models.Model):
     # gets none. Django's cascade (on_delete=CASCADE is Django's, never the database's) deletes judgments before
     # their requests, and a writer already holding a request's lock commits its judgments in between; once the
     # deletion of an audit or of its model commits, its judgments without a request are swept
-    # (audit_services.audit_judgments_sweep, from auditapp.signals). `manage.py judgments_orphans` counts any left.
+    # (judgments.audit_judgments_sweep, from auditapp.signals). `manage.py judgments_orphans` counts any left.
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="judgments", db_constraint=False)
     # No index of its own: the unique (request, unit) index serves every lookup by request, and one index fewer
     # to maintain for every judgment written (a names audit writes millions).

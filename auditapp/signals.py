@@ -1,7 +1,7 @@
 """Receivers of model signals in the audit domain: each only hands over to a service.
 
 Deleting an audit, or a model of one, sweeps the judgments its requests leave behind once the deletion commits
-(:func:`auditapp.audit_services.audit_judgments_sweep`; why they can be left: :class:`auditapp.models.AuditJudgment`).
+(:func:`auditapp.engine.judgments.audit_judgments_sweep`; why they can be left: :class:`auditapp.models.AuditJudgment`).
 Requests are deleted only with their audit or their audit's model, so these two senders are every way in, whoever
 deletes (the admin, the shell, a cascade); no receiver is put on AuditRequest itself, where Django would send a
 signal per request of a million-request audit.
@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
-from auditapp.audit_services import audit_judgments_sweep_on_commit
+from auditapp.engine.judgments import audit_judgments_sweep_on_commit
 from auditapp.models import Audit, AuditModel
 
 

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from django.db.models import Count, Value
 from django.db.models.functions import Coalesce, NullIf
 
-from auditapp.audit_services import TRANSIENT_ERRORS, audit_judge_unjudged
+from auditapp.engine import registry
+from auditapp.engine.analysis import audit_judge_unjudged
+from auditapp.engine.errors import TRANSIENT_ERRORS
 from auditapp.models import Audit, AuditMetric, AuditModel, AuditRequest, UpgradeStep
-from auditapp.paradigms import registry
 
 logger = logging.getLogger(__name__)
 

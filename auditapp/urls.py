@@ -8,7 +8,7 @@ from annotation import dashboard_views
 from auditapp import audit_views, views
 from auditapp.api import audits as audit_api
 from auditapp.api import corpora as corpus_api
-from auditapp.paradigms import registry
+from auditapp.engine import registry
 from coding import api_urls as coding_api_urls
 from psychometrics import api as psychometrics_api
 

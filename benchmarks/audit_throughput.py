@@ -79,7 +79,7 @@ def main() -> None:
     import redis
     from django.core.management import call_command
 
-    from auditapp import audit_services as services
+    from auditapp.engine import launch as engine_launch
     from auditapp.models import Audit, AuditRequest, LLMEndpoint
     from auditapp.paradigms.classification import services as classification_services
     from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
@@ -106,7 +106,7 @@ def main() -> None:
             server.reset_stats()
             wall_start = time.monotonic()
             audit = classification_services.audit_create(study=study, name="throughput", conditions=CONDITIONS,
-                                          models=[services.ModelChoice(endpoint=endpoint, model=m) for m in MODELS],
+                                          models=[engine_launch.ModelChoice(endpoint=endpoint, model=m) for m in MODELS],
                                           n_resamples=200, parallel_tasks=args.worker_concurrency)
             while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running"]).exists():
                 if worker.poll() is not None:

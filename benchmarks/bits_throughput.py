@@ -76,7 +76,7 @@ def llm_run(run: int, args, corpus, texts: list[str]) -> None:
     (max concurrency ÷ latency)."""
     from django.db.models import F, Max, Min
 
-    from auditapp.audit_services import ModelChoice
+    from auditapp.engine.launch import ModelChoice
     from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, LLMEndpoint
     from auditapp.paradigms.bits.services import bits_audit_create
     from tests.llm_server import LLMServer
@@ -147,7 +147,7 @@ def main() -> None:
     from django.core.management import call_command
     from django.db.models import F, Max, Min
 
-    from auditapp.audit_services import ModelChoice
+    from auditapp.engine.launch import ModelChoice
     from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, CorpusUnit, LLMEndpoint
     from auditapp.paradigms.bits.corpora import bits_corpus_generate
     from auditapp.paradigms.bits.services import DEFAULT_CORPUS_NAME, bits_audit_create

@@ -5,7 +5,7 @@ A synthetic names audit of 19 models × 39 tasks × ``--iterations`` (90 by defa
 4,001,400 judgments) over the default material is planned by the paradigm's own request builder, as a worker's
 preparation does. Replies are made by a rule (JSON Lines, yes-rate 0.5, 0.10 less for Black names on
 "self-disciplined", every 50th text left out) and recorded by the engine's own path,
-``auditapp.audit_services.chunk_record`` (replies stored, parsed by the paradigm's parser, judgments written in
+``auditapp.engine.recording.chunk_record`` (replies stored, parsed by the paradigm's parser, judgments written in
 bulk), 50 replies per transaction as a worker records them, each request built first as the worker builds it
 before sending; only the recording calls are timed ("judgments/s stored").
 The analysis (``counterfactual_analyse``: the judgments read back, every t-test, Benjamini–Hochberg over the
@@ -64,10 +64,10 @@ def create(models: int, iterations: int, per_transaction: int = REPLIES_PER_TRAN
     import numpy as np
     from django.utils import timezone
 
-    from auditapp import audit_services
+    from auditapp.engine import conversations, launch, registry
+    from auditapp.engine import recording as engine_recording
     from auditapp.llm_clients import Completion
     from auditapp.models import Audit, AuditChunk, AuditRequest, LLMEndpoint
-    from auditapp.paradigms import registry
     from auditapp.paradigms.counterfactual import services as counterfactual_services
     from auditapp.paradigms.counterfactual.prompt import DEFAULT_TEMPLATE
     from auditapp.paradigms.names.adapter import FLAVOUR
@@ -75,7 +75,7 @@ def create(models: int, iterations: int, per_transaction: int = REPLIES_PER_TRAN
     counterfactual_services.enqueue_prepare = lambda audit_id: None  # no worker: this script plays its part
     endpoint, _ = LLMEndpoint.objects.get_or_create(name="benchmark (never asked)", defaults={
         "protocol": "openai", "base_url": "http://127.0.0.1:9/v1"})
-    choices = [audit_services.ModelChoice(endpoint=endpoint, model=f"model-{n:02d}") for n in range(models)]
+    choices = [launch.ModelChoice(endpoint=endpoint, model=f"model-{n:02d}") for n in range(models)]
     audit = counterfactual_services.counterfactual_audit_create(
         paradigm="names", design_class=FLAVOUR.design_class, name="benchmark: names at scale", models=choices,
         corpus=None, material=None, settings={"iterations": iterations, "pairs_per_iteration": 30,
@@ -92,7 +92,7 @@ def create(models: int, iterations: int, per_transaction: int = REPLIES_PER_TRAN
     print(f"planned {len(rows):,} requests in {time.perf_counter() - started:.1f} s")
 
     chunk = AuditChunk.objects.create(audit=audit, leased_until=timezone.now() + timezone.timedelta(days=1))
-    claimed = [audit_services.ClaimedRequest(r.id, r.audit_model_id, r.condition, None, r.unit, 0, r.key)
+    claimed = [conversations.ClaimedRequest(r.id, r.audit_model_id, r.condition, None, r.unit, 0, r.key)
                for r in AuditRequest.objects.filter(audit=audit).order_by("order").only(
                    "id", "audit_model_id", "condition", "unit", "key")]
     rng = np.random.default_rng(0)
@@ -105,11 +105,11 @@ def create(models: int, iterations: int, per_transaction: int = REPLIES_PER_TRAN
             iteration = int(request.unit.removeprefix("iteration:"))
             texts = builder.design.texts(iteration, request.condition)
             text = reply_text(texts, builder.design.pairs(iteration), request.condition, rng)
-            results.append(audit_services.RequestResult(request, Completion(text, "stop", None, None, None), "", 1,
+            results.append(engine_recording.RequestResult(request, Completion(text, "stop", None, None, None), "", 1,
                                                         1.0))
             judgments += len(texts)
         began = time.perf_counter()
-        audit_services.chunk_record(chunk_id=chunk.id, results=results, parse=builder.parse)
+        engine_recording.chunk_record(chunk_id=chunk.id, results=results, parse=builder.parse)
         stored_seconds += time.perf_counter() - began
     rate = judgments / stored_seconds
     print(f"stored {judgments:,} judgments, {per_transaction} replies per transaction, in {stored_seconds:.1f} s of "

@@ -1,7 +1,7 @@
 """Benchmark: how fast the audit engine stores judgments, and how fast the counterfactual reader reads them back.
 
 The counterfactual audits (seed 002) need 50,000 judgments stored per second or more on PostgreSQL:
-a names audit stores 60 judgments per reply (``auditapp.audit_services._judgments_create``, the path every reply
+a names audit stores 60 judgments per reply (``auditapp.engine.judgments.judgments_create``, the path every reply
 takes). ``store`` times that function on throwaway requests of a throwaway audit, in batches as a worker records
 them (``--replies`` replies of ``--per-reply`` judgments per transaction), for each storage path the configured
 database has (on PostgreSQL the COPY path and the executemany path, on SQLite executemany), several runs each.
@@ -77,7 +77,7 @@ def delete_audit(audit_id: int) -> None:
 
 def parsed_replies(request_ids: list[int], per_reply: int):
     """One names-audit reply per request: ``per_reply`` judgments, a tenth of them missing with a reason."""
-    from auditapp.paradigms.base import Judgment, ParsedReply
+    from auditapp.engine.protocol import Judgment, ParsedReply
 
     replies = []
     for request_id in request_ids:
@@ -95,7 +95,7 @@ def store(args: argparse.Namespace) -> int:
     setup()
     from django.db import connection, transaction
 
-    from auditapp import audit_services
+    from auditapp.engine import judgments as engine_judgments
 
     paths = ["copy", "executemany"] if connection.vendor == "postgresql" else ["executemany"]
     n_requests = -(-args.judgments // args.per_reply)
@@ -109,11 +109,11 @@ def store(args: argparse.Namespace) -> int:
             try:
                 replies = parsed_replies(request_ids, args.per_reply)
                 batches = [replies[start:start + args.replies] for start in range(0, len(replies), args.replies)]
-                audit_services.JUDGMENT_COPY_MIN_ROWS = 0 if path == "copy" else 10**12
+                engine_judgments.JUDGMENT_COPY_MIN_ROWS = 0 if path == "copy" else 10**12
                 started = time.perf_counter()
                 for batch in batches:
                     with transaction.atomic():
-                        audit_services._judgments_create(audit_id, batch)
+                        engine_judgments.judgments_create(audit_id, batch)
                 seconds = time.perf_counter() - started
             finally:
                 delete_audit(audit_id)

@@ -22,8 +22,8 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
+from auditapp.engine import registry
 from auditapp.models import Audit
-from auditapp.paradigms import registry
 from coding import round_services
 from coding.access import blind_reason
 from coding.codebook_selectors import codebook_defaults_latest, codebook_latest_versions

@@ -1,7 +1,7 @@
 """Writes of error-analysis rounds (seed 000 §3.4 "Error Analysis"): drawing a round from a finished audit, its
 coders, its cross-lens mappings, closing and reopening it, and checking that its draw rebuilds.
 
-A round's population is what the audit's paradigm gives as ``explained_replies`` (:mod:`auditapp.paradigms.registry`:
+A round's population is what the audit's paradigm gives as ``explained_replies`` (:mod:`auditapp.engine.registry`:
 the coding app never names a paradigm). Every function that can be refused raises :class:`RoundError` with every
 problem it found, and stores nothing.
 """
@@ -17,8 +17,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.models import new_seed
+from auditapp.engine import registry
 from auditapp.models import Audit
-from auditapp.paradigms import registry
 from coding import sampling
 from coding.models import Code, Codebook, CodeMapping, Coder, CodingRound, Excerpt, RoundLens
 

@@ -5,7 +5,7 @@ from django.db import OperationalError
 
 from annotation.study_alternatives import study_alternatives_compute
 from annotation.study_analysis import study_analysis_run
-from auditapp.paradigms import registry
+from auditapp.engine import registry
 
 
 @shared_task(name="annotation.study_analysis_compute", autoretry_for=(OperationalError,), retry_backoff=True,

@@ -8,8 +8,10 @@ from celery import shared_task
 from celery.signals import worker_ready
 from django.db import OperationalError
 
-from auditapp import audit_runner
-from auditapp.audit_services import audit_analyse, audit_prepare, audit_work_send
+from auditapp.engine import runner as audit_runner
+from auditapp.engine.analysis import audit_analyse
+from auditapp.engine.preparation import audit_prepare
+from auditapp.engine.sending import audit_work_send
 from auditapp.models import Audit
 
 

@@ -10,9 +10,9 @@ recovery sends again:
 - study analyses' alternative ground truths asked for but never sent, or sent long ago and still unanswered
   (``study_alternatives_recover``);
 - running audits no worker has held a lease on for settings.WORK_STALLED_SECONDS, e.g. after a transient
-  fault stopped their work (``auditapp.audit_services.audits_resume_stalled``);
+  fault stopped their work (``auditapp.engine.recovery.audits_resume_stalled``);
 - audits still queued that long after their launch, whose preparation was never sent (the broker was away
-  at launch) or was lost (``auditapp.audit_services.audits_prepare_unsent``);
+  at launch) or was lost (``auditapp.engine.recovery.audits_prepare_unsent``);
 - each paradigm's own background work that is stuck (``Paradigm.recover``: a classification audit's second-pass
   extractions queued whose task was lost, or running whose lease expired).
 
@@ -36,8 +36,8 @@ from django.db import connections
 from annotation.services import item_imports_recover
 from annotation.study_alternatives import study_alternatives_recover
 from annotation.study_analysis import study_analyses_recover
-from auditapp.audit_services import audits_prepare_unsent, audits_resume_stalled
-from auditapp.paradigms import registry
+from auditapp.engine import registry
+from auditapp.engine.recovery import audits_prepare_unsent, audits_resume_stalled
 from auditapp.worker_status import worker_heartbeat
 
 logger = logging.getLogger(__name__)

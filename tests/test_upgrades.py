@@ -21,7 +21,7 @@ from tests.integration.support import REPO
 MIGRATION_FOLDERS = sorted(REPO.glob("*/migrations"))
 # What a migration may import: Django, the standard library's uuid, and the names its fields refer to (validators,
 # defaults, choices) in a model module or the paradigm registry; never a service, selector or task.
-ALLOWED_IMPORTS = ("django", "uuid", "annotation.models", "auditapp.models", "auditapp.paradigms.registry",
+ALLOWED_IMPORTS = ("django", "uuid", "annotation.models", "auditapp.models", "auditapp.engine.registry",
                    "psychometrics.models", "coding.models")
 # The historical states the upgrade test starts from: a new database; an app part-way along its replaced migrations
 # (the others then start from nothing, or from their own squash); just before each data step; the state 0009

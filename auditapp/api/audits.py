@@ -1,5 +1,5 @@
 """REST API of audits shared by every paradigm (researchers only): endpoints and their models, launching (the
-body is the paradigm's own: :mod:`auditapp.paradigms.registry`) and controlling audits, live progress, the
+body is the paradigm's own: :mod:`auditapp.engine.registry`) and controlling audits, live progress, the
 parse-quality report, the responses, the manifest and the paradigms' named tables. A paradigm's own routes come from its adapter.
 
 Every list also answers ``?format=csv`` (streamed, never paginated).
@@ -24,12 +24,15 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.selectors import Export
-from auditapp import audit_services as services
 from auditapp import scorer_kinds
 from auditapp.api.exports import ExportListAPIView, ModelListExportView
 from auditapp.api.fields import storable_json
 from auditapp.api.launch import BIGINT_MAX
-from auditapp.audit_selectors import (
+from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, EndpointRefused
+from auditapp.engine import analysis as engine_analysis
+from auditapp.engine import control, errors, launch, registry
+from auditapp.engine import endpoints as engine_endpoints
+from auditapp.engine.selectors import (
     SHAPE_SAMPLE,
     audit_list,
     audit_parse_quality,
@@ -37,10 +40,8 @@ from auditapp.audit_selectors import (
     audit_request_detail,
     audit_responses_export,
 )
-from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, EndpointRefused
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
-from auditapp.paradigms import registry
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -88,7 +89,7 @@ class EndpointSerializer(serializers.ModelSerializer):
     def create(self, validated_data: dict) -> LLMEndpoint:
         endpoint = super().create(validated_data)
         if scorer_kinds.scorer_kind(endpoint.protocol).models_known:
-            services.endpoint_list_models(endpoint)
+            engine_endpoints.endpoint_list_models(endpoint)
         return endpoint
 
 
@@ -117,7 +118,7 @@ class EndpointModelsView(APIView):
     def get(self, request, pk: int):
         endpoint = get_object_or_404(LLMEndpoint, pk=pk)
         try:
-            models = services.endpoint_list_models(endpoint)
+            models = engine_endpoints.endpoint_list_models(endpoint)
         except EndpointRefused as error:
             return Response({"detail": f"{endpoint} is not asked: {error}"}, status=status.HTTP_400_BAD_REQUEST)
         except EndpointError as error:
@@ -209,8 +210,8 @@ class AuditListView(ModelListExportView):
         try:
             with transaction.atomic():
                 audit = paradigm.launch(values, created_by=request.user)
-                services.audit_structured_output_set(audit=audit, enabled=structured_output)
-        except services.AuditError as error:
+                launch.audit_structured_output_set(audit=audit, enabled=structured_output)
+        except errors.AuditError as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(AuditDetailSerializer(audit_list().get(pk=audit.pk)).data, status=status.HTTP_201_CREATED)
 
@@ -254,7 +255,7 @@ class FinishReasonSerializer(serializers.Serializer):
 
 
 class ReplyShapeSerializer(serializers.Serializer):
-    shape = serializers.CharField(help_text="Opening, first words, length bucket, cut off (auditapp.parse_quality).")
+    shape = serializers.CharField(help_text="Opening, first words, length bucket, cut off (auditapp.engine.parse_quality).")
     n = serializers.IntegerField()
     example = serializers.CharField(allow_blank=True, help_text="The first 200 characters of one reply of it.")
 
@@ -428,11 +429,11 @@ class AuditActionView(AuditScoped, APIView):
     """POST pause / resume / cancel / retry-failed / reparse."""
 
     actions = {
-        "pause": lambda audit: services.audit_pause(audit=audit),
-        "resume": lambda audit: services.audit_resume(audit=audit),
-        "cancel": lambda audit: services.audit_cancel(audit=audit),
-        "retry-failed": lambda audit: services.audit_retry_failed(audit=audit),
-        "reparse": lambda audit: services.audit_reparse_and_analyse(audit=audit),
+        "pause": lambda audit: control.audit_pause(audit=audit),
+        "resume": lambda audit: control.audit_resume(audit=audit),
+        "cancel": lambda audit: control.audit_cancel(audit=audit),
+        "retry-failed": lambda audit: control.audit_retry_failed(audit=audit),
+        "reparse": lambda audit: engine_analysis.audit_reparse_and_analyse(audit=audit),
     }
 
     @extend_schema(request=None, responses={200: AuditDetailSerializer, 409: ErrorSerializer},
@@ -445,6 +446,6 @@ class AuditActionView(AuditScoped, APIView):
                             status=status.HTTP_404_NOT_FOUND)
         try:
             self.actions[action](self.audit)
-        except services.AuditError as error:
+        except errors.AuditError as error:
             return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
         return Response(AuditDetailSerializer(audit_list().get(pk=self.audit.pk)).data)

@@ -23,8 +23,8 @@ from auditapp.corpus_selectors import (
     corpus_units_export,
 )
 from auditapp.corpus_services import CorpusError
+from auditapp.engine import registry
 from auditapp.models import Corpus
-from auditapp.paradigms import registry
 
 
 def generated_paradigms() -> list[tuple[str, str]]:

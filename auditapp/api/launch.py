@@ -3,14 +3,14 @@
 A paradigm's launch serializer (its adapter's ``launch_serializer``) subclasses :class:`LaunchSerializer` and adds
 its own fields; :func:`model_choices` turns the validated models into the engine's ModelChoice. The shared
 ``structured_output`` is applied by the launch view after the paradigm's ``launch``
-(:func:`auditapp.audit_services.audit_structured_output_set`), in the same transaction.
+(:func:`auditapp.engine.launch.audit_structured_output_set`), in the same transaction.
 """
 from __future__ import annotations
 
 from rest_framework import serializers
 
 from auditapp.api.fields import storable_json
-from auditapp.audit_services import MAX_REPLICATES, ModelChoice
+from auditapp.engine.launch import MAX_REPLICATES, ModelChoice
 from auditapp.models import LLMEndpoint
 
 BIGINT_MAX = 2**63 - 1

@@ -4,7 +4,7 @@ replaced migrations goes on with them (they stay until no database needs them); 
 that an upgrade needs are upgrade steps (auditapp/upgrade_steps.py), never migrations."""
 
 import auditapp.models
-import auditapp.paradigms.registry
+import auditapp.engine.registry
 import django.core.validators
 import django.db.models.deletion
 from django.conf import settings
@@ -51,7 +51,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('name', models.CharField(max_length=200)),
-                ('paradigm', models.CharField(choices=auditapp.paradigms.registry.choices, default='classification', help_text="The audit's paradigm (auditapp.paradigms.registry).", max_length=40)),
+                ('paradigm', models.CharField(choices=auditapp.engine.registry.choices, default='classification', help_text="The audit's paradigm (auditapp.engine.registry).", max_length=40)),
                 ('design', models.JSONField(blank=True, default=dict, editable=False, help_text="The paradigm's own settings (self-report: instruments, forms, mode, validity rules and each administration's questionnaire).")),
                 ('replicates', models.PositiveSmallIntegerField(default=1)),
                 ('seed', models.BigIntegerField(default=0, help_text="Seeds example and item order (with each item's id).")),

@@ -206,7 +206,7 @@ SPECTACULAR_SETTINGS = {
         "ParticipantStatusEnum": "annotation.models.Participant.Status",
         "ItemImportStatusEnum": "annotation.models.ItemImport.Status",
         "AuditStatusEnum": "auditapp.models.Audit.Status",
-        "ParadigmEnum": "auditapp.paradigms.registry.choices",
+        "ParadigmEnum": "auditapp.engine.registry.choices",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -18,7 +18,7 @@ from annotation.models import AnalysisRun, Item, Label, Participant
 from annotation.services import items_import_file
 from annotation.study_alternatives import study_alternatives_compute
 from annotation.study_analysis import study_analysis_compute
-from auditapp import audit_services as services
+from auditapp.engine import launch
 from auditapp.models import AuditModel, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.classification.extraction_services import extraction_create, extraction_run
@@ -81,7 +81,7 @@ def hostile(shipped_instruments, audit_tasks_off):
     LLMReply.objects.filter(key__in=AuditRequest.objects.filter(audit=audit).values("key")).update(text="@reply")
     endpoint = LLMEndpoint.objects.create(name="=endpoint", base_url="http://127.0.0.1:9")
     self_report = self_report_audit_create(name="=self report", instruments=[shipped_instruments["aq50"]],
-                                           models=[services.ModelChoice(endpoint=endpoint, model="=m")])
+                                           models=[launch.ModelChoice(endpoint=endpoint, model="=m")])
     corpus = bits_corpus_generate(name="=corpus", spec={
         "templates": [{"id": "-T1", "text": "=<group> person."}], "emotions": [],
         "groups": [{"group": "@group", "terms": ["+term"]}]})

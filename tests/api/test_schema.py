@@ -56,7 +56,7 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {("POST", "/api/audits/"), ("POST", "/api/studi
 @pytest.fixture(scope="module")
 def seeded(django_db_setup, django_db_blocker):
     """The seeded objects' ids by kind, committed once for the module and flushed after it."""
-    from auditapp import audit_services as services
+    from auditapp.engine import launch as engine_launch
     from psychometrics.services import instruments_sync_shipped
     from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
 
@@ -75,7 +75,7 @@ def seeded(django_db_setup, django_db_blocker):
         instrument = instruments_sync_shipped()[0]
         self_report = self_report_audit_create(
             name="schema self-report", instruments=[instrument],
-            models=[services.ModelChoice(endpoint=endpoint, model="persona-key")])
+            models=[engine_launch.ModelChoice(endpoint=endpoint, model="persona-key")])
         corpus = bits_corpus_generate(spec=None, name="schema corpus")
         codebook = codebooks_sync_shipped()[0]
         coding_round = round_create(audit=classification, codebooks=[codebook.id], sample_size=8, seed=1)

@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from auditapp import audit_services as services
+from auditapp.engine import launch
 from auditapp.models import Audit, AuditRequest, LLMEndpoint, PromptTemplate
 from auditapp.paradigms.classification import services as classification_services
 from tests.factories import make_audit_study, make_participant_user, make_study
@@ -81,7 +81,7 @@ def test_pause_resume_cancel_follow_the_status(api_client, prepare_sent, django_
     study = make_audit_study(6, n_examples=2)
     endpoint = LLMEndpoint.objects.create(name="e", base_url="http://127.0.0.1:1")
     audit = classification_services.audit_create(study=study, name="a", conditions=["zs"],
-                                  models=[services.ModelChoice(endpoint=endpoint, model="m")])
+                                  models=[launch.ModelChoice(endpoint=endpoint, model="m")])
     Audit.objects.filter(pk=audit.pk).update(status="running", n_requests=6)
     assert api_client.post(f"/api/audits/{audit.id}/pause/").json()["status"] == "paused"
     assert api_client.post(f"/api/audits/{audit.id}/pause/").status_code == 409
@@ -97,7 +97,7 @@ def test_responses_export_has_the_documented_columns(api_client, prepare_sent):
     study = make_audit_study(4, n_examples=2)
     endpoint = LLMEndpoint.objects.create(name="e", base_url="http://127.0.0.1:1")
     audit = classification_services.audit_create(study=study, name="a", conditions=["zs"],
-                                  models=[services.ModelChoice(endpoint=endpoint, model="m")])
+                                  models=[launch.ModelChoice(endpoint=endpoint, model="m")])
     AuditRequest.objects.bulk_create([AuditRequest(audit=audit, audit_model=audit.models.get(), condition="zs",
                                                    item_id=i.item_id, order=n, key=f"k{n}")
                                       for n, i in enumerate(audit.items.all())])

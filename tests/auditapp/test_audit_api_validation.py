@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from auditapp import audit_services as services
+from auditapp.engine import launch
 from auditapp.models import LLMEndpoint
 from auditapp.paradigms.self_report.services import self_report_audit_create
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
@@ -15,7 +15,7 @@ def test_a_self_report_audit_has_a_null_study_slug_in_the_list_and_detail(api_cl
                                                                           shipped_instruments):
     endpoint = LLMEndpoint.objects.create(name="e", base_url="http://127.0.0.1:9")
     audit = self_report_audit_create(name="no study", instruments=[shipped_instruments["aq50"]],
-                                     models=[services.ModelChoice(endpoint=endpoint, model="m")])
+                                     models=[launch.ModelChoice(endpoint=endpoint, model="m")])
     listed = api_client.get("/api/audits/").json()["results"][0]
     assert listed["study"] is None and listed["study_slug"] is None
     assert api_client.get(f"/api/audits/{audit.id}/").json()["study_slug"] is None
@@ -66,15 +66,15 @@ def test_two_models_that_tables_would_name_alike_are_refused_until_labelled():
     table and export; with labels both are taken."""
     one = LLMEndpoint.objects.create(name="one", base_url="http://127.0.0.1:9")
     two = LLMEndpoint.objects.create(name="two", base_url="http://127.0.0.1:8")
-    alike = [services.ModelChoice(endpoint=one, model="m", params={"temperature": 0}),
-             services.ModelChoice(endpoint=one, model="other"),
-             services.ModelChoice(endpoint=two, model="m")]
-    assert services.launch_problems(models=alike, replicates=1, error_budget=0.1) == [
+    alike = [launch.ModelChoice(endpoint=one, model="m", params={"temperature": 0}),
+             launch.ModelChoice(endpoint=one, model="other"),
+             launch.ModelChoice(endpoint=two, model="m")]
+    assert launch.launch_problems(models=alike, replicates=1, error_budget=0.1) == [
         "models 1 and 3 would both be named 'm' in tables and exports: give each a label"]
     # A label that repeats another model's name is refused too; distinct labels are taken.
-    assert services.launch_problems(models=[alike[1], services.ModelChoice(endpoint=two, model="m", label="other")],
+    assert launch.launch_problems(models=[alike[1], launch.ModelChoice(endpoint=two, model="m", label="other")],
                                     replicates=1, error_budget=0.1) == [
         "models 1 and 2 would both be named 'other' in tables and exports: give each a label"]
-    labelled = [services.ModelChoice(endpoint=one, model="m", params={"temperature": 0}, label="m at T=0"),
-                alike[1], services.ModelChoice(endpoint=two, model="m", label="m on two")]
-    assert services.launch_problems(models=labelled, replicates=1, error_budget=0.1) == []
+    labelled = [launch.ModelChoice(endpoint=one, model="m", params={"temperature": 0}, label="m at T=0"),
+                alike[1], launch.ModelChoice(endpoint=two, model="m", label="m on two")]
+    assert launch.launch_problems(models=labelled, replicates=1, error_budget=0.1) == []

@@ -18,7 +18,7 @@ from django.utils import timezone
 from sklearn.metrics import cohen_kappa_score, f1_score
 
 from annotation.models import Item
-from auditapp import audit_services as services
+from auditapp.engine import analysis
 from auditapp.models import (
     Audit,
     AuditChunk,
@@ -84,7 +84,7 @@ def build_audit(plan: dict, *, status: str = Audit.Status.COMPLETED, name: str =
     audit.status = Audit.Status.ANALYSING if status == Audit.Status.COMPLETED else status
     audit.save(update_fields=["n_requests", "status"])
     if status == Audit.Status.COMPLETED:
-        services.audit_analyse(audit_id=audit.id)
+        analysis.audit_analyse(audit_id=audit.id)
     audit.refresh_from_db()
     assert audit.status == status
     return audit

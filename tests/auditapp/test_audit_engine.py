@@ -11,8 +11,10 @@ import pandas as pd
 import pytest
 from sklearn.metrics import cohen_kappa_score, f1_score
 
-from auditapp import audit_runner
-from auditapp import audit_services as services
+from auditapp.engine import analysis, control, planning, preparation, recording
+from auditapp.engine import launch as engine_launch
+from auditapp.engine import recovery as engine_recovery
+from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, AuditMetric, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.classification import services as classification_services
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
@@ -32,9 +34,9 @@ def no_tasks(monkeypatch):
 
 
 def run_audit(audit: Audit) -> Audit:
-    services.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
     assert audit_runner.audit_work(audit.id) == "finished"
-    services.audit_analyse(audit_id=audit.id)
+    analysis.audit_analyse(audit_id=audit.id)
     return Audit.objects.get(pk=audit.id)
 
 
@@ -57,8 +59,8 @@ def test_audit_runs_end_to_end_and_metrics_equal_scikit_learn(server, no_tasks):
     server.reset_stats()
     audit = classification_services.audit_create(
         study=study, name="two models", conditions=["zs", "cot", "icl_a", "persona_ifl"],
-        models=[services.ModelChoice(endpoint=endpoint, model="model-a"),
-                services.ModelChoice(endpoint=endpoint, model="model-b")], n_resamples=200)
+        models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a"),
+                engine_launch.ModelChoice(endpoint=endpoint, model="model-b")], n_resamples=200)
     audit = run_audit(audit)
 
     assert audit.status == Audit.Status.COMPLETED, audit.status_reason
@@ -79,7 +81,7 @@ def test_audit_runs_end_to_end_and_metrics_equal_scikit_learn(server, no_tasks):
 
     # Parsed labels follow the server's rule.
     for row in requests.filter(outcome="label").select_related("audit_model")[:50]:
-        messages = services.request_builder(audit).payload(row)
+        messages = planning.request_builder(audit).payload(row)
         assert row.label == expected_label(row.audit_model.model, messages[0]["content"],
                                            positive_words=AUDIT_POSITIVE_WORDS)
 
@@ -101,7 +103,7 @@ def test_audit_runs_end_to_end_and_metrics_equal_scikit_learn(server, no_tasks):
 def test_rerun_sends_nothing_and_a_second_audit_takes_cached_replies(server, no_tasks):
     study = make_audit_study(20, n_examples=4)
     endpoint = make_endpoint(server)
-    choice = [services.ModelChoice(endpoint=endpoint, model="model-a")]
+    choice = [engine_launch.ModelChoice(endpoint=endpoint, model="model-a")]
     first = run_audit(classification_services.audit_create(study=study, name="first", conditions=["zs"], models=choice,
                                             n_resamples=100))
     server.reset_stats()
@@ -127,8 +129,8 @@ def test_error_budget_stops_the_audit_and_retry_failed_finishes_it(no_tasks):
     with LLMServer(permanent_error_rate=1.0, positive_words=AUDIT_POSITIVE_WORDS) as broken:
         endpoint = make_endpoint(broken, max_attempts=1, max_concurrency=2)
         audit = classification_services.audit_create(study=study, name="budget", conditions=["zs"], error_budget=0.2,
-                                      models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
-        services.audit_prepare(audit_id=audit.id)
+                                      models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
+        preparation.audit_prepare(audit_id=audit.id)
         assert audit_runner.audit_work(audit.id) == "stopped"
     audit.refresh_from_db()
     assert audit.status == Audit.Status.STOPPED and "error budget exceeded" in audit.status_reason
@@ -138,12 +140,12 @@ def test_error_budget_stops_the_audit_and_retry_failed_finishes_it(no_tasks):
 
     port = int(endpoint.base_url.rsplit(":", 1)[1])
     with LLMServer(port=port, positive_words=AUDIT_POSITIVE_WORDS):  # the endpoint is fixed, at the same URL
-        services.audit_resume(audit=audit)  # after an error-budget stop, resuming sends the failed ones again
+        control.audit_resume(audit=audit)  # after an error-budget stop, resuming sends the failed ones again
         assert audit_runner.audit_work(audit.id) == "finished"
         assert AuditRequest.objects.filter(audit=audit, state="answered").count() == 30
         AuditRequest.objects.filter(audit=audit, item__external_id="a00001").update(state="failed", error="x")
         Audit.objects.filter(pk=audit.pk).update(status=Audit.Status.COMPLETED)
-        assert services.audit_retry_failed(audit=audit) == 1
+        assert control.audit_retry_failed(audit=audit) == 1
         assert audit_runner.audit_work(audit.id) == "finished"
     assert AuditRequest.objects.filter(audit=audit, state="answered").count() == 30
 
@@ -153,19 +155,19 @@ def test_pause_keeps_unsent_requests_and_resume_sends_only_those(no_tasks):
     with LLMServer(latency=0.1, positive_words=AUDIT_POSITIVE_WORDS) as slow:
         endpoint = make_endpoint(slow, max_concurrency=2)
         audit = classification_services.audit_create(study=study, name="pause", conditions=["zs"],
-                                      models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
-        services.audit_prepare(audit_id=audit.id)
+                                      models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
+        preparation.audit_prepare(audit_id=audit.id)
         with ThreadPoolExecutor(1) as pool:
             work = pool.submit(audit_runner.audit_work, audit.id)
             answered = AuditRequest.objects.filter(audit=audit, state="answered")
             wait_for(lambda: answered.count() >= 5, timeout=30, what="5 answers")
-            services.audit_pause(audit=audit)
+            control.audit_pause(audit=audit)
             assert work.result(timeout=30) == "stopped"
         after_pause = answered.count()
         assert after_pause < 40
         assert not AuditRequest.objects.filter(audit=audit, state="pending", chunk__isnull=False,
                                                chunk__released_at__isnull=True).exists()
-        services.audit_resume(audit=audit)
+        control.audit_resume(audit=audit)
         assert audit_runner.audit_work(audit.id) == "finished"
         stats = slow.stats()
     assert answered.count() == 40
@@ -183,8 +185,8 @@ def test_a_redis_outage_leaves_the_audit_waiting_and_the_recovery_resumes_it(ser
     settings.WORK_STALLED_SECONDS = 30
     study = make_audit_study(5, n_examples=2)
     audit = classification_services.audit_create(study=study, name="no redis", conditions=["zs"],
-                                  models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
-    services.audit_prepare(audit_id=audit.id)
+                                  models=[engine_launch.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
+    preparation.audit_prepare(audit_id=audit.id)
     no_tasks.clear()
     # The task waits for Redis until its slice is used; then a fresh task is to go on (or, lost, the recovery).
     assert audit_runner.audit_work(audit.id, slice_seconds=2) == "continue"
@@ -193,14 +195,14 @@ def test_a_redis_outage_leaves_the_audit_waiting_and_the_recovery_resumes_it(ser
     assert audit.status_reason.startswith("waiting since") and "ConnectionError" in audit.status_reason
     assert "resumes by itself" in audit.status_reason
     assert AuditRequest.objects.filter(audit=audit, state="pending", chunk__isnull=True).count() == 5
-    assert services.audits_resume_stalled(stalled_after=timedelta(seconds=30)) == [], "its lease was just held"
+    assert engine_recovery.audits_resume_stalled(stalled_after=timedelta(seconds=30)) == [], "its lease was just held"
 
     settings.LLM_LIMITS_REDIS_URL = ""   # Redis is back; half a minute later nobody holds the audit's lease
     Audit.objects.filter(pk=audit.pk).update(started_at=audit.started_at - timedelta(minutes=5))
     AuditChunk.objects.filter(audit=audit).update(leased_until=audit.started_at - timedelta(minutes=1))
-    assert services.audits_resume_stalled(stalled_after=timedelta(seconds=30)) == [audit.id]
+    assert engine_recovery.audits_resume_stalled(stalled_after=timedelta(seconds=30)) == [audit.id]
     assert no_tasks == [("audit_work_task", audit.id)]
-    assert services.audits_resume_stalled(stalled_after=timedelta(seconds=30)) == [], "claimed: not sent twice"
+    assert engine_recovery.audits_resume_stalled(stalled_after=timedelta(seconds=30)) == [], "claimed: not sent twice"
     assert no_tasks == [("audit_work_task", audit.id)]
     assert audit_runner.audit_work(audit.id) == "finished"
     audit.refresh_from_db()
@@ -215,8 +217,8 @@ def test_a_work_task_waits_out_a_redis_outage_and_goes_on_soon_after_it_is_back(
     settings.LLM_LIMITS_REDIS_URL = f"redis://127.0.0.1:{free_port()}/0"   # the limits' Redis is away
     study = make_audit_study(5, n_examples=2)
     audit = classification_services.audit_create(study=study, name="redis back", conditions=["zs"],
-                                  models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
-    services.audit_prepare(audit_id=audit.id)
+                                  models=[engine_launch.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
+    preparation.audit_prepare(audit_id=audit.id)
     no_tasks.clear()
     back = threading.Timer(3, setattr, (settings, "LLM_LIMITS_REDIS_URL", ""))
     back.start()
@@ -230,8 +232,8 @@ def test_a_work_task_waits_out_a_redis_outage_and_goes_on_soon_after_it_is_back(
 def test_a_model_the_endpoint_does_not_offer_fails_the_audit_before_any_request(server, no_tasks):
     study = make_audit_study(4, n_examples=2)
     audit = classification_services.audit_create(study=study, name="typo", conditions=["zs"],
-                                  models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-z")])
-    services.audit_prepare(audit_id=audit.id)
+                                  models=[engine_launch.ModelChoice(endpoint=make_endpoint(server), model="model-z")])
+    preparation.audit_prepare(audit_id=audit.id)
     audit.refresh_from_db()
     assert audit.status == Audit.Status.FAILED
     assert "does not offer model 'model-z'" in audit.status_reason and "model-a" in audit.status_reason
@@ -239,8 +241,8 @@ def test_a_model_the_endpoint_does_not_offer_fails_the_audit_before_any_request(
 
     down = LLMEndpoint.objects.create(name="down", base_url=f"http://127.0.0.1:{free_port()}")
     audit = classification_services.audit_create(study=study, name="down", conditions=["zs"],
-                                  models=[services.ModelChoice(endpoint=down, model="model-a")])
-    services.audit_prepare(audit_id=audit.id)
+                                  models=[engine_launch.ModelChoice(endpoint=down, model="model-a")])
+    preparation.audit_prepare(audit_id=audit.id)
     audit.refresh_from_db()
     assert audit.status == Audit.Status.FAILED and "could not list the models of endpoint down" in audit.status_reason
 
@@ -259,23 +261,23 @@ def test_an_audit_launched_while_the_broker_is_away_is_stored_and_prepared_by_th
     study = make_audit_study(3, n_examples=2)
     # The launch commits and its task cannot be sent: logged, not raised (the API would answer 500).
     audit = classification_services.audit_create(study=study, name="launched in an outage", conditions=["zs"],
-                                  models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
+                                  models=[engine_launch.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
     assert Audit.objects.get(pk=audit.pk).status == Audit.Status.QUEUED
 
     sent = []
     monkeypatch.setattr("tasks.audits.audit_prepare_task.delay", sent.append)
     cache.clear()
     stalled = timedelta(seconds=30)
-    assert services.audits_prepare_unsent(stalled_after=stalled) == [], "just launched: its task may be queued"
+    assert engine_recovery.audits_prepare_unsent(stalled_after=stalled) == [], "just launched: its task may be queued"
     Audit.objects.filter(pk=audit.pk).update(created_at=audit.created_at - timedelta(minutes=1))
-    assert services.audits_prepare_unsent(stalled_after=stalled) == [audit.id]
-    assert services.audits_prepare_unsent(stalled_after=stalled) == [], "sent once per stalled period"
+    assert engine_recovery.audits_prepare_unsent(stalled_after=stalled) == [audit.id]
+    assert engine_recovery.audits_prepare_unsent(stalled_after=stalled) == [], "sent once per stalled period"
     assert sent == [audit.id]
-    services.audit_prepare(audit_id=audit.id)
-    services.audit_prepare(audit_id=audit.id)  # a second delivery changes nothing
+    preparation.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)  # a second delivery changes nothing
     assert AuditRequest.objects.filter(audit=audit).count() == 3
     cache.clear()
-    assert services.audits_prepare_unsent(stalled_after=stalled) == [], "running: nothing to prepare"
+    assert engine_recovery.audits_prepare_unsent(stalled_after=stalled) == [], "running: nothing to prepare"
 
 
 def test_work_waiting_in_a_busy_queue_is_not_sent_twice_but_a_dead_workers_audit_is(server, no_tasks, settings):
@@ -287,23 +289,23 @@ def test_work_waiting_in_a_busy_queue_is_not_sent_twice_but_a_dead_workers_audit
     stalled = timedelta(seconds=30)
     study = make_audit_study(3, n_examples=2)
     audit = classification_services.audit_create(study=study, name="busy queue", conditions=["zs"],
-                                  models=[services.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
-    services.audit_prepare(audit_id=audit.id)
+                                  models=[engine_launch.ModelChoice(endpoint=make_endpoint(server), model="model-a")])
+    preparation.audit_prepare(audit_id=audit.id)
     assert no_tasks == [("audit_prepare_task", audit.id), ("audit_work_task", audit.id)]
     audit.refresh_from_db()
     # Five minutes later its work task is still queued behind others: not lost, so not sent again.
     Audit.objects.filter(pk=audit.pk).update(started_at=audit.started_at - timedelta(minutes=5))
     AuditChunk.objects.filter(audit=audit).update(released_at=audit.started_at - timedelta(minutes=5))
-    assert services.audits_resume_stalled(stalled_after=stalled) == []
+    assert engine_recovery.audits_resume_stalled(stalled_after=stalled) == []
 
     # A worker takes it (its lease replaces the sent mark) and dies: a minute later the recovery sends it again.
     from django.db.models import F
     from django.utils import timezone
 
-    services.chunk_open(audit_id=audit.id)
+    recording.chunk_open(audit_id=audit.id)
     assert not AuditChunk.objects.filter(audit=audit, released_at__isnull=False,
                                          leased_until__gt=timezone.now()).exists(), "the sent mark is spent"
     AuditChunk.objects.filter(audit=audit).update(leased_until=F("leased_until") - timedelta(minutes=2))
-    assert services.audits_resume_stalled(stalled_after=stalled) == [audit.id]
+    assert engine_recovery.audits_resume_stalled(stalled_after=stalled) == [audit.id]
     assert no_tasks[-1] == ("audit_work_task", audit.id)
-    assert services.audits_resume_stalled(stalled_after=stalled) == [], "just sent: marked"
+    assert engine_recovery.audits_resume_stalled(stalled_after=stalled) == [], "just sent: marked"

@@ -1,13 +1,14 @@
-"""Storing judgments in bulk (auditapp.audit_services._judgments_create): the COPY path on PostgreSQL and the
+"""Storing judgments in bulk (auditapp.engine.judgments.judgments_create): the COPY path on PostgreSQL and the
 executemany path (SQLite, and small batches on PostgreSQL) store the same rows with the same rules."""
 from __future__ import annotations
 
 import pytest
 from django.db import connection, transaction
 
-from auditapp import audit_services
+from auditapp.engine import conversations, recording
+from auditapp.engine import judgments as engine_judgments
+from auditapp.engine.protocol import Judgment, ParsedReply
 from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, LLMEndpoint
-from auditapp.paradigms.base import Judgment, ParsedReply
 
 PATHS = ["copy", "executemany"]
 
@@ -41,7 +42,7 @@ def path(request, monkeypatch):
     if request.param == "copy" and connection.vendor != "postgresql":
         pytest.skip("the COPY path is PostgreSQL's")
     # Every batch takes the path under test: the COPY path from one row, executemany never switching to COPY.
-    monkeypatch.setattr(audit_services, "JUDGMENT_COPY_MIN_ROWS", 1 if request.param == "copy" else 10**9)
+    monkeypatch.setattr(engine_judgments, "JUDGMENT_COPY_MIN_ROWS", 1 if request.param == "copy" else 10**9)
     return request.param
 
 
@@ -49,14 +50,14 @@ def path(request, monkeypatch):
 def test_both_paths_store_every_field_and_keep_an_existing_judgment(path):
     audit_id, (first, second) = make_requests(2)
     with transaction.atomic():
-        audit_services._judgments_create(audit_id, [(first, reply(60, explanation="tab\there, new\nline, \\N"))])
+        engine_judgments.judgments_create(audit_id, [(first, reply(60, explanation="tab\there, new\nline, \\N"))])
     # A second delivery of the first request with other answers, and a reply to the second request with a
     # duplicated unit: the stored judgment and the first of the two duplicates are kept.
     duplicated = ParsedReply(outcome="label", judgments=(Judgment(unit="1:pair:side", outcome="label", label=0),
                                                          Judgment(unit="1:pair:side", outcome="label", label=1)))
     with transaction.atomic():
-        audit_services._judgments_create(audit_id, [(first, reply(60, label=0)), (second, duplicated)])
-        audit_services._judgments_create(audit_id, [])
+        engine_judgments.judgments_create(audit_id, [(first, reply(60, label=0)), (second, duplicated)])
+        engine_judgments.judgments_create(audit_id, [])
     rows = stored(audit_id)
     assert len(rows) == 61
     by_unit = {(request_id, unit): rest for request_id, unit, *rest in rows}
@@ -70,11 +71,11 @@ def test_both_paths_store_every_field_and_keep_an_existing_judgment(path):
 def test_a_rolled_back_transaction_stores_nothing_and_the_next_one_stores_all(path):
     audit_id, requests = make_requests(3)
     with pytest.raises(RuntimeError), transaction.atomic():
-        audit_services._judgments_create(audit_id, [(requests[0], reply(10))])
+        engine_judgments.judgments_create(audit_id, [(requests[0], reply(10))])
         raise RuntimeError("the caller fails after storing")
     assert stored(audit_id) == []
     with transaction.atomic():
-        audit_services._judgments_create(audit_id, [(request_id, reply(10)) for request_id in requests])
+        engine_judgments.judgments_create(audit_id, [(request_id, reply(10)) for request_id in requests])
     assert len(stored(audit_id)) == 30
 
 
@@ -82,26 +83,26 @@ def test_a_rolled_back_transaction_stores_nothing_and_the_next_one_stores_all(pa
 def test_the_copy_path_takes_large_batches_on_postgresql(monkeypatch):
     """Which path a batch takes: COPY on PostgreSQL from JUDGMENT_COPY_MIN_ROWS judgments, else executemany."""
     taken = []
-    monkeypatch.setattr(audit_services, "_judgments_copy", lambda rows: taken.append(len(rows)))
+    monkeypatch.setattr(engine_judgments, "_judgments_copy", lambda rows: taken.append(len(rows)))
     audit_id, (request_id,) = make_requests(1)
-    audit_services._judgments_create(audit_id, [(request_id, reply(audit_services.JUDGMENT_COPY_MIN_ROWS - 1))])
-    audit_services._judgments_create(audit_id, [(request_id, reply(audit_services.JUDGMENT_COPY_MIN_ROWS))])
-    expected = [audit_services.JUDGMENT_COPY_MIN_ROWS] if connection.vendor == "postgresql" else []
+    engine_judgments.judgments_create(audit_id, [(request_id, reply(engine_judgments.JUDGMENT_COPY_MIN_ROWS - 1))])
+    engine_judgments.judgments_create(audit_id, [(request_id, reply(engine_judgments.JUDGMENT_COPY_MIN_ROWS))])
+    expected = [engine_judgments.JUDGMENT_COPY_MIN_ROWS] if connection.vendor == "postgresql" else []
     assert taken == expected
 
 
-def claimed(request_ids: list[int], keys: list[str]) -> list[audit_services.ClaimedRequest]:
+def claimed(request_ids: list[int], keys: list[str]) -> list[conversations.ClaimedRequest]:
     rows = AuditRequest.objects.filter(id__in=request_ids).values_list("id", "audit_model_id", "condition", "unit")
     by_id = {row[0]: row for row in rows}
-    return [audit_services.ClaimedRequest(request_id, by_id[request_id][1], by_id[request_id][2], None,
+    return [conversations.ClaimedRequest(request_id, by_id[request_id][1], by_id[request_id][2], None,
                                           by_id[request_id][3], 0, key)
             for request_id, key in zip(request_ids, keys, strict=True)]
 
 
-def completed(request, text: str) -> audit_services.RequestResult:
+def completed(request, text: str) -> recording.RequestResult:
     from auditapp.llm_clients import Completion
 
-    return audit_services.RequestResult(request, Completion(text, "stop", 12, 3, "m"), "", 1, 5.0)
+    return recording.RequestResult(request, Completion(text, "stop", 12, 3, "m"), "", 1, 5.0)
 
 
 def parse_by_text(request, text: str, finish_reason: str) -> ParsedReply:
@@ -120,10 +121,10 @@ def test_chunk_record_stores_each_key_once_parses_the_stored_reply_and_records_a
     LLMReply.objects.create(key="old", text="0", latency_ms=1, attempts=1)
     requests = claimed(ids, ["old", "new", "new", "failing"])
     results = [completed(requests[0], "1"), completed(requests[1], "1"), completed(requests[2], "0"),
-               audit_services.RequestResult(requests[3], None, "HTTP 500", 3, 9.0)]
-    audit_services.chunk_record(chunk_id=chunk.id, results=results, parse=parse_by_text)
+               recording.RequestResult(requests[3], None, "HTTP 500", 3, 9.0)]
+    recording.chunk_record(chunk_id=chunk.id, results=results, parse=parse_by_text)
     # The same completions again (a worker whose lease expired): nothing recorded twice, nothing changed.
-    audit_services.chunk_record(chunk_id=chunk.id, results=[completed(requests[1], "0")], parse=parse_by_text)
+    recording.chunk_record(chunk_id=chunk.id, results=[completed(requests[1], "0")], parse=parse_by_text)
 
     assert LLMReply.objects.filter(key="new").count() == 1
     new_reply = LLMReply.objects.get(key="new")
@@ -143,7 +144,7 @@ def test_chunk_record_stores_each_key_once_parses_the_stored_reply_and_records_a
 def test_judgments_go_with_their_audit_and_their_request_though_the_database_has_no_foreign_key_on_them():
     audit_id, (first, second) = make_requests(2)
     with transaction.atomic():
-        audit_services._judgments_create(audit_id, [(first, reply(6)), (second, reply(6))])
+        engine_judgments.judgments_create(audit_id, [(first, reply(6)), (second, reply(6))])
     AuditRequest.objects.filter(pk=first).delete()
     assert {request_id for request_id, *_ in stored(audit_id)} == {second}
     Audit.objects.filter(pk=audit_id).delete()

@@ -9,9 +9,11 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from auditapp import audit_runner, llm_clients
-from auditapp import audit_services as services
-from auditapp.audit_selectors import audit_parse_quality, audit_progress, audit_request_detail
+from auditapp import llm_clients
+from auditapp.engine import analysis, control, endpoints, launch, preparation, recording
+from auditapp.engine import conversations as engine_conversations
+from auditapp.engine import runner as audit_runner
+from auditapp.engine.selectors import audit_parse_quality, audit_progress, audit_request_detail
 from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, LLMEndpoint, LLMReply
 from tests.auditapp import two_turn_builder
 from tests.auditapp.db_race import finish, in_thread, postgresql_only, wait_until_blocked_on_a_lock
@@ -47,7 +49,7 @@ def make_endpoint(server, **fields) -> LLMEndpoint:
 def make_audit(endpoint, texts, **fields) -> Audit:
     audit = Audit.objects.create(**{"name": "conversations", "paradigm": NAME, "design": {"texts": texts},
                                     "error_budget": 1.0, **fields})
-    services.audit_models_create(audit, [services.ModelChoice(endpoint=endpoint, model=MODEL)])
+    launch.audit_models_create(audit, [launch.ModelChoice(endpoint=endpoint, model=MODEL)])
     return audit
 
 
@@ -70,7 +72,7 @@ def test_two_turns_each_sent_once_with_its_history_and_own_key(server, api_clien
     # second turn does not count, or the audit would stop (3 > 0.2 × 12).
     audit = make_audit(endpoint, texts, error_budget=0.2)
     server.reset_stats()
-    services.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
     audit.refresh_from_db()
     assert audit.n_requests == 12
     first, second = requests_of(audit, 0), requests_of(audit, 1)
@@ -114,7 +116,7 @@ def test_two_turns_each_sent_once_with_its_history_and_own_key(server, api_clien
     assert (totals["answered"], totals["failed"], totals["waiting"]) == (9, 3, 0)
     quality = dict(zip(audit_parse_quality(audit).columns, next(iter(audit_parse_quality(audit).rows)), strict=True))
     assert (quality["n_requests"], quality["failed"], quality["n_refusal"], quality["n_error"]) == (12, 3, 1, 3)
-    assert services.audit_reparse(audit_id=audit.id) == 9
+    assert analysis.audit_reparse(audit_id=audit.id) == 9
     assert AuditJudgment.objects.filter(audit=audit).count() == 4
 
     detail = audit_request_detail(audit=audit, request_id=second["text:0"].id)
@@ -136,13 +138,13 @@ def test_two_turns_each_sent_once_with_its_history_and_own_key(server, api_clien
 def test_the_cache_works_per_turn_and_a_different_first_reply_gives_a_different_second_key(server):
     endpoint = make_endpoint(server)
     first_audit = make_audit(endpoint, TEXTS)
-    services.audit_prepare(audit_id=first_audit.id)
+    preparation.audit_prepare(audit_id=first_audit.id)
     assert audit_runner.audit_work(first_audit.id) == "finished"
 
     # Same design again: both turns of every conversation come from the cache, nothing is sent.
     server.reset_stats()
     again = make_audit(endpoint, TEXTS, name="again")
-    services.audit_prepare(audit_id=again.id)
+    preparation.audit_prepare(audit_id=again.id)
     assert AuditRequest.objects.filter(audit=again, from_cache=True, state="answered").count() == 8
     assert audit_runner.audit_work(again.id) == "finished"
     assert server.stats()["requests"] == 0
@@ -152,7 +154,7 @@ def test_the_cache_works_per_turn_and_a_different_first_reply_gives_a_different_
     old_first, old_second = requests_of(first_audit, 0)["text:2"], requests_of(first_audit, 1)["text:2"]
     LLMReply.objects.filter(key=old_first.key).update(text="A scene of a picnic.")
     third = make_audit(endpoint, TEXTS, name="other first reply")
-    services.audit_prepare(audit_id=third.id)
+    preparation.audit_prepare(audit_id=third.id)
     second = requests_of(third, 1)["text:2"]
     assert second.state == "pending" and second.key and second.key != old_second.key
     assert audit_runner.audit_work(third.id) == "finished"
@@ -165,21 +167,21 @@ def test_the_cache_works_per_turn_and_a_different_first_reply_gives_a_different_
 def test_a_lease_expired_between_turns_sends_each_turn_once(server):
     endpoint = make_endpoint(server)
     audit = make_audit(endpoint, TEXTS, use_cache=False)
-    services.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
     server.reset_stats()
     builder = TwoTurnRequests(audit)
     # Worker A: claims (only first turns are claimable), sends and records them, claims the second turns and dies.
-    chunk = services.chunk_open(audit_id=audit.id)
-    claimed = services.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=100)
+    chunk = recording.chunk_open(audit_id=audit.id)
+    claimed = recording.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=100)
     assert [request.turn for request in claimed] == [0, 0, 0, 0]
-    config = services.endpoint_config(endpoint)
+    config = endpoints.endpoint_config(endpoint)
     results = []
     for request in claimed:
-        probe = llm_clients.probe_chat_sync(config, MODEL, services.request_payload(builder, request), {})
-        results.append(services.RequestResult(request, llm_clients.Completion(
+        probe = llm_clients.probe_chat_sync(config, MODEL, engine_conversations.request_payload(builder, request), {})
+        results.append(recording.RequestResult(request, llm_clients.Completion(
             probe.text, probe.finish_reason, None, None, None), "", 1, 1.0))
-    services.chunk_record(chunk_id=chunk, results=results, parse=builder.parse, builder=builder)
-    held = services.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=100)
+    recording.chunk_record(chunk_id=chunk, results=results, parse=builder.parse, builder=builder)
+    held = recording.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=100)
     assert [request.turn for request in held] == [1, 1, 1, 1]
     assert all(len(request.earlier) == 1 and request.earlier[0].reply_text for request in held)
     AuditChunk.objects.filter(pk=chunk).update(leased_until=timezone.now() - timedelta(seconds=1))
@@ -198,7 +200,7 @@ def test_retry_failed_reopens_whole_conversations():
     with LLMServer(models=(MODEL,), permanent_error_rate=1.0) as broken:
         endpoint = make_endpoint(broken, max_attempts=1)
         audit = make_audit(endpoint, texts)
-        services.audit_prepare(audit_id=audit.id)
+        preparation.audit_prepare(audit_id=audit.id)
         assert audit_runner.audit_work(audit.id) == "finished"
     first, second = requests_of(audit, 0), requests_of(audit, 1)
     assert all(row.state == "failed" for row in [*first.values(), *second.values()])
@@ -207,7 +209,7 @@ def test_retry_failed_reopens_whole_conversations():
 
     port = int(endpoint.base_url.rsplit(":", 1)[1])
     with LLMServer(port=port, models=(MODEL,)) as fixed:
-        assert services.audit_retry_failed(audit=audit) == 6
+        assert control.audit_retry_failed(audit=audit) == 6
         assert not AuditRequest.objects.filter(audit=audit, turn=1).exclude(key="").exists(), "they wait again"
         assert audit_runner.audit_work(audit.id) == "finished"
         stats = fixed.stats()
@@ -219,7 +221,7 @@ def test_retry_failed_reopens_whole_conversations():
 
     # Retrying again re-opens the refusal's closed turn, which closes again at once, unsent.
     Audit.objects.filter(pk=audit.pk).update(status=Audit.Status.COMPLETED)
-    assert services.audit_retry_failed(audit=audit) == 1
+    assert control.audit_retry_failed(audit=audit) == 1
     closed = AuditRequest.objects.get(pk=second["text:2"].pk)
     assert closed.state == "failed" and closed.error == "turn 1 gave nothing to continue from: a refusal"
 
@@ -229,14 +231,14 @@ def test_a_second_turn_left_waiting_after_its_first_was_recorded_is_sent_by_the_
     worker): the next work slice keys the second turn, so the audit cannot wait for ever."""
     endpoint = make_endpoint(server)
     audit = make_audit(endpoint, TEXTS[:1], use_cache=False)
-    services.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
     builder = TwoTurnRequests(audit)
-    chunk = services.chunk_open(audit_id=audit.id)
-    [request] = services.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=10)
+    chunk = recording.chunk_open(audit_id=audit.id)
+    [request] = recording.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=10)
     completion = llm_clients.Completion(conversant_reply(describe(TEXTS[0])), "stop", None, None, None)
-    services.chunk_record(chunk_id=chunk, results=[services.RequestResult(request, completion, "", 1, 1.0)],
+    recording.chunk_record(chunk_id=chunk, results=[recording.RequestResult(request, completion, "", 1, 1.0)],
                           parse=builder.parse)
-    services.chunk_release(chunk_id=chunk)
+    recording.chunk_release(chunk_id=chunk)
     assert requests_of(audit, 1)["text:0"].key == "", "recorded without the builder: not moved on"
     server.reset_stats()
     assert audit_runner.audit_work(audit.id, slice_seconds=20) == "finished"
@@ -251,38 +253,44 @@ def test_retry_failed_committed_between_a_slices_read_and_its_write_does_not_clo
     its UPDATE, so the second turn keeps waiting, and the conversation is then sent whole."""
     endpoint = make_endpoint(server)
     audit = make_audit(endpoint, TEXTS[:1], use_cache=False)
-    services.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
     builder = TwoTurnRequests(audit)
-    chunk = services.chunk_open(audit_id=audit.id)
-    [request] = services.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=10)
+    chunk = recording.chunk_open(audit_id=audit.id)
+    [request] = recording.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=10)
     # Recorded failed without moving the conversation on, as a worker killed between the two writes leaves it.
-    services.chunk_record(chunk_id=chunk, results=[services.RequestResult(request, None, "HTTP 500", 2, 1.0)],
+    recording.chunk_record(chunk_id=chunk, results=[recording.RequestResult(request, None, "HTTP 500", 2, 1.0)],
                           parse=builder.parse)
-    services.chunk_release(chunk_id=chunk)
+    recording.chunk_release(chunk_id=chunk)
     Audit.objects.filter(pk=audit.pk).update(status=Audit.Status.STOPPED)
     assert requests_of(audit, 1)["text:0"].state == "pending"
 
-    read_chains = services.conversations_before
+    read_chains = engine_conversations.conversations_before
     retried = []
 
     def read_then_retry(ids):
         chains = read_chains(ids)
         if not retried:
-            retried.append(services.audit_retry_failed(audit=Audit.objects.get(pk=audit.pk)))
+            retried.append(control.audit_retry_failed(audit=Audit.objects.get(pk=audit.pk)))
         return chains
 
-    monkeypatch.setattr(services, "conversations_before", read_then_retry)
-    services.turns_unblock(audit=audit, builder=builder)
+    read_conversations_with(monkeypatch, read_then_retry)
+    engine_conversations.turns_unblock(audit=audit, builder=builder)
     assert retried == [1]
     assert [chain[-1].state for chain in read_chains([request.id]).values()] == ["pending"]
     second = requests_of(audit, 1)["text:0"]
     assert (second.state, second.key, second.error) == ("pending", "", ""), "the re-opened turn was closed again"
 
-    monkeypatch.setattr(services, "conversations_before", read_chains)
+    read_conversations_with(monkeypatch, read_chains)
     server.reset_stats()
     assert audit_runner.audit_work(audit.id) == "finished"
     assert requests_of(audit, 1)["text:0"].reply.text == expected_second(TEXTS[0])[1]
     assert server.stats()["requests"] == 2
+
+
+def read_conversations_with(monkeypatch, read) -> None:
+    """Every reader of a conversation (the claim and the turns' advance) reads it with ``read``."""
+    for module in (engine_conversations, recording):
+        monkeypatch.setattr(module, "conversations_before", read)
 
 
 @postgresql_only
@@ -291,16 +299,16 @@ def test_retry_failed_waits_for_a_slice_closing_a_turn_and_reopens_the_turn_it_c
     "retry failed" waits for it, then re-opens both turns, so no conversation is left half open."""
     endpoint = make_endpoint(server)
     audit = make_audit(endpoint, TEXTS[:1], use_cache=False)
-    services.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
     builder = TwoTurnRequests(audit)
-    chunk = services.chunk_open(audit_id=audit.id)
-    [request] = services.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=10)
-    services.chunk_record(chunk_id=chunk, results=[services.RequestResult(request, None, "HTTP 500", 2, 1.0)],
+    chunk = recording.chunk_open(audit_id=audit.id)
+    [request] = recording.chunk_claim(chunk_id=chunk, audit_id=audit.id, limit=10)
+    recording.chunk_record(chunk_id=chunk, results=[recording.RequestResult(request, None, "HTTP 500", 2, 1.0)],
                           parse=builder.parse)
-    services.chunk_release(chunk_id=chunk)
+    recording.chunk_release(chunk_id=chunk)
     Audit.objects.filter(pk=audit.pk).update(status=Audit.Status.STOPPED)
 
-    read_chains = services.conversations_before
+    read_chains = engine_conversations.conversations_before
     read, go = threading.Event(), threading.Event()
 
     def read_then_wait(ids):
@@ -309,16 +317,16 @@ def test_retry_failed_waits_for_a_slice_closing_a_turn_and_reopens_the_turn_it_c
         assert go.wait(20)
         return chains
 
-    monkeypatch.setattr(services, "conversations_before", read_then_wait)
-    slice_ = in_thread(lambda: services.turns_unblock(audit=audit, builder=builder))
+    read_conversations_with(monkeypatch, read_then_wait)
+    slice_ = in_thread(lambda: engine_conversations.turns_unblock(audit=audit, builder=builder))
     assert read.wait(20)
-    retry = in_thread(lambda: services.audit_retry_failed(audit=Audit.objects.get(pk=audit.pk)))
+    retry = in_thread(lambda: control.audit_retry_failed(audit=Audit.objects.get(pk=audit.pk)))
     wait_until_blocked_on_a_lock()
     go.set()
     finish(slice_, retry)
 
     first, second = requests_of(audit, 0)["text:0"], requests_of(audit, 1)["text:0"]
     assert (first.state, second.state, second.key, second.error) == ("pending", "pending", "", "")
-    monkeypatch.setattr(services, "conversations_before", read_chains)
+    read_conversations_with(monkeypatch, read_chains)
     assert audit_runner.audit_work(audit.id) == "finished"
     assert requests_of(audit, 1)["text:0"].reply.text == expected_second(TEXTS[0])[1]

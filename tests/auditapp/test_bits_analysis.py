@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from auditapp.paradigms.base import ReplicateRule
+from auditapp.engine.protocol import ReplicateRule
 from auditapp.paradigms.bits.analysis import (
     NO_REASON,
     NOT_SCORED,

@@ -21,8 +21,9 @@ import pytest
 from textblob import TextBlob
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
-from auditapp import audit_runner
-from auditapp import audit_services as services
+from auditapp.engine import analysis as engine_analysis
+from auditapp.engine import conversations, planning, preparation, recording
+from auditapp.engine import runner as audit_runner
 from auditapp.llm_clients import Completion
 from auditapp.models import Audit, AuditJudgment, AuditRequest, Corpus, CorpusUnit, LLMEndpoint
 from auditapp.paradigms.bits.corpus import spec_from_dict
@@ -40,9 +41,9 @@ def tasks_off(monkeypatch):
 
 
 def run(audit_id: int) -> Audit:
-    services.audit_prepare(audit_id=audit_id)
+    preparation.audit_prepare(audit_id=audit_id)
     assert audit_runner.audit_work(audit_id) == "finished"
-    services.audit_analyse(audit_id=audit_id)
+    engine_analysis.audit_analyse(audit_id=audit_id)
     return Audit.objects.get(pk=audit_id)
 
 
@@ -208,18 +209,18 @@ def test_a_request_failed_by_one_worker_and_answered_by_another_keeps_no_judgmen
     count its sentences twice)."""
     local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
     audit_id = launch(api_client, corpus=small_corpus(api_client).id, models=[{"endpoint": local.id, "model": "vader"}])
-    services.audit_prepare(audit_id=audit_id)
+    preparation.audit_prepare(audit_id=audit_id)
     request = AuditRequest.objects.filter(audit_id=audit_id).order_by("id").first()
-    claimed = services.ClaimedRequest(request.id, request.audit_model_id, request.condition, None, request.unit,
+    claimed = conversations.ClaimedRequest(request.id, request.audit_model_id, request.condition, None, request.unit,
                                       request.replicate, request.key)
-    chunk = services.chunk_open(audit_id=audit_id)
-    builder = services.request_builder(Audit.objects.get(pk=audit_id))
-    services.chunk_record(chunk_id=chunk, results=[services.RequestResult(claimed, None, "timed out", 3, 0.0)],
+    chunk = recording.chunk_open(audit_id=audit_id)
+    builder = planning.request_builder(Audit.objects.get(pk=audit_id))
+    recording.chunk_record(chunk_id=chunk, results=[recording.RequestResult(claimed, None, "timed out", 3, 0.0)],
                           parse=builder.parse)
     texts = json.dumps([0.1] * len(builder.units_of(request)))
     completion = Completion(text=texts, finish_reason=None, prompt_tokens=None, completion_tokens=None,
                             model_reported="vader")
-    services.chunk_record(chunk_id=chunk, results=[services.RequestResult(claimed, completion, "", 1, 1.0)],
+    recording.chunk_record(chunk_id=chunk, results=[recording.RequestResult(claimed, completion, "", 1, 1.0)],
                           parse=builder.parse)
     request.refresh_from_db()
     assert request.state == "failed" and not AuditJudgment.objects.filter(request=request).exists()
@@ -228,11 +229,11 @@ def test_a_request_failed_by_one_worker_and_answered_by_another_keeps_no_judgmen
 def test_an_analysis_that_cannot_be_computed_fails_the_audit_with_its_reason(api_client, tasks_off, monkeypatch):
     from dataclasses import replace
 
-    from auditapp.paradigms import registry
+    from auditapp.engine import registry
 
     local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
     audit_id = launch(api_client, corpus=small_corpus(api_client).id, models=[{"endpoint": local.id, "model": "vader"}])
-    services.audit_prepare(audit_id=audit_id)
+    preparation.audit_prepare(audit_id=audit_id)
     assert audit_runner.audit_work(audit_id) == "finished"
     bits = registry.get("bits")
 
@@ -240,7 +241,7 @@ def test_an_analysis_that_cannot_be_computed_fails_the_audit_with_its_reason(api
         raise ValueError("scores: 3 repeated rows")
 
     monkeypatch.setattr(registry, "get", lambda name: replace(bits, analyse=broken))
-    services.audit_analyse(audit_id=audit_id)
+    engine_analysis.audit_analyse(audit_id=audit_id)
     audit = Audit.objects.get(pk=audit_id)
     assert audit.status == Audit.Status.FAILED
     assert audit.status_reason == "the analysis failed: ValueError: scores: 3 repeated rows"

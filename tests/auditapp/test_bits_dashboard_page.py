@@ -14,8 +14,8 @@ import pytest
 from django.template.loader import render_to_string
 
 from auditapp.corpus_services import corpus_store
+from auditapp.engine import registry
 from auditapp.models import Audit, AuditModel, LLMEndpoint, RecordedScorer
-from auditapp.paradigms import registry
 from auditapp.paradigms.bits.analysis import AnalysisSettings, analyse
 from auditapp.paradigms.bits.corpus import corpus_frame, generate
 from auditapp.paradigms.bits.units import sentence_units

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from auditapp import audit_services as services
+from auditapp.engine import analysis as engine_analysis
+from auditapp.engine import preparation
 from auditapp.models import Audit, AuditJudgment, AuditRequest, LLMEndpoint
 from tests.auditapp.test_bits_audit import launch, run, small_corpus, tasks_off  # noqa: F401 (a fixture)
 from tests.llm_server import LLMServer
@@ -52,7 +53,7 @@ def test_a_reparse_rewrites_the_judgments_and_gives_the_same_analysis(api_client
     assert analysed == [audit.id]
     assert judgments(audit.id) == before
     assert not first_ids & set(AuditJudgment.objects.filter(audit=audit).values_list("id", flat=True))
-    services.audit_analyse(audit_id=audit.id)
+    engine_analysis.audit_analyse(audit_id=audit.id)
     assert Audit.objects.get(pk=audit.pk).analysis == analysis
 
 
@@ -60,7 +61,7 @@ def test_a_running_audit_is_not_reparsed(api_client, tasks_off):  # noqa: F811
     local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
     audit_id = launch(api_client, corpus=small_corpus(api_client).id, models=[{"endpoint": local.id,
                                                                                "model": "vader"}])
-    services.audit_prepare(audit_id=audit_id)
+    preparation.audit_prepare(audit_id=audit_id)
     response = api_client.post(f"/api/audits/{audit_id}/reparse/")
     assert response.status_code == 409 and "pause the audit" in response.json()["detail"]
     assert not AuditJudgment.objects.filter(audit_id=audit_id).exists()

@@ -5,7 +5,7 @@ import hashlib
 import pytest
 
 from auditapp.corpora import units_canonical_json, units_hash, units_problems
-from auditapp.paradigms.base import Unit
+from auditapp.engine.protocol import Unit
 from auditapp.paradigms.bits.corpus import CONTROL, generate, paper_spec
 from auditapp.paradigms.bits.units import EMPTY_CELL, FACTOR_NAMES, sentence_units, uploaded_units
 from auditapp.paradigms.bits.upload import parse_upload

@@ -11,7 +11,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precision_score, recall_score
 
 from annotation.models import Item, ItemGroundTruth, ItemSetMember
-from auditapp import audit_services as services
+from auditapp.engine import launch as engine_launch
 from auditapp.models import Audit, AuditItem, AuditMetric, AuditRequest, Corpus, LLMEndpoint
 from auditapp.paradigms.classification import evaluation
 from auditapp.paradigms.classification import services as classification_services
@@ -108,8 +108,8 @@ def test_not_examples_sends_no_request_for_an_example_of_the_chosen_sets(server,
     server.reset_stats()
     audit = classification_services.audit_create(
         study=study, name="not examples", conditions=["zs", "icl_a"], n_resamples=200,
-        models=[services.ModelChoice(endpoint=endpoint, model="model-a"),
-                services.ModelChoice(endpoint=endpoint, model="model-b")],
+        models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a"),
+                engine_launch.ModelChoice(endpoint=endpoint, model="model-b")],
         evaluation=classification_services.EvaluationSet(kind="not_examples"))
     audit = run_audit(audit)
 
@@ -135,8 +135,8 @@ def test_not_examples_sends_no_request_for_an_example_of_the_chosen_sets(server,
 def test_a_seeded_sample_of_100_sends_100_requests_per_condition_model_and_replicate(server, no_tasks):
     study = make_audit_study(160, n_examples=5)
     endpoint = endpoint_of(server)
-    models = [services.ModelChoice(endpoint=endpoint, model="model-a"),
-              services.ModelChoice(endpoint=endpoint, model="model-b")]
+    models = [engine_launch.ModelChoice(endpoint=endpoint, model="model-a"),
+              engine_launch.ModelChoice(endpoint=endpoint, model="model-b")]
     pilot = classification_services.EvaluationSet(kind="not_examples", sample=100)
     server.reset_stats()
     audit = classification_services.audit_create(
@@ -339,7 +339,7 @@ def test_a_recompute_that_redraws_icl_a_changes_no_prompt_and_shows_no_evaluated
     endpoint = endpoint_of(server)
     audit = classification_services.audit_create(
         study=study, name="snapshot", conditions=["zs", "icl_a"],
-        models=[services.ModelChoice(endpoint=endpoint, model="model-a")],
+        models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")],
         evaluation=classification_services.EvaluationSet(kind="not_examples"))
     launched_examples = sorted(ItemSetMember.objects.filter(study=study, set_name="icl_a")
                                .values_list("item_id", "label"))
@@ -368,7 +368,7 @@ def test_an_audit_from_before_the_snapshot_reads_the_live_set_and_its_manifest_s
     study = make_audit_study(10, n_examples=3)
     audit = classification_services.audit_create(
         study=study, name="legacy", conditions=["icl_a"],
-        models=[services.ModelChoice(endpoint=endpoint_of(server), model="model-a")])
+        models=[engine_launch.ModelChoice(endpoint=endpoint_of(server), model="model-a")])
     audit.conditions.update(examples=None)
     ItemSetMember.objects.filter(study=study, set_name="icl_a").update(label=1)
     builder = classification_services.ClassificationRequests(audit)

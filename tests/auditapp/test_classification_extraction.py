@@ -17,7 +17,8 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.utils import timezone
 from sklearn.metrics import accuracy_score, cohen_kappa_score, f1_score, precision_score, recall_score
 
-from auditapp import audit_services as services
+from auditapp.engine import analysis as engine_analysis
+from auditapp.engine import launch, preparation
 from auditapp.models import (
     Audit,
     AuditExtraction,
@@ -81,8 +82,8 @@ def answered_audit(server, *, unparsed: str = "exclude", n_items: int = 48) -> A
     endpoint = LLMEndpoint.objects.create(name=f"server {Audit.objects.count()}", base_url=server.base_url)
     audit = classification_services.audit_create(
         study=study, name="prose", conditions=["zs", "cot"], unparsed=unparsed, n_resamples=100,
-        models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
-    services.audit_prepare(audit_id=audit.id)
+        models=[launch.ModelChoice(endpoint=endpoint, model="model-a")])
+    preparation.audit_prepare(audit_id=audit.id)
     truths = dict(audit.items.values_list("item_id", "weighted_label"))
     requests = list(AuditRequest.objects.filter(audit=audit).order_by("id"))
     replies = LLMReply.objects.bulk_create([LLMReply(key=r.key, text=SHAPES[(r.item_id + len(r.condition)) % len(SHAPES)](
@@ -95,9 +96,9 @@ def answered_audit(server, *, unparsed: str = "exclude", n_items: int = 48) -> A
             request.state, request.reply = "answered", reply
         request.finished_at = now
     AuditRequest.objects.bulk_update(requests, ["state", "outcome", "error", "reply", "finished_at"])
-    services.audit_reparse(audit_id=audit.id)
+    engine_analysis.audit_reparse(audit_id=audit.id)
     Audit.objects.filter(pk=audit.id).update(status=Audit.Status.ANALYSING)
-    services.audit_analyse(audit_id=audit.id)
+    engine_analysis.audit_analyse(audit_id=audit.id)
     audit.refresh_from_db()
     assert audit.status == Audit.Status.COMPLETED, audit.status_reason
     assert AuditRequest.objects.filter(audit=audit, outcome="unparseable").count() > 20
@@ -416,9 +417,9 @@ def _reply_now(request_id: int, text: str) -> None:
 
 
 def _reparse_and_analyse(audit: Audit) -> None:
-    services.audit_reparse(audit_id=audit.id)
+    engine_analysis.audit_reparse(audit_id=audit.id)
     Audit.objects.filter(pk=audit.id).update(status=Audit.Status.ANALYSING)
-    services.audit_analyse(audit_id=audit.id)
+    engine_analysis.audit_analyse(audit_id=audit.id)
     assert Audit.objects.get(pk=audit.id).status == Audit.Status.COMPLETED
 
 

@@ -10,9 +10,9 @@ import pytest
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score, f1_score
 
+from auditapp.engine.request_keys import request_key
 from auditapp.paradigms.classification import analysis as classification
 from auditapp.paradigms.classification.prompts import DEFAULT_TEMPLATES
-from auditapp.request_keys import request_key
 
 EXAMPLES = [classification.Sentence(item_id=100 + i, target=f"Example {i}.", label=i % 2) for i in range(8)]
 

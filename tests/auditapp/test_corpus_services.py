@@ -10,8 +10,8 @@ from django.test import override_settings
 
 from auditapp.corpora import RecordedColumn, units_hash
 from auditapp.corpus_services import CorpusError, corpus_store, corpus_units_frame, recorded_scores_frame
+from auditapp.engine.protocol import Unit
 from auditapp.models import Corpus, CorpusUnit, RecordedScore, RecordedScorer
-from auditapp.paradigms.base import Unit
 from auditapp.paradigms.bits.corpora import bits_corpus_generate, bits_corpus_upload
 from auditapp.paradigms.bits.corpus import PAPER_TABLES, corpus_counts, corpus_frame, generate, paper_spec
 from auditapp.paradigms.bits.units import sentence_units

@@ -23,8 +23,9 @@ import pytest
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
-from auditapp import audit_runner
-from auditapp import audit_services as services
+from auditapp.engine import analysis as engine_analysis
+from auditapp.engine import preparation
+from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, AuditJudgment, AuditModel, LLMEndpoint
 from auditapp.paradigms.counterfactual.dialect_texts import DEFAULT_PAIRS, strip_features
 from auditapp.paradigms.counterfactual.names import TABLE_2
@@ -63,9 +64,9 @@ def endpoint(server) -> LLMEndpoint:
 
 
 def run(audit_id: int) -> Audit:
-    services.audit_prepare(audit_id=audit_id)
+    preparation.audit_prepare(audit_id=audit_id)
     assert audit_runner.audit_work(audit_id) == "finished"
-    services.audit_analyse(audit_id=audit_id)
+    engine_analysis.audit_analyse(audit_id=audit_id)
     return Audit.objects.get(pk=audit_id)
 
 
@@ -208,8 +209,8 @@ def test_a_reparse_in_small_batches_rewrites_every_judgment_as_it_was(api_client
         return sorted(AuditJudgment.objects.filter(audit=audit).values_list("request_id", "unit", "outcome",
                                                                             "label", "reason"))
     before = judgments()
-    monkeypatch.setattr(services, "REPARSE_BATCH_SIZE", 3)  # 10 requests: four batches
-    assert services.audit_reparse(audit_id=audit.id) == 10
+    monkeypatch.setattr(engine_analysis, "REPARSE_BATCH_SIZE", 3)  # 10 requests: four batches
+    assert engine_analysis.audit_reparse(audit_id=audit.id) == 10
     assert judgments() == before and len(before) == 10 * 10
     assert {outcome for _, _, outcome, _, _ in before} == {"label", "refusal"}
 

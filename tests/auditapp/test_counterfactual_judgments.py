@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from django.db import connection, transaction
 
-from auditapp import audit_services
+from auditapp.engine import judgments as engine_judgments
+from auditapp.engine.protocol import Judgment, ParsedReply
 from auditapp.models import Audit, AuditModel, AuditRequest, LLMEndpoint
-from auditapp.paradigms.base import Judgment, ParsedReply
 from auditapp.paradigms.counterfactual import judgments as reader
 
 TASKS = ("leader", "wealthy")
@@ -45,7 +45,7 @@ def build_audit() -> tuple[int, list[tuple], list[tuple]]:
                       np.nan if value is None else float(value), outcome, reason)
                      for unit, outcome, value, reason in units]
     with transaction.atomic():
-        audit_services._judgments_create(audit.id, judged)
+        engine_judgments.judgments_create(audit.id, judged)
     return audit.id, expected, [(failed.id, failed.audit_model_id, failed.condition, 0, "HTTP 500: boom")]
 
 

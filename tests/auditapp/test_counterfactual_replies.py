@@ -2,7 +2,7 @@
 is ever imputed."""
 import pytest
 
-from auditapp.paradigms.base import Outcome
+from auditapp.engine.protocol import Outcome
 from auditapp.paradigms.counterfactual.plan import PlannedText
 from auditapp.paradigms.counterfactual.replies import (
     FORMAT_JSONL,

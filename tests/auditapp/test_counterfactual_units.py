@@ -2,7 +2,7 @@
 material with every problem collected."""
 import pytest
 
-from auditapp.paradigms.base import Unit
+from auditapp.engine.protocol import Unit
 from auditapp.paradigms.counterfactual.dialect_texts import DEFAULT_PAIRS
 from auditapp.paradigms.counterfactual.material import DialectPair, PersonName, Task, Vignette
 from auditapp.paradigms.counterfactual.names import TABLE_2

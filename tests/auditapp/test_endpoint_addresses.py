@@ -9,8 +9,9 @@ import socket
 
 import pytest
 
-from auditapp import audit_services as services
 from auditapp.endpoint_addresses import AddressPolicy, EndpointAddressRefused, check_endpoint_url
+from auditapp.engine import launch
+from auditapp.engine import preparation as engine_preparation
 from auditapp.llm_clients import EndpointConfig, chat_session, send_chat
 from auditapp.llm_limits import LocalLimiter
 from auditapp.models import Audit, LLMEndpoint
@@ -140,10 +141,10 @@ def test_an_audit_on_a_refused_address_fails_at_preparation_with_the_reason(sett
     monkeypatch.setattr("tasks.audits.audit_work_task.delay", lambda audit_id: None)
     study = make_audit_study(3)
     endpoint = LLMEndpoint.objects.create(name="local", base_url=server.base_url)
-    audit = classification_services.audit_create(study=study, name="a", models=[services.ModelChoice(endpoint, "model-a")],
+    audit = classification_services.audit_create(study=study, name="a", models=[launch.ModelChoice(endpoint, "model-a")],
                                   conditions=["zs"])
     settings.LLM_ENDPOINTS_ALLOW_PRIVATE = False
-    services.audit_prepare(audit_id=audit.id)
+    engine_preparation.audit_prepare(audit_id=audit.id)
     audit.refresh_from_db()
     assert audit.status == Audit.Status.FAILED
     assert "is not asked" in audit.status_reason and "private" in audit.status_reason

@@ -7,8 +7,9 @@ import threading
 
 import pytest
 
-from auditapp import audit_services as services
 from auditapp.endpoint_keys import key_variable_problem, read_key
+from auditapp.engine import endpoints as engine_endpoints
+from auditapp.engine import launch, preparation
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
 from auditapp.paradigms.classification import services as classification_services
 from tests.factories import make_audit_study
@@ -103,7 +104,7 @@ def test_a_key_in_an_llm_key_variable_is_sent_and_never_shown(api_client, monkey
     assert response.status_code == 201, response.json()
     endpoint = LLMEndpoint.objects.get()
     assert endpoint.api_key() == "sk-secret"
-    assert services.endpoint_config(endpoint).api_key == "sk-secret"
+    assert engine_endpoints.endpoint_config(endpoint).api_key == "sk-secret"
     listed = api_client.get("/api/endpoints/").json()
     assert listed[0]["api_key_set"] is True and "sk-secret" not in str(listed)
     monkeypatch.delenv("LLM_KEY_HOSTED")
@@ -116,7 +117,7 @@ def test_an_endpoint_stored_before_names_were_restricted_is_never_asked(api_clie
     reads it, nor says whether it is set, nor sends anything to the endpoint."""
     endpoint = LLMEndpoint.objects.create(name="old", base_url=listener.url, api_key_env="SECRET_KEY")
     assert endpoint.api_key() is None
-    assert services.endpoint_config(endpoint).api_key is None
+    assert engine_endpoints.endpoint_config(endpoint).api_key is None
 
     listed = api_client.get("/api/endpoints/").json()
     assert listed[0]["api_key_set"] is False
@@ -130,8 +131,8 @@ def test_an_endpoint_stored_before_names_were_restricted_is_never_asked(api_clie
 
     study = make_audit_study(4, n_examples=2)
     audit = classification_services.audit_create(study=study, name="old key", conditions=["zs"],
-                                                 models=[services.ModelChoice(endpoint=endpoint, model="m")])
-    services.audit_prepare(audit_id=audit.id)
+                                                 models=[launch.ModelChoice(endpoint=endpoint, model="m")])
+    preparation.audit_prepare(audit_id=audit.id)
     audit.refresh_from_db()
     assert audit.status == Audit.Status.FAILED
     assert "key variable SECRET_KEY is refused" in audit.status_reason

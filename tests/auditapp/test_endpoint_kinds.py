@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from auditapp import audit_services as services
 from auditapp import scorer_kinds
+from auditapp.engine import endpoints as engine_endpoints
+from auditapp.engine import planning
+from auditapp.engine.request_keys import request_key
 from auditapp.models import Audit, AuditModel, LLMEndpoint
-from auditapp.request_keys import request_key
 from tests.scoring_server import REQUEST_TEMPLATE, SCORE_PATH
 
 pytestmark = pytest.mark.django_db
@@ -33,7 +34,7 @@ def test_the_api_registers_a_local_scorer_without_a_base_url_and_lists_its_model
     assert sorted(m["name"] for m in response.json()["listed_models"]) == ["textblob", "vader"]
     # Listing again asks no server and checks no address (an empty URL would be refused as naming no host).
     endpoint = LLMEndpoint.objects.get()
-    assert sorted(m.name for m in services.endpoint_list_models(endpoint)) == ["textblob", "vader"]
+    assert sorted(m.name for m in engine_endpoints.endpoint_list_models(endpoint)) == ["textblob", "vader"]
     assert api_client.get(f"/api/endpoints/{endpoint.id}/models/").status_code == 200
 
 
@@ -114,9 +115,9 @@ def test_an_audit_request_key_carries_the_local_scorers_identity():
     endpoint = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
     audit, audit_model = Audit(id=5, use_cache=True), AuditModel(endpoint=endpoint, model="vader", digest="d")
     payload = {"texts": ["A good day."]}
-    identity = scorer_kinds.identity(services.endpoint_config(endpoint), "vader")
+    identity = scorer_kinds.identity(engine_endpoints.endpoint_config(endpoint), "vader")
     assert identity["package"] == "vaderSentiment" and identity["lexicon_sha256"]
-    assert services.audit_request_key(audit, audit_model, payload, 0) == request_key(
+    assert planning.audit_request_key(audit, audit_model, payload, 0) == request_key(
         protocol="local", base_url="", model="vader", digest="d", params={}, messages=payload, replicate=0,
         identity=identity)
 
@@ -125,6 +126,6 @@ def test_a_chat_audit_request_key_is_unchanged():
     endpoint = LLMEndpoint.objects.create(name="chat", protocol="openai", base_url="http://127.0.0.1:8000")
     audit, audit_model = Audit(id=5, use_cache=False), AuditModel(endpoint=endpoint, model="m", digest="")
     messages = [{"role": "user", "content": "x"}]
-    assert services.audit_request_key(audit, audit_model, messages, 2) == request_key(
+    assert planning.audit_request_key(audit, audit_model, messages, 2) == request_key(
         protocol="openai", base_url="http://127.0.0.1:8000", model="m", digest="", params={}, messages=messages,
         replicate=2, scope="audit:5")

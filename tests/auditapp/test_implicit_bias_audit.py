@@ -26,11 +26,12 @@ import pandas as pd
 import pytest
 from scipy import stats as scipy_stats
 
-from auditapp import audit_selectors, upgrade_steps
-from auditapp import audit_services as services
+from auditapp import upgrade_steps
+from auditapp.engine import conversations as engine_conversations
+from auditapp.engine import planning, preparation, recording, registry
+from auditapp.engine import selectors as audit_selectors
+from auditapp.engine.protocol import is_multi_turn
 from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, Corpus, LLMEndpoint, LLMReply
-from auditapp.paradigms import registry
-from auditapp.paradigms.base import is_multi_turn
 from tests.auditapp.test_counterfactual_audit import run
 from tests.implicit_bias_personas import expected_aat_answer
 from tests.llm_server import REFUSAL, LLMServer
@@ -302,17 +303,18 @@ def test_only_the_two_turn_aat_runs_the_turn_queries(api_client, server, audit_t
         "two_turn": launch(api_client, "affective_attribution", [{"endpoint": source.id, "model": "aat-stereotyped"}],
                            combinations=5, seed=2).json()["id"],
     }
-    builders = {name: services.request_builder(Audit.objects.get(pk=audit_id)) for name, audit_id in ids.items()}
+    builders = {name: planning.request_builder(Audit.objects.get(pk=audit_id)) for name, audit_id in ids.items()}
     assert {name: is_multi_turn(builder) for name, builder in builders.items()} == {
         "wabt": False, "single_prompt": False, "two_turn": True}
     for name in ("wabt", "single_prompt"):
         with django_assert_num_queries(0):
-            services.turns_unblock(audit=builders[name].audit, builder=builders[name])
+            engine_conversations.turns_unblock(audit=builders[name].audit, builder=builders[name])
 
     advanced = []
-    advance = services._turns_advance
-    monkeypatch.setattr(services, "_turns_advance", lambda audit, builder, finished: (
-        advanced.append(audit.id), advance(audit, builder, finished))[-1])
+    advance = engine_conversations.turns_advance
+    for module in (engine_conversations, preparation, recording):  # every caller of the turns' advance
+        monkeypatch.setattr(module, "turns_advance", lambda audit, builder, finished: (
+            advanced.append(audit.id), advance(audit, builder, finished))[-1])
     for name in ("wabt", "single_prompt"):
         assert run(ids[name]).status == Audit.Status.COMPLETED
     assert advanced == []

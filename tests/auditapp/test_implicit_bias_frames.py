@@ -11,9 +11,9 @@ import json
 import pandas as pd
 import pytest
 
+from auditapp.engine.protocol import Outcome
 from auditapp.models import AuditJudgment, AuditRequest, LLMEndpoint
 from auditapp.paradigms.affective_attribution.adapter import TASK as AAT_TASK
-from auditapp.paradigms.base import Outcome
 from auditapp.paradigms.implicit_bias import analysis as payloads
 from auditapp.paradigms.implicit_bias import services, stats
 from auditapp.paradigms.word_association.adapter import TASK as WABT_TASK

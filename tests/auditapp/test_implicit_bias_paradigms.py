@@ -11,10 +11,10 @@ import httpx
 import jsonschema
 import pytest
 
+from auditapp.engine import registry
+from auditapp.engine.protocol import NoFollowUp
 from auditapp.models import Audit, AuditModel, Corpus, LLMEndpoint
-from auditapp.paradigms import registry
 from auditapp.paradigms.affective_attribution.adapter import TASK as AAT_TASK
-from auditapp.paradigms.base import NoFollowUp
 from auditapp.paradigms.implicit_bias import services
 from auditapp.paradigms.implicit_bias.generation import generate_aat, generate_wabt
 from auditapp.paradigms.implicit_bias.stats import NO_WORD_FOR_SA

@@ -10,9 +10,11 @@ import pytest
 from django.core.management import call_command
 from django.db import connection, transaction
 
-from auditapp import audit_services
+from auditapp.engine import analysis
+from auditapp.engine import judgments as engine_judgments
+from auditapp.engine import recording as engine_recording
+from auditapp.engine.protocol import Judgment, ParsedReply
 from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, LLMEndpoint, LLMReply
-from auditapp.paradigms.base import Judgment, ParsedReply
 from tests.auditapp.db_race import finish, in_thread, postgresql_only, wait_until_blocked_on_a_lock
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -43,14 +45,14 @@ def test_a_judgment_written_after_the_cascade_is_swept_when_the_deletion_commits
     audit, requests = make_audit("deleted", 3)
     kept, kept_requests = make_audit("kept", 2)
     with transaction.atomic():
-        audit_services._judgments_create(audit.id, judged(requests))
-        audit_services._judgments_create(kept.id, judged(kept_requests))
+        engine_judgments.judgments_create(audit.id, judged(requests))
+        engine_judgments.judgments_create(kept.id, judged(kept_requests))
     with transaction.atomic():
         Audit.objects.filter(pk=audit.pk).delete()
         assert judgments_of(audit.id) == 0, "Django's cascade deleted the judgments first"
         # A worker that held the requests' locks writes their judgments after the cascade's DELETE (and commits
         # before the deletion does): here, in the deleting transaction itself.
-        audit_services._judgments_create(audit.id, judged(requests[:2]))
+        engine_judgments.judgments_create(audit.id, judged(requests[:2]))
         assert judgments_of(audit.id) == 4
     assert judgments_of(audit.id) == 0
     assert judgments_of(kept.id) == 4
@@ -61,7 +63,7 @@ def test_deleting_a_model_of_an_audit_sweeps_its_requests_judgments_only():
     gone, stays = AuditModel.objects.filter(audit=audit).order_by("position")
     with transaction.atomic():
         gone.delete()
-        audit_services._judgments_create(audit.id, judged(requests))
+        engine_judgments.judgments_create(audit.id, judged(requests))
     assert set(AuditJudgment.objects.filter(audit_id=audit.id).values_list("request_id", flat=True)) == {
         request.id for request in requests if request.audit_model_id == stays.id}
 
@@ -69,9 +71,9 @@ def test_deleting_a_model_of_an_audit_sweeps_its_requests_judgments_only():
 def test_the_command_counts_orphans_and_deletes_them(capsys):
     audit, requests = make_audit("command", 2)
     with transaction.atomic():
-        audit_services._judgments_create(audit.id, judged(requests))
+        engine_judgments.judgments_create(audit.id, judged(requests))
         # An orphan as a deletion made before the sweep existed would have left it: its request id is gone.
-        audit_services._judgments_create(audit.id, judged([AuditRequest(id=requests[-1].id + 1000)]))
+        engine_judgments.judgments_create(audit.id, judged([AuditRequest(id=requests[-1].id + 1000)]))
     with pytest.raises(SystemExit) as exited:
         call_command("judgments_orphans")
     assert exited.value.code == 1
@@ -91,13 +93,13 @@ def test_a_recorder_holding_the_requests_commits_its_judgments_after_the_cascade
     def record():
         with transaction.atomic():
             finished_at = connection.ops.adapt_datetimefield_value(audit.created_at)
-            recorded = audit_services._requests_record([
+            recorded = engine_recording._requests_record([
                 (request.id, AuditRequest.State.FAILED, None, "HTTP 500", 1, finished_at, "error", None, "", "")
                 for request in requests])
             assert recorded == {request.id for request in requests}
             locked.set()
             assert go.wait(20)
-            audit_services._judgments_copy_new(audit.id, judged(requests))
+            engine_judgments.judgments_copy_new(audit.id, judged(requests))
 
     recorder = in_thread(record)
     assert locked.wait(20)
@@ -127,11 +129,11 @@ def test_a_reparse_meeting_a_deletion_in_progress_writes_no_judgment(monkeypatch
         def parse(self, request, text, finish_reason):
             return judged([request])[0][1]
 
-    monkeypatch.setattr(audit_services, "request_builder", lambda audit: Builder())
+    monkeypatch.setattr(analysis, "request_builder", lambda audit: Builder())
     deleter = in_thread(delete)
     assert deleted.wait(20)
     # The re-parse read the audit before the deletion; its requests are deleted but not yet committed.
-    reparse = in_thread(lambda: audit_services.audit_reparse(audit_id=audit.id))
+    reparse = in_thread(lambda: analysis.audit_reparse(audit_id=audit.id))
     wait_until_blocked_on_a_lock()
     go.set()
     finish(deleter, reparse)

@@ -11,8 +11,9 @@ import time
 
 import pytest
 
-from auditapp import audit_runner, scorer_kinds
-from auditapp import audit_services as services
+from auditapp import scorer_kinds
+from auditapp.engine import launch, planning, preparation, recording
+from auditapp.engine import runner as audit_runner
 from auditapp.llm_clients import Completion, EndpointConfig
 from auditapp.models import Audit, AuditJudgment, LLMEndpoint
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
@@ -64,9 +65,9 @@ def prepared_vader_audit(*, batch_size: int) -> Audit:
     spec["emotions"] = [{**emotion, "emotional_words": emotion["emotional_words"][:1]} for emotion in spec["emotions"]]
     corpus = bits_corpus_generate(spec=spec, name="T1 and T6")
     local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
-    audit = bits_audit_create(name="local", corpus=corpus, models=[services.ModelChoice(endpoint=local, model="vader")],
+    audit = bits_audit_create(name="local", corpus=corpus, models=[launch.ModelChoice(endpoint=local, model="vader")],
                               batch_size=batch_size, use_cache=False)
-    services.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
     return Audit.objects.get(pk=audit.id)
 
 
@@ -90,17 +91,17 @@ def test_a_slice_ends_when_its_replies_are_written_not_after_the_flush_interval(
 @pytest.mark.integration
 def test_a_reply_recorded_twice_keeps_one_judgment_per_unit(tasks_off):
     audit = prepared_vader_audit(batch_size=4)
-    builder = services.request_builder(audit)
-    chunk_id = services.chunk_open(audit_id=audit.id)
-    request = services.chunk_claim(chunk_id=chunk_id, audit_id=audit.id, limit=1)[0]
+    builder = planning.request_builder(audit)
+    chunk_id = recording.chunk_open(audit_id=audit.id)
+    request = recording.chunk_claim(chunk_id=chunk_id, audit_id=audit.id, limit=1)[0]
     units = builder.units_of(request)
     # Three scores and a failure whose reason is longer than the column (kept to its first 200 characters).
     reply = Completion(text=json.dumps([0.25, -0.5, 0.0, {"error": "E" * 300}]), finish_reason=None,
                        prompt_tokens=None, completion_tokens=None, model_reported="vader")
-    result = services.RequestResult(request, reply, "", 1, 2.0)
-    services.chunk_record(chunk_id=chunk_id, results=[result], parse=builder.parse)
+    result = recording.RequestResult(request, reply, "", 1, 2.0)
+    recording.chunk_record(chunk_id=chunk_id, results=[result], parse=builder.parse)
     # A duplicate completion (a lease that expired while its worker still lived) finds the judgments stored.
-    services.chunk_record(chunk_id=chunk_id, results=[result], parse=builder.parse)
+    recording.chunk_record(chunk_id=chunk_id, results=[result], parse=builder.parse)
 
     stored = {unit: (value, reason) for unit, value, reason in AuditJudgment.objects.filter(
         request_id=request.id).values_list("unit", "value", "reason")}

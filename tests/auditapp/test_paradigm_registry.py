@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from auditapp import audit_runner, upgrade_steps
-from auditapp import audit_services as services
+from auditapp import upgrade_steps
+from auditapp.engine import analysis, launch, preparation, registry
+from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, AuditJudgment, AuditRequest, LLMEndpoint
-from auditapp.paradigms import registry
 from auditapp.paradigms.classification import services as classification_services
 from auditapp.paradigms.self_report import services as self_report_services
 from auditapp.paradigms.self_report.design import parse_reply
@@ -50,10 +50,10 @@ def tasks_off(monkeypatch):
 
 
 def _run(audit: Audit, *, analyse: bool = True) -> Audit:
-    services.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
     assert audit_runner.audit_work(audit.id) == "finished"
     if analyse:
-        services.audit_analyse(audit_id=audit.id)
+        analysis.audit_analyse(audit_id=audit.id)
     return Audit.objects.get(pk=audit.id)
 
 
@@ -64,7 +64,7 @@ def test_classification_replies_have_one_judgment_each_and_a_reparse_rewrites_th
         endpoint = LLMEndpoint.objects.create(name="t", protocol="openai", base_url=server.base_url)
         audit = _run(classification_services.audit_create(
             study=study, name="judged", conditions=["zs", "cot"],
-            models=[services.ModelChoice(endpoint=endpoint, model="model-a")]), analyse=False)
+            models=[launch.ModelChoice(endpoint=endpoint, model="model-a")]), analyse=False)
     assert audit.status == Audit.Status.ANALYSING
     answered = AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.ANSWERED)
     expected = sorted((r.id, str(r.item_id), r.outcome, r.label) for r in answered)
@@ -73,7 +73,7 @@ def test_classification_replies_have_one_judgment_each_and_a_reparse_rewrites_th
 
     # A re-parse rewrites them from the stored replies (a judgment changed by hand is put right).
     AuditJudgment.objects.filter(audit=audit).update(label=7, outcome="x")
-    assert services.audit_reparse(audit_id=audit.id) == 24
+    assert analysis.audit_reparse(audit_id=audit.id) == 24
     assert sorted(AuditJudgment.objects.filter(audit=audit).values_list("request_id", "unit", "outcome", "label")) \
         == expected
 
@@ -83,7 +83,7 @@ def test_self_report_judgments_are_each_items_answer_and_the_upgrade_judges_olde
         tasks_off, persona_server, shipped_instruments):
     endpoint = LLMEndpoint.objects.create(name="p", protocol="ollama", base_url=persona_server.base_url)
     audit = _run(self_report_services.self_report_audit_create(
-        name="judged", models=[services.ModelChoice(endpoint=endpoint, model="persona-key")],
+        name="judged", models=[launch.ModelChoice(endpoint=endpoint, model="persona-key")],
         instruments=[shipped_instruments["aq50"]], mode="batch", seed=3))
     builder = self_report_services.SelfReportRequests(audit)
     expected = []
@@ -104,14 +104,14 @@ def test_self_report_judgments_are_each_items_answer_and_the_upgrade_judges_olde
     assert sorted(AuditJudgment.objects.filter(audit=audit).values_list("request_id", "unit", "outcome", "label")) \
         == sorted(expected)
     assert self_report_services.item_answers(audit) == answers
-    services.audit_analyse(audit_id=audit.id)
+    analysis.audit_analyse(audit_id=audit.id)
     assert Audit.objects.get(pk=audit.id).analysis["scores"] == scores
 
 
 def test_a_classification_audit_snapshots_its_ground_truth_as_a_corpus_stored_once(tasks_off):
     study = make_audit_study(10, n_examples=0)
     endpoint = LLMEndpoint.objects.create(name="t", protocol="openai", base_url="http://127.0.0.1:9")
-    choice = [services.ModelChoice(endpoint=endpoint, model="model-a")]
+    choice = [launch.ModelChoice(endpoint=endpoint, model="model-a")]
     first = classification_services.audit_create(study=study, name="a", conditions=["zs"], models=choice)
     second = classification_services.audit_create(study=study, name="b", conditions=["cot"], models=choice)
     assert first.corpus_id == second.corpus_id, "the same items and labels: one corpus"

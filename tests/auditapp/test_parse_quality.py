@@ -1,9 +1,9 @@
-"""Reply shapes and the parse-quality warning (auditapp.parse_quality), worked by hand."""
+"""Reply shapes and the parse-quality warning (auditapp.engine.parse_quality), worked by hand."""
 from __future__ import annotations
 
 import pytest
 
-from auditapp.parse_quality import cell_warning, frequent_shapes, is_truncated, reply_shape
+from auditapp.engine.parse_quality import cell_warning, frequent_shapes, is_truncated, reply_shape
 
 LONG = "The given sentences are not ableist and they highlight " + "the speaker's view " * 6
 

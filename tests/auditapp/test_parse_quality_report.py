@@ -13,8 +13,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Item
-from auditapp import audit_selectors
-from auditapp.audit_selectors import audit_parse_quality
+from auditapp.engine import selectors as audit_selectors
+from auditapp.engine.selectors import audit_parse_quality
 from auditapp.models import Audit, AuditCondition, AuditItem, AuditModel, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.classification import services as classification_services
 from tests.factories import make_study
@@ -154,8 +154,8 @@ def test_the_dashboard_has_the_parse_quality_section_polling_the_report(staff_cl
 def test_an_audit_run_by_the_engine_against_the_test_server_reports_its_empty_replies(monkeypatch, api_client):
     """The test LLM server answers about a third of the requests with an empty reply (its "empty" fault) and the
     rest by its rule: the report counts exactly the stored outcomes, and the empty replies' shape leads."""
-    from auditapp import audit_runner
-    from auditapp import audit_services as services
+    from auditapp.engine import launch, preparation
+    from auditapp.engine import runner as audit_runner
     from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
     from tests.llm_server import LLMServer
 
@@ -166,8 +166,8 @@ def test_an_audit_run_by_the_engine_against_the_test_server_reports_its_empty_re
                                               attempt_timeout_s=2.0, deadline_s=30, max_attempts=2)
         audit = classification_services.audit_create(
             study=make_audit_study(30), name="parse quality", conditions=["zs", "cot"], n_resamples=100,
-            models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
-        services.audit_prepare(audit_id=audit.id)
+            models=[launch.ModelChoice(endpoint=endpoint, model="model-a")])
+        preparation.audit_prepare(audit_id=audit.id)
         assert audit_runner.audit_work(audit.id) == "finished"
     rows = api_client.get(f"/api/audits/{audit.id}/parse-quality/").json()["results"]
     assert [row["condition"] for row in rows] == ["zs", "cot"]

@@ -133,8 +133,9 @@ def audited_study(*, alternatives_first: bool = True, models: tuple[str, str] = 
     models audited (``prose-`` ones answer in prose the strict parser finds no label in)."""
     from annotation.models import StudyAnalysisSettings
     from annotation.study_analysis import study_analysis_compute
-    from auditapp import audit_runner
-    from auditapp import audit_services as services
+    from auditapp.engine import analysis as engine_analysis
+    from auditapp.engine import launch, preparation
+    from auditapp.engine import runner as audit_runner
     from auditapp.models import LLMEndpoint
     from auditapp.paradigms.classification import services as classification_services
     from tests.factories import AUDIT_POSITIVE_WORDS
@@ -151,10 +152,10 @@ def audited_study(*, alternatives_first: bool = True, models: tuple[str, str] = 
                                               max_concurrency=8, attempt_timeout_s=2.0, deadline_s=30, max_attempts=3)
         audit = classification_services.audit_create(
             study=study, name="robustness", conditions=["zs", "cot"],
-            models=[services.ModelChoice(endpoint=endpoint, model=model) for model in models], n_resamples=200)
-        services.audit_prepare(audit_id=audit.id)
+            models=[launch.ModelChoice(endpoint=endpoint, model=model) for model in models], n_resamples=200)
+        preparation.audit_prepare(audit_id=audit.id)
         assert audit_runner.audit_work(audit.id) == "finished"
-        services.audit_analyse(audit_id=audit.id)
+        engine_analysis.audit_analyse(audit_id=audit.id)
     audit.refresh_from_db()
     return study, audit
 

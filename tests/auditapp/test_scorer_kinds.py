@@ -14,9 +14,9 @@ from textblob import TextBlob
 from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
 
 from auditapp import scorer_kinds
+from auditapp.engine.request_keys import request_key
 from auditapp.llm_clients import EndpointConfig, chat_session
 from auditapp.llm_limits import LocalLimiter
-from auditapp.request_keys import request_key
 from auditapp.scorers import local
 from auditapp.scorers.http_json import compile_score_path, extract_score
 from tests.integration.support import free_port

@@ -13,10 +13,10 @@ from functools import partial
 import pytest
 from textblob import TextBlob
 
-from auditapp import audit_runner
-from auditapp import audit_services as services
+from auditapp.engine import planning
+from auditapp.engine import runner as audit_runner
+from auditapp.engine.protocol import ParsedReply
 from auditapp.models import Audit, AuditModel, AuditRequest, LLMEndpoint, LLMReply
-from auditapp.paradigms.base import ParsedReply
 from tests.scoring_server import (
     GARBAGE,
     MISSING_SCORE,
@@ -49,7 +49,7 @@ class TextBatches:
         return {"text": texts[0]}
 
     def key(self, audit_model: AuditModel, payload: dict, replicate: int) -> str:
-        return services.audit_request_key(self.audit, audit_model, payload, replicate)
+        return planning.audit_request_key(self.audit, audit_model, payload, replicate)
 
     def parse(self, request, text: str, finish_reason: str) -> ParsedReply:
         return ParsedReply(AuditRequest.Outcome.SCORE)

@@ -7,8 +7,8 @@ import io
 import pytest
 from rest_framework.test import APIClient
 
-from auditapp import audit_runner
-from auditapp import audit_services as services
+from auditapp.engine import analysis, preparation
+from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, LLMEndpoint
 from tests.factories import make_participant_user
 from tests.llm_server import LLMServer
@@ -69,9 +69,9 @@ def test_a_launched_audit_exports_its_answers_scores_and_validity(api_client, au
                                                  "action": "exclude"}
         assert "questionnaires" not in created["design"]
         audit_id = created["id"]
-        services.audit_prepare(audit_id=audit_id)
+        preparation.audit_prepare(audit_id=audit_id)
         assert audit_runner.audit_work(audit_id) == "finished"
-        services.audit_analyse(audit_id=audit_id)
+        analysis.audit_analyse(audit_id=audit_id)
 
     assert api_client.get(f"/api/audits/{audit_id}/").json()["status"] == "completed"
     answers = rows_of(api_client.get(f"/api/audits/{audit_id}/answers/?format=csv"))

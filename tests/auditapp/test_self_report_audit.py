@@ -10,8 +10,9 @@ import math
 import pytest
 from scipy import stats
 
-from auditapp import audit_runner
-from auditapp import audit_services as services
+from auditapp.engine import analysis as engine_analysis
+from auditapp.engine import errors, launch, preparation
+from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
 from auditapp.paradigms.self_report import services as self_report
 from auditapp.paradigms.self_report.design import MASKED, ValidityRule
@@ -27,9 +28,9 @@ def endpoint_for(persona_server) -> LLMEndpoint:
 
 
 def run(audit: Audit) -> Audit:
-    services.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
     assert audit_runner.audit_work(audit.id) == "finished"
-    services.audit_analyse(audit_id=audit.id)
+    engine_analysis.audit_analyse(audit_id=audit.id)
     return Audit.objects.get(pk=audit.id)
 
 
@@ -42,7 +43,7 @@ def test_personas_scores_validity_and_paired_statistics_equal_hand_computed_valu
     aq, sata = shipped_instruments["aq50"].parsed, shipped_instruments["sata_partial"].parsed
     endpoint = endpoint_for(persona_server)
     audit = self_report.self_report_audit_create(
-        name="personas", models=[services.ModelChoice(endpoint=endpoint, model=p) for p in PERSONAS],
+        name="personas", models=[launch.ModelChoice(endpoint=endpoint, model=p) for p in PERSONAS],
         instruments=[shipped_instruments["aq50"], shipped_instruments["sata_partial"]], mode="batch", seed=7)
     audit = run(audit)
     assert audit.status == Audit.Status.COMPLETED, audit.status_reason
@@ -122,10 +123,10 @@ def test_personas_scores_validity_and_paired_statistics_equal_hand_computed_valu
 
     # Re-parsing reads the stored replies again (no model is asked) and gives the same outcomes and analysis.
     before = list(AuditRequest.objects.filter(audit=audit).order_by("id").values_list("outcome", "parse_reason"))
-    assert services.audit_reparse(audit_id=audit.id) == 15
+    assert engine_analysis.audit_reparse(audit_id=audit.id) == 15
     assert list(AuditRequest.objects.filter(audit=audit).order_by("id").values_list("outcome", "parse_reason")) == before
     assert {outcome for outcome, _ in before} == {"label", "refusal"}
-    services.audit_analyse(audit_id=audit.id)
+    engine_analysis.audit_analyse(audit_id=audit.id)
     assert Audit.objects.get(pk=audit.id).analysis == analysis
 
 
@@ -134,7 +135,7 @@ def test_item_mode_maps_masked_answers_back_and_the_key_persona_scores_alike_on_
     aq, sata = shipped_instruments["aq50"].parsed, shipped_instruments["sata_partial"].parsed
     endpoint = endpoint_for(persona_server)
     audit = self_report.self_report_audit_create(
-        name="item mode", models=[services.ModelChoice(endpoint=endpoint, model="persona-key")],
+        name="item mode", models=[launch.ModelChoice(endpoint=endpoint, model="persona-key")],
         instruments=[shipped_instruments["sata_partial"], shipped_instruments["aq50"]], mode="item", labels="letters", replicates=2,
         seed=3, validity=ValidityRule(action="exclude"))
     audit = run(audit)
@@ -189,15 +190,15 @@ def test_item_mode_maps_masked_answers_back_and_the_key_persona_scores_alike_on_
 
 def test_launch_problems_are_named(audit_tasks_off, shipped_instruments, persona_server):
     endpoint = endpoint_for(persona_server)
-    with pytest.raises(services.AuditError) as raised:
+    with pytest.raises(errors.AuditError) as raised:
         self_report.self_report_audit_create(name="bad", models=[], instruments=[], forms=("original", "other"),
                                              mode="stream", replicates=0)
     message = str(raised.value)
     for problem in ("choose at least one model", "choose at least one instrument", "forms: one or both",
                     "mode is 'item'", "replicates must be between 1 and 100"):
         assert problem in message
-    with pytest.raises(services.AuditError, match="labels must be 'text'"):
-        self_report.self_report_audit_create(name="bad", models=[services.ModelChoice(endpoint, "persona-key")],
+    with pytest.raises(errors.AuditError, match="labels must be 'text'"):
+        self_report.self_report_audit_create(name="bad", models=[launch.ModelChoice(endpoint, "persona-key")],
                                              instruments=[shipped_instruments["aq50"]], mode="batch", labels="numbers")
     assert not Audit.objects.exists()
 
@@ -213,7 +214,7 @@ def test_phrasing_variants_are_drawn_per_administration_recorded_and_shown_with_
     ItemVariant.objects.create(source="aq50", number=2, text="An inactive rewording.", active=False)
     endpoint = endpoint_for(persona_server)
     audit = self_report.self_report_audit_create(
-        name="variants", models=[services.ModelChoice(endpoint=endpoint, model="persona-key")],
+        name="variants", models=[launch.ModelChoice(endpoint=endpoint, model="persona-key")],
         instruments=[shipped_instruments["aq50"]], forms=("masked",), mode="item", replicates=6, seed=11)
     questionnaires = self_report.questionnaires_of(audit)
     shown = set()
@@ -243,8 +244,8 @@ def test_a_variant_of_an_item_no_form_holds_stops_the_launch(persona_server, aud
     from auditapp.models import ItemVariant
 
     ItemVariant.objects.create(source="aq50", number=51, text="There is no item 51.")
-    with pytest.raises(services.AuditError, match=r"variant for \('aq50', 51\): no such item"):
+    with pytest.raises(errors.AuditError, match=r"variant for \('aq50', 51\): no such item"):
         self_report.self_report_audit_create(
-            name="bad variant", models=[services.ModelChoice(endpoint=endpoint_for(persona_server), model="persona-key")],
+            name="bad variant", models=[launch.ModelChoice(endpoint=endpoint_for(persona_server), model="persona-key")],
             instruments=[shipped_instruments["aq50"]])
     assert not Audit.objects.exists()

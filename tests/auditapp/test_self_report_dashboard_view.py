@@ -24,8 +24,9 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 
-from auditapp import audit_runner
-from auditapp import audit_services as services
+from auditapp.engine import analysis as engine_analysis
+from auditapp.engine import launch, preparation
+from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, LLMEndpoint
 from auditapp.paradigms.self_report import services as self_report
 from auditapp.paradigms.self_report.design import ValidityRule
@@ -44,16 +45,16 @@ def build_personas_audit(base_url: str, *, personas=PERSONAS, name: str = "Perso
     endpoint = LLMEndpoint.objects.create(name=f"personas {LLMEndpoint.objects.count()}", protocol="openai",
                                           base_url=base_url, max_concurrency=8, attempt_timeout_s=5, deadline_s=30,
                                           max_attempts=2)
-    models = [services.ModelChoice(endpoint=endpoint, model=persona,
+    models = [launch.ModelChoice(endpoint=endpoint, model=persona,
                                    label=HOSTILE_LABEL if persona == "persona-dummy" else "")
               for persona in personas]
     audit = self_report.self_report_audit_create(
         name=name, models=models, instruments=[instruments["aq50"], instruments["sata_partial"]],
         **{"mode": "batch", "seed": 7, **options})
     if run:
-        services.audit_prepare(audit_id=audit.id)
+        preparation.audit_prepare(audit_id=audit.id)
         assert audit_runner.audit_work(audit.id) == "finished"
-        services.audit_analyse(audit_id=audit.id)
+        engine_analysis.audit_analyse(audit_id=audit.id)
     audit = Audit.objects.get(pk=audit.id)
     if run:
         assert audit.status == Audit.Status.COMPLETED, audit.status_reason

@@ -17,10 +17,12 @@ import json
 import jsonschema
 import pytest
 
-from auditapp import audit_runner, llm_clients
-from auditapp import audit_services as services
+from auditapp import llm_clients
+from auditapp.engine import analysis, control, planning, registry
+from auditapp.engine import preparation as engine_preparation
+from auditapp.engine import runner as audit_runner
+from auditapp.engine.request_keys import request_key
 from auditapp.models import Audit, AuditJudgment, AuditRequest, LLMEndpoint
-from auditapp.paradigms import registry
 from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, parse_score
 from auditapp.paradigms.classification.replies import ANSWER_SCHEMA as CLASSIFICATION_SCHEMA
 from auditapp.paradigms.classification.replies import parse_reply as parse_classification
@@ -28,7 +30,6 @@ from auditapp.paradigms.counterfactual.replies import ANSWER_SCHEMA as BATCH_SCH
 from auditapp.paradigms.counterfactual.replies import parse_batch
 from auditapp.paradigms.self_report.design import answer_schema as likert_schema
 from auditapp.paradigms.self_report.design import structured_reply_text
-from auditapp.request_keys import request_key
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
 from tests.llm_server import (
     EXPLANATIONS,
@@ -159,11 +160,11 @@ def launch(api_client, body: dict) -> int:
 
 
 def prepare_and_run(audit_id: int) -> Audit:
-    services.audit_prepare(audit_id=audit_id)
+    engine_preparation.audit_prepare(audit_id=audit_id)
     audit = Audit.objects.get(pk=audit_id)
     assert audit.status == Audit.Status.RUNNING, audit.status_reason
     assert audit_runner.audit_work(audit_id) == "finished"
-    services.audit_analyse(audit_id=audit_id)
+    analysis.audit_analyse(audit_id=audit_id)
     return Audit.objects.get(pk=audit_id)
 
 
@@ -192,7 +193,7 @@ def test_prose_is_unparseable_free_and_every_reply_parses_constrained_in_each_fo
         assert audit.status == Audit.Status.COMPLETED, audit.status_reason
         requests = AuditRequest.objects.filter(audit=audit).select_related("audit_model")
         assert requests.count() == 12 and {row.outcome for row in requests} == {"label"}, form
-        builder = services.request_builder(audit)
+        builder = planning.request_builder(audit)
         for row in requests:
             content = builder.payload(row)[-1]["content"]
             assert row.label == expected_label("prose-a", content, positive_words=AUDIT_POSITIVE_WORDS,
@@ -213,7 +214,7 @@ def test_an_endpoint_refusing_the_form_fails_preparation_with_the_reason_after_o
     audit_id = launch(api_client, {"name": "refused", "study": study.id, "conditions": ["zs", "cot"],
                                    "models": [{"endpoint": endpoint.id, "model": "prose-a"}],
                                    "structured_output": True})
-    services.audit_prepare(audit_id=audit_id)
+    engine_preparation.audit_prepare(audit_id=audit_id)
     audit = Audit.objects.get(pk=audit_id)
     assert audit.status == Audit.Status.FAILED
     assert audit.status_reason.startswith("endpoint vllm-style refused structured output (vllm_guided_json) for "
@@ -224,7 +225,7 @@ def test_an_endpoint_refusing_the_form_fails_preparation_with_the_reason_after_o
     # The form the server takes: the same audit runs.
     endpoint.structured_output = "llamacpp_json_object"
     endpoint.save()
-    services.audit_resume(audit=audit)
+    control.audit_resume(audit=audit)
     audit = prepare_and_run(audit_id)
     assert set(AuditRequest.objects.filter(audit=audit).values_list("outcome", flat=True)) == {"label"}
 

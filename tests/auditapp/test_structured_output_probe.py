@@ -15,8 +15,10 @@ from __future__ import annotations
 import jsonschema
 import pytest
 
-from auditapp import audit_runner, llm_clients
-from auditapp import audit_services as services
+from auditapp import llm_clients
+from auditapp.engine import control
+from auditapp.engine import preparation as engine_preparation
+from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, AuditModel, AuditRequest, LLMEndpoint
 from auditapp.paradigms.bits.llm_scoring import ANSWER_SCHEMA as SCORE_SCHEMA
 from auditapp.paradigms.classification.replies import ANSWER_SCHEMA as CLASSIFICATION_SCHEMA
@@ -79,7 +81,7 @@ def launch_constrained(api_client, endpoint, model: str = "prose-a") -> Audit:
     study = make_audit_study(6, n_examples=2)
     audit_id = launch(api_client, {"name": f"probe {endpoint.name}", "study": study.id, "conditions": ["zs", "cot"],
                                    "models": [{"endpoint": endpoint.id, "model": model}], "structured_output": True})
-    services.audit_prepare(audit_id=audit_id)
+    engine_preparation.audit_prepare(audit_id=audit_id)
     return Audit.objects.get(pk=audit_id)
 
 
@@ -102,8 +104,8 @@ def test_a_server_ignoring_the_form_fails_preparation_after_one_probe(api_client
     # A form the same server honours: the audit prepares.
     endpoint.structured_output = "openai_json_schema"
     endpoint.save()
-    services.audit_resume(audit=audit)
-    services.audit_prepare(audit_id=audit.id)
+    control.audit_resume(audit=audit)
+    engine_preparation.audit_prepare(audit_id=audit.id)
     assert Audit.objects.get(pk=audit.id).status == Audit.Status.RUNNING
 
 

@@ -20,7 +20,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.models import Item
-from auditapp import audit_services as services
+from auditapp.engine import analysis as engine_analysis
 from auditapp.models import Audit, AuditCondition, AuditItem, AuditModel, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.classification import services as classification_services
 from tests.factories import make_study
@@ -56,7 +56,7 @@ def planted_audit(weighted: list, majority: list, cells: dict[str, list]) -> Aud
                 reply=LLMReply.objects.create(key=key, text=text, finish_reason="stop", latency_ms=5, attempts=1)))
     AuditRequest.objects.bulk_create(rows)
     Audit.objects.filter(pk=audit.pk).update(n_requests=len(rows))
-    services.audit_analyse(audit_id=audit.id)
+    engine_analysis.audit_analyse(audit_id=audit.id)
     audit.refresh_from_db()
     assert audit.status == Audit.Status.COMPLETED
     return audit

@@ -1,4 +1,4 @@
-"""An audit's work holds (auditapp.audit_services.chunk_open): a work task sent again while live tasks hold all of
+"""An audit's work holds (auditapp.engine.recording.chunk_open): a work task sent again while live tasks hold all of
 the audit's ``parallel_tasks`` holds ends without working beside them; one whose holder was killed takes over once
 the dead lease lapses; a task whose lease lapsed while others took the holds stops.
 
@@ -14,8 +14,8 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from auditapp import audit_runner
-from auditapp import audit_services as services
+from auditapp.engine import launch, preparation, recording
+from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, AuditChunk, AuditRequest, LLMEndpoint
 from auditapp.paradigms.classification import services as classification_services
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
@@ -35,32 +35,32 @@ def running_audit(server, *, parallel_tasks: int = 1) -> Audit:
                                           base_url=server.base_url, max_concurrency=8, attempt_timeout_s=2.0)
     audit = classification_services.audit_create(
         study=make_audit_study(12, n_examples=2), name="holds", conditions=["zs"], parallel_tasks=parallel_tasks,
-        models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
-    services.audit_prepare(audit_id=audit.id)
+        models=[launch.ModelChoice(endpoint=endpoint, model="model-a")])
+    preparation.audit_prepare(audit_id=audit.id)
     return Audit.objects.get(pk=audit.id)
 
 
 def test_parallel_tasks_bounds_the_holds_and_a_released_or_lapsed_hold_is_free(server, audit_tasks_off):
     audit = running_audit(server, parallel_tasks=2)
-    first, second = services.chunk_open(audit_id=audit.id), services.chunk_open(audit_id=audit.id)
-    with pytest.raises(services.WorkHeld) as held:
-        services.chunk_open(audit_id=audit.id)
+    first, second = recording.chunk_open(audit_id=audit.id), recording.chunk_open(audit_id=audit.id)
+    with pytest.raises(recording.WorkHeld) as held:
+        recording.chunk_open(audit_id=audit.id)
     assert set(held.value.leases) == {first, second}
-    services.chunk_release(chunk_id=first)
-    third = services.chunk_open(audit_id=audit.id)
+    recording.chunk_release(chunk_id=first)
+    third = recording.chunk_open(audit_id=audit.id)
     AuditChunk.objects.filter(pk=second).update(leased_until=timezone.now() - timedelta(seconds=1))
-    assert services.chunk_open(audit_id=audit.id) not in (first, second, third)
+    assert recording.chunk_open(audit_id=audit.id) not in (first, second, third)
 
 
 def test_a_task_sent_again_while_a_live_task_holds_the_audit_ends_and_sends_nothing(server, audit_tasks_off):
     audit = running_audit(server)
-    live = services.chunk_open(audit_id=audit.id)
+    live = recording.chunk_open(audit_id=audit.id)
     stop = threading.Event()
 
     def renew():  # the live task's flushes
         try:
             while not stop.wait(0.2):
-                services.chunk_renew(chunk_id=live, audit_id=audit.id, retry_state={})
+                recording.chunk_renew(chunk_id=live, audit_id=audit.id, retry_state={})
         finally:
             connection.close()
 
@@ -76,7 +76,7 @@ def test_a_task_sent_again_while_a_live_task_holds_the_audit_ends_and_sends_noth
         renewing.join()
     assert server.stats()["requests"] == 0
     assert list(AuditChunk.objects.filter(audit=audit, released_at__isnull=True).values_list("id", flat=True)) == [live]
-    services.chunk_release(chunk_id=live)
+    recording.chunk_release(chunk_id=live)
     assert audit_runner.audit_work(audit.id) == "finished"
 
 
@@ -84,8 +84,8 @@ def test_a_task_sent_again_after_its_worker_was_killed_takes_over_when_the_dead_
                                                                                             settings):
     settings.AUDIT_LEASE_SECONDS = 3
     audit = running_audit(server)
-    dead = services.chunk_open(audit_id=audit.id)
-    claimed = services.chunk_claim(chunk_id=dead, audit_id=audit.id, limit=4)
+    dead = recording.chunk_open(audit_id=audit.id)
+    claimed = recording.chunk_claim(chunk_id=dead, audit_id=audit.id, limit=4)
     assert len(claimed) == 4
     server.reset_stats()
     started = time.monotonic()
@@ -98,11 +98,11 @@ def test_a_task_sent_again_after_its_worker_was_killed_takes_over_when_the_dead_
 
 def test_a_lease_that_lapsed_while_another_task_took_the_hold_is_lost(server, audit_tasks_off):
     audit = running_audit(server)
-    stalled = services.chunk_open(audit_id=audit.id)
+    stalled = recording.chunk_open(audit_id=audit.id)
     AuditChunk.objects.filter(pk=stalled).update(leased_until=timezone.now() - timedelta(seconds=1))
-    other = services.chunk_open(audit_id=audit.id)
-    assert services.chunk_renew(chunk_id=stalled, audit_id=audit.id, retry_state={}) == services.LEASE_LOST
-    services.chunk_release(chunk_id=other)
+    other = recording.chunk_open(audit_id=audit.id)
+    assert recording.chunk_renew(chunk_id=stalled, audit_id=audit.id, retry_state={}) == recording.LEASE_LOST
+    recording.chunk_release(chunk_id=other)
     # No other task holds the audit: the stalled task's lapsed lease is taken again.
-    assert services.chunk_renew(chunk_id=stalled, audit_id=audit.id, retry_state={}) == Audit.Status.RUNNING
+    assert recording.chunk_renew(chunk_id=stalled, audit_id=audit.id, retry_state={}) == Audit.Status.RUNNING
     assert AuditChunk.objects.get(pk=stalled).leased_until > timezone.now()

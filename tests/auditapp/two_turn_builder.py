@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 from types import SimpleNamespace
 
-from auditapp.audit_services import PlannedRequest, audit_request_key
+from auditapp.engine import registry
+from auditapp.engine.planning import PlannedRequest, audit_request_key
+from auditapp.engine.protocol import Judgment, NoFollowUp, Outcome, ParsedReply
 from auditapp.models import Audit
-from auditapp.paradigms import registry
-from auditapp.paradigms.base import Judgment, NoFollowUp, Outcome, ParsedReply
 from tests.llm_server import REFUSAL
 
 NAME = "two_turn_test"

@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.study_analysis import study_analysis_compute
-from auditapp import audit_services as services
+from auditapp.engine import analysis
 from psychometrics.models import InstrumentResponse
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
 from tests.browser.accessibility import assert_accessible
@@ -102,7 +102,7 @@ def test_the_study_and_audit_dashboards_pass_axe(live_server, browser_context):
     study = make_worked_example_study()
     study_analysis_compute(study_id=study.id)
     audit = build_audit(COMPLETED_PLAN)
-    services.audit_analyse(audit_id=audit.id)
+    analysis.audit_analyse(audit_id=audit.id)
     page, _, _ = logged_in_page(browser_context, live_server, "axe-researcher")
     page.goto(f"{live_server.url}/studies/{study.id}/dashboard/")
     expect(page.locator("#iat-modalities")).to_be_visible()

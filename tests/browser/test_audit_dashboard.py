@@ -11,7 +11,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from auditapp import audit_services as services
+from auditapp.engine import analysis
 from auditapp.models import Audit, AuditModel, AuditRequest
 from tests.auditapp.test_audit_dashboard_view import (
     COMPLETED_PLAN,
@@ -37,7 +37,7 @@ def bold_cells(page, table: str) -> set[tuple[int, str]]:
 def test_completed_audit_tables_figures_and_drill_down(live_server, browser_context):
     audit = build_audit(COMPLETED_PLAN)
     AuditModel.objects.filter(audit=audit, model="model-b").update(label=PLOTLY_HOSTILE)
-    services.audit_analyse(audit_id=audit.id)  # the stored means name the model as it is now
+    analysis.audit_analyse(audit_id=audit.id)  # the stored means name the model as it is now
     expected = expected_metrics(audit)
     models = {m.model: m for m in audit.models.all()}
     page, problems, requests = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")

@@ -2,7 +2,7 @@
 codebooks made directly (the codebook services are tested on their own)."""
 from __future__ import annotations
 
-from auditapp import audit_services
+from auditapp.engine import launch
 from auditapp.models import Audit, AuditItem, AuditRequest, LLMEndpoint
 from auditapp.paradigms.classification import services as classification_services
 from coding.models import Code, Codebook
@@ -29,8 +29,8 @@ def make_completed_audit(n_items: int = 30, *, status: str = Audit.Status.COMPLE
     endpoint = LLMEndpoint.objects.create(name="recorded", protocol="openai", base_url="http://127.0.0.1:9/v1")
     audit = classification_services.audit_create(
         study=study, name="recorded audit", conditions=list(CONDITIONS), n_resamples=100,
-        models=[audit_services.ModelChoice(endpoint=endpoint, model="model-a", label="Model A"),
-                audit_services.ModelChoice(endpoint=endpoint, model="model-b")])
+        models=[launch.ModelChoice(endpoint=endpoint, model="model-a", label="Model A"),
+                launch.ModelChoice(endpoint=endpoint, model="model-b")])
     items = {item.item_id: int(item.item.external_id[1:])
              for item in AuditItem.objects.filter(audit=audit).select_related("item")}
     requests = []

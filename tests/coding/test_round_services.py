@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 from django.contrib.auth import get_user_model
 
-from auditapp import audit_runner, audit_services
+from auditapp.engine import analysis, launch, preparation, registry
+from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, AuditItem, AuditRequest, LLMEndpoint, distinct_names
-from auditapp.paradigms import registry
 from auditapp.paradigms.classification import services as classification_services
 from coding import round_services as services
 from coding.codebook_services import codebook_save, codebook_spec
@@ -234,11 +234,11 @@ def test_a_round_from_an_audit_run_by_the_engine_against_the_test_llm_server(aud
                                               max_concurrency=8, attempt_timeout_s=2.0, deadline_s=30)
         audit = classification_services.audit_create(
             study=study, name="engine audit", conditions=["zs", "cot"], n_resamples=100,
-            models=[audit_services.ModelChoice(endpoint=endpoint, model="model-a"),
-                    audit_services.ModelChoice(endpoint=endpoint, model="model-b")])
-        audit_services.audit_prepare(audit_id=audit.id)
+            models=[launch.ModelChoice(endpoint=endpoint, model="model-a"),
+                    launch.ModelChoice(endpoint=endpoint, model="model-b")])
+        preparation.audit_prepare(audit_id=audit.id)
         assert audit_runner.audit_work(audit.id) == "finished"
-        audit_services.audit_analyse(audit_id=audit.id)
+        analysis.audit_analyse(audit_id=audit.id)
     audit.refresh_from_db()
     assert audit.status == Audit.Status.COMPLETED, audit.status_reason
     thematic = make_codebook("Thematic")

@@ -13,11 +13,11 @@ from collections import Counter
 
 from django.test import override_settings
 
-from auditapp import audit_services as services
 from auditapp.api.csv_export import csv_cell
+from auditapp.engine import conversations
+from auditapp.engine.protocol import Outcome, ParsedReply
+from auditapp.engine.registry import Paradigm
 from auditapp.models import Audit, AuditCondition, AuditItem, AuditModel, AuditRequest
-from auditapp.paradigms.base import Outcome, ParsedReply
-from auditapp.paradigms.registry import Paradigm
 from tests.conformance.minimal_launches import MINIMAL_LAUNCHES, World, minimal_body, minimal_launch
 
 REFUSAL = "I can't help with that."
@@ -61,12 +61,12 @@ def check_launch_schema(paradigm: Paradigm, client, world: World) -> Audit:
 
 # ------------------------------------------------------------------------------------------- 2. request builder
 
-def stored_requests(audit: Audit) -> list[services.ClaimedRequest]:
+def stored_requests(audit: Audit) -> list[conversations.ClaimedRequest]:
     """The audit's keyed requests as a worker claims them: a later turn with its earlier turns."""
-    rows = [services.ClaimedRequest(*row) for row in AuditRequest.objects.filter(audit=audit).exclude(key="")
-            .order_by("order", "id").values_list(*services._CONVERSATION_FIELDS)]
+    rows = [conversations.ClaimedRequest(*row) for row in AuditRequest.objects.filter(audit=audit).exclude(key="")
+            .order_by("order", "id").values_list(*conversations.CONVERSATION_FIELDS)]
     later = {row.previous_id for row in rows if row.previous_id is not None}
-    chains = services.conversations_before(later) if later else {}
+    chains = conversations.conversations_before(later) if later else {}
     return [dataclasses.replace(row, earlier=chains[row.previous_id]) if row.previous_id else row
             for row in rows]
 
@@ -98,7 +98,7 @@ def check_request_builder(paradigm: Paradigm, audit: Audit) -> int:
     assert requests, f"{paradigm.name}: the audit has no keyed request to check"
     mismatched = []
     for request in requests:
-        payload = services.request_payload(builder, request)
+        payload = conversations.request_payload(builder, request)
         _json(payload, f"{paradigm.name}: the payload of request {request.id}")
         key = builder.key(builder.models[request.audit_model_id], payload, request.replicate)
         if key != request.key:

@@ -20,12 +20,13 @@ import dataclasses
 
 import pytest
 
-from auditapp import audit_runner
-from auditapp import audit_services as services
-from auditapp.audit_services import ModelChoice, audit_request_key
+from auditapp.engine import analysis as engine_analysis
+from auditapp.engine import endpoints, preparation, registry
+from auditapp.engine import runner as audit_runner
+from auditapp.engine.launch import ModelChoice
+from auditapp.engine.planning import audit_request_key
+from auditapp.engine.protocol import Judgment, Outcome, ParsedReply
 from auditapp.models import Audit, LLMEndpoint
-from auditapp.paradigms import registry
-from auditapp.paradigms.base import Judgment, Outcome, ParsedReply
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.classification import services as classification_services
 from psychometrics.services import instruments_sync_shipped
@@ -59,7 +60,7 @@ def make_world(base_url: str, *, bits_corpus: bool = False) -> World:
                                       listed_models=[{"name": model, "digest": "", "details": {}}
                                                      for model in CHAT_MODELS])
     local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
-    services.endpoint_list_models(local)
+    endpoints.endpoint_list_models(local)
     classification_services.templates_sync_defaults()
     instruments = {instrument.slug: instrument for instrument in instruments_sync_shipped()}
     corpus = bits_corpus_generate(spec=small_bits_spec(), name="small") if bits_corpus else None
@@ -129,7 +130,7 @@ def test_an_audit_run_to_completion_conforms(name, server, api_client, staff_cli
     response = api_client.post("/api/audits/", run_body(name, world), format="json")
     assert response.status_code == 201, response.content
     audit_id = response.json()["id"]
-    services.audit_prepare(audit_id=audit_id)
+    preparation.audit_prepare(audit_id=audit_id)
     audit = Audit.objects.get(pk=audit_id)
     assert audit.status == Audit.Status.RUNNING, audit.status_reason
     failures: list[str] = []
@@ -137,7 +138,7 @@ def test_an_audit_run_to_completion_conforms(name, server, api_client, staff_cli
     _soft(failures, checks.check_refusals_are_not_answers, paradigm, audit)
 
     assert audit_runner.audit_work(audit_id) == "finished"
-    services.audit_analyse(audit_id=audit_id)
+    engine_analysis.audit_analyse(audit_id=audit_id)
     audit = Audit.objects.get(pk=audit_id)
     assert audit.status == Audit.Status.COMPLETED, audit.status_reason
     _soft(failures, checks.check_request_builder, paradigm, audit)
@@ -191,7 +192,7 @@ def test_the_checks_fail_for_a_paradigm_that_does_not_conform(toy, server, audit
         study=make_audit_study(4, n_examples=0), name="toy", conditions=["zs"], replicates=2,
         models=[ModelChoice(endpoint=endpoint, model="model-a")])
     Audit.objects.filter(pk=audit.id).update(paradigm="toy")
-    services.audit_prepare(audit_id=audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
     audit = Audit.objects.get(pk=audit.id)
     assert audit.status == Audit.Status.RUNNING, audit.status_reason
 

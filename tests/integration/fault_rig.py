@@ -33,7 +33,7 @@ from tests.llm_server import LLMServer
 
 POSITIVE_WORDS = ("cure", "disease", "tragedy", "suffer", "burden")
 LAUNCH = """
-from auditapp import audit_services as services
+from auditapp.engine import launch as engine_launch
 from auditapp.models import LLMEndpoint
 from auditapp.paradigms.classification import services as classification_services
 from tests.factories import make_audit_study
@@ -43,7 +43,7 @@ endpoint = LLMEndpoint.objects.create(name="{name}", protocol="openai", base_url
                                       deadline_s=600, max_attempts=5)
 audit = classification_services.audit_create(
     study=study, name="{name}", conditions=["zs", "persona_pfl"], n_resamples=100, use_cache=False,
-    models=[services.ModelChoice(endpoint=endpoint, model="model-a")])
+    models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
 print("AUDIT", audit.id)
 """
 

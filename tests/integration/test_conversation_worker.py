@@ -14,8 +14,8 @@ import signal
 import numpy as np
 import pytest
 
+from auditapp.engine import registry
 from auditapp.models import Audit, AuditRequest, LLMEndpoint, LLMReply
-from auditapp.paradigms import registry
 from tests.auditapp.test_implicit_bias_audit import records
 from tests.implicit_bias_personas import aat_reply, expected_aat_answer
 from tests.integration.support import started_celery_worker, wait_for, worker_environment

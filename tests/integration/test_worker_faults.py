@@ -3,7 +3,7 @@ server:
 
 - a worker's processes killed (SIGKILL) mid-audit: the broker redelivers their work task and the recovery sends
   another, yet the audit never has more work tasks holding it than its ``parallel_tasks`` (the work holds of
-  auditapp.audit_services.chunk_open), and it completes with one reply per key;
+  auditapp.engine.recording.chunk_open), and it completes with one reply per key;
 - a worker killed (SIGKILL) while its requests hold the endpoint's concurrency slots in Redis: a new worker sends
   again within the slots' lease (settings.LLM_SLOT_LEASE_SECONDS), not after the attempt's time-out, and the
   endpoint's max concurrency holds throughout;

@@ -3,8 +3,8 @@ should remain: a deletion sweeps them when it commits, see AuditJudgment); ``--d
 status 1 when some are found and not deleted, so a monitoring script can run it."""
 from django.core.management.base import BaseCommand
 
-from auditapp.audit_selectors import judgment_orphan_counts
-from auditapp.audit_services import audit_judgments_sweep
+from auditapp.engine.judgments import audit_judgments_sweep
+from auditapp.engine.selectors import judgment_orphan_counts
 
 
 class Command(BaseCommand):

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand
 
-from auditapp import audit_runner
-from auditapp import audit_services as services
+from auditapp.engine import analysis as engine_analysis
+from auditapp.engine import endpoints, launch, preparation
+from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, LLMEndpoint
 from auditapp.paradigms.bits.services import bits_audit_create
 
@@ -38,13 +39,13 @@ class Command(BaseCommand):
         if audit is None:
             endpoint, _ = LLMEndpoint.objects.get_or_create(name=LOCAL_ENDPOINT,
                                                             defaults={"protocol": "local", "base_url": ""})
-            services.endpoint_list_models(endpoint)
-            audit = bits_audit_create(name=DEMO_AUDIT, models=[services.ModelChoice(endpoint, "vader"),
-                                                               services.ModelChoice(endpoint, "textblob")])
-        services.audit_prepare(audit_id=audit.id)
+            endpoints.endpoint_list_models(endpoint)
+            audit = bits_audit_create(name=DEMO_AUDIT, models=[launch.ModelChoice(endpoint, "vader"),
+                                                               launch.ModelChoice(endpoint, "textblob")])
+        preparation.audit_prepare(audit_id=audit.id)
         if Audit.objects.get(pk=audit.id).status == Audit.Status.RUNNING:
             audit_runner.audit_work(audit.id)
         if Audit.objects.get(pk=audit.id).status == Audit.Status.ANALYSING:
-            services.audit_analyse(audit_id=audit.id)
+            engine_analysis.audit_analyse(audit_id=audit.id)
         audit.refresh_from_db()
         return audit

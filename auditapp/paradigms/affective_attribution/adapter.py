@@ -1,4 +1,4 @@
-"""The affective attribution paradigm's entry in the registry (:mod:`auditapp.paradigms.registry`), built from the
+"""The affective attribution paradigm's entry in the registry (:mod:`auditapp.engine.registry`), built from the
 seed 003 paradigms' shared Django side (:mod:`auditapp.paradigms.implicit_bias.services`): its generation options
 (combinations, the form) and its tables (Table 5 with FAR and UAR, Figure 4's bars, the unparseable replies)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The BITS paradigm's entry in the registry (:mod:`auditapp.paradigms.registry`): its launch body and admin form,
+"""The BITS paradigm's entry in the registry (:mod:`auditapp.engine.registry`): its launch body and admin form,
 its request builder, analysis, dashboard and named tables (seed 001 Tables 7–10, Figure 1, every score)."""
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from rest_framework import serializers
 from annotation.selectors import Export
 from auditapp.api.exports import stored_analysis_table
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
+from auditapp.engine import registry
 from auditapp.launch_forms import ModelsFieldsMixin
 from auditapp.models import Audit, Corpus, RecordedScorer, distinct_model_names
-from auditapp.paradigms import registry
 from auditapp.paradigms.bits import LABEL
 from auditapp.paradigms.bits import analysis as bits_analysis
 from auditapp.paradigms.bits import services as bits_services

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from auditapp.paradigms.base import ReplicateRule
+from auditapp.engine.protocol import ReplicateRule
 from auditapp.paradigms.bits.corpus import CONTROL
 from auditapp.paradigms.bits.sensitivity import (
     ALL_GROUPS,

@@ -17,7 +17,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from auditapp.paradigms.base import Judgment, Outcome, ParsedReply, Unit
+from auditapp.engine.protocol import Judgment, Outcome, ParsedReply, Unit
 from auditapp.paradigms.bits.llm_scoring import ScorePrompt, parse_score
 from auditapp.scorers.http_json import compile_score_path, extract_score
 from auditapp.scorers.local import ScoreFailure

@@ -15,19 +15,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from auditapp import scorer_kinds
-from auditapp.audit_services import (
-    AuditError,
-    ModelChoice,
-    PlannedRequest,
-    audit_models_create,
-    audit_request_key,
-    endpoint_config,
-    enqueue_prepare,
-    launch_problems,
-    manifest_models,
-)
 from auditapp.corpus_selectors import corpus_units
 from auditapp.corpus_services import corpus_units_frame, recorded_scores_frame
+from auditapp.engine.endpoints import endpoint_config
+from auditapp.engine.errors import AuditError
+from auditapp.engine.launch import ModelChoice, audit_models_create, launch_problems, manifest_models
+from auditapp.engine.planning import PlannedRequest, audit_request_key
+from auditapp.engine.protocol import Unit
+from auditapp.engine.sending import enqueue_prepare
 from auditapp.models import (
     Audit,
     AuditJudgment,
@@ -38,7 +33,6 @@ from auditapp.models import (
     RecordedScorer,
     distinct_model_names,
 )
-from auditapp.paradigms.base import Unit
 from auditapp.paradigms.bits import analysis as bits_analysis
 from auditapp.paradigms.bits import requests as asking
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
@@ -56,7 +50,7 @@ SCORE_KINDS = tuple(LABEL_RULES)
 
 
 class BitsRequests:
-    """Rebuilds any request of a BITS audit (see :func:`auditapp.audit_services.request_builder`)."""
+    """Rebuilds any request of a BITS audit (see :func:`auditapp.engine.planning.request_builder`)."""
 
     def __init__(self, audit: Audit):
         self.audit = audit

@@ -1,4 +1,4 @@
-"""BITS sentences as the engine's units (:class:`auditapp.paradigms.base.Unit`), and an uploaded corpus's
+"""BITS sentences as the engine's units (:class:`auditapp.engine.protocol.Unit`), and an uploaded corpus's
 per-tool score columns as recorded scorers. Pure: no Django.
 
 A sentence becomes a unit with its key (:func:`auditapp.paradigms.bits.corpus.sentence_key` for a generated
@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Mapping
 import pandas as pd
 
 from auditapp.corpora import RecordedColumn
-from auditapp.paradigms.base import Unit
+from auditapp.engine.protocol import Unit
 from auditapp.paradigms.bits.corpus import BitsSentence
 from auditapp.paradigms.bits.upload import UploadedCorpus
 

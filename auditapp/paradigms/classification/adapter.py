@@ -1,4 +1,4 @@
-"""The classification paradigm's entry in the registry (:mod:`auditapp.paradigms.registry`): its launch body
+"""The classification paradigm's entry in the registry (:mod:`auditapp.engine.registry`): its launch body
 and admin form, its request builder, analysis, dashboard and exports."""
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from rest_framework import serializers
 
 from annotation.models import Study
 from auditapp.api.launch import BIGINT_MAX, LaunchSerializer, model_choices
+from auditapp.engine import registry
 from auditapp.launch_forms import ModelsFieldsMixin
 from auditapp.models import Audit
-from auditapp.paradigms import registry
 from auditapp.paradigms.classification import LABEL
 from auditapp.paradigms.classification import evaluation as evaluation_sets
 from auditapp.paradigms.classification import services as classification_services

@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 from auditapp.api.audits import AuditScoped, TableRowSerializer
 from auditapp.api.exports import ExportListAPIView
 from auditapp.api.parsers import JSONObjectParser
-from auditapp.audit_services import AuditError
+from auditapp.engine.errors import AuditError
 from auditapp.models import AuditExtraction, LLMEndpoint
 from auditapp.paradigms.classification.extraction_services import (
     OutcomeSourceError,

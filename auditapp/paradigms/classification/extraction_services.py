@@ -9,7 +9,7 @@ strict outcomes, which nothing here changes.
 Model mode goes through the engine's HTTP client (:func:`auditapp.llm_clients.send_chat`: retries, backoff,
 deadline) under the endpoint's own limits (:func:`auditapp.llm_limits.limiter_for` with the key the audits use,
 so extractions and audits share an endpoint's concurrency and rate limit across workers). Each extractor request
-has its own key (:func:`auditapp.request_keys.request_key` of the extractor's messages); its reply is stored once
+has its own key (:func:`auditapp.engine.request_keys.request_key` of the extractor's messages); its reply is stored once
 per key in :class:`~auditapp.models.LLMReply` and, when the audit uses the cache, reused by any later extraction
 that asks the same model the same question.
 
@@ -37,14 +37,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from auditapp import llm_clients, scorer_kinds
-from auditapp.audit_services import (
-    BULK_BATCH_SIZE,
-    TRANSIENT_ERRORS,
-    AuditError,
-    endpoint_config,
-    endpoint_list_models,
-)
 from auditapp.endpoint_keys import EndpointRefused
+from auditapp.engine.endpoints import endpoint_config, endpoint_list_models
+from auditapp.engine.errors import TRANSIENT_ERRORS, AuditError
+from auditapp.engine.planning import BULK_BATCH_SIZE
+from auditapp.engine.request_keys import request_key
 from auditapp.llm_limits import limiter_for
 from auditapp.models import (
     Audit,
@@ -63,7 +60,7 @@ from auditapp.paradigms.classification.extraction import (
 )
 from auditapp.paradigms.classification.services import classification_requests_frame, classification_results
 from auditapp.paradigms.classification.verbal_rules import RULES_VERSION, read_verbal
-from auditapp.request_keys import request_key
+from tasks.sending import task_send
 
 logger = logging.getLogger(__name__)
 
@@ -160,10 +157,7 @@ def _resend_at():
 
 
 def _enqueue(extraction_id: int) -> None:
-    from tasks.extractions import audit_extraction_run_task
-    from tasks.sending import task_send
-
-    transaction.on_commit(lambda: task_send(audit_extraction_run_task, extraction_id,
+    transaction.on_commit(lambda: task_send("auditapp.audit_extraction_run", extraction_id,
                                             what=f"extraction {extraction_id}"), robust=True)
 
 

@@ -15,18 +15,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import AnalysisRun, Item, ItemGroundTruth, ItemSetMember, Study
-from auditapp.audit_services import (
-    BULK_BATCH_SIZE,
-    AuditError,
-    ModelChoice,
-    PlannedRequest,
-    audit_models_create,
-    audit_request_key,
-    enqueue_prepare,
-    launch_problems,
-    manifest_models,
-)
 from auditapp.corpus_services import corpus_store
+from auditapp.engine.errors import AuditError
+from auditapp.engine.launch import ModelChoice, audit_models_create, launch_problems, manifest_models
+from auditapp.engine.planning import BULK_BATCH_SIZE, PlannedRequest, audit_request_key
+from auditapp.engine.protocol import Judgment, ParsedReply, Unit
+from auditapp.engine.sending import enqueue_prepare
 from auditapp.models import (
     Audit,
     AuditCondition,
@@ -38,7 +32,6 @@ from auditapp.models import (
     PromptTemplate,
     distinct_model_names,
 )
-from auditapp.paradigms.base import Judgment, ParsedReply, Unit
 from auditapp.paradigms.classification import analysis as classification
 from auditapp.paradigms.classification import evaluation as evaluation_sets
 from auditapp.paradigms.classification import robustness as classification_robustness

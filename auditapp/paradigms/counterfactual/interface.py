@@ -14,10 +14,10 @@ from rest_framework import serializers
 from annotation.selectors import Export
 from auditapp.api.exports import stored_analysis_table
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
-from auditapp.audit_services import AuditError
+from auditapp.engine import registry
+from auditapp.engine.errors import AuditError
 from auditapp.launch_forms import ModelsFieldsMixin
 from auditapp.models import Audit, AuditJudgment, Corpus
-from auditapp.paradigms import registry
 from auditapp.paradigms.counterfactual import services
 from auditapp.paradigms.counterfactual.analysis import analysis_problems
 from auditapp.paradigms.counterfactual.prompt import DEFAULT_TEMPLATE

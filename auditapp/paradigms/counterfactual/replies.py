@@ -48,7 +48,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, overload
 
-from auditapp.paradigms.base import Judgment, Outcome, ParsedReply
+from auditapp.engine.protocol import Judgment, Outcome, ParsedReply
 from auditapp.paradigms.counterfactual.plan import PlannedText
 
 ANSWER_SCHEMA = {

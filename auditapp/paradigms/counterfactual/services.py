@@ -22,21 +22,15 @@ from django.db.models import Count
 from django.utils import timezone
 
 from auditapp import scorer_kinds
-from auditapp.audit_services import (
-    AuditError,
-    ModelChoice,
-    PlannedRequest,
-    audit_models_create,
-    audit_request_key,
-    endpoint_config,
-    enqueue_prepare,
-    launch_problems,
-    manifest_models,
-)
 from auditapp.corpus_selectors import corpus_units
 from auditapp.corpus_services import CorpusError, corpus_store
+from auditapp.engine.endpoints import endpoint_config
+from auditapp.engine.errors import AuditError
+from auditapp.engine.launch import ModelChoice, audit_models_create, launch_problems, manifest_models
+from auditapp.engine.planning import PlannedRequest, audit_request_key
+from auditapp.engine.protocol import ParsedReply
+from auditapp.engine.sending import enqueue_prepare
 from auditapp.models import Audit, AuditModel, AuditRequest, Corpus
-from auditapp.paradigms.base import ParsedReply
 from auditapp.paradigms.counterfactual import judgments as reading
 from auditapp.paradigms.counterfactual.problems import MaterialError
 from auditapp.paradigms.counterfactual.prompt import BatchPrompt
@@ -60,7 +54,7 @@ def dispatch_order(seed: int, model_id: int, task: str, iteration: int) -> int:
 
 
 class CounterfactualRequests:
-    """Rebuilds any request of a counterfactual audit (see :func:`auditapp.audit_services.request_builder`)."""
+    """Rebuilds any request of a counterfactual audit (see :func:`auditapp.engine.planning.request_builder`)."""
 
     def __init__(self, audit: Audit, design_class):
         self.audit = audit

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from auditapp.paradigms.base import Unit
+from auditapp.engine.protocol import Unit
 from auditapp.paradigms.counterfactual.dialect_texts import (
     DEFAULT_PAIRS,
     features_of,

@@ -1,4 +1,4 @@
-"""The dialect paradigm's entry in the registry (:mod:`auditapp.paradigms.registry`), built from the counterfactual
+"""The dialect paradigm's entry in the registry (:mod:`auditapp.engine.registry`), built from the counterfactual
 paradigms' shared interface (:mod:`auditapp.paradigms.counterfactual.interface`): its material, its batch size,
 its tables (seed 002 Figure 2, Table 1)."""
 from __future__ import annotations

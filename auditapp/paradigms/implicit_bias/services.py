@@ -14,7 +14,7 @@ content hash versions both. ``POST /api/corpora/`` with the paradigm and no spec
 engine needs them (:mod:`.generation`: never stored); one request per model × instance, the instance key as the
 request's unit, the WABT's dimension or the AAT's group label (S_a / S_b) as its condition (the progress table's
 column). The AAT's ``two_turn`` form (the default, the paper's) is a conversation of two requests on the engine's
-multi-turn requests ("Multi-turn requests" in :mod:`auditapp.paradigms.base`): turn 0 asks Q1 (describe), turn 1,
+multi-turn requests ("Multi-turn requests" in :mod:`auditapp.engine.protocol`): turn 0 asks Q1 (describe), turn 1,
 planned with a blank key, asks Q2 with the model's own description in the conversation
 (:meth:`ImplicitBiasRequests.follow_up`, which ends the conversation with :class:`NoFollowUp` when the description is
 empty or refused: :func:`.aat_replies.description_problem`). Turn 0 records no judgment: its request reads
@@ -54,24 +54,17 @@ from annotation.selectors import Export
 from auditapp import scorer_kinds
 from auditapp.api.exports import stored_analysis_table
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
-from auditapp.audit_services import (
-    TURN_ENDED,
-    AuditError,
-    ModelChoice,
-    PlannedRequest,
-    audit_models_create,
-    audit_request_key,
-    endpoint_config,
-    enqueue_prepare,
-    launch_problems,
-    manifest_models,
-)
 from auditapp.corpus_selectors import corpus_units
 from auditapp.corpus_services import CorpusError, CorpusProblem, corpus_store
+from auditapp.engine import registry
+from auditapp.engine.endpoints import endpoint_config
+from auditapp.engine.errors import AuditError
+from auditapp.engine.launch import ModelChoice, audit_models_create, launch_problems, manifest_models
+from auditapp.engine.planning import PlannedRequest, audit_request_key
+from auditapp.engine.protocol import TURN_ENDED, Judgment, NoFollowUp, Outcome, ParsedReply, Unit
+from auditapp.engine.sending import enqueue_prepare
 from auditapp.launch_forms import ModelsFieldsMixin
 from auditapp.models import Audit, AuditRequest, Corpus
-from auditapp.paradigms import registry
-from auditapp.paradigms.base import Judgment, NoFollowUp, Outcome, ParsedReply, Unit
 from auditapp.paradigms.implicit_bias import analysis as payloads
 from auditapp.paradigms.implicit_bias import stats
 from auditapp.paradigms.implicit_bias.aat_replies import (
@@ -326,7 +319,7 @@ class ImplicitBiasRequests:
 
     @property
     def multi_turn(self) -> bool:
-        """Only the two-turn AAT asks in turns (the engine's protocol, :func:`auditapp.paradigms.base.is_multi_turn`)."""
+        """Only the two-turn AAT asks in turns (the engine's protocol, :func:`auditapp.engine.protocol.is_multi_turn`)."""
         return self.last_turn > 0
 
     @staticmethod

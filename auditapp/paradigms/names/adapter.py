@@ -1,4 +1,4 @@
-"""The names paradigm's entry in the registry (:mod:`auditapp.paradigms.registry`), built from the counterfactual
+"""The names paradigm's entry in the registry (:mod:`auditapp.engine.registry`), built from the counterfactual
 paradigms' shared interface (:mod:`auditapp.paradigms.counterfactual.interface`): its material, its own settings
 (pairs per iteration, the reference group), its tables (seed 002 Figure 1, Supplementary Table 3, Table 1)."""
 from __future__ import annotations

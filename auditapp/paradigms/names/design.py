@@ -18,7 +18,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
-from auditapp.paradigms.base import Unit
+from auditapp.engine.protocol import Unit
 from auditapp.paradigms.counterfactual import plan, stats
 from auditapp.paradigms.counterfactual.analysis import (
     completion_tables,

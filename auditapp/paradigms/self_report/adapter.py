@@ -1,4 +1,4 @@
-"""The self-report paradigm's entry in the registry (:mod:`auditapp.paradigms.registry`): its launch body and
+"""The self-report paradigm's entry in the registry (:mod:`auditapp.engine.registry`): its launch body and
 admin form, its request builder, analysis, dashboard and exports (answers, scores, validity)."""
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from django.urls import path
 from rest_framework import serializers
 
 from auditapp.api.launch import BIGINT_MAX, LaunchSerializer, model_choices
+from auditapp.engine import registry
 from auditapp.launch_forms import ModelsFieldsMixin
 from auditapp.models import Audit
-from auditapp.paradigms import registry
 from auditapp.paradigms.self_report import LABEL
 from auditapp.paradigms.self_report import services as self_report_services
 from auditapp.paradigms.self_report.admin import register_admin

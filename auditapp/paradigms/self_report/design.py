@@ -1,7 +1,7 @@
 """A self-report audit's design, requests, replies and analysis (seed 000 §3.3, §4.4, Appendix A, Figure 2).
 
 Pure: no Django. :mod:`auditapp.paradigms.self_report` builds forms and parses replies; this module says what
-one audit asks and what its answers add up to, for the engine (:mod:`auditapp.audit_services`).
+one audit asks and what its answers add up to, for the engine (:mod:`auditapp.engine`).
 
 Design
 ======

@@ -1,7 +1,7 @@
 """Self-report audits (seed 000 §3.3, §4.4, Appendix A): launching one, its requests for the engine, its
 analysis and its item-level answers.
 
-The engine (:mod:`auditapp.audit_services`, :mod:`auditapp.audit_runner`) is the classification audits' own:
+The engine (:mod:`auditapp.engine`, :mod:`auditapp.engine.runner`) is the classification audits' own:
 requests keyed, cached, leased, sent and stored the same way. What differs lives here and in the pure
 :mod:`auditapp.paradigms.self_report.design`: a request is a form's unit (``condition`` is the form,
 ``original:<slug>`` or ``masked``; ``unit`` is ``item:<position>`` or ``batch``; no sentence), its reply is
@@ -20,18 +20,12 @@ from dataclasses import asdict
 from django.db import transaction
 from django.utils import timezone
 
-from auditapp.audit_services import (
-    AuditError,
-    ModelChoice,
-    PlannedRequest,
-    audit_models_create,
-    audit_request_key,
-    enqueue_prepare,
-    launch_problems,
-    manifest_models,
-)
+from auditapp.engine.errors import AuditError
+from auditapp.engine.launch import ModelChoice, audit_models_create, launch_problems, manifest_models
+from auditapp.engine.planning import PlannedRequest, audit_request_key
+from auditapp.engine.protocol import Judgment, ParsedReply
+from auditapp.engine.sending import enqueue_prepare
 from auditapp.models import Audit, AuditJudgment, AuditModel, AuditRequest, ItemVariant
-from auditapp.paradigms.base import Judgment, ParsedReply
 from auditapp.paradigms.self_report import design as plan
 from auditapp.paradigms.self_report.instruments import (
     BATCH_INSTRUCTION,
@@ -65,7 +59,7 @@ def _dispatch_order(seed: int, form_id: str, unit: str, replicate: int) -> int:
 
 
 class SelfReportRequests:
-    """Rebuilds any request of a self-report audit (see :func:`auditapp.audit_services.request_builder`)."""
+    """Rebuilds any request of a self-report audit (see :func:`auditapp.engine.planning.request_builder`)."""
 
     def __init__(self, audit: Audit):
         self.audit = audit

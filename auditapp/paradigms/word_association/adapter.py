@@ -1,4 +1,4 @@
-"""The word association paradigm's entry in the registry (:mod:`auditapp.paradigms.registry`), built from the
+"""The word association paradigm's entry in the registry (:mod:`auditapp.engine.registry`), built from the
 seed 003 paradigms' shared Django side (:mod:`auditapp.paradigms.implicit_bias.services`): its generation options
 and its tables (Table 4, Figure 3's radar, the invalid replies)."""
 from __future__ import annotations

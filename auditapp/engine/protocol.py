@@ -11,7 +11,7 @@
   and is recorded with the results.
 
 A paradigm's request builder (:class:`RequestBuilder`) is what the worker needs; the rest of a paradigm
-(settings, corpus, analysis, dashboard, exports) is declared by its adapter in :mod:`auditapp.paradigms.registry`.
+(settings, corpus, analysis, dashboard, exports) is declared by its adapter in :mod:`auditapp.engine.registry`.
 
 Multi-turn requests (ARCHITECTURE.md: "a chain of keyed turns"; seed 003 §3.1's affective attribution asks a
 model to describe, then to classify its own description). A builder whose audit asks in turns
@@ -122,6 +122,12 @@ class RequestBuilder(Protocol):
     def parse(self, request: Any, text: str, finish_reason: str) -> ParsedReply: ...
 
     def manifest(self) -> dict: ...
+
+
+# The reasons the engine records on a later turn it closes unsent (a paradigm's analysis may tell them apart).
+TURN_FAILED = "turn {turn} failed: {reason}"
+TURN_ENDED = "turn {turn} gave nothing to continue from: {reason}"
+TURN_ENDED_MARK = " gave nothing to continue from: "
 
 
 class NoFollowUp(Exception):

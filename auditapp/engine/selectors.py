@@ -14,11 +14,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from annotation.selectors import Export
-from auditapp import parse_quality
-from auditapp.audit_services import conversation_payload, conversations_before
+from auditapp.engine import parse_quality, registry
+from auditapp.engine.conversations import conversation_payload, conversations_before
+from auditapp.engine.protocol import NoFollowUp
 from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, distinct_model_names
-from auditapp.paradigms import registry
-from auditapp.paradigms.base import NoFollowUp
 from auditapp.worker_status import worker_status
 
 RATE_WINDOW = timedelta(seconds=60)
@@ -172,7 +171,7 @@ def _cell_key(row: dict) -> tuple[int, str]:
 def audit_parse_quality(audit: Audit) -> Export:
     """Per model × condition (issue 16): the requests' outcome counts and shares (of all the cell's requests, the
     waiting ones as "pending"), the finish reasons of the replies with those cut off at the token limit flagged,
-    the most frequent shapes (:func:`auditapp.parse_quality.reply_shape`) of the :data:`SHAPE_SAMPLE` most recent
+    the most frequent shapes (:func:`auditapp.engine.parse_quality.reply_shape`) of the :data:`SHAPE_SAMPLE` most recent
     unparseable replies, a warning once a cell's replies are mostly unparseable or cut off, and the address of
     the cell's unparseable replies.
 

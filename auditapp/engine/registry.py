@@ -30,7 +30,7 @@ Adding a paradigm, a checklist:
    turn 0; ``follow_up`` raises ``NoFollowUp(reason)`` when a reply gives nothing to continue from, and a turn
    that only prepares the next one parses to no judgments. The engine keys each later turn once the one before it
    is recorded, closes it with the reason when that one failed, and shows the conversation in the drill-down: see
-   "Multi-turn requests" in :mod:`auditapp.paradigms.base`, ``tests/auditapp/two_turn_builder.py`` for a small
+   "Multi-turn requests" in :mod:`auditapp.engine.protocol`, ``tests/auditapp/two_turn_builder.py`` for a small
    example and the affective attribution paradigm (``implicit_bias/services.py``) for a real one. Test it through
    the engine against the test LLM server (a persona that answers turn by turn), and with a worker killed between
    turns (``tests/integration/test_conversation_worker.py``, which does it to a two-turn AAT audit).
@@ -64,7 +64,7 @@ class Table:
 class Paradigm:
     """What a paradigm gives the shared parts of the app (all callables take an ``Audit``).
 
-    - ``builder(audit)``: its request builder (:class:`auditapp.paradigms.base.RequestBuilder`), for the engine;
+    - ``builder(audit)``: its request builder (:class:`auditapp.engine.protocol.RequestBuilder`), for the engine;
     - ``cells(audit)``: the (code, name) of each column of the progress table (conditions, forms, scorers' tasks);
     - ``analyse(audit)``: compute and store the results (``Audit.analysis`` and the paradigm's own rows);
     - ``launch_serializer``: the DRF serializer of ``POST /api/audits/`` for it (its ``paradigm`` field included)

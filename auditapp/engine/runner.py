@@ -1,7 +1,7 @@
 """The worker side of an audit: one asyncio loop per Celery task sends pending requests concurrently.
 
 A work task (``tasks.audits.audit_work_task``) calls :func:`audit_work`. It opens a lease
-(:func:`~auditapp.audit_services.chunk_open`), then loops:
+(:func:`~auditapp.engine.recording.chunk_open`), then loops:
 
 - claim pending requests in dispatch order whenever the local queue runs low;
 - senders (one coroutine per unit of the endpoints' max concurrency) rebuild each request's messages (a later
@@ -15,7 +15,7 @@ A work task (``tasks.audits.audit_work_task``) calls :func:`audit_work`. It open
   written in bulk, the lease is renewed and the audit's status is read: pause, cancel and an exceeded error
   budget stop the loop (requests in flight are abandoned and stay pending, so a resume sends them again).
 
-A work task's lease is one of the audit's ``parallel_tasks`` work holds (:func:`~auditapp.audit_services.chunk_open`):
+A work task's lease is one of the audit's ``parallel_tasks`` work holds (:func:`~auditapp.engine.recording.chunk_open`):
 a task sent again while live tasks hold them all (the broker redelivering a killed worker's task, the recovery, a
 worker's start) waits only to see their leases renewed, and ends; it takes over a lease left by a killed worker
 once that lapses.
@@ -29,7 +29,7 @@ itself, so the audit goes on within a second or two of the service's return: the
 cannot be reached, keeping its lease, its requests and its unwritten replies; another service away (the Redis of
 the endpoint limits) stops the slice with a note, the audit still running, and a new slice is tried after a short
 pause. Only a task that is lost leaves the audit to the workers' periodic recovery
-(``audit_services.audits_resume_stalled``).
+(``recovery.audits_resume_stalled``).
 """
 from __future__ import annotations
 
@@ -54,12 +54,15 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import close_old_connections, connections
 
-from auditapp import audit_services as services
 from auditapp import llm_clients, scorer_kinds
 from auditapp.endpoint_breaker import EndpointBreaker, RedisBreakerStore
 from auditapp.endpoint_breaker import decode as decode_breaker
 from auditapp.endpoint_breaker import encode as encode_breaker
 from auditapp.endpoint_keys import EndpointRefused
+from auditapp.engine import control, errors, planning, recording
+from auditapp.engine import conversations as engine_conversations
+from auditapp.engine import endpoints as engine_endpoints
+from auditapp.engine import recovery as engine_recovery
 from auditapp.llm_clients import chat_session
 from auditapp.llm_limits import limiter_for
 from auditapp.models import Audit, endpoint_address_policy
@@ -112,7 +115,7 @@ async def run_slice(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> s
     Returns "stopped" (the audit is not running), "exhausted" (nothing left to claim), "slice" (time is up
     with work left), "held" (this task's lease lapsed and other tasks took the audit's work holds) or "waiting"
     (a service other than the database is away: try again soon). Raises
-    :class:`~auditapp.audit_services.WorkHeld` when other tasks hold them all from the start.
+    :class:`~auditapp.engine.recording.WorkHeld` when other tasks hold them all from the start.
 
     A database that cannot be reached is waited for, tried again every :data:`DATABASE_RETRY_SECONDS` on a new
     connection until the slice's time is up: the slice keeps its lease, its claimed requests and the replies it
@@ -127,7 +130,7 @@ async def run_slice(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> s
         while True:
             try:
                 return await loop.run_in_executor(executor, partial(function, **kwargs))
-            except services.DATABASE_ERRORS as error:
+            except errors.DATABASE_ERRORS as error:
                 if time.monotonic() > give_up_at:
                     raise
                 if not waiting:
@@ -137,13 +140,13 @@ async def run_slice(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> s
                 await asyncio.sleep(DATABASE_RETRY_SECONDS)
 
     try:
-        chunk_id = await db(services.chunk_open, audit_id=audit_id)
+        chunk_id = await db(recording.chunk_open, audit_id=audit_id)
         if chunk_id is None:
             return "stopped"
         try:
             return await _send_claimed(audit_id, chunk_id, db, slice_seconds)
         finally:
-            await db(services.chunk_release, chunk_id=chunk_id)
+            await db(recording.chunk_release, chunk_id=chunk_id)
     finally:
         await loop.run_in_executor(executor, _close_connections)
         executor.shutdown(wait=True)
@@ -186,17 +189,17 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
         return "exhausted"
     refused = await db(_refused_address, endpoints=list(endpoints.values()))
     if refused:
-        await db(services.audit_fail, audit_id=audit_id, reason=refused)
+        await db(control.audit_fail, audit_id=audit_id, reason=refused)
         return "stopped"
     # What a chat endpoint's replies are constrained to (structured output: the form recorded at preparation and
     # the schema), None for the others.
     answer_formats = await db(_answer_formats, audit=builder.audit, models=list(builder.models.values()))
     unusable = _unusable_answer_format(endpoints, answer_formats)
     if unusable:
-        await db(services.audit_fail, audit_id=audit_id, reason=unusable)
+        await db(control.audit_fail, audit_id=audit_id, reason=unusable)
         return "stopped"
     configs = {endpoint_id: dataclasses.replace(
-        services.endpoint_config(endpoint),
+        engine_endpoints.endpoint_config(endpoint),
         structured_output=(answer_formats[endpoint_id] or {}).get("form", endpoint.structured_output))
         for endpoint_id, endpoint in endpoints.items()}
     schemas = {endpoint_id: (answer_format or {}).get("schema") for endpoint_id, answer_format in answer_formats.items()}
@@ -210,7 +213,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
                 for endpoint_id in endpoints}
     n_senders = min(MAX_SENDERS, _senders_per_task(endpoints.values(), builder.audit.parallel_tasks))
     queue: asyncio.Queue = asyncio.Queue()
-    results: list[services.RequestResult] = []
+    results: list[recording.RequestResult] = []
     tracker = RetryTracker()
     rng = random.Random(f"{audit_id}:{chunk_id}")
     busy = 0
@@ -235,29 +238,29 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
                 if busy == 0 and queue.empty():
                     idle.set()
 
-    async def _send_one(session: aiohttp.ClientSession | None, request: services.ClaimedRequest) -> services.RequestResult:
+    async def _send_one(session: aiohttp.ClientSession | None, request: engine_conversations.ClaimedRequest) -> recording.RequestResult:
         audit_model = builder.models[request.audit_model_id]
-        payload = services.request_payload(builder, request)
+        payload = engine_conversations.request_payload(builder, request)
         if builder.key(audit_model, payload, request.replicate) != request.key:
-            return services.RequestResult(request, None, "the request no longer matches its key (its item, template, "
+            return recording.RequestResult(request, None, "the request no longer matches its key (its item, template, "
                                           "instrument or endpoint changed after the audit was prepared)", 0, 0.0)
         cell = f"{audit_model.id}:{request.condition}"
         sent = await scorer_kinds.send(session, configs[audit_model.endpoint_id], limiters[audit_model.endpoint_id],
                                        audit_model.model, payload, audit_model.params, rng=rng,
                                        on_retry=partial(tracker.note, cell), breaker=breakers[audit_model.endpoint_id],
                                        schema=schemas[audit_model.endpoint_id])
-        return services.RequestResult(request, sent.completion, sent.error, sent.attempts, sent.latency_ms)
+        return recording.RequestResult(request, sent.completion, sent.error, sent.attempts, sent.latency_ms)
 
     async def flush() -> str:
         batch = results[:]
         results.clear()
-        await db(services.chunk_record, chunk_id=chunk_id, results=batch, parse=builder.parse,
+        await db(recording.chunk_record, chunk_id=chunk_id, results=batch, parse=builder.parse,
                         builder=builder)
         unreachable = {endpoints[endpoint_id].name: {
             "since": datetime.fromtimestamp(breaker.unreachable_since, UTC).isoformat(timespec="seconds"),
             "last_error": breaker.view.last_error}
             for endpoint_id, breaker in breakers.items() if breaker.unreachable_since is not None}
-        return await db(services.chunk_renew, chunk_id=chunk_id, audit_id=audit_id,
+        return await db(recording.chunk_renew, chunk_id=chunk_id, audit_id=audit_id,
                         retry_state={**tracker.state(), "unreachable": unreachable})
 
     # Scorers run in the worker need no HTTP session (making one loads the system's certificates: 20 ms a slice).
@@ -275,7 +278,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
                 # Claims are checked once per flush, so the queue must hold more than the senders can send
                 # in one interval (64 senders at 50 ms send 320 in 0.25 s).
                 if claiming and queue.qsize() < QUEUE_LOW * n_senders:
-                    claimed = await db(services.chunk_claim, chunk_id=chunk_id, audit_id=audit_id,
+                    claimed = await db(recording.chunk_claim, chunk_id=chunk_id, audit_id=audit_id,
                                        limit=QUEUE_HIGH * n_senders - queue.qsize())
                     for request in claimed:
                         queue.put_nowait(request)
@@ -287,20 +290,20 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(idle.wait(), FLUSH_SECONDS)
                 status = await flush()
-                if crashes and isinstance(crashes[0], services.TRANSIENT_ERRORS):
+                if crashes and isinstance(crashes[0], errors.TRANSIENT_ERRORS):
                     logger.warning("audit %s: waiting for a service: %r", audit_id, crashes[0])
-                    await db(services.audit_wait_for_service, audit_id=audit_id, error=crashes[0])
+                    await db(engine_recovery.audit_wait_for_service, audit_id=audit_id, error=crashes[0])
                     outcome = "waiting"
                     break
                 if crashes:
                     logger.error("audit %s: a sender failed", audit_id, exc_info=crashes[0])
-                    await db(services.audit_fail, audit_id=audit_id,
+                    await db(control.audit_fail, audit_id=audit_id,
                              reason=f"the worker could not send requests: {type(crashes[0]).__name__}: {crashes[0]}; "
                                     "fix the cause, then resume")
                     outcome = "stopped"
                     break
                 if status != Audit.Status.RUNNING:
-                    outcome = "held" if status == services.LEASE_LOST else "stopped"
+                    outcome = "held" if status == recording.LEASE_LOST else "stopped"
                     break
                 if not claiming and queue.empty() and busy == 0:
                     break
@@ -308,7 +311,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
             for task in senders:
                 task.cancel()
             await asyncio.gather(*senders, return_exceptions=True)
-            await db(services.chunk_record, chunk_id=chunk_id, results=results[:], parse=builder.parse,
+            await db(recording.chunk_record, chunk_id=chunk_id, results=results[:], parse=builder.parse,
                         builder=builder)
             for limiter in limiters.values():
                 await limiter.aclose()
@@ -352,16 +355,16 @@ def _refused_address(*, endpoints: list) -> str:
     address), or ""."""
     for endpoint in endpoints:
         try:
-            services.endpoint_check_usable(endpoint)
+            engine_endpoints.endpoint_check_usable(endpoint)
         except EndpointRefused as error:
             return f"endpoint {endpoint} is not asked: {error}; change the endpoint, then resume"
     return ""
 
 
 def _answer_formats(*, audit, models: list) -> dict:
-    """Endpoint id → :func:`~auditapp.audit_services.audit_answer_format` (its models were prepared together, so
+    """Endpoint id → :func:`~auditapp.engine.planning.audit_answer_format` (its models were prepared together, so
     they share the recorded form)."""
-    return {model.endpoint_id: services.audit_answer_format(audit, model) for model in models}
+    return {model.endpoint_id: planning.audit_answer_format(audit, model) for model in models}
 
 
 def _unusable_answer_format(endpoints: dict, answer_formats: dict) -> str:
@@ -379,8 +382,8 @@ def _unusable_answer_format(endpoints: dict, answer_formats: dict) -> str:
 
 def _builder(*, audit_id: int):
     """The audit's request builder; conversations whose next turn waits on a finished one are moved on first."""
-    builder = services.request_builder(Audit.objects.get(pk=audit_id))
-    services.turns_unblock(audit=builder.audit, builder=builder)
+    builder = planning.request_builder(Audit.objects.get(pk=audit_id))
+    engine_conversations.turns_unblock(audit=builder.audit, builder=builder)
     return builder
 
 
@@ -427,13 +430,13 @@ def audit_work(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> str:
                                                slice_seconds=max(1.0, deadline - time.monotonic())))
             if outcome == "exhausted":
                 outcome = _wait_for_leases(audit_id, deadline)
-        except services.WorkHeld as held:
+        except recording.WorkHeld as held:
             if _holders_alive(held.leases, holders_seen) or time.monotonic() > deadline:
                 return "held"
             soonest_lapse = (min(held.leases.values()) - datetime.now(UTC)).total_seconds()
             time.sleep(min(WAIT_POLL_SECONDS, max(0.05, soonest_lapse)))
             continue
-        except services.TRANSIENT_ERRORS as error:
+        except errors.TRANSIENT_ERRORS as error:
             logger.warning("audit %s: waiting for a service: %r", audit_id, error)
             outcome = "waiting"
         if outcome == "waiting":
@@ -454,9 +457,9 @@ def _wait_for_leases(audit_id: int, deadline: float) -> str:
     "finished" (nothing pending: the audit is moved on to its analysis), "stopped", "continue" (the deadline
     passed) or "again" (a pending request is free: work another slice)."""
     while True:
-        wait = services.audit_pending_wait(audit_id=audit_id)
+        wait = recording.audit_pending_wait(audit_id=audit_id)
         if wait is None:
-            services.audit_finish_if_done(audit_id=audit_id)
+            recording.audit_finish_if_done(audit_id=audit_id)
             return "finished"
         if not Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).exists():
             return "stopped"

@@ -1,0 +1,87 @@
+"""A researcher's control of an audit (pause, resume, cancel, retry failed), and failing an audit that cannot go
+on, with its reason."""
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from auditapp.engine.conversations import turns_unblock
+from auditapp.engine.errors import AuditError
+from auditapp.engine.planning import request_builder
+from auditapp.engine.sending import enqueue_prepare, enqueue_work
+from auditapp.models import (
+    Audit,
+    AuditJudgment,
+    AuditRequest,
+)
+
+
+def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING) -> None:
+    """An audit in ``status`` that cannot go on: failed, with the reason (resume continues it)."""
+    Audit.objects.filter(pk=audit_id, status=status).update(
+        status=Audit.Status.FAILED, status_reason=reason, finished_at=timezone.now())
+
+
+def audit_pause(*, audit: Audit) -> None:
+    if not Audit.objects.filter(pk=audit.pk, status__in=[Audit.Status.QUEUED, Audit.Status.RUNNING]).update(
+            status=Audit.Status.PAUSED, status_reason="paused by a researcher"):
+        raise AuditError(f"a {audit.get_status_display().lower()} audit cannot be paused")
+
+
+@transaction.atomic
+def audit_resume(*, audit: Audit) -> None:
+    """Continue a paused, stopped or failed audit: only the requests still pending are sent (after an error-budget
+    stop, the failed ones too)."""
+    audit = Audit.objects.select_for_update().get(pk=audit.pk)
+    if audit.status not in (Audit.Status.PAUSED, Audit.Status.STOPPED, Audit.Status.FAILED):
+        raise AuditError(f"a {audit.get_status_display().lower()} audit cannot be resumed")
+    if audit.n_requests == 0:
+        audit.status, audit.status_reason, audit.finished_at = Audit.Status.QUEUED, "", None
+        audit.save(update_fields=["status", "status_reason", "finished_at"])
+        enqueue_prepare(audit.id)
+        return
+    if audit.status == Audit.Status.STOPPED:
+        # The failures that spent the error budget are sent again; otherwise the audit would stop at once.
+        requeue_failed(audit)
+    audit.status, audit.status_reason, audit.finished_at = Audit.Status.RUNNING, "", None
+    audit.save(update_fields=["status", "status_reason", "finished_at"])
+    enqueue_work(audit.id, audit.parallel_tasks)
+
+
+def requeue_failed(audit: Audit) -> int:
+    """Make the failed requests pending again. A later turn re-opened with its earlier turn waits for it again
+    (its key blank: the earlier reply will be a new one); one whose earlier turn is answered keeps its key, or is
+    keyed or closed again now when it was closed unsent (:func:`turns_unblock`)."""
+    failed = AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.FAILED)
+    # Locked first, in id order as turns_advance locks earlier turns: a worker closing a later turn on a failed one
+    # finishes before they are re-opened, and the statements below then see the turn it closed.
+    list(failed.select_for_update().order_by("id").values_list("id", flat=True))
+    AuditJudgment.objects.filter(audit=audit, request__state=AuditRequest.State.FAILED).delete()
+    failed.filter(previous__state=AuditRequest.State.FAILED).update(key="")
+    n = failed.update(state=AuditRequest.State.PENDING, error="", outcome="", attempts=0, finished_at=None,
+                      chunk=None)
+    if n and AuditRequest.objects.filter(audit=audit, turn__gt=0).exists():
+        turns_unblock(audit=audit, builder=request_builder(audit))
+    return n
+
+
+def audit_cancel(*, audit: Audit) -> None:
+    active = [Audit.Status.QUEUED, Audit.Status.RUNNING, Audit.Status.PAUSED, Audit.Status.STOPPED,
+              Audit.Status.FAILED]
+    if not Audit.objects.filter(pk=audit.pk, status__in=active).update(
+            status=Audit.Status.CANCELLED, status_reason="cancelled by a researcher", finished_at=timezone.now()):
+        raise AuditError(f"a {audit.get_status_display().lower()} audit cannot be cancelled")
+
+
+@transaction.atomic
+def audit_retry_failed(*, audit: Audit) -> int:
+    """Send the failed requests of a stopped, paused or finished audit again; returns how many."""
+    audit = Audit.objects.select_for_update().get(pk=audit.pk)
+    if audit.status in (Audit.Status.QUEUED, Audit.Status.RUNNING, Audit.Status.ANALYSING, Audit.Status.CANCELLED):
+        raise AuditError(f"the failed requests of a {audit.get_status_display().lower()} audit cannot be retried")
+    n = requeue_failed(audit)
+    if n:
+        audit.status, audit.status_reason, audit.finished_at = Audit.Status.RUNNING, "", None
+        audit.save(update_fields=["status", "status_reason", "finished_at"])
+        enqueue_work(audit.id, audit.parallel_tasks)
+    return n

@@ -1,0 +1,23 @@
+"""The audit engine's errors: what a launch or a control refuses (:class:`AuditError`), and the faults that pass by
+themselves, which a running audit waits out instead of failing."""
+from __future__ import annotations
+
+import redis
+from django.db import InterfaceError
+from django.db import OperationalError as DatabaseError
+from kombu.exceptions import OperationalError as BrokerError
+
+# Faults that pass by themselves (the broker or the Redis holding the endpoint limits restarting, the database
+# failing over): a running audit that meets one waits with a note and resumes by itself
+# (``audits_resume_stalled``) instead of failing.
+DATABASE_ERRORS = (DatabaseError, InterfaceError)
+
+
+TRANSIENT_ERRORS = (redis.ConnectionError, redis.TimeoutError, BrokerError, *DATABASE_ERRORS)
+
+
+WAITING_NOTE = "waiting since"
+
+
+class AuditError(ValueError):
+    """An audit cannot be created or changed as asked; the message says why."""

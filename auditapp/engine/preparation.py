@@ -1,0 +1,164 @@
+"""Preparing a queued audit: each model's digest, every planned request with its key, cached replies taken, the
+manifest, and (with structured output) one probe per chat model, then its work sent."""
+from __future__ import annotations
+
+import logging
+import subprocess
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from auditapp import llm_clients, scorer_kinds
+from auditapp.endpoint_keys import EndpointRefused
+from auditapp.engine.control import audit_fail
+from auditapp.engine.conversations import turns_advance, turns_link
+from auditapp.engine.endpoints import endpoint_config, endpoint_list_models
+from auditapp.engine.planning import BULK_BATCH_SIZE, audit_answer_schema, request_builder
+from auditapp.engine.protocol import is_multi_turn
+from auditapp.engine.reply_cache import take_cached_replies
+from auditapp.engine.sending import enqueue_work
+from auditapp.models import (
+    Audit,
+    AuditModel,
+    AuditRequest,
+)
+
+logger = logging.getLogger(__name__)
+
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def audit_prepare(*, audit_id: int) -> None:
+    """Resolve each model's digest, create every request with its key, take cached replies, start the work.
+
+    Runs once per queued audit (a second delivery finds the audit no longer queued).
+    """
+    audit = Audit.objects.get(pk=audit_id)
+    if audit.status != Audit.Status.QUEUED:
+        return
+    models = list(audit.models.select_related("endpoint"))
+    for endpoint in {m.endpoint for m in models}:
+        try:
+            offered = {info.name: info for info in endpoint_list_models(endpoint)}
+        except EndpointRefused as error:
+            audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED,
+                       reason=f"endpoint {endpoint} is not asked: {error}")
+            return
+        except llm_clients.EndpointError as error:
+            audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED,
+                       reason=f"could not list the models of endpoint {endpoint}: {error}")
+            return
+        for audit_model in (m for m in models if m.endpoint_id == endpoint.id):
+            info = offered.get(audit_model.model)
+            if info is None:
+                audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED,
+                           reason=f"endpoint {endpoint} does not offer model {audit_model.model!r} "
+                                  f"(it offers: {', '.join(sorted(offered)) or 'nothing'})")
+                return
+            audit_model.digest = info.digest or ""
+    constrained = audit.structured_output and audit_answer_schema(audit) is not None
+    for audit_model in models:
+        chat = scorer_kinds.takes(audit_model.endpoint.protocol) == "messages"
+        audit_model.structured_output = audit_model.endpoint.structured_output if constrained and chat else ""
+    AuditModel.objects.bulk_update(models, ["digest", "structured_output"])
+
+    builder = request_builder(audit)
+    rows = [AuditRequest(audit=audit, audit_model=planned.audit_model, condition=planned.condition,
+                         item_id=planned.item_id, unit=planned.unit, replicate=planned.replicate, order=planned.order,
+                         key=planned.key, turn=planned.turn) for planned in builder.requests()]
+    refused = _structured_output_refusal(audit, builder, rows)
+    if refused:
+        audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED, reason=refused)
+        return
+    with transaction.atomic():
+        AuditRequest.objects.bulk_create(rows, batch_size=BULK_BATCH_SIZE, ignore_conflicts=True)
+        if any(row.turn for row in rows):
+            turns_link(audit.id)
+        if audit.use_cache:
+            answered = take_cached_replies(audit.id, builder)
+            if is_multi_turn(builder):
+                turns_advance(audit, builder, answered)
+        manifest = {**builder.manifest(), **app_version(), **structured_output_manifest(audit, models)}
+        started = Audit.objects.filter(pk=audit.id, status=Audit.Status.QUEUED).update(
+            status=Audit.Status.RUNNING, n_requests=len(rows), manifest=manifest, started_at=timezone.now(),
+            status_reason="")
+        if started:
+            enqueue_work(audit.id, audit.parallel_tasks)
+
+
+def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) -> str:
+    """With structured output: send each chat model's first planned request once, constrained, and return why the
+    audit cannot run; "" when every endpoint took it and answered valid against the schema.
+
+    The audit cannot run when the endpoint answers the probe with a client error (a 400 or 422: it does not take
+    the schema in its form, or not this schema; 401 and 403: authentication refused; 404: no such model or path),
+    or answers it with a reply that is not valid against the schema: servers that do not know the form's field
+    (vLLM since 0.12 for ``guided_json``, llama.cpp's server and Ollama for fields they do not read) ignore it and
+    answer unconstrained, which the manifest would misreport as constrained. A transport error, a time-out (408), a
+    rate limit (429) or a 5xx says nothing about the schema: it is logged and the requests' own retries meet it.
+    The probe's reply is not kept."""
+    schema = audit_answer_schema(audit)
+    if schema is None:
+        return ""
+    first: dict[int, AuditRequest] = {}
+    for row in rows:
+        if row.turn == 0:
+            first.setdefault(row.audit_model_id, row)
+    for audit_model_id, row in first.items():
+        audit_model = builder.models[audit_model_id]
+        endpoint = audit_model.endpoint
+        if scorer_kinds.takes(endpoint.protocol) != "messages":
+            continue
+        probe = llm_clients.probe_chat_sync(endpoint_config(endpoint), audit_model.model, builder.payload(row),
+                                            audit_model.params, schema=schema)
+        model = audit_model.model
+        if probe.status_code in (401, 403):
+            return (f"endpoint {endpoint} refused authentication for model {model!r}: {probe.reason}; check the "
+                    "endpoint's API key")
+        if probe.status_code == 404:
+            return (f"endpoint {endpoint} found no model {model!r} (or no chat path under {endpoint.base_url}): "
+                    f"{probe.reason}; check the model's name and the endpoint's base URL")
+        if probe.refused:
+            return (f"endpoint {endpoint} refused structured output ({endpoint.structured_output}) for model "
+                    f"{model!r}: {probe.reason}; choose the form its server takes, or launch without "
+                    "structured output")
+        if probe.reason:
+            logger.warning("Audit %s: the structured-output probe of %s got no answer (%s); going on", audit.id,
+                           endpoint, probe.reason)
+            continue
+        problem = llm_clients.answer_schema_problem(probe.text, schema)
+        if problem:
+            cut_off = " (the reply was cut off at its token limit: raise max_tokens)" if probe.finish_reason == \
+                "length" else ""
+            return (f"endpoint {endpoint} accepted the structured-output field ({endpoint.structured_output}) for "
+                    f"model {model!r} but its answer is not valid against the schema: {problem}{cut_off} — the "
+                    "server may ignore the form; choose another, or launch without structured output")
+    return ""
+
+
+def structured_output_manifest(audit: Audit, models) -> dict:
+    """What the manifest says about constrained output: off, or the schema and each chat endpoint's form."""
+    schema = audit_answer_schema(audit)
+    if schema is None:
+        return {"structured_output": False}
+    return {"structured_output": {
+        "schema": schema,
+        "forms": {m.endpoint.name: m.structured_output or m.endpoint.structured_output for m in models
+                  if scorer_kinds.takes(m.endpoint.protocol) == "messages"},
+        "note": "chat models' replies were constrained to the schema by their servers, unlike the papers' free-text "
+                "replies"}}
+
+
+def app_version() -> dict:
+    """The app's version and git commit (GIT_COMMIT in the environment, else asked of git)."""
+    commit = getattr(settings, "GIT_COMMIT", "")
+    if not commit:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+                                    timeout=5, check=True).stdout.strip()
+        except (OSError, subprocess.SubprocessError):
+            commit = "unknown"
+    return {"app_version": settings.APP_VERSION, "git_commit": commit}
