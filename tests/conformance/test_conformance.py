@@ -43,16 +43,6 @@ from tests.llm_server import LLMServer
 
 NAMES = registry.PARADIGMS
 
-KNOWN_FORM_DIFFERENCES: dict[str, list[str]] = {
-    # The API stores the analysis settings a body gives ({} by default), the form always writes its one analysis
-    # field: the same analysis (the defaults are paired and 0.05), recorded otherwise in the audit's design.
-    "bits": ["design.analysis.t_test: API (absent), admin form 'paired'"],
-    "names": ["design.analysis.alpha: API (absent), admin form 0.05"],
-    "dialect": ["design.analysis.alpha: API (absent), admin form 0.05"],
-}
-"""Paradigm → the differences check 6 finds today between its admin launch form and its API serializer: the test
-of such a paradigm is a strict xfail, and fails outright when the differences change or are gone."""
-
 
 def make_world(base_url: str, *, bits_corpus: bool = False) -> World:
     chat = LLMEndpoint.objects.create(name="chat", protocol="openai", base_url=base_url, max_concurrency=8,
@@ -101,14 +91,7 @@ def test_dashboard_of_a_queued_audit_renders(name, api_client, staff_client, wor
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", NAMES)
 def test_admin_launch_form_takes_what_the_api_takes(name, researcher, world, audit_tasks_off):
-    known = KNOWN_FORM_DIFFERENCES.get(name)
-    if not known:
-        checks.check_form_agrees_with_serializer(registry.get(name), world, researcher[0])
-        return
-    with pytest.raises(checks.FormDiffers) as differs:
-        checks.check_form_agrees_with_serializer(registry.get(name), world, researcher[0])
-    assert differs.value.differences == known, "the differences changed; update KNOWN_FORM_DIFFERENCES"
-    pytest.xfail("the admin launch form differs from the API: " + "; ".join(known))
+    checks.check_form_agrees_with_serializer(registry.get(name), world, researcher[0])
 
 
 def _soft(failures: list[str], check, *args):

@@ -204,6 +204,8 @@ def bits_audit_create(*, name: str, models: list[ModelChoice], corpus: Corpus | 
     if problems:
         raise AuditError("; ".join(problems))
     corpus = corpus or bits_corpus_generate(spec=None, name=DEFAULT_CORPUS_NAME, created_by=created_by)
+    # Every setting recorded, defaults included: the design says what the analysis used, however it was launched.
+    analysis = bits_analysis.AnalysisSettings.from_dict(analysis).to_dict()
     kinds = {scorer_name(choice): score_kinds.get(scorer_name(choice)) or default_score_kind(choice, prompt)
              for choice in models}
     kinds.update({scorer.name: score_kinds.get(scorer.name, "sentiment") for scorer in recorded})

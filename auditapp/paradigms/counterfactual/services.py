@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 import pandas as pd
@@ -32,6 +32,7 @@ from auditapp.engine.protocol import ParsedReply
 from auditapp.engine.sending import enqueue_prepare
 from auditapp.models import Audit, AuditModel, AuditRequest, Corpus
 from auditapp.paradigms.counterfactual import judgments as reading
+from auditapp.paradigms.counterfactual.analysis import AnalysisSettings
 from auditapp.paradigms.counterfactual.problems import MaterialError
 from auditapp.paradigms.counterfactual.prompt import BatchPrompt
 from auditapp.paradigms.counterfactual.replies import judgments as reply_judgments
@@ -198,7 +199,10 @@ def counterfactual_audit_create(*, paradigm: str, design_class, name: str, model
     audit = Audit.objects.create(
         name=name, paradigm=paradigm, corpus=corpus, replicates=1, seed=seed, use_cache=use_cache,
         error_budget=error_budget, parallel_tasks=parallel_tasks, created_by=created_by,
-        design={**settings, "tasks": tasks,
+        # Every analysis setting recorded, defaults included: the design says what the analysis used, however it
+        # was launched.
+        design={**settings, "analysis": asdict(AnalysisSettings(**settings.get("analysis") or {})),
+                "tasks": tasks,
                 "prompt": {"template": prepared.prompt.template, "version": prepared.prompt.version}})
     audit_models_create(audit, models)
     enqueue_prepare(audit.id)
