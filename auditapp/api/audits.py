@@ -30,7 +30,7 @@ from auditapp.api.fields import storable_json
 from auditapp.api.launch import BIGINT_MAX
 from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, EndpointRefused
 from auditapp.engine import analysis as engine_analysis
-from auditapp.engine import control, errors, launch, registry
+from auditapp.engine import control, launch, registry
 from auditapp.engine import endpoints as engine_endpoints
 from auditapp.engine.selectors import (
     SHAPE_SAMPLE,
@@ -207,12 +207,9 @@ class AuditListView(ModelListExportView):
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         structured_output = values.pop("structured_output")
-        try:
-            with transaction.atomic():
-                audit = paradigm.launch(values, created_by=request.user)
-                launch.audit_structured_output_set(audit=audit, enabled=structured_output)
-        except errors.AuditError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        with transaction.atomic():
+            audit = paradigm.launch(values, created_by=request.user)
+            launch.audit_structured_output_set(audit=audit, enabled=structured_output)
         return Response(AuditDetailSerializer(audit_list().get(pk=audit.pk)).data, status=status.HTTP_201_CREATED)
 
 
@@ -444,8 +441,5 @@ class AuditActionView(AuditScoped, APIView):
         if action not in self.actions:
             return Response({"detail": f"unknown action {action!r}; use one of: {', '.join(self.actions)}."},
                             status=status.HTTP_404_NOT_FOUND)
-        try:
-            self.actions[action](self.audit)
-        except errors.AuditError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_409_CONFLICT)
+        self.actions[action](self.audit)
         return Response(AuditDetailSerializer(audit_list().get(pk=self.audit.pk)).data)

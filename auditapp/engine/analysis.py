@@ -9,7 +9,7 @@ from django.db.models import Exists, OuterRef
 
 from auditapp.engine import registry
 from auditapp.engine.control import audit_fail
-from auditapp.engine.errors import TRANSIENT_ERRORS, AuditError
+from auditapp.engine.errors import TRANSIENT_ERRORS, AuditStateError
 from auditapp.engine.judgments import judgments_create
 from auditapp.engine.planning import BULK_BATCH_SIZE, request_builder
 from auditapp.engine.sending import enqueue_analysis
@@ -80,7 +80,7 @@ def audit_judge_unjudged(*, audit_id: int) -> int:
 def audit_reparse_and_analyse(*, audit: Audit) -> int:
     """Re-parse a finished (or stopped, paused, cancelled) audit's replies and recompute its metrics."""
     if audit.status in (Audit.Status.QUEUED, Audit.Status.RUNNING):
-        raise AuditError(f"pause the audit before re-parsing: it is {audit.get_status_display().lower()}")
+        raise AuditStateError(f"pause the audit before re-parsing: it is {audit.get_status_display().lower()}")
     n = audit_reparse(audit_id=audit.id)
     enqueue_analysis(audit.id)
     return n

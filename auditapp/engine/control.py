@@ -6,7 +6,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from auditapp.engine.conversations import turns_unblock
-from auditapp.engine.errors import AuditError
+from auditapp.engine.errors import AuditStateError
 from auditapp.engine.planning import request_builder
 from auditapp.engine.sending import enqueue_prepare, enqueue_work
 from auditapp.models import (
@@ -25,7 +25,7 @@ def audit_fail(*, audit_id: int, reason: str, status: str = Audit.Status.RUNNING
 def audit_pause(*, audit: Audit) -> None:
     if not Audit.objects.filter(pk=audit.pk, status__in=[Audit.Status.QUEUED, Audit.Status.RUNNING]).update(
             status=Audit.Status.PAUSED, status_reason="paused by a researcher"):
-        raise AuditError(f"a {audit.get_status_display().lower()} audit cannot be paused")
+        raise AuditStateError(f"a {audit.get_status_display().lower()} audit cannot be paused")
 
 
 @transaction.atomic
@@ -34,7 +34,7 @@ def audit_resume(*, audit: Audit) -> None:
     stop, the failed ones too)."""
     audit = Audit.objects.select_for_update().get(pk=audit.pk)
     if audit.status not in (Audit.Status.PAUSED, Audit.Status.STOPPED, Audit.Status.FAILED):
-        raise AuditError(f"a {audit.get_status_display().lower()} audit cannot be resumed")
+        raise AuditStateError(f"a {audit.get_status_display().lower()} audit cannot be resumed")
     if audit.n_requests == 0:
         audit.status, audit.status_reason, audit.finished_at = Audit.Status.QUEUED, "", None
         audit.save(update_fields=["status", "status_reason", "finished_at"])
@@ -70,7 +70,7 @@ def audit_cancel(*, audit: Audit) -> None:
               Audit.Status.FAILED]
     if not Audit.objects.filter(pk=audit.pk, status__in=active).update(
             status=Audit.Status.CANCELLED, status_reason="cancelled by a researcher", finished_at=timezone.now()):
-        raise AuditError(f"a {audit.get_status_display().lower()} audit cannot be cancelled")
+        raise AuditStateError(f"a {audit.get_status_display().lower()} audit cannot be cancelled")
 
 
 @transaction.atomic
@@ -78,7 +78,7 @@ def audit_retry_failed(*, audit: Audit) -> int:
     """Send the failed requests of a stopped, paused or finished audit again; returns how many."""
     audit = Audit.objects.select_for_update().get(pk=audit.pk)
     if audit.status in (Audit.Status.QUEUED, Audit.Status.RUNNING, Audit.Status.ANALYSING, Audit.Status.CANCELLED):
-        raise AuditError(f"the failed requests of a {audit.get_status_display().lower()} audit cannot be retried")
+        raise AuditStateError(f"the failed requests of a {audit.get_status_display().lower()} audit cannot be retried")
     n = requeue_failed(audit)
     if n:
         audit.status, audit.status_reason, audit.finished_at = Audit.Status.RUNNING, "", None

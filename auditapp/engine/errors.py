@@ -11,13 +11,15 @@ from kombu.exceptions import OperationalError as BrokerError
 # failing over): a running audit that meets one waits with a note and resumes by itself
 # (``audits_resume_stalled``) instead of failing.
 DATABASE_ERRORS = (DatabaseError, InterfaceError)
-
-
 TRANSIENT_ERRORS = (redis.ConnectionError, redis.TimeoutError, BrokerError, *DATABASE_ERRORS)
-
-
 WAITING_NOTE = "waiting since"
 
 
 class AuditError(ValueError):
-    """An audit cannot be created or changed as asked; the message says why."""
+    """An audit cannot be created or changed as asked; the message says why (the API answers 400 with it:
+    :mod:`auditapp.api.errors`)."""
+
+
+class AuditStateError(AuditError):
+    """What was asked is refused in the audit's present state (pause a completed audit, re-parse a running one):
+    the API answers 409 with the reason."""

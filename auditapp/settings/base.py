@@ -183,6 +183,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "auditapp.api.pagination.ExportPagination",
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "auditapp.api.negotiation.FormatNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # A service's refusal (AuditError and its kinds) answers with its reason and status, in one place.
+    "EXCEPTION_HANDLER": "auditapp.api.errors.exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {

@@ -14,7 +14,6 @@ from rest_framework.views import APIView
 from auditapp.api.audits import AuditScoped, TableRowSerializer
 from auditapp.api.exports import ExportListAPIView
 from auditapp.api.parsers import JSONObjectParser
-from auditapp.engine.errors import AuditError
 from auditapp.models import AuditExtraction, LLMEndpoint
 from auditapp.paradigms.classification.extraction_services import (
     OutcomeSourceError,
@@ -192,12 +191,9 @@ class AuditExtractionsView(AuditScoped, APIView):
         body = ExtractionCreateSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
-        try:
-            extraction, created = extraction_create(audit=self.audit, mode=data["mode"], endpoint=data.get("endpoint"),
-                                                    model=data.get("model", ""), params=data.get("params"),
-                                                    created_by=request.user)
-        except AuditError as error:
-            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        extraction, created = extraction_create(audit=self.audit, mode=data["mode"], endpoint=data.get("endpoint"),
+                                                model=data.get("model", ""), params=data.get("params"),
+                                                created_by=request.user)
         row = next(row for row in audit_extractions(self.audit) if row["id"] == extraction.id)
         return Response(ExtractionSerializer(row).data, status=status.HTTP_202_ACCEPTED if created else status.HTTP_200_OK)
 
