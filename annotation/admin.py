@@ -22,7 +22,7 @@ from annotation.participation import participants_invite
 from annotation.selectors import study_analysis_status, study_list
 from annotation.services import item_import_submit
 from annotation.study_analysis import study_analysis_enqueue, study_analysis_request
-from auditapp.api.csv_export import streaming_csv_response
+from common.api.csv_export import streaming_csv_response
 from psychometrics.admin import StudyInstrumentInline
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.forms import AnnotatorImportForm

@@ -39,8 +39,8 @@ from annotation.selectors import (
 from annotation.services import item_import_submit
 from annotation.study_analysis import study_analysis_request
 from auditapp.api.audits import TableRowSerializer
-from auditapp.api.exports import ExportListAPIView
-from auditapp.api.fields import StrictCharField, StrictSlugField
+from common.api.exports import ExportListAPIView
+from common.api.fields import StrictCharField, StrictSlugField
 
 MAX_ANNOTATORS_PER_ITEM = 1000
 

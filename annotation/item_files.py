@@ -12,7 +12,7 @@ Validation is all or nothing: :func:`parse_item_file` either returns every item 
 Text is kept exactly as in the file (no whitespace is stripped from sentences or metadata; ids, labels
 and column names are trimmed). In CSV, TSV and XLSX a cell that starts with a single quote followed by
 ``= + - @``, tab, carriage return or another quote loses that quote, the one our CSV exports add against
-formula injection (``annotation.spreadsheet_cells``), so an export imports back to the original text.
+formula injection (``common.spreadsheet_cells``), so an export imports back to the original text.
 
 Row numbers are those a spreadsheet shows: the header is row 1 and the first item is row 2 (CSV, TSV,
 XLSX). In JSON Lines there is no header, and the row is the line number.
@@ -34,9 +34,9 @@ import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from annotation.json_input import JSONTooDeepError, json_loads_bounded
-from annotation.spreadsheet_cells import formula_escape_removed
 from annotation.xlsx_input import MAX_COLUMNS, FirstSheet, UncachedFormula, XlsxError
+from common.json_input import JSONTooDeepError, json_loads_bounded
+from common.spreadsheet_cells import formula_escape_removed
 
 FORMATS = ("csv", "tsv", "jsonl", "xlsx")
 MAX_REPORTED_PROBLEMS = 200

@@ -25,8 +25,8 @@ from django.utils import timezone
 
 from annotation.locking import study_lock
 from annotation.models import Assignment, Item, Label, Participant, ParticipantWeight, Study
-from annotation.participant_input import InputError, storable_text
 from annotation.study_analysis import study_analysis_enqueue
+from common.participant_input import InputError, storable_text
 
 PSEUDONYM_PREFIX = "P"
 

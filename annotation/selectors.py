@@ -1,15 +1,11 @@
 """Reads of the annotation domain: studies with their counts, the row sources of the exports, and where a
 study's analysis stands.
 
-Export selectors return an :class:`Export`: the column names every export of that resource uses (CSV
-header, JSON keys), a ``values_list`` queryset (or list) of rows in the same order, and optionally a
-function applied to each row on the way out (to look up, say, a response's text without a query per
-row). The API iterates querysets in chunks, so an export of any size runs in flat memory.
+Export selectors return an :class:`common.export_rows.Export`.
 """
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -28,20 +24,10 @@ from annotation.models import (
     ParticipantWeight,
     Study,
 )
+from common.export_rows import Export
 from psychometrics.models import IATSession, IATTrial, Instrument, InstrumentResponse, InstrumentScore, StudyInstrument
 
 AQ50_SUBSCALES = ("social_skill", "attention_switching", "attention_to_detail", "communication", "imagination")
-
-
-@dataclass(frozen=True)
-class Export:
-    columns: list[str]
-    rows: QuerySet | list
-    transform: Callable[[tuple], tuple] | None = None
-
-    def iterate(self, chunk_size: int) -> Iterable[tuple]:
-        rows = self.rows.iterator(chunk_size=chunk_size) if isinstance(self.rows, QuerySet) else iter(self.rows)
-        return rows if self.transform is None else map(self.transform, rows)
 
 
 def _count_of(model, **filters) -> Coalesce:

@@ -8,7 +8,6 @@ from django.views.decorators.http import require_http_methods
 
 from annotation.access import participant_page
 from annotation.models import LabelValue, Study
-from annotation.participant_input import InputError, form_number, storable_text
 from annotation.participation import (
     FlowError,
     Step,
@@ -24,6 +23,7 @@ from annotation.participation import (
     step_position,
     step_url,
 )
+from common.participant_input import InputError, form_number, storable_text
 
 
 @require_http_methods(["GET", "POST"])

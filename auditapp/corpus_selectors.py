@@ -11,10 +11,10 @@ from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.fields.json import KT
 from django.db.models.functions import Coalesce
 
-from annotation.selectors import Export
 from auditapp.corpus_services import corpus_factor_names
 from auditapp.engine.protocol import Unit
 from auditapp.models import Corpus, CorpusUnit, RecordedScorer
+from common.export_rows import Export
 
 MAX_FACTOR_VALUES = 1000
 """Values listed per factor in a corpus's counts (the most frequent first); ``distinct`` counts them all."""

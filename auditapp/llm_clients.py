@@ -87,8 +87,8 @@ import aiohttp.abc
 import aiohttp.resolver
 import httpx
 
-from annotation.participant_input import unstorable_reason
 from auditapp.endpoint_addresses import AddressPolicy
+from common.participant_input import unstorable_reason
 
 if TYPE_CHECKING:
     from auditapp.endpoint_breaker import EndpointBreaker

@@ -22,9 +22,6 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.selectors import Export
-from auditapp.api.exports import ModelListExportView
-from auditapp.api.parsers import JSONObjectParser
 from coding import codebooks as rules
 from coding.codebook_selectors import (
     codebook_latest_versions,
@@ -40,6 +37,9 @@ from coding.codebook_services import (
 from coding.codebooks import CodebookInvalid, codebook_parse
 from coding.models import Codebook
 from coding.qdc import QDC_MAX_BYTES, codebook_to_qdc
+from common.api.exports import ModelListExportView
+from common.api.parsers import JSONObjectParser
+from common.export_rows import Export
 
 LIST_COLUMNS = ["id", "lineage", "version", "name", "description", "source", "shipped", "in_use", "n_codes",
                 "created_by", "created_at"]

@@ -20,10 +20,10 @@ from rest_framework import generics, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditapp.api.csv_export import streaming_csv_response
-from auditapp.api.exports import EXPORT_CHUNK_SIZE
 from coding.api_rounds import RoundScoped
 from coding.selectors import round_analysis, round_analysis_frequency_rows, round_codings_export, round_codings_rows
+from common.api.csv_export import streaming_csv_response
+from common.api.exports import EXPORT_CHUNK_SIZE
 
 
 class CodingRowSerializer(serializers.Serializer):

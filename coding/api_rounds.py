@@ -13,14 +13,14 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditapp.api.exports import ExportListAPIView
 from auditapp.api.launch import BIGINT_MAX
-from auditapp.api.parsers import JSONObjectParser
 from auditapp.models import Audit
 from coding import round_services as services
 from coding.access import blind_reason
 from coding.models import CodingRound
 from coding.round_selectors import round_detail, round_excerpts_export, round_list
+from common.api.exports import ExportListAPIView
+from common.api.parsers import JSONObjectParser
 
 BIGINT_MIN = -BIGINT_MAX - 1
 

@@ -24,7 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from annotation.participant_input import unstorable_reason
+from common.participant_input import unstorable_reason
 
 DEFAULTS_PATH = Path(__file__).with_name("data") / "codebooks.json"
 

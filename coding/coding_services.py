@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.participant_input import InputError, PageWrite, storable_text
 from coding.models import Code, Coder, Excerpt, ExcerptCoding
+from common.participant_input import InputError, PageWrite, storable_text
 
 MAX_MEMO_LENGTH = 10_000
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from django.db.models import Count, Q, QuerySet
 
-from annotation.selectors import Export
 from coding.models import Coder, CodingRound, Excerpt, RoundLens
 from coding.round_services import invite_path
+from common.export_rows import Export
 
 
 def round_list(*, audit_id: int | None = None) -> QuerySet[CodingRound]:

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import pandas as pd
 from django.db.models import F
 
-from annotation.selectors import Export
 from auditapp.models import distinct_names
 from coding import analysis
 from coding.models import Code, CodeMapping, Coder, CodingRound, Excerpt, ExcerptCoding, RoundLens
+from common.export_rows import Export
 
 CODING_COLUMNS = ["coder", "lens", "lens_name", "excerpt", "request", "model", "condition", "confirmed",
                   "confirmed_at", "memo"]

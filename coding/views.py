@@ -21,11 +21,11 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from annotation.models import LabelValue
-from annotation.participant_input import InputError, form_number, json_object, page_write, whole_number
 from coding.access import WRONG_CODER, CoderAccess, coder_page, excerpt_of_coder
 from coding.codebooks import MAX_CODES
 from coding.coding_services import CodingConflict, CodingInputError, coder_progress, coding_save
 from coding.models import Code, Excerpt, ExcerptCoding
+from common.participant_input import InputError, form_number, json_object, page_write, whole_number
 
 # Keys the excerpt page keeps for moving around; a code whose shortcut is one of them is toggled by its
 # checkbox only (the intro says so).

@@ -39,9 +39,9 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from annotation.item_files import MAX_REPORTED_PROBLEMS, ImportProblem, ItemFileError, read_table_records
-from annotation.participant_input import MAX_IAT_LATENCY_MS
 from psychometrics.iat import COMBINED_PRACTICE, COMBINED_TEST, CONSISTENT, INCONSISTENT, iat_d_score
 from psychometrics.instruments import Instrument, score_responses
+from psychometrics.page_input import MAX_IAT_LATENCY_MS
 
 KINDS = ("scores", "answers", "iat")
 ROLES = ("aq", "sata")

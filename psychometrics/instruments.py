@@ -82,7 +82,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, TypeGuard
 
-from annotation.json_input import JSONTooDeepError, json_loads_bounded
+from common.json_input import JSONTooDeepError, json_loads_bounded
 
 __all__ = [
     "INSTRUMENTS_DIR",

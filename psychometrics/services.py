@@ -18,8 +18,8 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from annotation.models import Participant
-from annotation.participant_input import MAX_ANSWER_TIME_MS, MAX_IAT_LATENCY_MS, PageWrite
 from annotation.participation import participant_locked
+from common.participant_input import PageWrite
 from psychometrics import iat as iat_design
 from psychometrics import instruments as instrument_format
 from psychometrics.models import (
@@ -31,6 +31,7 @@ from psychometrics.models import (
     QuestionnaireSession,
     StudyInstrument,
 )
+from psychometrics.page_input import MAX_ANSWER_TIME_MS, MAX_IAT_LATENCY_MS
 
 IAT_KEYS = ("e", "i")
 

@@ -10,15 +10,10 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.access import participant_page
-from annotation.participant_input import (
-    MAX_ANSWER_TIME_MS,
-    InputError,
-    form_number,
-    iat_block_post,
-    questionnaire_answer,
-)
 from annotation.participation import Step, step_position
+from common.participant_input import InputError, form_number
 from psychometrics.models import Instrument, InstrumentResponse
+from psychometrics.page_input import MAX_ANSWER_TIME_MS, iat_block_post, questionnaire_answer
 from psychometrics.services import (
     IATBlockRejected,
     IATTrialNotAllowed,

@@ -23,10 +23,7 @@ from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.selectors import Export
 from auditapp import scorer_kinds
-from auditapp.api.exports import ExportListAPIView, ModelListExportView
-from auditapp.api.fields import storable_json
 from auditapp.api.launch import BIGINT_MAX
 from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, EndpointRefused
 from auditapp.engine import analysis as engine_analysis
@@ -42,6 +39,9 @@ from auditapp.engine.selectors import (
 )
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
+from common.api.exports import ExportListAPIView, ModelListExportView
+from common.api.fields import storable_json
+from common.export_rows import Export
 
 
 class ErrorSerializer(serializers.Serializer):

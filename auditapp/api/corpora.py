@@ -13,9 +13,6 @@ from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import generics, serializers, status
 from rest_framework.response import Response
 
-from annotation.selectors import Export
-from auditapp.api.exports import ExportListAPIView, ModelListExportView
-from auditapp.api.fields import StrictCharField
 from auditapp.corpus_selectors import (
     corpus_factor_counts,
     corpus_list,
@@ -25,6 +22,9 @@ from auditapp.corpus_selectors import (
 from auditapp.corpus_services import CorpusError
 from auditapp.engine import registry
 from auditapp.models import Corpus
+from common.api.exports import ExportListAPIView, ModelListExportView
+from common.api.fields import StrictCharField
+from common.export_rows import Export
 
 
 def generated_paradigms() -> list[tuple[str, str]]:

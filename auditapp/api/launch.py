@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from auditapp.api.fields import storable_json
 from auditapp.engine.launch import MAX_REPLICATES, ModelChoice
 from auditapp.models import LLMEndpoint
+from common.api.fields import storable_json
 
 BIGINT_MAX = 2**63 - 1
 """The largest id or seed the database stores (a 64-bit signed integer); larger ones are a 400, not a 500."""

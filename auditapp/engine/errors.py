@@ -7,6 +7,8 @@ from django.db import InterfaceError
 from django.db import OperationalError as DatabaseError
 from kombu.exceptions import OperationalError as BrokerError
 
+from common.errors import ApplicationError, StateConflict
+
 # Faults that pass by themselves (the broker or the Redis holding the endpoint limits restarting, the database
 # failing over): a running audit that meets one waits with a note and resumes by itself
 # (``audits_resume_stalled``) instead of failing.
@@ -15,11 +17,11 @@ TRANSIENT_ERRORS = (redis.ConnectionError, redis.TimeoutError, BrokerError, *DAT
 WAITING_NOTE = "waiting since"
 
 
-class AuditError(ValueError):
+class AuditError(ApplicationError):
     """An audit cannot be created or changed as asked; the message says why (the API answers 400 with it:
-    :mod:`auditapp.api.errors`)."""
+    :mod:`common.api.errors`)."""
 
 
-class AuditStateError(AuditError):
+class AuditStateError(AuditError, StateConflict):
     """What was asked is refused in the audit's present state (pause a completed audit, re-parse a running one):
     the API answers 409 with the reason."""

@@ -53,7 +53,7 @@ DEFAULT = PARADIGMS[0]
 
 @dataclass(frozen=True)
 class Table:
-    """A named export table of an audit: ``rows(audit)`` returns an ``auditapp.api.exports.Export``."""
+    """A named export table of an audit: ``rows(audit)`` returns an ``common.api.exports.Export``."""
 
     name: str
     description: str

@@ -13,12 +13,12 @@ from django.db.models.functions import RowNumber
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.selectors import Export
 from auditapp.engine import parse_quality, registry
 from auditapp.engine.conversations import conversation_payload, conversations_before
 from auditapp.engine.protocol import NoFollowUp
 from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, distinct_model_names
 from auditapp.worker_status import worker_status
+from common.export_rows import Export
 
 RATE_WINDOW = timedelta(seconds=60)
 

@@ -171,20 +171,20 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
     # Every JSON write takes one object: any other JSON value, or one nested too deeply, is a 400.
     "DEFAULT_PARSER_CLASSES": [
-        "auditapp.api.parsers.JSONObjectParser",
+        "common.api.parsers.JSONObjectParser",
         "rest_framework.parsers.FormParser",
         "rest_framework.parsers.MultiPartParser",
     ],
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
-        "auditapp.api.csv_export.CSVRenderer",
+        "common.api.csv_export.CSVRenderer",
     ],
-    "DEFAULT_PAGINATION_CLASS": "auditapp.api.pagination.ExportPagination",
-    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "auditapp.api.negotiation.FormatNegotiation",
+    "DEFAULT_PAGINATION_CLASS": "common.api.pagination.ExportPagination",
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "common.api.negotiation.FormatNegotiation",
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # A service's refusal (AuditError and its kinds) answers with its reason and status, in one place.
-    "EXCEPTION_HANDLER": "auditapp.api.errors.exception_handler",
+    "EXCEPTION_HANDLER": "common.api.errors.exception_handler",
 }
 
 SPECTACULAR_SETTINGS = {
@@ -212,7 +212,7 @@ SPECTACULAR_SETTINGS = {
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "auditapp.api.schema.document_error_responses",
+        "common.api.schema.document_error_responses",
     ],
 }
 

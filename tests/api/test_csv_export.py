@@ -5,7 +5,7 @@ import csv
 import datetime as dt
 import io
 
-from auditapp.api.csv_export import ROWS_PER_CHUNK, CSVRenderer, csv_cell, csv_chunks
+from common.api.csv_export import ROWS_PER_CHUNK, CSVRenderer, csv_cell, csv_chunks
 
 
 def test_cells():

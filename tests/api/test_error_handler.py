@@ -1,4 +1,4 @@
-"""The API's one handler of application errors (auditapp/api/errors.py): a service's refusal answers with its
+"""The API's one handler of application errors (common/api/errors.py): a service's refusal answers with its
 reason, 409 when the audit's state refuses it, 400 otherwise, and nothing the refused request wrote is kept."""
 from __future__ import annotations
 

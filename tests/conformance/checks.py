@@ -13,11 +13,11 @@ from collections import Counter
 
 from django.test import override_settings
 
-from auditapp.api.csv_export import csv_cell
 from auditapp.engine import conversations
 from auditapp.engine.protocol import Outcome, ParsedReply
 from auditapp.engine.registry import Paradigm
 from auditapp.models import Audit, AuditCondition, AuditItem, AuditModel, AuditRequest
+from common.api.csv_export import csv_cell
 from tests.conformance.minimal_launches import MINIMAL_LAUNCHES, World, minimal_body, minimal_launch
 
 REFUSAL = "I can't help with that."

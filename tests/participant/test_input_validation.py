@@ -9,9 +9,10 @@ import pytest
 from django.test import Client
 
 from annotation.models import Label, Participant
-from annotation.participant_input import InputError, PageWrite, iat_block_post, json_object, questionnaire_answer
 from annotation.participation import instructions_read, participant_consent
+from common.participant_input import InputError, PageWrite, json_object
 from psychometrics.models import IATTrial, Instrument, InstrumentResponse
+from psychometrics.page_input import iat_block_post, questionnaire_answer
 from psychometrics.services import IATBlockRejected, iat_block_submit, iat_session, questionnaire_session
 from tests.participant.helpers import (
     consent_and_finish_questionnaires,

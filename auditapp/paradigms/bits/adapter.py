@@ -6,8 +6,6 @@ from django import forms
 from django.urls import path
 from rest_framework import serializers
 
-from annotation.selectors import Export
-from auditapp.api.exports import stored_analysis_table
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
 from auditapp.engine import registry
 from auditapp.launch_forms import ModelsFieldsMixin
@@ -20,6 +18,8 @@ from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.bits.llm_scoring import ANSWER_SCHEMA, DEFAULT_PROMPTS, ScorePrompt
 from auditapp.paradigms.bits.requests import MAX_BATCH_SIZE
 from auditapp.paradigms.bits.sensitivity import T_TESTS
+from common.api.exports import stored_analysis_table
+from common.export_rows import Export
 
 NAME = bits_services.PARADIGM
 

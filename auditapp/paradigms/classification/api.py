@@ -12,8 +12,6 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from auditapp.api.audits import AuditScoped, TableRowSerializer
-from auditapp.api.exports import ExportListAPIView
-from auditapp.api.parsers import JSONObjectParser
 from auditapp.models import AuditExtraction, LLMEndpoint
 from auditapp.paradigms.classification.extraction_services import (
     OutcomeSourceError,
@@ -29,6 +27,8 @@ from auditapp.paradigms.classification.selectors import (
     audit_metrics_export,
     audit_robustness_export,
 )
+from common.api.exports import ExportListAPIView
+from common.api.parsers import JSONObjectParser
 
 PARADIGM = "classification"
 

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 import pandas as pd
 from django.db.models import Count, OuterRef, Subquery
 
-from annotation.selectors import Export
 from auditapp.audit_metrics import METRICS
 from auditapp.models import (
     Audit,
@@ -19,6 +18,7 @@ from auditapp.models import (
 )
 from auditapp.paradigms.classification.extraction_services import STRICT, outcome_source
 from auditapp.paradigms.classification.prompts import DEFAULT_TEMPLATES
+from common.export_rows import Export
 
 
 def condition_cells(audit: Audit) -> list[tuple[str, str]]:

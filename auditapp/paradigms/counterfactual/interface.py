@@ -11,8 +11,6 @@ from dataclasses import dataclass, field
 from django import forms
 from rest_framework import serializers
 
-from annotation.selectors import Export
-from auditapp.api.exports import stored_analysis_table
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
 from auditapp.engine import registry
 from auditapp.engine.errors import AuditError
@@ -22,6 +20,8 @@ from auditapp.paradigms.counterfactual import services
 from auditapp.paradigms.counterfactual.analysis import analysis_problems
 from auditapp.paradigms.counterfactual.prompt import DEFAULT_TEMPLATE
 from auditapp.paradigms.counterfactual.replies import ANSWER_SCHEMA
+from common.api.exports import stored_analysis_table
+from common.export_rows import Export
 
 MAX_ITERATIONS = 10_000
 COMPLETION_TABLES = {

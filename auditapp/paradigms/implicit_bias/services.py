@@ -50,9 +50,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 from rest_framework import serializers
 
-from annotation.selectors import Export
 from auditapp import scorer_kinds
-from auditapp.api.exports import stored_analysis_table
 from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
 from auditapp.corpus_selectors import corpus_units
 from auditapp.corpus_services import CorpusError, CorpusProblem, corpus_store
@@ -100,6 +98,8 @@ from auditapp.paradigms.implicit_bias.templates import (
     templates_hash,
 )
 from auditapp.paradigms.implicit_bias.wabt_replies import association_counts, parse_wabt_reply
+from common.api.exports import stored_analysis_table
+from common.export_rows import Export
 
 ANSWER_CODES = {"neutral": 0, "comedy": 1, "tragedy": 2}
 """An AAT judgment's label: the answer's code (neutral/ambiguous 0, comedy 1, tragedy 2)."""

@@ -10,10 +10,10 @@ import json
 
 from rest_framework import generics, serializers
 
-from annotation.selectors import Export
 from auditapp.api.audits import AuditScoped
-from auditapp.api.exports import ExportListAPIView
 from auditapp.paradigms.self_report.services import PARADIGM, item_answers
+from common.api.exports import ExportListAPIView
+from common.export_rows import Export
 from psychometrics.models import Instrument
 
 

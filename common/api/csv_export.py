@@ -4,7 +4,7 @@ List views stream their rows straight from a database cursor (see ``ExportListAP
 renderer here serves everything else that asks for CSV (a detail object, an error), so content
 negotiation never fails. Datetimes are written in ISO 8601 UTC with a ``Z``, as in the JSON;
 dicts and lists (metadata) as JSON text; ``None`` as an empty cell (``""``). Every text cell, the header included,
-goes through ``annotation.spreadsheet_cells.formula_safe_cell``, so no cell runs as a spreadsheet formula,
+goes through ``common.spreadsheet_cells.formula_safe_cell``, so no cell runs as a spreadsheet formula,
 and every text cell of a row is quoted, so no separator inside it splits it.
 """
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
-from annotation.spreadsheet_cells import formula_safe_cell
+from common.spreadsheet_cells import formula_safe_cell
 
 ROWS_PER_CHUNK = 2000
 

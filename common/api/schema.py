@@ -3,7 +3,7 @@
 drf-spectacular documents the success answers each view declares; the error answers come from the shared
 machinery (authentication, permissions, the URL's object lookup, content negotiation, pagination, request
 validation), so they are added here, to every operation they apply to, instead of on each view. An
-operation that answers CSV (``?format=csv``) gives its errors as CSV too (see ``auditapp.api.csv_export``).
+operation that answers CSV (``?format=csv``) gives its errors as CSV too (see ``common.api.csv_export``).
 """
 from __future__ import annotations
 

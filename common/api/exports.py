@@ -12,8 +12,8 @@ from collections.abc import Callable
 
 from rest_framework import generics
 
-from annotation.selectors import Export
-from auditapp.api.csv_export import streaming_csv_response
+from common.api.csv_export import streaming_csv_response
+from common.export_rows import Export
 
 EXPORT_CHUNK_SIZE = 5000
 

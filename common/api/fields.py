@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from annotation.participant_input import json_problems
+from common.participant_input import json_problems
 
 
 class TextOnly:

@@ -1,4 +1,6 @@
-"""What a participant's browser sends, checked at the boundary before any service sees it (pure, no Django).
+"""What a participant's or coder's browser sends, checked at the boundary before any service sees it (pure, no
+Django): the checks every page shares (an instrument's answers and IAT blocks are read with them in
+:mod:`psychometrics.page_input`).
 
 Every value is refused with an :class:`InputError` that names the field (``trials[3].latency_first_ms``):
 numbers must be finite and in range, so ``1e400`` (which Python's json reads as infinity), ``NaN`` and
@@ -13,16 +15,10 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from annotation.json_input import JSONTooDeepError, json_loads_bounded
-from psychometrics.iat import MODALITIES
+from common.json_input import JSONTooDeepError, json_loads_bounded
 
 MAX_JSON_DEPTH = 20
 MAX_ID = 2**31 - 1
-# A questionnaire page left open for a day is still an answer; beyond that the clock is not measuring one.
-MAX_ANSWER_TIME_MS = 24 * 60 * 60 * 1000
-# An IAT trial waits for a key press; one hour is far beyond any real trial (the D algorithm already drops
-# trials over 10 s) but still a number the analysis can take.
-MAX_IAT_LATENCY_MS = 60 * 60 * 1000
 
 
 class InputError(ValueError):
@@ -169,59 +165,3 @@ def storable_text(text: str, *, field: str) -> str:
     if reason := unstorable_reason(text):
         raise InputError(field, reason)
     return text
-
-
-@dataclass(frozen=True)
-class QuestionnaireAnswer:
-    item: int
-    response: int
-    rt_ms: float | None
-    page: PageWrite
-
-
-def questionnaire_answer(body: bytes) -> QuestionnaireAnswer:
-    """An autosaved answer ``{"item": n, "response": i, "rt_ms": t, "writer": page id, "seq": k}``; ``rt_ms`` may
-    be absent or null, ``writer`` and ``seq`` absent (:func:`page_write`)."""
-    data = json_object(body)
-    if "item" not in data or "response" not in data:
-        raise InputError("body", "needs 'item' and 'response'")
-    rt_ms = data.get("rt_ms")
-    return QuestionnaireAnswer(
-        item=whole_number(data["item"], field="item", minimum=1),
-        response=whole_number(data["response"], field="response", maximum=1000),
-        rt_ms=None if rt_ms is None else finite_number(rt_ms, field="rt_ms", minimum=0, maximum=MAX_ANSWER_TIME_MS),
-        page=page_write(data))
-
-
-@dataclass(frozen=True)
-class IATBlockPost:
-    block: int
-    trials: list[dict]
-
-
-def iat_block_post(body: bytes) -> IATBlockPost:
-    """A finished IAT block ``{"block": n, "trials": [{stimulus, first_key, modality, latency_first_ms,
-    latency_correct_ms}, ...]}``, each trial an object with finite latencies in range (ms) and the way it was
-    answered, "keyboard" or "touch" (required: an unknown modality is refused, never guessed)."""
-    data = json_object(body)
-    if "block" not in data or "trials" not in data:
-        raise InputError("body", "needs 'block' and 'trials'")
-    # Which blocks exist is the design's business (the service answers "there is no block 9").
-    block = whole_number(data["block"], field="block", minimum=-MAX_ID, maximum=MAX_ID)
-    if not isinstance(data["trials"], list):
-        raise InputError("trials", "must be a list of trials")
-    trials = []
-    for n, trial in enumerate(data["trials"]):
-        where = f"trials[{n}]"
-        if not isinstance(trial, dict):
-            raise InputError(where, "must be an object")
-        for key in ("stimulus", "first_key"):
-            if not isinstance(trial.get(key), str):
-                raise InputError(f"{where}.{key}", "must be a text")
-        if trial.get("modality") not in MODALITIES:
-            raise InputError(f"{where}.modality", f"must be one of {', '.join(MODALITIES)}")
-        latencies = {key: finite_number(trial.get(key), field=f"{where}.{key}", minimum=0,
-                                        maximum=MAX_IAT_LATENCY_MS)
-                     for key in ("latency_first_ms", "latency_correct_ms")}
-        trials.append({**trial, **latencies})
-    return IATBlockPost(block, trials)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.json_input import MAX_JSON_DEPTH, JSONTooDeepError, json_depth, json_loads_bounded
+from common.json_input import MAX_JSON_DEPTH, JSONTooDeepError, json_depth, json_loads_bounded
 
 
 def test_depth_counts_arrays_and_objects():

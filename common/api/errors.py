@@ -1,5 +1,6 @@
 """The API's one handler of application errors (settings ``REST_FRAMEWORK["EXCEPTION_HANDLER"]``): a refusal a
-service raises with its reason becomes a JSON answer with that reason, so no view catches it by hand."""
+service raises with its reason (:class:`common.errors.ApplicationError`) becomes a JSON answer with that reason,
+so no view catches it by hand."""
 from __future__ import annotations
 
 from rest_framework import status
@@ -7,10 +8,10 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.views import set_rollback
 
-from auditapp.engine.errors import AuditError, AuditStateError
+from common.errors import ApplicationError, StateConflict
 
-# Most specific first: a refusal in the audit's present state is a conflict, any other refusal a bad request.
-STATUS_OF = ((AuditStateError, status.HTTP_409_CONFLICT), (AuditError, status.HTTP_400_BAD_REQUEST))
+# Most specific first: a refusal in the present state is a conflict, any other refusal a bad request.
+STATUS_OF = ((StateConflict, status.HTTP_409_CONFLICT), (ApplicationError, status.HTTP_400_BAD_REQUEST))
 
 
 def exception_handler(exc, context):

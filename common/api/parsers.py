@@ -8,7 +8,7 @@ the views (which read it as an object: a 500), and text nested thousands deep ra
 Python's json reads ``1e400`` as infinity (an id of infinity was a 500 in the database lookup), and a NUL character
 or a lone surrogate in any text, free-form objects included (an audit model's ``params``), cannot be stored in
 PostgreSQL or rendered in an answer. Every such value anywhere in the body is a 400 naming its place, by the rules
-the participants' pages use (:func:`annotation.participant_input.json_problems`). Like the parser's other refusals
+the participants' pages use (:func:`common.participant_input.json_problems`). Like the parser's other refusals
 it is a ``detail``, the one shape every operation documents for its 400 (its own field errors come later, from its
 view).
 """
@@ -20,8 +20,8 @@ from itertools import islice
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, get_encoding
 
-from annotation.json_input import MAX_JSON_DEPTH, JSONTooDeepError
-from annotation.participant_input import json_loads_marking_non_finite, json_problems
+from common.json_input import MAX_JSON_DEPTH, JSONTooDeepError
+from common.participant_input import json_loads_marking_non_finite, json_problems
 
 # A body of a million NaNs would otherwise be answered with a million messages.
 MAX_PROBLEMS_NAMED = 20

