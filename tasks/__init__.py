@@ -1,4 +1,4 @@
 """The Celery side: small idempotent tasks that take ids and call services.
 
-Each module here is listed in ``CELERY_IMPORTS`` (settings) so the worker registers its tasks.
+Every module here is in ``CELERY_IMPORTS`` (settings finds them), so the worker registers its tasks.
 """

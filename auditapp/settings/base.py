@@ -20,6 +20,7 @@ Environment variables:
 from __future__ import annotations
 
 import os
+import pkgutil
 import tomllib
 from pathlib import Path
 
@@ -238,7 +239,8 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
         (CELERY_BROKER_FOLDER / _folder).mkdir(parents=True, exist_ok=True)
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND") or None
 CELERY_TASK_IGNORE_RESULT = CELERY_RESULT_BACKEND is None
-CELERY_IMPORTS = ["tasks.imports", "tasks.analysis", "tasks.audits", "tasks.extractions", "tasks.recovery"]
+# Every module of the tasks package, found (not imported) here: a new task module is registered without a list.
+CELERY_IMPORTS = sorted(f"tasks.{module.name}" for module in pkgutil.iter_modules([str(BASE_DIR / "tasks")]))
 # Every worker runs the recovery (tasks.recovery) when it starts and then this often: pending work whose worker
 # died or whose task was lost resumes by itself; work nobody has held for WORK_STALLED_SECONDS is sent again.
 WORK_RECOVERY_SECONDS = float(os.environ.get("WORK_RECOVERY_SECONDS", "15"))
