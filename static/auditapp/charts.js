@@ -1,5 +1,6 @@
-/* What the paradigms' chart scripts share (bits_dashboard.js, self_report_dashboard.js,
-   counterfactual_dashboard.js): plotly's configuration, the palette, and the helpers every chart needs.
+/* What the paradigms' chart scripts share (classification_dashboard.js, bits_dashboard.js,
+   self_report_dashboard.js, counterfactual_dashboard.js, implicit_bias_dashboard.js): plotly's configuration,
+   the palette, and the helpers every chart needs.
    plotlyText escapes a string to entities, because plotly reads pseudo-HTML (<b>, <br>, <a>) in its labels and
    model, group and task names are researcher-entered: every string given to plotly goes through it. */
 window.AuditCharts = (function () {

@@ -168,6 +168,49 @@ def check_dashboard(paradigm: Paradigm, client, audit: Audit) -> None:
         if not re.search(r"{{\s*" + re.escape(variable) + r"\s*\|\s*default", sources):
             unresolved.append(f"{variable} (…{html[max(0, match.start() - 60):match.start()]!s}…)")
     assert not unresolved, f"{where} has unresolved variables: {unresolved}"
+    check_dashboard_shell(paradigm, html, where)
+
+
+SHARED_SCRIPT = "auditapp/audit_dashboard.js"
+"""Progress, controls, worker status, parse quality and the drill-down: every dashboard loads it, once."""
+CLASSIFICATION_TEMPLATE = "auditapp/audit_dashboard.html"
+CLASSIFICATION_CHARTS = ("table.heatmap", '"chart-scatter"', '"figure-1"')
+"""What only classification's chart script refers to: its heatmap tables, its scatter and its Figure 1."""
+
+
+def check_dashboard_shell(paradigm: Paradigm, html: str, where: str) -> None:
+    """The page has the shared shell once (one header, one progress section, one drill-down) and loads, from this
+    site only, the shared script once and no script that draws classification's charts unless it is
+    classification's dashboard."""
+    from django.conf import settings
+    from django.contrib.staticfiles import finders
+
+    for pattern, what in ((r"<header[\s>]", "<header>"), (r'id="audit-name"', "#audit-name"),
+                          (r'id="progress-section"', "#progress-section"), (r'id="drilldown"', "#drilldown"),
+                          (r'id="audit-data"', "#audit-data")):
+        count = len(re.findall(pattern, html))
+        assert count == 1, f"{where} has {count} {what}, not one"
+    sources = re.findall(r'<script\b[^>]*\bsrc="([^"]*)"', html)
+    inline = [tag for tag in re.findall(r"<script\b[^>]*>", html)
+              if "src=" not in tag and 'type="application/json"' not in tag]
+    assert not inline, f"{where} has an inline script: {inline}"
+    static_url = "/" + settings.STATIC_URL.strip("/") + "/"
+    outside = [source for source in sources if not source.startswith(static_url)]
+    assert not outside, f"{where} loads scripts from elsewhere: {outside}"
+    paths = [source.removeprefix(static_url) for source in sources]
+    assert paths.count(SHARED_SCRIPT) == 1, f"{where} loads {SHARED_SCRIPT} {paths.count(SHARED_SCRIPT)} times: {paths}"
+    assert len(set(paths)) == len(paths), f"{where} loads a script twice: {paths}"
+    if paradigm.dashboard_template == CLASSIFICATION_TEMPLATE:
+        return
+    for path in paths:
+        if path.startswith("vendor/"):
+            continue
+        found = finders.find(path)
+        assert found, f"{where} loads {path}, which is not a static file"
+        with open(found, encoding="utf-8") as handle:
+            text = handle.read()
+        drawn = [marker for marker in CLASSIFICATION_CHARTS if marker in text]
+        assert not drawn, f"{where} loads {path}, which draws classification's charts ({', '.join(drawn)})"
 
 
 # ---------------------------------------------------------------------------------------------- 5. tables

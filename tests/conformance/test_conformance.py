@@ -6,7 +6,8 @@ the checks themselves in :mod:`tests.conformance.checks`, the launches in :mod:`
 2. the request builder: planned requests are the stored ones, every payload keys to its stored key, payloads and
    the manifest are JSON;
 3. a refusal parses to a refusal or an unparseable reply with its reason, an empty reply to no answer;
-4. the dashboard renders for a queued and for a completed audit;
+4. the dashboard renders for a queued and for a completed audit, with the shared shell once (one header, the
+   shared script) and no script drawing classification's charts unless it is classification's;
 5. every named table answers JSON and CSV with the same rows;
 6. the admin launch form takes the settings the API takes, and launches the same audit.
 
