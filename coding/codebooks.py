@@ -24,6 +24,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from common.json_input import json_kind
 from common.participant_input import unstorable_reason
 
 DEFAULTS_PATH = Path(__file__).with_name("data") / "codebooks.json"
@@ -108,7 +109,7 @@ def codebook_parse(data: object) -> CodebookSpec:
     """
     problems: list[CodebookProblem] = []
     if not isinstance(data, dict):
-        raise CodebookInvalid([CodebookProblem("", f"a codebook is a JSON object, not {_kind(data)}")])
+        raise CodebookInvalid([CodebookProblem("", f"a codebook is a JSON object, not {json_kind(data)}")])
     problems += [CodebookProblem(key, "unknown key (expected: codes, description, name, source)")
                  for key in sorted(set(map(str, data)) - CODEBOOK_KEYS)]
     name = _text(data.get("name", ABSENT), "name", problems, required=True, max_length=CODEBOOK_NAME_MAX)
@@ -123,7 +124,7 @@ def codebook_parse(data: object) -> CodebookSpec:
 def _codes(raw: object, problems: list[CodebookProblem]) -> tuple[CodeSpec, ...]:
     if not isinstance(raw, list):
         problems.append(CodebookProblem("codes", "required: a list of codes" if raw is ABSENT
-                                        else f"must be a list of codes, not {_kind(raw)}"))
+                                        else f"must be a list of codes, not {json_kind(raw)}"))
         return ()
     if not raw:
         problems.append(CodebookProblem("codes", "a codebook needs at least one code"))
@@ -136,7 +137,7 @@ def _codes(raw: object, problems: list[CodebookProblem]) -> tuple[CodeSpec, ...]
     for index, entry in enumerate(raw):
         path = f"codes[{index}]"
         if not isinstance(entry, dict):
-            problems.append(CodebookProblem(path, f"a code is a JSON object, not {_kind(entry)}"))
+            problems.append(CodebookProblem(path, f"a code is a JSON object, not {json_kind(entry)}"))
             continue
         problems += [CodebookProblem(f"{path}.{key}", "unknown key (expected: definition, definition_is_ours, "
                                                       "examples, name, shortcut)")
@@ -159,7 +160,7 @@ def _codes(raw: object, problems: list[CodebookProblem]) -> tuple[CodeSpec, ...]
                 seen_shortcuts[shortcut] = index
         ours = entry.get("definition_is_ours", False)
         if not isinstance(ours, bool):
-            problems.append(CodebookProblem(f"{path}.definition_is_ours", f"must be true or false, not {_kind(ours)}"))
+            problems.append(CodebookProblem(f"{path}.definition_is_ours", f"must be true or false, not {json_kind(ours)}"))
         parsed.append({"name": name, "definition": definition, "examples": examples, "shortcut": shortcut,
                        "definition_is_ours": ours is True})
     free = iter(key for key in SHORTCUT_ORDER if key not in seen_shortcuts)
@@ -175,7 +176,7 @@ def _text(raw: object, path: str, problems: list[CodebookProblem], *, required: 
             problems.append(CodebookProblem(path, "required"))
         return ""
     if not isinstance(raw, str):
-        problems.append(CodebookProblem(path, f"must be text, not {_kind(raw)}"))
+        problems.append(CodebookProblem(path, f"must be text, not {json_kind(raw)}"))
         return ""
     text = raw.strip()
     if required and not text:
@@ -191,14 +192,14 @@ def _examples(raw: object, path: str, problems: list[CodebookProblem]) -> tuple[
     if raw is ABSENT:
         return ()
     if not isinstance(raw, list):
-        problems.append(CodebookProblem(path, f"must be a list of strings, not {_kind(raw)}"))
+        problems.append(CodebookProblem(path, f"must be a list of strings, not {json_kind(raw)}"))
         return ()
     if len(raw) > EXAMPLES_MAX:
         problems.append(CodebookProblem(path, f"{len(raw)} examples: at most {EXAMPLES_MAX}"))
     examples = []
     for index, example in enumerate(raw):
         if not isinstance(example, str):
-            problems.append(CodebookProblem(f"{path}[{index}]", f"examples must be strings, not {_kind(example)}"))
+            problems.append(CodebookProblem(f"{path}[{index}]", f"examples must be strings, not {json_kind(example)}"))
             continue
         text = example.strip()
         if not text:
@@ -218,7 +219,7 @@ def _shortcut(raw: object, path: str, problems: list[CodebookProblem]) -> str:
     if raw is ABSENT or raw == "":
         return ""
     if not isinstance(raw, str):
-        problems.append(CodebookProblem(path, f"must be one character, not {_kind(raw)}"))
+        problems.append(CodebookProblem(path, f"must be one character, not {json_kind(raw)}"))
         return ""
     key = raw.lower()
     if key in RESERVED_SHORTCUTS:
@@ -229,20 +230,6 @@ def _shortcut(raw: object, path: str, problems: list[CodebookProblem]) -> str:
         problems.append(CodebookProblem(path, f'"{raw}" cannot be a shortcut: one digit or one letter'))
         return ""
     return key
-
-
-def _kind(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "a list"
-    return "an object"
 
 
 def default_codebooks(path: Path = DEFAULTS_PATH) -> list[DefaultCodebook]:

@@ -20,7 +20,7 @@ from itertools import islice
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser, get_encoding
 
-from common.json_input import MAX_JSON_DEPTH, JSONTooDeepError
+from common.json_input import MAX_JSON_DEPTH, JSONTooDeepError, json_kind
 from common.participant_input import json_loads_marking_non_finite, json_problems
 
 # A body of a million NaNs would otherwise be answered with a million messages.
@@ -40,7 +40,7 @@ class JSONObjectParser(JSONParser):
         except ValueError as exc:
             raise ParseError(f"JSON parse error - {exc}") from None
         if not isinstance(data, dict):
-            raise ParseError(f"The request body must be a JSON object ({{...}}), not {_json_kind(data)}.")
+            raise ParseError(f"The request body must be a JSON object ({{...}}), not {json_kind(data)}.")
         if problems := list(islice(json_problems(data), MAX_PROBLEMS_NAMED + 1)):
             named = "; ".join(str(problem) for problem in problems[:MAX_PROBLEMS_NAMED])
             if len(problems) > MAX_PROBLEMS_NAMED:
@@ -49,13 +49,3 @@ class JSONObjectParser(JSONParser):
         return data
 
 
-def _json_kind(value) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, list):
-        return "an array"
-    if isinstance(value, str):
-        return "a string"
-    return "a number"

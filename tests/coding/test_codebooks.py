@@ -65,7 +65,7 @@ def test_an_uppercase_shortcut_is_the_same_key():
 
 
 @pytest.mark.parametrize(("data", "expected"), [
-    ([], 'a codebook is a JSON object, not a list'),
+    ([], 'a codebook is a JSON object, not an array'),
     ({"codes": [{"name": "A"}]}, "name: required"),
     ({"name": "   ", "codes": [{"name": "A"}]}, "name: empty name"),
     ({"name": "x" * 201, "codes": [{"name": "A"}]}, "name: too long: 201 characters, at most 200"),
@@ -94,7 +94,7 @@ def test_an_uppercase_shortcut_is_the_same_key():
     ({"name": "L", "codes": [{"name": "A", "examples": ["two\nlines"]}]}, "codes[0].examples[0]: an example is one"),
     ({"name": "L", "codes": [{"name": "A", "examples": ["x" * 301]}]}, "codes[0].examples[0]: too long: 301"),
     ({"name": "L", "codes": [{"name": "A", "examples": ["e"] * 11}]}, "codes[0].examples: 11 examples: at most 10"),
-    ({"name": "L", "codes": [{"name": "A", "definition": ["no"]}]}, "codes[0].definition: must be text, not a list"),
+    ({"name": "L", "codes": [{"name": "A", "definition": ["no"]}]}, "codes[0].definition: must be text, not an array"),
     ({"name": "L", "codes": [{"name": "A", "definition_is_ours": "yes"}]},
      "codes[0].definition_is_ours: must be true or false, not a string"),
     ({"name": "L", "codes": [{"name": "A", "colour": "#fff"}]}, "codes[0].colour: unknown key"),
