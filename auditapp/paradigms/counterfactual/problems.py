@@ -89,12 +89,13 @@ def is_list(source: object) -> bool:
     return isinstance(source, list | tuple)
 
 
-def records_of(source: str | Sequence[Mapping], *, part: str, columns: Sequence[str],
-               optional: Sequence[str] = ()) -> tuple[list[tuple[int, Mapping[str, Any]]], list[MaterialProblem]]:
+def records_of(source: str | Sequence[object], *, part: str, columns: Sequence[str],
+               optional: Sequence[str] = ()) -> tuple[list[tuple[int, dict[str, Any]]], list[MaterialProblem]]:
     """Numbered records of CSV text (spreadsheet rows, header = row 1) or of a list (entries from 1), keys
     lower-cased, and the problems of their shape: an empty file, an entry that is not an object, an unknown
     column, a required column that no record has (once each)."""
-    problems = []
+    problems: list[MaterialProblem] = []
+    records: list[tuple[int, dict[str, Any]]]
     if isinstance(source, str):
         records, header = _csv_records(source)
         if header is None:
