@@ -66,6 +66,14 @@ def text_problems(value, *, part: str, row: int | None, column: str, max_chars: 
     return []
 
 
+def checked_text(value: object) -> str:
+    """``value``, a cell :func:`text_problems` (with ``required``) found nothing wrong with, typed as the text
+    it then is. Raises TypeError for anything else: a call before the check would be a bug."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected checked text, not {type(value).__name__}")
+    return value
+
+
 def _csv_records(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str] | None]:
     """The data rows of CSV text as (spreadsheet row, {lower-cased header: cell}) and the header (None when the
     text is empty)."""
