@@ -26,8 +26,9 @@ out of every statistic and counted; nothing is imputed.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -180,7 +181,7 @@ def _scorer_table(scores: pd.DataFrame, settings: AnalysisSettings) -> tuple[pd.
             problems.append(f"scorer {scorer!r}: rows disagree on its kind or on imported ({kinds}, {imported})")
             continue
         kind = kinds[0]
-        rule = settings.label_rules.get(scorer) or LABEL_RULES.get(kind)
+        rule = (settings.label_rules.get(scorer) if isinstance(scorer, str) else None) or LABEL_RULES.get(kind)
         if rule is None:
             problems.append(f"scorer {scorer!r}: kind {kind!r} has no default label rule (kinds: "
                             f"{', '.join(LABEL_RULES)}); give the scorer a label rule")
@@ -223,20 +224,25 @@ def _ordered(frame: pd.DataFrame, orders: Mapping[str, list]) -> pd.DataFrame:
     keys = [column for column in orders if column in frame.columns]
     if frame.empty or not keys:
         return frame.reset_index(drop=True)
-    position = {column: {value: index for index, value in enumerate(orders[column])} for column in keys}
-    return frame.sort_values(keys, key=lambda column: column.map(position[column.name]),
-                             kind="stable").reset_index(drop=True)
+    position: dict[Hashable, dict[Any, int]] = {
+        column: {value: index for index, value in enumerate(orders[column])} for column in keys}
+
+    def by_position(column: pd.Series) -> pd.Series:
+        return column.map(position[column.name])
+
+    return frame.sort_values(keys, key=by_position, kind="stable").reset_index(drop=True)
 
 
 def _distributions(scored: pd.DataFrame, scorer_table: pd.DataFrame) -> pd.DataFrame:
     """Per scorer × group: counts over bins of :data:`BIN_WIDTH` across the scorer's scale (the last bin
     closed on the right), values outside the scale counted in ``n_below`` / ``n_above``, and the quartiles
     (numpy's linear interpolation, as pandas' ``quantile``) with the minimum and maximum."""
-    scale = scorer_table.set_index("scorer")[["scale_low", "scale_high"]]
+    scale = dict(zip(scorer_table["scorer"], zip(scorer_table["scale_low"], scorer_table["scale_high"],
+                                                    strict=True), strict=True))
     rows = []
     for (scorer, group), frame in scored.groupby(["scorer", "group"], sort=False):
         values = frame["score"].dropna().to_numpy(float)
-        low, high = scale.loc[scorer]
+        low, high = scale[scorer]
         edges = np.round(np.linspace(low, high, int(round((high - low) / BIN_WIDTH)) + 1), 10)
         counts, _ = np.histogram(values[(values >= low) & (values <= high)], bins=edges)
         quartiles = np.quantile(values, [0.25, 0.5, 0.75]) if len(values) else [math.nan] * 3
@@ -344,7 +350,8 @@ def analyse(corpus: pd.DataFrame, scores: pd.DataFrame, *, settings: AnalysisSet
     reduced["value"] = reduced["value"].astype(float)
     reduced_scores = reduced.rename(columns={"unit": "key", "value": "score"})
     pairs = pair_with_controls(shown_corpus, reduced_scores)
-    rules = {row.scorer: LabelRule(row.rule_threshold, bool(row.rule_inclusive)) for row in scorer_table.itertuples()}
+    rules = {scorer: LabelRule(threshold, bool(inclusive)) for scorer, threshold, inclusive in zip(
+        scorer_table["scorer"], scorer_table["rule_threshold"], scorer_table["rule_inclusive"], strict=True)}
     scorer_kinds = scorer_table.set_index("scorer")[["kind", "imported"]]
 
     sense = score_sense(pairs)

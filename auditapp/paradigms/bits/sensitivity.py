@@ -142,9 +142,9 @@ def label_dist(pairs: pd.DataFrame, rules: dict[str, LabelRule]) -> pd.DataFrame
     complete["either"] = complete["a"] | complete["b"]
     per_term = complete.groupby(["scorer", "group", "term"])[["both", "either"]].sum()
     per_term["distance"] = 1 - per_term["both"] / per_term["either"].where(per_term["either"] > 0)
-    result = per_term.groupby(["scorer", "group"])["distance"].agg(
+    per_group = per_term.groupby(["scorer", "group"])["distance"].agg(
         n_terms="size", n_terms_undefined=lambda d: int(d.isna().sum()), label_dist="mean")
-    result = result.reset_index()
+    result = per_group.reset_index()
     result["rule"] = result["scorer"].map(lambda scorer: rules[scorer].describe())
     return result
 

@@ -82,7 +82,7 @@ def model_column(model_ids: pd.Series, model_names: Mapping[int, str]) -> pd.Cat
     """Each row's model name as a category, in the audit's model order (renaming the distinct ids, never
     building a string per row)."""
     ids = pd.Categorical(model_ids.to_numpy(), categories=list(model_names))
-    return ids.rename_categories([model_names[model_id] for model_id in model_names])
+    return ids.rename_categories({model_id: model_names[model_id] for model_id in model_names})
 
 
 def task_column(tasks: pd.Series, order: Sequence[str]) -> pd.Categorical:

@@ -26,9 +26,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from auditapp.paradigms.counterfactual.material import TEXT_SETS, DialectPair
-from auditapp.paradigms.counterfactual.problems import MaterialProblem, raise_if_any, records_of, text_problems
+from auditapp.paradigms.counterfactual.problems import (
+    MaterialProblem,
+    checked_text,
+    raise_if_any,
+    records_of,
+    text_problems,
+)
 
 FEATURES = ("HB", "CD", "NC", "AIN'T", "-IN", "DEM", "GON'", "REAL", "NSTD")
 FEATURE_DESCRIPTIONS = {
@@ -166,11 +173,32 @@ MESSAGE_PAIRS: tuple[DialectPair, ...] = tuple(_pair(f"message{number:02d}", "me
 DEFAULT_PAIRS: tuple[DialectPair, ...] = INTRODUCTION_PAIRS + MESSAGE_PAIRS
 
 
-def pair_problems(pair: DialectPair, *, part: str = "pairs", row: int | None = None) -> list[MaterialProblem]:
+@dataclass(frozen=True)
+class _PairCells:
+    """A researcher's row before it is checked: a cell may be missing (None) or, in a list, not text."""
+
+    key: object
+    text_set: object
+    sae: object
+    aave_annotated: object
+
+    def pair(self) -> DialectPair:
+        """The pair, once the key and :func:`pair_problems` found nothing wrong (every cell is then text)."""
+        return DialectPair(key=checked_text(self.key), text_set=checked_text(self.text_set),
+                           sae=checked_text(self.sae), aave_annotated=checked_text(self.aave_annotated),
+                           source="researcher")
+
+
+def _stripped(cell: object) -> object:
+    return cell.strip() if isinstance(cell, str) else cell
+
+
+def pair_problems(pair: DialectPair | _PairCells, *, part: str = "pairs",
+                  row: int | None = None) -> list[MaterialProblem]:
     """The problems of one pair apart from its key: an unknown text set, an empty or over-long (> 2000
     characters) text, a bracketed span in the AAVE text that is no feature tag, an AAVE text that is the SAE
     text once its tags are stripped, or tags in the SAE text."""
-    problems = []
+    problems: list[MaterialProblem] = []
     if pair.text_set not in TEXT_SETS:
         problems.append(MaterialProblem(part, f"text set {pair.text_set!r} is not one of {list(TEXT_SETS)}", row,
                                         "text_set"))
@@ -178,14 +206,15 @@ def pair_problems(pair: DialectPair, *, part: str = "pairs", row: int | None = N
     aave_problems = text_problems(pair.aave_annotated, part=part, row=row, column="aave",
                                   max_chars=MAX_TEXT_CHARS)
     problems += sae_problems + aave_problems
-    if not sae_problems and features_of(pair.sae):
+    if not sae_problems and features_of(checked_text(pair.sae)):
         problems.append(MaterialProblem(part, "feature tags belong in the AAVE text only", row, "sae"))
     if not aave_problems:
-        unknown = unknown_tags(pair.aave_annotated)
+        unknown = unknown_tags(checked_text(pair.aave_annotated))
         if unknown:
             problems.append(MaterialProblem(part, f"unknown tag(s) {unknown}; known: {list(FEATURES)}", row,
                                             "aave"))
-        elif not sae_problems and strip_features(pair.aave_annotated) == strip_features(pair.sae):
+        elif not sae_problems and (strip_features(checked_text(pair.aave_annotated))
+                                   == strip_features(checked_text(pair.sae))):
             problems.append(MaterialProblem(part, "the AAVE text is the SAE text", row, "aave"))
     return problems
 
@@ -199,19 +228,18 @@ def parse_pairs(source: str | Sequence, *, part: str = "pairs") -> list[DialectP
     pairs = []
     first_key: dict[str, int] = {}
     for row, record in records:
-        key, text_set, sae, aave = (record.get(column).strip() if isinstance(record.get(column), str)
-                                    else record.get(column) for column in PAIR_COLUMNS)
-        found = []
+        key, text_set, sae, aave = (_stripped(record.get(column)) for column in PAIR_COLUMNS)
+        found: list[MaterialProblem] = []
         if not isinstance(key, str) or not KEY_PATTERN.fullmatch(key):
             found.append(MaterialProblem(part, f"key {key!r} must match [A-Za-z0-9_-]{{1,40}}", row, "key"))
         elif key in first_key:
             found.append(MaterialProblem(part, f"key {key!r} repeats row {first_key[key]}", row, "key"))
         else:
             first_key[key] = row
-        pair = DialectPair(key=key, text_set=text_set, sae=sae, aave_annotated=aave, source="researcher")
-        found += pair_problems(pair, part=part, row=row)
+        cells = _PairCells(key=key, text_set=text_set, sae=sae, aave_annotated=aave)
+        found += pair_problems(cells, part=part, row=row)
         if not found:
-            pairs.append(pair)
+            pairs.append(cells.pair())
         problems += found
     if not records and not problems:
         problems.append(MaterialProblem(part, "no pairs"))

@@ -66,6 +66,14 @@ def text_problems(value, *, part: str, row: int | None, column: str, max_chars: 
     return []
 
 
+def checked_text(value: object) -> str:
+    """``value``, a cell :func:`text_problems` (with ``required``) found nothing wrong with, typed as the text
+    it then is. Raises TypeError for anything else: a call before the check would be a bug."""
+    if not isinstance(value, str):
+        raise TypeError(f"expected checked text, not {type(value).__name__}")
+    return value
+
+
 def _csv_records(text: str) -> tuple[list[tuple[int, dict[str, Any]]], list[str] | None]:
     """The data rows of CSV text as (spreadsheet row, {lower-cased header: cell}) and the header (None when the
     text is empty)."""
@@ -89,12 +97,13 @@ def is_list(source: object) -> bool:
     return isinstance(source, list | tuple)
 
 
-def records_of(source: str | Sequence[Mapping], *, part: str, columns: Sequence[str],
-               optional: Sequence[str] = ()) -> tuple[list[tuple[int, Mapping[str, Any]]], list[MaterialProblem]]:
+def records_of(source: str | Sequence[object], *, part: str, columns: Sequence[str],
+               optional: Sequence[str] = ()) -> tuple[list[tuple[int, dict[str, Any]]], list[MaterialProblem]]:
     """Numbered records of CSV text (spreadsheet rows, header = row 1) or of a list (entries from 1), keys
     lower-cased, and the problems of their shape: an empty file, an entry that is not an object, an unknown
     column, a required column that no record has (once each)."""
-    problems = []
+    problems: list[MaterialProblem] = []
+    records: list[tuple[int, dict[str, Any]]]
     if isinstance(source, str):
         records, header = _csv_records(source)
         if header is None:

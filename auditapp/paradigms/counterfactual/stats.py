@@ -109,7 +109,7 @@ def _one_sample_t(n: np.ndarray, mean: np.ndarray, sd: np.ndarray) -> dict[str, 
         se = np.where(n >= 2, sd / np.sqrt(n), np.nan)
         df = np.where(defined, n - 1, np.nan).astype(float)
         t = np.where(defined, mean / se, np.nan)
-    p = 2 * stats.t.sf(np.abs(t), df)
+    p = np.asarray(2 * stats.t.sf(np.abs(t), df))  # an array for array arguments; asarray types it as one
     half_width = stats.t.ppf(0.5 + CONFIDENCE / 2, df) * se
     return {"se": se, "t": t, "df": df, "p": p, "ci_low": mean - half_width, "ci_high": mean + half_width,
             "defined": defined}
@@ -332,7 +332,7 @@ def dialect_cells(frame: pd.DataFrame, *, alpha: float = 0.05, primary: str = "p
         welch_defined = enough & (welch_se > NO_VARIANCE)
         welch_df = np.where(welch_defined, share.sum(axis=1) ** 2 / (share ** 2 / (n_side - 1)).sum(axis=1), np.nan)
         welch_t = np.where(welch_defined, gap / welch_se, np.nan)
-    welch_p = 2 * stats.t.sf(np.abs(welch_t), welch_df)
+    welch_p = np.asarray(2 * stats.t.sf(np.abs(welch_t), welch_df))  # as in _one_sample_t
     welch_note = np.where(enough, np.where(welch_defined, "", NO_VARIANCE_WELCH), FEW_TEXTS)
 
     pair_index, pair_keys = pd.factorize(cell * n_pair_codes + pair)
@@ -411,7 +411,9 @@ def completion(frame: pd.DataFrame, targets: pd.DataFrame) -> tuple[pd.DataFrame
         [replied.index.get_level_values(key).astype(object) for key in keys], names=keys)
     asked = targets.assign(model=targets["model"].astype(object), task=targets["task"].astype(object)).groupby(
         keys, sort=False)[["n_texts_asked", "n_texts_failed_requests"]].sum()
-    unknown = replied.index.difference(asked.index)
+    asked_keys = asked.index
+    assert isinstance(asked_keys, pd.MultiIndex)  # grouped by two keys (even when empty)
+    unknown = replied.index.difference(asked_keys)
     if len(unknown):
         raise ValueError(f"judgments for model × task without a target: {', '.join(map(str, unknown[:5]))}")
     per_task = asked.join(replied, how="left").fillna({"n_rows": 0, "n_labelled": 0}).astype(int)

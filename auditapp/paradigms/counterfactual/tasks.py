@@ -21,10 +21,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 
 from auditapp.paradigms.counterfactual.material import TEXT_SETS, Task
 from auditapp.paradigms.counterfactual.problems import (
     MaterialProblem,
+    checked_text,
     raise_if_any,
     text_problems,
 )
@@ -114,6 +116,23 @@ DIALECT_TASKS: tuple[Task, ...] = (
 TASK_FIELDS = ("slug", "name", "domain", "description", "text_set")
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """A researcher's task entry before it is checked: a field may be missing (None) or not text."""
+
+    slug: object
+    name: object
+    domain: object
+    description: object
+    text_set: object
+
+    def task(self) -> Task:
+        """The task, once :func:`_numbered_task_problems` found nothing wrong (every field is then text)."""
+        return Task(slug=checked_text(self.slug), name=checked_text(self.name), domain=checked_text(self.domain),
+                    description=checked_text(self.description), text_set=checked_text(self.text_set),
+                    source="researcher")
+
+
 def task_problems(tasks: Sequence[Task], *, part: str = "tasks") -> list[MaterialProblem]:
     """Every problem of a task list, by entry (from 1) and field: a slug not matching ``[a-z0-9_]{1,40}`` or
     repeated, an empty or over-long (> 1000 characters) name or description, an unknown text set, an empty list."""
@@ -122,8 +141,9 @@ def task_problems(tasks: Sequence[Task], *, part: str = "tasks") -> list[Materia
     return _numbered_task_problems(enumerate(tasks, start=1), part=part)
 
 
-def _numbered_task_problems(numbered: Iterable[tuple[int, Task]], *, part: str) -> list[MaterialProblem]:
-    problems = []
+def _numbered_task_problems(numbered: Iterable[tuple[int, Task | _Entry]], *,
+                            part: str) -> list[MaterialProblem]:
+    problems: list[MaterialProblem] = []
     seen: dict[str, int] = {}
     for row, task in numbered:
         if not isinstance(task.slug, str) or not SLUG_PATTERN.fullmatch(task.slug):
@@ -148,7 +168,7 @@ def parse_tasks(entries: Iterable[Mapping], *, part: str = "tasks") -> list[Task
     "Researcher", text set to "introduction"), ``source="researcher"``. Raises
     :class:`~auditapp.paradigms.counterfactual.problems.MaterialError` with every problem."""
     problems: list[MaterialProblem] = []
-    numbered: list[tuple[int, Task]] = []
+    numbered: list[tuple[int, _Entry]] = []
     for row, entry in enumerate(entries, start=1):
         if not isinstance(entry, Mapping):
             problems.append(MaterialProblem(part, "must be an object with slug, name and description", row))
@@ -156,15 +176,14 @@ def parse_tasks(entries: Iterable[Mapping], *, part: str = "tasks") -> list[Task
         unknown = sorted(set(entry) - set(TASK_FIELDS))
         if unknown:
             problems.append(MaterialProblem(part, f"unknown field(s) {unknown}; known: {list(TASK_FIELDS)}", row))
-        numbered.append((row, Task(
+        numbered.append((row, _Entry(
             slug=entry.get("slug"), name=entry.get("name"), domain=entry.get("domain") or RESEARCHER_DOMAIN,
-            description=entry.get("description"), text_set=entry.get("text_set") or "introduction",
-            source="researcher")))
+            description=entry.get("description"), text_set=entry.get("text_set") or "introduction")))
     if not numbered and not problems:
         problems.append(MaterialProblem(part, "no tasks"))
     problems += _numbered_task_problems(numbered, part=part)
     raise_if_any(sorted(problems, key=lambda problem: problem.row or 0))
-    return [task for _, task in numbered]
+    return [entry.task() for _, entry in numbered]
 
 
 def select_tasks(*, slugs: Iterable[str] = (), domains: Iterable[str] = (),

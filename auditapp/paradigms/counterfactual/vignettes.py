@@ -28,6 +28,7 @@ import numpy as np
 from auditapp.paradigms.counterfactual.material import NAME_PLACEHOLDER, Vignette
 from auditapp.paradigms.counterfactual.problems import (
     MaterialProblem,
+    checked_text,
     is_list,
     raise_if_any,
     records_of,
@@ -231,7 +232,7 @@ def parse_pool(source: str | Sequence[str], *, part: str = "pools") -> list[str]
     for row, sentence in _lines(source):
         found = text_problems(sentence, part=part, row=row, column="sentence", max_chars=MAX_SENTENCE_CHARS)
         if not found:
-            sentence = sentence.strip()
+            sentence = checked_text(sentence).strip()
             if any(mark in sentence for mark in "{}\n\r"):
                 found.append(MaterialProblem(part, "a sentence may not hold braces or a line break", row,
                                              "sentence"))
@@ -294,9 +295,9 @@ def parse_vignettes(source: str | Sequence[str | Mapping], *, part: str = "vigne
             template_found.append(MaterialProblem(
                 part, f"repeats the template of row {first_template[template]}", row, "template"))
         elif not template_found:
-            first_template[template] = row
+            first_template[checked_text(template)] = row
         if not found and not template_found:
-            vignettes.append(Vignette(key=key, template=template, source="researcher"))
+            vignettes.append(Vignette(key=key, template=checked_text(template), source="researcher"))
         problems += found + template_found
     if not records and not problems:
         problems.append(MaterialProblem(part, "no vignettes"))

@@ -47,6 +47,8 @@ FEW_SCORES = "fewer than 2 scores"
 NO_VARIANCE = "all scores equal: no variance"
 NO_VARIANCE_SD = 1e-12
 """An SD at or below this is no variance (scores are ratios of small integers; this guards float rounding)."""
+_NONE = np.array(None, dtype=object)
+"""None for np.where, whose stubs read a None argument as one not given (the result is the same object array)."""
 
 
 def _require(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
@@ -65,7 +67,7 @@ def eq1(n_sa_xa, n_sa_xb, n_sb_xa, n_sb_xb):
     with np.errstate(invalid="ignore", divide="ignore"):
         score = sa_xa / sa_total + sb_xb / sb_total - 1
     defined = (sa_total > 0) & (sb_total > 0)
-    reason = np.where(defined, None, np.where(sa_total == 0, NO_WORD_FOR_SA, NO_WORD_FOR_SB).astype(object))
+    reason = np.where(defined, _NONE, np.where(sa_total == 0, NO_WORD_FOR_SA, NO_WORD_FOR_SB).astype(object))
     score = np.where(defined, score, np.nan)
     if score.ndim == 0:
         return float(score), reason.item()
@@ -79,7 +81,7 @@ def bias_scores(frame: pd.DataFrame) -> pd.DataFrame:
     score, reason = eq1(*(frame[column].to_numpy(float) for column in COUNT_COLUMNS))
     valid = frame["valid"].to_numpy(bool)
     return frame.assign(bias_score=np.where(valid, score, np.nan),
-                        undefined_reason=np.where(valid, reason, None))
+                        undefined_reason=np.where(valid, reason, _NONE))
 
 
 def _one_sample_t(n: pd.Series, mean: pd.Series, sd: pd.Series) -> pd.DataFrame:
@@ -90,7 +92,7 @@ def _one_sample_t(n: pd.Series, mean: pd.Series, sd: pd.Series) -> pd.DataFrame:
         t = np.where(defined, mean / (sd / np.sqrt(n)), np.nan)
     df = np.where(defined, n - 1, np.nan)
     p = 2 * stats.t.sf(np.abs(t), df)
-    note = np.where(defined, None, np.where(n >= 2, NO_VARIANCE, FEW_SCORES)).astype(object)
+    note = np.where(defined, _NONE, np.where(n >= 2, NO_VARIANCE, FEW_SCORES)).astype(object)
     return pd.DataFrame({"t": t, "df": df, "p": p, "note": note}, index=n.index)
 
 

@@ -132,7 +132,7 @@ class NamesDesign:
         return pd.DataFrame({
             "model": model_column(judged["model_id"], model_names),
             "task": task_column(judged["task"], [task.slug for task in self.tasks]),
-            "group": pd.Categorical.from_codes(lookup[iterations, pair_no], categories=groups),
+            "group": pd.Categorical.from_codes(lookup[iterations, pair_no], categories=pd.Index(groups)),
             "pair": judged["request_id"].to_numpy(np.int64) * MAX_PAIRS + pair_no,
             "side": parts["side"].to_numpy(),
             "y": judged["label"].to_numpy(float),
