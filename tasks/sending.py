@@ -4,8 +4,10 @@ periodic recovery (tasks.recovery) sends once the broker is back. Imports no tas
 from __future__ import annotations
 
 import logging
+from importlib import import_module
 
 from celery import current_app
+from django.conf import settings
 from kombu.exceptions import OperationalError as BrokerError
 
 logger = logging.getLogger(__name__)
@@ -13,10 +15,11 @@ logger = logging.getLogger(__name__)
 
 def task_named(name: str):
     """The registered task of that name (``@shared_task(name=...)``). The task modules (settings.CELERY_IMPORTS)
-    are imported the first time a task is asked for in a process that has not imported them, as a worker does at
-    its start."""
+    are imported the first time a task is asked for in a process that has not imported them. Imported directly,
+    not through Celery's loader, whose signal would run Django's setup again (rebuilding logging mid-request)."""
     if name not in current_app.tasks:
-        current_app.loader.import_default_modules()
+        for module in settings.CELERY_IMPORTS:
+            import_module(module)
     return current_app.tasks[name]
 
 

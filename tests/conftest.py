@@ -28,8 +28,8 @@ def touches_the_database(item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
-    """Marks each test by its layer, from what it uses, so ``-m`` can choose one: ``pure`` (no database, no
-    process: the quick layer), ``db``, ``integration`` and ``browser`` (both also ``slow``). In bin/test's
+    """Marks each test by its layer, from what it uses, so ``-m`` can choose one: ``pure`` (no database, no service
+    or worker: the quick layer), ``db``, ``integration`` and ``browser`` (both also ``slow``). In bin/test's
     PostgreSQL pass, the pure and browser tests are deselected: they do not change with the database, and the
     browser tests take minutes (each whole-study flow waits out the IAT's 250 ms between ~180 trials)."""
     database_pass = os.environ.get(DATABASE_PASS) == "1"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import subprocess
-from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
@@ -28,7 +27,6 @@ from auditapp.models import (
 logger = logging.getLogger(__name__)
 
 
-REPO = Path(__file__).resolve().parent.parent
 
 
 def audit_prepare(*, audit_id: int) -> None:
@@ -157,7 +155,7 @@ def app_version() -> dict:
     commit = getattr(settings, "GIT_COMMIT", "")
     if not commit:
         try:
-            commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True,
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=settings.BASE_DIR, capture_output=True, text=True,
                                     timeout=5, check=True).stdout.strip()
         except (OSError, subprocess.SubprocessError):
             commit = "unknown"

@@ -53,7 +53,7 @@ DEFAULT = PARADIGMS[0]
 
 @dataclass(frozen=True)
 class Table:
-    """A named export table of an audit: ``rows(audit)`` returns an ``common.api.exports.Export``."""
+    """A named export table of an audit: ``rows(audit)`` returns a ``common.export_rows.Export``."""
 
     name: str
     description: str

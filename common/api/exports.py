@@ -22,7 +22,7 @@ class ExportListAPIView(generics.ListAPIView):
     """Subclasses implement ``export_rows()`` and ``export_filename()`` and set ``serializer_class``."""
 
     def export_rows(self):
-        """An ``annotation.selectors.Export``: columns, rows, optional per-row transform."""
+        """A ``common.export_rows.Export``: columns, rows, optional per-row transform."""
         raise NotImplementedError
 
     def export_filename(self) -> str:
