@@ -19,7 +19,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from annotation.forms import ItemImportForm
+from annotation.forms import ENCODING_CHOICES, ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import ItemImport, LabelValue, Participant, Study
 from annotation.selectors import (
@@ -166,13 +166,13 @@ class ItemImportUploadSerializer(serializers.Serializer):
     """The multipart fields of an upload (see ItemImportForm for their defaults)."""
 
     file = serializers.FileField()
-    id_column = serializers.CharField(required=False)
-    target_column = serializers.CharField(required=False)
-    preceding_column = serializers.CharField(required=False)
-    following_column = serializers.CharField(required=False)
-    label_columns = serializers.CharField(required=False, help_text="Comma-separated.")
+    id_column = serializers.CharField(required=False, allow_blank=True)
+    target_column = serializers.CharField(required=False, allow_blank=True)
+    preceding_column = serializers.CharField(required=False, allow_blank=True)
+    following_column = serializers.CharField(required=False, allow_blank=True)
+    label_columns = serializers.CharField(required=False, allow_blank=True, help_text="Comma-separated.")
     use_row_numbers_as_ids = serializers.BooleanField(required=False)
-    encoding = serializers.CharField(required=False)
+    encoding = serializers.ChoiceField(choices=ENCODING_CHOICES, required=False, allow_blank=True)
 
 
 class ItemImportSerializer(serializers.ModelSerializer):

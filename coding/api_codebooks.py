@@ -10,6 +10,7 @@ from __future__ import annotations
 from xml.sax.saxutils import escape
 
 from django.conf import settings
+from django.core.validators import RegexValidator
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -45,13 +46,25 @@ LIST_COLUMNS = ["id", "lineage", "version", "name", "description", "source", "sh
                 "created_by", "created_at"]
 
 
+# A code's shortcut: one digit or letter, either case, but the coding page's own keys (n, p, m).
+SHORTCUT_PATTERN = "^[0-9a-loq-zA-LOQ-Z]$"
+# An example: text on one line once its ends are trimmed.
+EXAMPLE_PATTERN = r"^\s*[^\r\n\u0000\ud800-\udfff]*[^\s\u0000\ud800-\udfff][^\r\n\u0000\ud800-\udfff]*\s*$"
+
+
 class CodeSerializer(serializers.Serializer):
+    """A code (documentation of :func:`coding.codebooks.codebook_parse`, which refuses any other key)."""
+
+    refuses_unknown_fields = True
+
     id = serializers.IntegerField(read_only=True)
     name = serializers.CharField(max_length=rules.CODE_NAME_MAX)
     definition = serializers.CharField(max_length=rules.TEXT_MAX, allow_blank=True, required=False)
-    examples = serializers.ListField(child=serializers.CharField(max_length=rules.EXAMPLE_MAX),
+    examples = serializers.ListField(child=serializers.CharField(max_length=rules.EXAMPLE_MAX,
+                                                                 validators=[RegexValidator(EXAMPLE_PATTERN)]),
                                      max_length=rules.EXAMPLES_MAX, required=False)
     shortcut = serializers.CharField(max_length=1, allow_blank=True, required=False,
+                                     validators=[RegexValidator(SHORTCUT_PATTERN)],
                                      help_text="The key that toggles the code while coding: a digit or a letter, "
                                                "never n, p, m or ?. Omitted: the next free key (1-9, then a-z).")
     definition_is_ours = serializers.BooleanField(required=False, default=False,
@@ -81,7 +94,9 @@ class CodebookDetailSerializer(CodebookSerializer):
 
 class CodebookWriteSerializer(serializers.Serializer):
     """The JSON body of ``POST /api/codebooks/`` and ``PUT /api/codebooks/{id}/`` (documentation: the body is
-    validated by :func:`coding.codebooks.codebook_parse`, which names every problem at once)."""
+    validated by :func:`coding.codebooks.codebook_parse`, which names every problem at once, an unknown key too)."""
+
+    refuses_unknown_fields = True
 
     name = serializers.CharField(max_length=rules.CODEBOOK_NAME_MAX)
     description = serializers.CharField(max_length=rules.TEXT_MAX, allow_blank=True, required=False)

@@ -248,6 +248,10 @@ class CoderAddSerializer(serializers.Serializer):
                                  help_text="How the coder appears in exports (unique in the round); an outside "
                                            "coder's is required.")
 
+    # coder_add: a researcher's account, or a name (an outside coder's) that is not blank.
+    schema_rules = {"anyOf": [{"properties": {"user": {"type": "integer"}}, "required": ["user"]},
+                              {"properties": {"name": {"pattern": r"\S"}}, "required": ["name"]}]}
+
 
 @extend_schema(request=CoderAddSerializer, responses={201: CoderSerializer},
                summary="Add a coder to a lens of a round",

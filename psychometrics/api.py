@@ -1,6 +1,7 @@
 """REST API of annotator data imports (researchers only): a study's imports listed, and a file uploaded."""
 from __future__ import annotations
 
+from django.core.validators import RegexValidator
 from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
@@ -9,9 +10,14 @@ from rest_framework.response import Response
 from annotation.api import ImportRejectedSerializer, StudyScoped, upload_file_rejected, upload_form_rejected
 from annotation.item_files import ItemFileError
 from psychometrics.annotator_imports import annotator_import_submit
-from psychometrics.forms import AnnotatorImportForm
+from psychometrics.forms import ENCODING_CHOICES, AnnotatorImportForm
 from psychometrics.models import AnnotatorImport
 from psychometrics.selectors import study_annotator_imports
+
+# AnnotatorImportForm.clean_columns: parts separated by commas or lines, each blank or "field=column" with neither
+# side blank.
+_PART = r"(?:[^\S\n]*|[^=,\n\u0000]*[^\s=,\u0000][^=,\n\u0000]*=[^,\n\u0000]*[^\s,\u0000][^,\n\u0000]*)"
+COLUMNS_PATTERN = rf"^{_PART}(?:[,\n]{_PART})*$"
 
 
 class AnnotatorImportUploadSerializer(serializers.Serializer):
@@ -19,10 +25,11 @@ class AnnotatorImportUploadSerializer(serializers.Serializer):
 
     kind = serializers.ChoiceField(choices=AnnotatorImport.Kind.choices)
     file = serializers.FileField()
-    columns = serializers.CharField(required=False, help_text="field=column, comma-separated, where names differ.")
-    consistent_first = serializers.ChoiceField(choices=["yes", "no"], required=False,
+    columns = serializers.CharField(required=False, allow_blank=True, validators=[RegexValidator(COLUMNS_PATTERN)],
+                                    help_text="field=column, separated by commas or lines, where names differ.")
+    consistent_first = serializers.ChoiceField(choices=["yes", "no"], required=False, allow_blank=True,
                                                help_text="IAT trials without a pairing column.")
-    encoding = serializers.CharField(required=False)
+    encoding = serializers.ChoiceField(choices=ENCODING_CHOICES, required=False, allow_blank=True)
 
 
 class AnnotatorImportSerializer(serializers.ModelSerializer):

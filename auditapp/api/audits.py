@@ -37,8 +37,8 @@ from auditapp.engine.selectors import (
     audit_request_detail,
     audit_responses_export,
 )
-from auditapp.llm_clients import EndpointError
-from auditapp.models import Audit, AuditRequest, LLMEndpoint
+from auditapp.llm_clients import STRUCTURED_OUTPUT_FORMS, EndpointError
+from auditapp.models import MAX_ENDPOINT_SECONDS, Audit, AuditRequest, LLMEndpoint
 from common.api.exports import ExportListAPIView, ModelListExportView
 from common.api.fields import storable_json
 from common.export_rows import Export
@@ -46,6 +46,26 @@ from common.export_rows import Export
 
 class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField(help_text="What went wrong.")
+
+
+def endpoint_kind_rules() -> dict:
+    """What :func:`auditapp.scorer_kinds.endpoint_problems` checks across fields, as the schema says it: per kind
+    (``protocol``, default openai) whether it has a base URL, which structured-output forms it takes, and for an
+    HTTP JSON scorer the fields it needs (what it needs of them beyond that, a template with "{{text}}" once and a
+    valid JMESPath, is checked only when sent)."""
+    default = LLMEndpoint._meta.get_field("protocol").get_default()
+    branches = []
+    for kind, spec in scorer_kinds.KINDS.items():
+        forms = [form for form, protocol in STRUCTURED_OUTPUT_FORMS.items() if protocol == kind]
+        branch = {"properties": {"protocol": {"enum": [kind]},
+                                 "base_url": {"minLength": 1} if spec.networked else {"maxLength": 0},
+                                 "structured_output": {"enum": ["", *forms]}},
+                  "required": ([] if kind == default else ["protocol"]) + (["base_url"] if spec.networked else [])}
+        if kind == "http_json":
+            branch["properties"]["request_template"] = {"not": {"enum": [None]}}
+            branch["required"] += ["request_template", "score_path", "score_min", "score_max"]
+        branches.append(branch)
+    return {"anyOf": branches}
 
 
 class EndpointSerializer(serializers.ModelSerializer):
@@ -69,6 +89,10 @@ class EndpointSerializer(serializers.ModelSerializer):
                                      "help_text": "The server's URL (an HTTP JSON scorer's: the whole URL it is "
                                                   "POSTed to); empty for a local scorer."},
                         "request_template": {"validators": [storable_json]}}
+
+    schema_field_rules = {name: {"minimum": 0, "exclusiveMinimum": True, "maximum": MAX_ENDPOINT_SECONDS}
+                          for name in ("attempt_timeout_s", "deadline_s")}
+    schema_rules = staticmethod(endpoint_kind_rules)
 
     def get_api_key_set(self, endpoint: LLMEndpoint) -> bool:
         return endpoint.api_key() is not None

@@ -183,7 +183,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PAGINATION_CLASS": "common.api.pagination.ExportPagination",
     "DEFAULT_CONTENT_NEGOTIATION_CLASS": "common.api.negotiation.FormatNegotiation",
-    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_SCHEMA_CLASS": "common.api.schema.AutoSchema",
     # A service's refusal (AuditError and its kinds) answers with its reason and status, in one place.
     "EXCEPTION_HANDLER": "common.api.errors.exception_handler",
 }
@@ -213,6 +213,7 @@ SPECTACULAR_SETTINGS = {
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
+        "common.api.schema.state_request_rules",
         "common.api.schema.document_error_responses",
     ],
 }

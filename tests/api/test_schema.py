@@ -39,18 +39,34 @@ EXAMPLES_PER_OPERATION = 25
 schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application(), config=SchemathesisConfig.from_dict(
     {"generation": {"allow-extra-parameters": False}}))
 
-# "A request valid by the schema is accepted" cannot hold where a valid body needs more than a schema can say:
-# an audit's study must exist and have a ground truth, its endpoints must exist; an upload must be a readable
-# item file (or BITS corpus file, or annotator data of the study's annotators), a corpus spec a valid one, a codebook's code names distinct and its shortcuts free (or a .qdc file readable); a study's slug and an endpoint's name must not be taken (an earlier example may have taken it).
-# Those operations are still checked for everything else (no 5xx, every answer as documented).
-POSITIVE_ACCEPTANCE_UNKNOWABLE = {("POST", "/api/audits/"), ("POST", "/api/studies/{id}/imports/"),
-                                  ("POST", "/api/studies/"), ("POST", "/api/endpoints/"),
-                                  ("POST", "/api/corpora/"), ("POST", "/api/corpora/upload/"),
-                                  ("POST", "/api/audits/{id}/extractions/"),
-                                  ("POST", "/api/codebooks/"), ("PUT", "/api/codebooks/{id}/"),
-                                  ("POST", "/api/studies/{id}/annotator-imports/"),
-                                  ("POST", "/api/coding-rounds/"), ("POST", "/api/coding-rounds/{id}/coders/"),
-                                  ("PUT", "/api/coding-rounds/{id}/mappings/")}
+# "A request valid by the schema is accepted" cannot hold where a valid body needs more than a schema can say. The
+# schema states every other rule (lengths, ranges, patterns, enums, required and dependent fields); what is left, per
+# operation, is database state, a file's content, or a rule across a list's items:
+POSITIVE_ACCEPTANCE_UNKNOWABLE = {
+    ("POST", "/api/audits/"): "the study, endpoints, instruments, corpus and recorded scorers named must exist (a "
+                              "classification study with a ground truth); a BITS prompt, a spec's material",
+    ("POST", "/api/studies/"): "the slug must not be taken (an earlier example may have taken it)",
+    ("POST", "/api/endpoints/"): "the name must not be taken; the base URL's host must not resolve to a refused "
+                                 "address; an HTTP JSON scorer's template and JMESPath must be valid, score_min < "
+                                 "score_max",
+    ("POST", "/api/studies/{id}/imports/"): "the file must be a readable item file",
+    ("POST", "/api/studies/{id}/annotator-imports/"): "the file must be readable annotator data of the study's "
+                                                       "annotators",
+    ("POST", "/api/corpora/"): "the spec must be a valid one for the paradigm's generator",
+    ("POST", "/api/corpora/upload/"): "both files must be readable BITS corpus files",
+    ("POST", "/api/audits/{id}/extractions/"): "model mode: the endpoint must exist and be a chat model's",
+    ("POST", "/api/codebooks/"): "a .qdc upload must be a readable codebook; JSON: code names distinct "
+                                 "(case-insensitively) and shortcuts distinct, rules across items",
+    ("PUT", "/api/codebooks/{id}/"): "code names distinct (case-insensitively) and shortcuts distinct, rules across "
+                                     "items",
+    ("POST", "/api/coding-rounds/"): "the audit must exist, be completed and give explained replies; the codebooks "
+                                     "and models must exist; the sample must fit the eligible replies",
+    ("POST", "/api/coding-rounds/{id}/coders/"): "the lens must be the round's, the user a staff account not "
+                                                 "coding in it, the name not taken; the round must be open",
+    ("PUT", "/api/coding-rounds/{id}/mappings/"): "the codes must exist in at least two of the round's lenses; "
+                                                  "mapping names distinct",
+}
+# Those operations are still checked for everything else (no 5xx, every answer as documented, invalid data refused).
 
 
 @pytest.fixture(scope="module")

@@ -140,6 +140,15 @@ class ExtractionCreateSerializer(serializers.Serializer):
                                   help_text="model mode: the extractor model's name at the endpoint.")
     params = serializers.DictField(required=False, help_text="model mode: generation parameters (default none).")
 
+    # extraction_problems: the rules mode takes no endpoint, model or params; the model mode needs an endpoint and a
+    # model (a chat endpoint's, which only the database knows).
+    schema_rules = {"oneOf": [
+        {"properties": {"mode": {"enum": [AuditExtraction.Mode.RULES]}, "endpoint": {"enum": [None]},
+                        "model": {"maxLength": 0}, "params": {"maxProperties": 0}}},
+        {"properties": {"mode": {"enum": [AuditExtraction.Mode.MODEL]}, "endpoint": {"type": "integer"},
+                        "model": {"minLength": 1}},
+         "required": ["endpoint", "model"]}]}
+
 
 ExtractionCountsSerializer = type("ExtractionCountsSerializer", (serializers.Serializer,), {
     **{name: serializers.IntegerField() for name in EXTRACTION_COUNTS},
