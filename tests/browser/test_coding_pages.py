@@ -14,10 +14,12 @@ from itertools import combinations
 import krippendorff
 import numpy as np
 import pytest
+from django.db import OperationalError
 from django.test import Client
 from playwright.sync_api import Page, expect
 from sklearn.metrics import cohen_kappa_score
 
+from coding import views as coding_views
 from coding.models import ExcerptCoding
 from tests.browser.accessibility import assert_accessible
 from tests.coding.coder_rounds import add_coder, make_round
@@ -417,11 +419,11 @@ def test_a_save_answered_as_superseded_sends_the_pages_state_again(live_server, 
 
 
 def test_a_change_kept_by_a_closed_tab_is_sent_when_the_excerpt_is_opened_again_but_not_taken_from_an_open_one(
-        live_server, chromium):
-    """Offline, a tick is kept in the browser; the tab is closed; opened again online, the excerpt shows the tick
-    and saves it. A second tab opened while the first is still open and sending leaves the first's change to it
-    (the tabs ask each other), so the two never save as one page; the first tab's change lands when the server is
-    back."""
+        live_server, chromium, monkeypatch):
+    """While the database is away, a tick is kept in the browser; the tab is closed; opened again, the excerpt
+    shows the tick and saves it once the database is back. A second tab opened while the first is still open and
+    sending leaves the first's change to it (the tabs ask each other), so the two never save as one page; the first
+    tab's change lands when the server is back."""
     round_ = make_round(2)
     coder = add_coder(round_, "Coder A")
     first, second = round_.excerpts.order_by("position")
@@ -429,15 +431,25 @@ def test_a_change_kept_by_a_closed_tab_is_sent_when_the_excerpt_is_opened_again_
     context = chromium.new_context()
     page = _open_link(context, url)
     _ready(page, 1, 2)
-    context.set_offline(True)
+    # The database is away, not the browser's network: Chromium sends a closed tab's keepalive save after the page
+    # is gone, outside the browser's offline mode, and it would land before the excerpt is opened again.
+    database_away = {"on": True}
+    real_save = coding_views.coding_save
+
+    def save_unless_away(**kwargs):
+        if database_away["on"]:
+            raise OperationalError("the database is away")
+        return real_save(**kwargs)
+    monkeypatch.setattr(coding_views, "coding_save", save_unless_away)
     page.keyboard.press("w")
     expect(page.locator("#save-status")).to_contain_text("Not saved yet")
     page.close()
-    context.set_offline(False)
-    assert not ExcerptCoding.objects.exists()
     page = _open_link(context, url)
     _ready(page, 1, 2)
-    # The kept change is sent once the page has asked the other tabs (none answer): longer than a plain save.
+    # The kept change is put back once the page has asked the other tabs (none answer), and sent until it lands.
+    expect(page.locator("#save-status")).to_contain_text("Not saved yet", timeout=15_000)
+    assert _ticked(page) == {"w"} and not ExcerptCoding.objects.exists()
+    database_away["on"] = False
     expect(page.locator("#save-status")).to_have_text("Saved.", timeout=15_000)
     assert _ticked(page) == {"w"} and _stored_codes(coder) == {0: {"WORDING"}}
 
