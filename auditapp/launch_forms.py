@@ -1,10 +1,10 @@
 """What every paradigm's admin launch form shares: the models to ask (from the endpoints' last listing) and their
-generation parameters, whether their output is constrained (structured output), and a field for each of the
-paradigm's declared settings (:class:`auditapp.engine.launch_settings.Setting`).
+generation parameters, whether their output is constrained (structured output), a field for each of the paradigm's
+declared settings (:class:`auditapp.engine.launch_settings.Setting`) and the order the admin shows them in.
 
 A paradigm's form (its adapter's ``launch_form``) subclasses :func:`launch_form_base` of its settings, a ModelForm of
 Audit with :class:`ModelsFieldsMixin`, and adds its Meta and the fields that are the admin's alone (a stored corpus,
-a file of ids); the admin shows ``structured_output`` below the paradigm's own fields and applies it after the
+a file of ids); the admin shows the fields in :func:`launch_field_order` and applies ``structured_output`` after the
 paradigm's launch."""
 from __future__ import annotations
 
@@ -130,3 +130,18 @@ def launch_form_base(settings: Sequence[Setting]) -> type[LaunchForm]:
     return type("LaunchFormWithSettings", (LaunchForm,),
                 {"settings": tuple(settings), **{setting.in_form: setting_form_field(setting) for setting in settings}})
 
+
+SHARED_FIELDS = ("name", "models", "params", "structured_output")
+
+
+def launch_field_order(form: type[forms.BaseForm]) -> list[str]:
+    """The order the admin shows a launch form's fields in: the audit's name; what it audits (the stored records the
+    form picks: a study, a corpus, instruments, recorded scores); the models and their parameters; the paradigm's own
+    fields as the form declares them (its settings first, then the fields that are the admin's alone); the engine's
+    settings its Meta takes from Audit (replicates, seed, …); structured output last."""
+    fields = form.base_fields
+    picked = [name for name, field in fields.items()
+              if isinstance(field, forms.ModelChoiceField) and name not in SHARED_FIELDS]
+    own = [name for name in form.declared_fields if name not in (*SHARED_FIELDS, *picked)]
+    engine = [name for name in fields if name not in (*SHARED_FIELDS, *picked, *own)]
+    return ["name", *picked, "models", "params", *own, *engine, "structured_output"]

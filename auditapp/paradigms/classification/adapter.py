@@ -181,12 +181,10 @@ PARADIGM = registry.Paradigm(
     recover=extractions_recover,
     study_alternatives_settled=lambda study_id: classification_services.robustness_after_alternatives(
         study_id=study_id, paradigm=NAME),
+    settings=SETTINGS,
     launch_serializer=ClassificationLaunchSerializer,
     launch=launch,
     launch_form=ClassificationLaunchForm,
-    launch_fields=("name", "study", "models", "params", "conditions", "evaluation_set", "item_set", "item_ids",
-                   "item_ids_file", "sample", "allow_overlap", "replicates", "seed", "use_cache", "error_budget",
-                   "unparsed", "n_resamples", "parallel_tasks"),
     launch_from_form=launch_from_form,
     dashboard_template="auditapp/audit_dashboard.html",
     dashboard_data=dashboard_data,
