@@ -305,10 +305,11 @@ def _form_value(value):
 
 
 def form_data(paradigm: Paradigm, body: dict) -> tuple[dict, list[str]]:
-    """The admin form's data for the settings of an API body: each setting in its form field (by name, or as
-    ``form_names`` renames it), the models as the form lists them, every other field at the value the admin page
-    shows first (its initial); and the body's settings the form has no field for."""
+    """The admin form's data for the settings of an API body: each setting in its form field (by name, under the
+    form name its declaration gives, or as ``form_names`` renames it), the models as the form lists them, every other
+    field at the value the admin page shows first (its initial); and the body's settings the form has no field for."""
     form = paradigm.launch_form()
+    declared = {setting.name: setting.in_form for setting in paradigm.settings}
     renames = minimal_launch(paradigm.name).form_names
     data, unplaced = {}, []
     models = body.get("models", [])
@@ -320,7 +321,8 @@ def form_data(paradigm: Paradigm, body: dict) -> tuple[dict, list[str]]:
     if any(choice.get("label") for choice in models):
         unplaced.append("models.label")
     for path, value in _flat({k: v for k, v in body.items() if k not in ("paradigm", "models")}).items():
-        name = renames.get(path, path)
+        # A declared setting the API nests in an object (validity.action) is flat in the form, under its form name.
+        name = renames.get(path) or declared.get(path.rpartition(".")[2], path)
         if name not in form.fields:
             unplaced.append(f"{path} (no form field)")
             continue
@@ -387,6 +389,15 @@ def check_form_agrees_with_serializer(paradigm: Paradigm, world: World, user) ->
 
 
 # ------------------------------------------------------------------------------- 7. declared settings, read alike
+
+def api_field_of(serializer: serializers.Serializer, name: str) -> serializers.Field | None:
+    """The serializer's field of that name, at the top of the body or in an object nested in it."""
+    if name in serializer.fields:
+        return serializer.fields[name]
+    nested = [field.fields[name] for field in serializer.fields.values()
+              if isinstance(field, serializers.Serializer) and name in field.fields]
+    return nested[0] if nested else None
+
 
 def api_rule(field: serializers.Field) -> dict:
     """What an API field states, read from DRF's own attributes: bounds, longest text, choices with their labels,
@@ -485,3 +496,21 @@ def setting_differences(setting: Setting, api: serializers.Field, admin: forms.F
             differences.append(f"{setting.name}: {value!r} is {api_reads} by the API, {form_reads} by the admin "
                                "form")
     return differences
+
+
+def check_settings_agree(paradigm: Paradigm) -> int:
+    """Every setting the paradigm declares is a field of its launch serializer (in the body or an object nested in
+    it) and of its admin form (under its form name), and neither differs from the declaration or the other
+    (:func:`setting_differences`). Raises FormDiffers naming each difference; returns how many settings were
+    checked."""
+    serializer, form = paradigm.launch_serializer(), paradigm.launch_form.base_fields
+    differences = []
+    for setting in paradigm.settings:
+        api, admin = api_field_of(serializer, setting.name), form.get(setting.in_form)
+        if api is None or admin is None:
+            differences.append(f"{setting.name}: no field in the {'API body' if api is None else 'admin form'}")
+        else:
+            differences += setting_differences(setting, api, admin)
+    if differences:
+        raise FormDiffers(paradigm.name, differences)
+    return len(paradigm.settings)
