@@ -19,6 +19,7 @@ from auditapp.engine import control, errors, registry
 from auditapp.engine import endpoints as engine_endpoints
 from auditapp.engine import launch as engine_launch
 from auditapp.engine.selectors import audit_progress
+from auditapp.launch_forms import launch_field_order
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, LLMEndpoint, PromptTemplate
 
@@ -183,7 +184,7 @@ class AuditAdmin(admin.ModelAdmin):
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return (*self.launch_paradigm(request).launch_fields, "structured_output")
+            return launch_field_order(self.launch_paradigm(request).launch_form)
         return self.readonly_fields
 
     def save_model(self, request, obj, form, change):

@@ -1,13 +1,20 @@
 """What every paradigm's admin launch form shares: the models to ask (from the endpoints' last listing) and their
-generation parameters, and whether their output is constrained (structured output). A paradigm's form (its adapter's
-``launch_form``) mixes :class:`ModelsFieldsMixin` into a ModelForm of Audit; the admin shows ``structured_output``
-below the paradigm's own fields and applies it after the paradigm's launch."""
+generation parameters, whether their output is constrained (structured output), a field for each of the paradigm's
+declared settings (:class:`auditapp.engine.launch_settings.Setting`) and the order the admin shows them in.
+
+A paradigm's form (its adapter's ``launch_form``) subclasses :func:`launch_form_base` of its settings, a ModelForm of
+Audit with :class:`ModelsFieldsMixin`, and adds its Meta and the fields that are the admin's alone (a stored corpus,
+a file of ids); the admin shows the fields in :func:`launch_field_order` and applies ``structured_output`` after the
+paradigm's launch."""
 from __future__ import annotations
+
+from collections.abc import Sequence
 
 from django import forms
 
 from auditapp import llm_clients
 from auditapp.engine.launch import ModelChoice
+from auditapp.engine.launch_settings import Setting
 from auditapp.models import LLMEndpoint
 
 
@@ -56,3 +63,85 @@ class ModelsFieldsMixin(forms.Form):
             choices.append(ModelChoice(endpoint=endpoints[int(endpoint_id)], model=model,
                                        params=self.cleaned_data.get("params") or {}))
         return choices
+
+
+class ChoiceMappingField(forms.JSONField):
+    """A JSON object of names to the value of one of ``choices`` (a mapping setting, such as a scorer's kind by
+    scorer name); left blank, the setting's default."""
+
+    def __init__(self, *, choices: Sequence[tuple[str, str]], default: dict, **kwargs):
+        self.choices, self.default = list(choices), default
+        super().__init__(**kwargs)
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        return dict(self.default) if value is None else value
+
+    def validate(self, value):
+        super().validate(value)
+        allowed = [choice for choice, _ in self.choices]
+        if not isinstance(value, dict) or not all(entry in allowed for entry in value.values()):
+            raise forms.ValidationError(f"Give an object of names to one of {', '.join(allowed)}, e.g. "
+                                        f'{{"name": "{allowed[0]}"}}.')
+
+
+def setting_form_field(setting: Setting) -> forms.Field:
+    """The admin form's field of a setting: its bounds, choices (with their labels), default (the initial value) and
+    help as declared. A number or a text is required unless the setting is optional (its default None, or "" for a
+    text); a choice or a mapping left blank takes the default, as the API does when the body leaves it out; an
+    unticked box is false; a list of choices may be left empty, as in the API, for the paradigm's own check to
+    refuse. The API's field of the same setting is :func:`auditapp.api.launch.setting_field`."""
+    if setting.kind in ("integer", "number"):
+        number = forms.IntegerField if setting.kind == "integer" else forms.FloatField
+        return number(required=setting.default is not None, initial=setting.default, min_value=setting.minimum,
+                      max_value=setting.maximum, help_text=setting.help)
+    if setting.kind == "text":
+        return forms.CharField(required=setting.default not in (None, ""), initial=setting.default,
+                               max_length=setting.max_length, empty_value=None if setting.default is None else "",
+                               help_text=setting.help)
+    if setting.kind == "boolean":
+        return forms.BooleanField(required=False, initial=setting.default, help_text=setting.help)
+    if setting.kind == "choice":
+        return forms.TypedChoiceField(choices=[("" if value is None else value, label)
+                                               for value, label in setting.choices],
+                                      required=False, empty_value=setting.default, initial=setting.default,
+                                      help_text=setting.help)
+    if setting.kind == "choices":
+        return forms.MultipleChoiceField(choices=list(setting.choices), required=False, initial=list(setting.default),
+                                         widget=forms.CheckboxSelectMultiple, help_text=setting.help)
+    return ChoiceMappingField(choices=setting.choices, default=setting.default, required=False,
+                              initial=dict(setting.default), widget=forms.Textarea(attrs={"rows": 2}),
+                              help_text=setting.help)
+
+
+class LaunchForm(ModelsFieldsMixin, forms.ModelForm):
+    """A launch form (a ModelForm of Audit once a paradigm's form gives its Meta) with the fields of its
+    ``settings``; :meth:`setting_values` reads them back under the names the API body gives them."""
+
+    settings: tuple[Setting, ...] = ()
+
+    def setting_values(self) -> dict:
+        return {setting.name: self.cleaned_data[setting.in_form] for setting in self.settings}
+
+
+def launch_form_base(settings: Sequence[Setting]) -> type[LaunchForm]:
+    """What a paradigm's launch form subclasses: a :class:`LaunchForm` with a field for each setting, in their
+    order."""
+    return type("LaunchFormWithSettings", (LaunchForm,),
+                {"settings": tuple(settings), **{setting.in_form: setting_form_field(setting) for setting in settings}})
+
+
+SHARED_FIELDS = ("name", "models", "params", "structured_output")
+
+
+def launch_field_order(form: type[forms.BaseForm]) -> list[str]:
+    """The order the admin shows a launch form's fields in: the audit's name; what it audits (the stored records the
+    form picks: a study, a corpus, instruments, recorded scores); the models and their parameters; the paradigm's own
+    fields as the form declares them (its settings first, then the fields that are the admin's alone); the engine's
+    settings its Meta takes from Audit (replicates, seed, …); structured output last."""
+    fields = form.base_fields
+    picked = [name for name, field in fields.items()
+              if isinstance(field, forms.ModelChoiceField) and name not in SHARED_FIELDS]
+    own = [name for name in form.declared_fields if name not in (*SHARED_FIELDS, *picked)]
+    engine = [name for name in fields if name not in (*SHARED_FIELDS, *picked, *own)]
+    return ["name", *picked, "models", "params", *own, *engine, "structured_output"]

@@ -1,15 +1,21 @@
 """What every paradigm's launch body shares (``POST /api/audits/``): the models to ask and the engine's settings.
 
 A paradigm's launch serializer (its adapter's ``launch_serializer``) subclasses :class:`LaunchSerializer` and adds
-its own fields; :func:`model_choices` turns the validated models into the engine's ModelChoice. The shared
+its own fields: a field for each of its declared settings (:class:`auditapp.engine.launch_settings.Setting`, through
+:func:`settings_serializer`), and by hand the fields whose shape is the API's alone (a stored corpus, a nested
+prompt); :func:`model_choices` turns the validated models into the engine's ModelChoice. The shared
 ``structured_output`` is applied by the launch view after the paradigm's ``launch``
 (:func:`auditapp.engine.launch.audit_structured_output_set`), in the same transaction.
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
+from functools import partial
+
 from rest_framework import serializers
 
 from auditapp.engine.launch import MAX_REPLICATES, ModelChoice
+from auditapp.engine.launch_settings import Setting
 from auditapp.models import LLMEndpoint
 from common.api.fields import storable_json
 
@@ -44,3 +50,38 @@ class LaunchSerializer(serializers.Serializer):
 
 def model_choices(validated: list[dict]) -> list[ModelChoice]:
     return [ModelChoice(**choice) for choice in validated]
+
+
+def setting_field(setting: Setting) -> serializers.Field:
+    """The body's field of a setting: its bounds, choices (their values), default and help as declared; None as
+    the default makes it nullable. The admin form's field of the same setting is
+    :func:`auditapp.launch_forms.setting_form_field`."""
+    optional = setting.default is None
+    chosen = [(value, label) for value, label in setting.choices if value is not None]
+    if setting.kind == "integer":
+        return serializers.IntegerField(default=setting.default, allow_null=optional, min_value=setting.minimum,
+                                        max_value=setting.maximum, help_text=setting.help)
+    if setting.kind == "number":
+        return serializers.FloatField(default=setting.default, allow_null=optional, min_value=setting.minimum,
+                                      max_value=setting.maximum, help_text=setting.help)
+    if setting.kind == "text":
+        return serializers.CharField(default=setting.default, allow_null=optional, allow_blank=setting.default == "",
+                                     max_length=setting.max_length, help_text=setting.help)
+    if setting.kind == "boolean":
+        return serializers.BooleanField(default=setting.default, help_text=setting.help)
+    if setting.kind == "choice":
+        return serializers.ChoiceField(choices=chosen, default=setting.default, allow_null=optional,
+                                       help_text=setting.help)
+    if setting.kind == "choices":
+        return serializers.ListField(child=serializers.ChoiceField(choices=chosen), default=list(setting.default),
+                                     help_text=setting.help)
+    # A mapping's default is copied for each body: one dict shared by every request would carry a change made
+    # while launching one audit into the next.
+    return serializers.DictField(child=serializers.ChoiceField(choices=chosen), default=partial(dict, setting.default),
+                                 help_text=setting.help)
+
+
+def settings_serializer(settings: Sequence[Setting], base: type[serializers.Serializer] = LaunchSerializer) -> type:
+    """``base`` with a field for each setting, in their order: what a paradigm's launch serializer (or a nested
+    object of its body) subclasses, adding by hand the fields that are the API's alone."""
+    return type(f"{base.__name__}WithSettings", (base,), {setting.name: setting_field(setting) for setting in settings})

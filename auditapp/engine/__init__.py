@@ -5,7 +5,8 @@ in :mod:`auditapp.engine.registry` (the protocol it serves is :mod:`auditapp.eng
 Its modules, from the bottom up:
 
 - ``protocol`` (pure: units, judgments, parsed replies, the request builder's protocol), ``registry`` (the one
-  place that names the paradigms), ``request_keys`` and ``parse_quality`` (pure);
+  place that names the paradigms), ``launch_settings`` (pure: a paradigm's launch setting, declared once),
+  ``request_keys`` and ``parse_quality`` (pure);
 - ``errors``, ``endpoints`` (an endpoint's client configuration and models), ``planning`` (the request builder,
   planned requests and their keys), ``launch`` (what every paradigm's launch shares), ``sending`` (tasks sent by
   name);
@@ -14,9 +15,9 @@ Its modules, from the bottom up:
   ``preparation``, ``recovery``, ``analysis`` (re-parsing and the paradigm's analysis);
 - ``runner`` (a work task's loop: claim, send, record), ``selectors`` (reads for the API and dashboards).
 
-A paradigm imports ``protocol``, ``registry``, ``errors``, ``endpoints``, ``planning``, ``launch`` and
-``sending`` (its public interface, checked by the import contracts in pyproject.toml); the rest is the engine's
-own. Importing this package imports nothing, so a pure module may import ``auditapp.engine.protocol``.
+A paradigm imports ``protocol``, ``registry``, ``launch_settings``, ``errors``, ``endpoints``, ``planning``,
+``launch`` and ``sending`` (its public interface, checked by the import contracts in pyproject.toml); the rest is
+the engine's own. Importing this package imports nothing, so a pure module may import ``auditapp.engine.protocol``.
 
 The life of an audit (statuses of :class:`~auditapp.models.Audit`)::
 

@@ -15,10 +15,12 @@ Adding a paradigm, a checklist:
 2. Pure modules beside it (units or corpus generation, request building, reply parsing, analysis): each
    statistic tested against scipy/statsmodels or a hand-worked example, and listed in the import contract
    (``[tool.importlinter]`` in pyproject.toml) as importing no Django.
-3. ``auditapp/paradigms/<name>/adapter.py``: ``PARADIGM = Paradigm(...)`` with its request builder, launch
-   serializer and ``create``, admin launch form, analysis, dashboard template and data, and named export tables;
-   ``answer_schema``, the JSON schema of its chat models' answer (for audits with structured output), and a reply
-   parser that reads a reply valid against it (test it: a constrained reply parses to the same judgment).
+3. ``auditapp/paradigms/<name>/adapter.py``: ``PARADIGM = Paradigm(...)`` with its settings (each declared once,
+   :class:`auditapp.engine.launch_settings.Setting`), its launch serializer (subclassing
+   ``auditapp.api.launch.settings_serializer(settings)``) and ``launch``, its admin launch form (subclassing
+   ``auditapp.launch_forms.launch_form_base(settings)``), analysis, dashboard template and data, and named export
+   tables; ``answer_schema``, the JSON schema of its chat models' answer (for audits with structured output), and a
+   reply parser that reads a reply valid against it (test it: a constrained reply parses to the same judgment).
 4. The dashboard template ``templates/auditapp/<name>_dashboard.html`` (extending
    ``auditapp/audit_dashboard_base.html``) and its script under ``static/auditapp/``.
 5. Add the name to :data:`PARADIGMS`; tests under ``tests/auditapp/`` (pure, API, dashboard page, an engine run
@@ -46,6 +48,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from auditapp.engine.launch_settings import Setting
+
 PARADIGMS = ("classification", "self_report", "bits", "names", "dialect", "word_association", "affective_attribution")
 DEFAULT = PARADIGMS[0]
 """The paradigm of a launch that names none (the API's and the admin's default)."""
@@ -67,11 +71,14 @@ class Paradigm:
     - ``builder(audit)``: its request builder (:class:`auditapp.engine.protocol.RequestBuilder`), for the engine;
     - ``cells(audit)``: the (code, name) of each column of the progress table (conditions, forms, scorers' tasks);
     - ``analyse(audit)``: compute and store the results (``Audit.analysis`` and the paradigm's own rows);
+    - ``settings``: its own launch settings, each declared once
+      (:class:`auditapp.engine.launch_settings.Setting`): its launch serializer and launch form derive their fields
+      for them from these, so the API and the admin take them alike;
     - ``launch_serializer``: the DRF serializer of ``POST /api/audits/`` for it (its ``paradigm`` field included)
       and ``launch(validated_data, models, created_by)`` which records the audit (raising AuditError with every
       problem);
-    - ``launch_form``: the admin's launch form (a ModelForm of Audit), its ``fields`` and
-      ``launch_from_form(form, user)``;
+    - ``launch_form``: the admin's launch form (a ModelForm of Audit; the admin shows its fields in
+      ``auditapp.launch_forms.launch_field_order``) and ``launch_from_form(form, user)``;
     - ``dashboard_template`` and ``dashboard_data(audit)``; ``dashboard_query``: the query parameters of the
       dashboard's URL passed on to ``dashboard_data`` as keyword arguments (e.g. which outcomes the metrics use);
     - ``tables``: named exports under ``/api/audits/{id}/tables/{name}/``; ``api_urls()`` its own routes;
@@ -100,10 +107,10 @@ class Paradigm:
     builder: Callable[[Any], Any]
     cells: Callable[[Any], list[tuple[str, str]]]
     analyse: Callable[[Any], None]
+    settings: tuple[Setting, ...]
     launch_serializer: Any
     launch: Callable[..., Any]
     launch_form: Any
-    launch_fields: tuple[str, ...]
     launch_from_form: Callable[[Any, Any], Any]
     dashboard_template: str
     dashboard_data: Callable[..., dict]

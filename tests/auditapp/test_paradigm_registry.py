@@ -7,6 +7,7 @@ import pytest
 from auditapp import upgrade_steps
 from auditapp.engine import analysis, launch, preparation, registry
 from auditapp.engine import runner as audit_runner
+from auditapp.launch_forms import launch_field_order
 from auditapp.models import Audit, AuditJudgment, AuditRequest, LLMEndpoint
 from auditapp.paradigms.classification import services as classification_services
 from auditapp.paradigms.self_report import services as self_report_services
@@ -22,9 +23,21 @@ def test_every_registered_paradigm_declares_itself_under_its_own_name():
     for name in registry.PARADIGMS:
         paradigm = registry.get(name)
         assert paradigm.name == name and paradigm.label == dict(registry.choices())[name]
-        assert paradigm.dashboard_template.endswith(".html") and paradigm.launch_fields
+        assert paradigm.dashboard_template.endswith(".html")
     with pytest.raises(registry.UnknownParadigm, match="registered: classification"):
         registry.get("no-such-paradigm")
+
+
+def test_the_admin_shows_every_field_of_each_launch_form_once_in_the_shared_order():
+    for paradigm in registry.every():
+        form = paradigm.launch_form
+        order = launch_field_order(form)
+        assert sorted(order) == sorted(form.base_fields), paradigm.name
+        assert order[0] == "name" and order[-1] == "structured_output", (paradigm.name, order)
+        assert order.index("models") < order.index(paradigm.settings[0].in_form) < order.index("seed"), (
+            paradigm.name, order)
+        settings = [name for name in order if name in {setting.in_form for setting in paradigm.settings}]
+        assert settings == [setting.in_form for setting in paradigm.settings], (paradigm.name, order)
 
 
 def test_an_unknown_paradigm_is_a_400_naming_the_registered_ones(api_client):

@@ -11,11 +11,16 @@ import json
 import re
 from collections import Counter
 
+from django import forms
+from django.core.exceptions import ValidationError
 from django.test import override_settings
+from rest_framework import serializers
 
 from auditapp.engine import conversations
+from auditapp.engine.launch_settings import Setting
 from auditapp.engine.protocol import Outcome, ParsedReply
 from auditapp.engine.registry import Paradigm
+from auditapp.launch_forms import ChoiceMappingField
 from auditapp.models import Audit, AuditCondition, AuditItem, AuditModel, AuditRequest
 from common.api.csv_export import csv_cell
 from tests.conformance.minimal_launches import MINIMAL_LAUNCHES, World, minimal_body, minimal_launch
@@ -300,10 +305,11 @@ def _form_value(value):
 
 
 def form_data(paradigm: Paradigm, body: dict) -> tuple[dict, list[str]]:
-    """The admin form's data for the settings of an API body: each setting in its form field (by name, or as
-    ``form_names`` renames it), the models as the form lists them, every other field at the value the admin page
-    shows first (its initial); and the body's settings the form has no field for."""
+    """The admin form's data for the settings of an API body: each setting in its form field (by name, under the
+    form name its declaration gives, or as ``form_names`` renames it), the models as the form lists them, every other
+    field at the value the admin page shows first (its initial); and the body's settings the form has no field for."""
     form = paradigm.launch_form()
+    declared = {setting.name: setting.in_form for setting in paradigm.settings}
     renames = minimal_launch(paradigm.name).form_names
     data, unplaced = {}, []
     models = body.get("models", [])
@@ -315,7 +321,8 @@ def form_data(paradigm: Paradigm, body: dict) -> tuple[dict, list[str]]:
     if any(choice.get("label") for choice in models):
         unplaced.append("models.label")
     for path, value in _flat({k: v for k, v in body.items() if k not in ("paradigm", "models")}).items():
-        name = renames.get(path, path)
+        # A declared setting the API nests in an object (validity.action) is flat in the form, under its form name.
+        name = renames.get(path) or declared.get(path.rpartition(".")[2], path)
         if name not in form.fields:
             unplaced.append(f"{path} (no form field)")
             continue
@@ -379,3 +386,131 @@ def check_form_agrees_with_serializer(paradigm: Paradigm, world: World, user) ->
     differences += _differences(by_api, by_form)
     if differences:
         raise FormDiffers(paradigm.name, differences)
+
+
+# ------------------------------------------------------------------------------- 7. declared settings, read alike
+
+def api_field_of(serializer: serializers.Serializer, name: str) -> serializers.Field | None:
+    """The serializer's field of that name, at the top of the body or in an object nested in it."""
+    if name in serializer.fields:
+        return serializer.fields[name]
+    nested = [field.fields[name] for field in serializer.fields.values()
+              if isinstance(field, serializers.Serializer) and name in field.fields]
+    return nested[0] if nested else None
+
+
+def api_rule(field: serializers.Field) -> dict:
+    """What an API field states, read from DRF's own attributes: bounds, longest text, choices with their labels,
+    default, help."""
+    chooser = field.child if isinstance(field, (serializers.ListField, serializers.DictField)) else field
+    default = field.default() if callable(field.default) else field.default
+    return {"minimum": getattr(field, "min_value", None), "maximum": getattr(field, "max_value", None),
+            "max_length": field.max_length if isinstance(field, serializers.CharField) else None,
+            "choices": list(chooser.choices.items()) if isinstance(chooser, serializers.ChoiceField) else [],
+            "default": default, "help": field.help_text}
+
+
+def form_rule(field: forms.Field) -> dict:
+    """What an admin form field states, read from Django's own attributes (as :func:`api_rule`); a choice's blank
+    entry is how the form leaves it unset, not a choice."""
+    if isinstance(field, ChoiceMappingField | forms.ChoiceField):
+        choices = [(value, str(label)) for value, label in field.choices if value != ""]
+    else:
+        choices = []
+    return {"minimum": getattr(field, "min_value", None), "maximum": getattr(field, "max_value", None),
+            "max_length": field.max_length if isinstance(field, forms.CharField) else None,
+            "choices": choices, "default": field.initial, "help": field.help_text}
+
+
+def declared_rule(setting: Setting) -> dict:
+    """What a declaration says, in the terms of :func:`api_rule` and :func:`form_rule`."""
+    return {"minimum": setting.minimum, "maximum": setting.maximum, "max_length": setting.max_length,
+            "choices": [(value, label) for value, label in setting.choices if value is not None],
+            "default": list(setting.default) if isinstance(setting.default, tuple) else setting.default,
+            "help": setting.help}
+
+
+def trial_values(setting: Setting) -> list:
+    """Values to give a setting as the API body would: each bound and one past it, a text at and past its longest,
+    each choice and one that is not, an empty text or null where the setting is optional, a value of the wrong
+    type."""
+    if setting.kind in ("integer", "number"):
+        values = [setting.default, "many"]
+        if setting.minimum is not None:
+            values += [setting.minimum, setting.minimum - 1]
+        if setting.maximum is not None:
+            values += [setting.maximum, setting.maximum + 1]
+        return values
+    if setting.kind == "text":
+        longest = setting.max_length or 20
+        return ["x" * longest, "x" * (longest + 1), setting.default]
+    if setting.kind == "boolean":
+        return [True, False]
+    if setting.kind == "choice":
+        return [*setting.values, "not-a-choice"]
+    if setting.kind == "choices":
+        return [[value] for value in setting.values] + [list(setting.values), [], ["not-a-choice"]]
+    return [{"name": value} for value in setting.values] + [{}, {"name": "not-a-choice"}, ["not", "an object"]]
+
+
+def form_input(setting: Setting, value):
+    """A body's value as the admin page posts it: unset or false blank, true "on" (a ticked box), a mapping as the
+    JSON typed into its box, the ticked choices as a list, anything else as text."""
+    if value is None or value is False:
+        return ""
+    if value is True:
+        return "on"
+    if setting.kind == "mapping":
+        return json.dumps(value)
+    return value if isinstance(value, list) else str(value)
+
+
+def _read_by_api(field: serializers.Field, value) -> str:
+    """How the API reads a value, in words: the repr tells 3 from 3.0 and a list from a tuple."""
+    try:
+        return f"taken as {field.run_validation(value)!r}"
+    except serializers.ValidationError:
+        return "refused"
+
+
+def _read_by_form(field: forms.Field, value) -> str:
+    try:
+        return f"taken as {field.clean(value)!r}"
+    except ValidationError:
+        return "refused"
+
+
+def setting_differences(setting: Setting, api: serializers.Field, admin: forms.Field) -> list[str]:
+    """How a setting's API field and admin form field differ from its declaration or from each other: in what they
+    state (bounds, longest text, choices, default, help), or in how they read a trial value (:func:`trial_values`:
+    taken as another value, or taken by one and refused by the other)."""
+    differences = []
+    declared, by_api, by_form = declared_rule(setting), api_rule(api), form_rule(admin)
+    for key in declared:
+        if not declared[key] == by_api[key] == by_form[key]:
+            differences.append(f"{setting.name}: {key} declared {declared[key]!r}, API {by_api[key]!r}, "
+                               f"admin form {by_form[key]!r}")
+    for value in trial_values(setting):
+        api_reads, form_reads = _read_by_api(api, value), _read_by_form(admin, form_input(setting, value))
+        if api_reads != form_reads:
+            differences.append(f"{setting.name}: {value!r} is {api_reads} by the API, {form_reads} by the admin "
+                               "form")
+    return differences
+
+
+def check_settings_agree(paradigm: Paradigm) -> int:
+    """Every setting the paradigm declares is a field of its launch serializer (in the body or an object nested in
+    it) and of its admin form (under its form name), and neither differs from the declaration or the other
+    (:func:`setting_differences`). Raises FormDiffers naming each difference; returns how many settings were
+    checked."""
+    serializer, form = paradigm.launch_serializer(), paradigm.launch_form.base_fields
+    differences = []
+    for setting in paradigm.settings:
+        api, admin = api_field_of(serializer, setting.name), form.get(setting.in_form)
+        if api is None or admin is None:
+            differences.append(f"{setting.name}: no field in the {'API body' if api is None else 'admin form'}")
+        else:
+            differences += setting_differences(setting, api, admin)
+    if differences:
+        raise FormDiffers(paradigm.name, differences)
+    return len(paradigm.settings)

@@ -2,8 +2,10 @@
 
 - ``body(world)``: its minimal valid ``POST /api/audits/`` body (only what has no default);
 - ``bad`` and ``bad_fields``: values that make the body invalid, and the fields the 400 must name;
-- ``form_names``: where the admin launch form names a setting otherwise than the API body (a dotted path into
-  the body, such as ``validity.action``, to the form field);
+- ``form_names``: where the admin launch form names a setting of the body otherwise than the API and than the
+  paradigm's declared settings do (a dotted path into the body, such as ``analysis.alpha``, to the form field): the
+  settings whose two fields are shaped differently, such as a free analysis object in the API and one of its keys in
+  the form;
 - ``run(world)``: what is added to the minimal body so that an audit of it runs to completion in a test, in
   seconds, against the test LLM server (``tests/llm_server.py``, whose model names pick its personas) and the
   local scorers.
@@ -65,8 +67,6 @@ MINIMAL_LAUNCHES: dict[str, MinimalLaunch] = {
         body=lambda world: {"instruments": [world.instrument], "models": [chat(world, "persona-key")]},
         bad={"mode": "sideways", "validity": {"max_refusal_share": 2}},
         bad_fields=frozenset({"mode", "validity"}),
-        form_names={"forms": "administered_forms", "validity.max_refusal_share": "max_refusal_share",
-                    "validity.max_dummy_endorsed": "max_dummy_endorsed", "validity.action": "validity_action"},
     ),
     "bits": MinimalLaunch(
         body=lambda world: {"models": [local(world, "vader")]},

@@ -9,11 +9,14 @@ the checks themselves in :mod:`tests.conformance.checks`, the launches in :mod:`
 4. the dashboard renders for a queued and for a completed audit, with the shared shell once (one header, the
    shared script) and no script drawing classification's charts unless it is classification's;
 5. every named table answers JSON and CSV with the same rows;
-6. the admin launch form takes the settings the API takes, and launches the same audit.
+6. the admin launch form takes the settings the API takes, and launches the same audit;
+7. every setting the paradigm declares is a field of both, stating the declared bounds, choices, default and help,
+   and both read each trial value (each bound and past it, each choice and another) alike.
 
 Checks 2–5 run on one small audit per paradigm, launched through the API and run to completion in this process
 (prepare, work, analyse) against the test LLM server and the local scorers. A broken paradigm registered inside
-a test shows that the checks fail.
+a test shows that the checks fail; a toy paradigm that declares one setting more gets both its fields, and fails
+check 7 once its form field is changed by hand.
 """
 from __future__ import annotations
 
@@ -21,12 +24,15 @@ import dataclasses
 
 import pytest
 
+from auditapp.api.launch import settings_serializer
 from auditapp.engine import analysis as engine_analysis
 from auditapp.engine import endpoints, preparation, registry
 from auditapp.engine import runner as audit_runner
 from auditapp.engine.launch import ModelChoice
+from auditapp.engine.launch_settings import Setting
 from auditapp.engine.planning import audit_request_key
 from auditapp.engine.protocol import Judgment, Outcome, ParsedReply
+from auditapp.launch_forms import launch_field_order, setting_form_field
 from auditapp.models import Audit, LLMEndpoint
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.classification import services as classification_services
@@ -93,6 +99,11 @@ def test_dashboard_of_a_queued_audit_renders(name, api_client, staff_client, wor
 @pytest.mark.parametrize("name", NAMES)
 def test_admin_launch_form_takes_what_the_api_takes(name, researcher, world, audit_tasks_off):
     checks.check_form_agrees_with_serializer(registry.get(name), world, researcher[0])
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_declared_setting_is_read_alike_by_the_api_and_the_admin_form(name):
+    assert checks.check_settings_agree(registry.get(name)) == len(registry.get(name).settings) > 0
 
 
 def _soft(failures: list[str], check, *args):
@@ -189,3 +200,37 @@ def test_the_checks_fail_for_a_paradigm_that_does_not_conform(toy, server, audit
     classification = registry.get("classification")
     assert checks.check_request_builder(classification, audit) == 8
     assert checks.check_refusals_are_not_answers(classification, audit) == 1
+
+
+# ---------------------------------------------------------------------------- a paradigm that declares a setting
+
+TOY_LEVEL = Setting("toy_level", "integer", default=3, minimum=1, maximum=5, help="How loud the toy is.")
+
+
+def toy_with_a_setting(form_field) -> registry.Paradigm:
+    """Classification's adapter with one setting more, declared once: its API field derived, its form field given."""
+    classification = registry.get("classification")
+    return dataclasses.replace(
+        classification, name="toy", settings=(*classification.settings, TOY_LEVEL),
+        launch_serializer=settings_serializer((TOY_LEVEL,), base=classification.launch_serializer),
+        launch_form=type("ToyLaunchForm", (classification.launch_form,), {"toy_level": form_field}))
+
+
+def test_a_setting_declared_once_is_a_field_of_both_and_read_alike():
+    toy = toy_with_a_setting(setting_form_field(TOY_LEVEL))
+    assert checks.check_settings_agree(toy) == len(registry.get("classification").settings) + 1
+    order = launch_field_order(toy.launch_form)
+    assert order.index("item_ids_file") < order.index("toy_level") < order.index("replicates"), order
+
+
+def test_a_form_field_changed_by_hand_fails_the_check_naming_the_difference():
+    by_hand = setting_form_field(TOY_LEVEL)
+    by_hand.max_value = 6
+    by_hand.validators = [v for v in by_hand.validators if getattr(v, "limit_value", None) != 5]
+    with pytest.raises(checks.FormDiffers) as raised:
+        checks.check_settings_agree(toy_with_a_setting(by_hand))
+    assert raised.value.differences == ["toy_level: maximum declared 5, API 5, admin form 6",
+                                        "toy_level: 6 is refused by the API, taken as 6 by the admin form"]
+    with pytest.raises(checks.FormDiffers, match="toy_level: no field in the admin form"):
+        checks.check_settings_agree(dataclasses.replace(toy_with_a_setting(by_hand),
+                                                        launch_form=registry.get("classification").launch_form))

@@ -6,9 +6,10 @@ from django import forms
 from django.urls import path
 from rest_framework import serializers
 
-from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
+from auditapp.api.launch import ModelChoiceSerializer, model_choices, settings_serializer
 from auditapp.engine import registry
-from auditapp.launch_forms import ModelsFieldsMixin
+from auditapp.engine.launch_settings import Setting
+from auditapp.launch_forms import launch_form_base
 from auditapp.models import Audit, Corpus, RecordedScorer, distinct_model_names
 from auditapp.paradigms.bits import LABEL
 from auditapp.paradigms.bits import analysis as bits_analysis
@@ -22,6 +23,14 @@ from common.api.exports import stored_analysis_table
 from common.export_rows import Export
 
 NAME = bits_services.PARADIGM
+SETTINGS = (
+    Setting("score_kinds", "mapping", default={}, choices=tuple((kind, kind) for kind in bits_services.SCORE_KINDS),
+            help='Scorer name → vader, sentiment or toxicity, e.g. {"Perspective": "toxicity"}: which default label '
+                 "rule its scores take (default: VADER's for vader, the prompt's for chat models, toxicity for an "
+                 "HTTP JSON scorer whose scale starts at 0, sentiment otherwise, recorded scorers included)."),
+    Setting("batch_size", "integer", default=bits_services.DEFAULT_BATCH_SIZE, minimum=1, maximum=MAX_BATCH_SIZE,
+            help="Sentences per request of a local scorer."),
+)
 
 
 class PromptSerializer(serializers.Serializer):
@@ -48,7 +57,7 @@ class PromptSerializer(serializers.Serializer):
         return prompt
 
 
-class BitsLaunchSerializer(LaunchSerializer):
+class BitsLaunchSerializer(settings_serializer(SETTINGS)):
     """The body of ``POST /api/audits/`` for a perturbation-sensitivity audit (seed 001)."""
 
     paradigm = serializers.ChoiceField(choices=registry.choices())
@@ -63,14 +72,6 @@ class BitsLaunchSerializer(LaunchSerializer):
                                                           default=list,
                                                           help_text="Scores imported with the corpus, by id.")
     prompt = PromptSerializer(default=dict, help_text="How chat models are asked for a score.")
-    score_kinds = serializers.DictField(child=serializers.ChoiceField(choices=bits_services.SCORE_KINDS),
-                                        default=dict,
-                                        help_text="Scorer name → vader, sentiment or toxicity: which default label "
-                                                  "rule its scores take (default: VADER's for vader, the prompt's "
-                                                  "for chat models, sentiment otherwise).")
-    batch_size = serializers.IntegerField(default=bits_services.DEFAULT_BATCH_SIZE, min_value=1,
-                                          max_value=MAX_BATCH_SIZE,
-                                          help_text="Sentences per request of a local scorer.")
     analysis = serializers.DictField(default=dict, help_text=bits_analysis.AnalysisSettings.__doc__)
 
 
@@ -83,7 +84,7 @@ def launch(values: dict, *, created_by=None) -> Audit:
         prompt=prompt if isinstance(prompt, ScorePrompt) else DEFAULT_PROMPTS["sentiment"], **values)
 
 
-class BitsLaunchForm(ModelsFieldsMixin, forms.ModelForm):
+class BitsLaunchForm(launch_form_base(SETTINGS)):
     """Launch a perturbation-sensitivity audit (seed 001): scorers × the corpus's sentences."""
 
     corpus = forms.ModelChoiceField(queryset=Corpus.objects.filter(paradigm=NAME), required=False,
@@ -96,19 +97,6 @@ class BitsLaunchForm(ModelsFieldsMixin, forms.ModelForm):
     t_test = forms.ChoiceField(choices=[(test, test) for test in T_TESTS], initial=T_TESTS[0],
                                help_text="paired: each sentence against its own control; welch: the group's "
                                          "scores against the control's, unpaired.")
-    batch_size = forms.IntegerField(initial=bits_services.DEFAULT_BATCH_SIZE, min_value=1, max_value=MAX_BATCH_SIZE,
-                                    help_text="Sentences per request of a local scorer.")
-    score_kinds = forms.JSONField(
-        required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 2}),
-        help_text='Scorer name → vader, sentiment or toxicity, e.g. {"Perspective": "toxicity"}: which default label '
-                  "rule its scores take (default: VADER's for vader, the prompt's for chat models, toxicity for an "
-                  "HTTP JSON scorer whose scale starts at 0, sentiment otherwise, recorded scorers included).")
-
-    def clean_score_kinds(self):
-        kinds = self.cleaned_data.get("score_kinds") or {}
-        if not isinstance(kinds, dict) or not all(isinstance(v, str) for v in kinds.values()):
-            raise forms.ValidationError('Give an object of scorer name → kind, e.g. {"Perspective": "toxicity"}.')
-        return kinds
 
     class Meta:
         model = Audit
@@ -122,8 +110,7 @@ class BitsLaunchForm(ModelsFieldsMixin, forms.ModelForm):
         data = self.cleaned_data
         return {"models": self.model_choices(), "corpus": data["corpus"],
                 "recorded_scorers": list(data["recorded_scorers"]), "prompt": DEFAULT_PROMPTS[data["prompt"]],
-                "batch_size": data["batch_size"], "analysis": {"t_test": data["t_test"]},
-                "score_kinds": data["score_kinds"],
+                "analysis": {"t_test": data["t_test"]}, **self.setting_values(),
                 "replicates": data["replicates"], "error_budget": data["error_budget"]}
 
     def clean(self):
@@ -230,11 +217,10 @@ PARADIGM = registry.Paradigm(
     builder=bits_services.BitsRequests,
     cells=cells,
     analyse=bits_services.bits_analyse,
+    settings=SETTINGS,
     launch_serializer=BitsLaunchSerializer,
     launch=launch,
     launch_form=BitsLaunchForm,
-    launch_fields=("name", "corpus", "models", "params", "recorded_scorers", "prompt", "score_kinds", "t_test",
-                   "batch_size", "replicates", "seed", "use_cache", "error_budget", "parallel_tasks"),
     launch_from_form=launch_from_form,
     dashboard_template="auditapp/bits_dashboard.html",
     dashboard_data=dashboard_data,

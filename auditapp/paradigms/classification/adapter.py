@@ -9,9 +9,10 @@ from django.urls import path
 from rest_framework import serializers
 
 from annotation.models import Study
-from auditapp.api.launch import BIGINT_MAX, LaunchSerializer, model_choices
+from auditapp.api.launch import BIGINT_MAX, model_choices, settings_serializer
 from auditapp.engine import registry
-from auditapp.launch_forms import ModelsFieldsMixin
+from auditapp.engine.launch_settings import Setting
+from auditapp.launch_forms import launch_form_base
 from auditapp.models import Audit
 from auditapp.paradigms.classification import LABEL
 from auditapp.paradigms.classification import evaluation as evaluation_sets
@@ -31,35 +32,46 @@ from auditapp.paradigms.classification.selectors import (
 )
 
 NAME = "classification"
+EVALUATION_SET_LABELS = {"all": "All items with a ground truth but the study's ICL examples",
+                         "item_set": "A stored item set, by its name",
+                         "not_examples": "All items but the examples of the ICL sets of the chosen conditions",
+                         "items": "A list of item ids"}
+SETTINGS = (
+    Setting("conditions", "choices", default=CONDITIONS,
+            choices=tuple((code, DEFAULT_TEMPLATES[code].name) for code in CONDITIONS),
+            help="The prompting conditions each item is asked under (seed 000 §3.4, Appendix A.4; default all "
+                 "seven)."),
+    Setting("unparsed", "choice", default=Audit.Unparsed.EXCLUDE.value, choices=tuple(Audit.Unparsed.choices),
+            help="How refusals, unparseable replies and failures enter the metrics."),
+    Setting("n_resamples", "integer", default=2000, minimum=100, maximum=100000,
+            help="Bootstrap resamples for the CIs."),
+    Setting("evaluation_set", "choice", default=evaluation_sets.DEFAULT_KIND,
+            choices=tuple((kind, EVALUATION_SET_LABELS[kind]) for kind in evaluation_sets.KINDS),
+            help="Which items are classified: all (every item with a ground truth but attention checks and the "
+                 "study's ICL examples), item_set (a stored set named by item_set: a test set such as high_aq, or "
+                 "icl_a/icl_b), not_examples (every item but the examples of the ICL sets the conditions use), "
+                 "items (the external ids in item_ids)."),
+    Setting("item_set", "text", default="", max_length=20,
+            help="With evaluation_set item_set: the stored set's name, a test set (all, high_aq, low_aq, low_bias, "
+                 "high_bias) or an example set (icl_a, icl_b)."),
+    Setting("sample", "integer", default=None, minimum=1, maximum=BIGINT_MAX,
+            help="Classify a random sample of this many items of the set, drawn with the audit's seed (e.g. 100 for "
+                 "a pilot; more than the set has is refused)."),
+    Setting("allow_overlap", "boolean", default=False,
+            help="Launch even when the evaluation set shares items with the ICL examples of the chosen conditions "
+                 "(refused by default, naming how many and a few ids)."),
+)
 
 
-class ClassificationLaunchSerializer(LaunchSerializer):
+class ClassificationLaunchSerializer(settings_serializer(SETTINGS)):
     """The body of ``POST /api/audits/`` for a classification audit (the default paradigm)."""
 
     paradigm = serializers.ChoiceField(choices=registry.choices(), default=NAME)
     study = serializers.PrimaryKeyRelatedField(queryset=Study.objects.all())
-    conditions = serializers.ListField(child=serializers.ChoiceField(choices=CONDITIONS), default=list(CONDITIONS))
-    unparsed = serializers.ChoiceField(choices=Audit.Unparsed.choices, default=Audit.Unparsed.EXCLUDE)
-    n_resamples = serializers.IntegerField(default=2000, min_value=100, max_value=100000)
-    evaluation_set = serializers.ChoiceField(
-        choices=evaluation_sets.KINDS, default=evaluation_sets.DEFAULT_KIND,
-        help_text="Which items are classified: all (every item with a ground truth but attention checks and the "
-                  "study's ICL examples), item_set (a stored set named by item_set: a test set such as high_aq, or "
-                  "icl_a/icl_b), not_examples (every item but the examples of the ICL sets the conditions use), "
-                  "items (the external ids in item_ids).")
-    item_set = serializers.CharField(required=False, default="", allow_blank=True, max_length=20,
-                                     help_text="evaluation_set item_set: the stored set's name.")
     item_ids = serializers.ListField(child=serializers.CharField(max_length=200), required=False, default=list,
                                      max_length=1_000_000,
                                      help_text="evaluation_set items: the items' external ids (an unknown id is a "
                                                "400 naming it).")
-    sample = serializers.IntegerField(required=False, allow_null=True, default=None, min_value=1,
-                                      max_value=BIGINT_MAX,
-                                      help_text="Classify a random sample of this many items of the set, drawn with "
-                                                "the audit's seed (more than the set has is a 400).")
-    allow_overlap = serializers.BooleanField(
-        default=False, help_text="Launch even when the evaluation set shares items with the ICL examples of the "
-                                 "chosen conditions (refused by default, naming how many and a few ids).")
 
 
 def evaluation_from(values: dict) -> classification_services.EvaluationSet:
@@ -79,36 +91,17 @@ def launch(values: dict, *, created_by=None) -> Audit:
                                                 evaluation=evaluation, **values)
 
 
-class ClassificationLaunchForm(ModelsFieldsMixin, forms.ModelForm):
+class ClassificationLaunchForm(launch_form_base(SETTINGS)):
     """Launch a classification audit."""
 
-    conditions = forms.MultipleChoiceField(
-        widget=forms.CheckboxSelectMultiple, initial=list(CONDITIONS),
-        choices=[(code, DEFAULT_TEMPLATES[code].name) for code in CONDITIONS])
-    evaluation_set = forms.ChoiceField(
-        required=False, initial=evaluation_sets.DEFAULT_KIND, label="Evaluation set",
-        choices=[("all", "All items with a ground truth but the study's ICL examples"),
-                 ("item_set", "A stored item set (name it below)"),
-                 ("not_examples", "All items but the examples of the ICL sets chosen above"),
-                 ("items", "A list of item ids (paste or upload them below)")])
-    item_set = forms.CharField(required=False, max_length=20,
-                               help_text="The stored set's name: a test set (all, high_aq, low_aq, low_bias, "
-                                         "high_bias) or an example set (icl_a, icl_b).")
     item_ids = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
                                help_text="The items' external ids, one per line (or separated by commas).")
     item_ids_file = forms.FileField(required=False, label="Item ids file",
                                     help_text="Or a text file of the ids, one per line (UTF-8).")
-    sample = forms.IntegerField(required=False, min_value=1,
-                                help_text="Classify a random sample of this many items of the set, drawn with the "
-                                          "seed below (e.g. 100 for a pilot).")
-    allow_overlap = forms.BooleanField(required=False,
-                                       help_text="Launch even when the evaluation set shares items with the chosen "
-                                                 "ICL examples.")
 
     class Meta:
         model = Audit
-        fields = ("name", "study", "replicates", "seed", "use_cache", "error_budget", "unparsed", "n_resamples",
-                  "parallel_tasks")
+        fields = ("name", "study", "replicates", "seed", "use_cache", "error_budget", "parallel_tasks")
 
     def clean_item_ids_file(self) -> list[str]:
         upload = self.cleaned_data.get("item_ids_file")
@@ -188,12 +181,10 @@ PARADIGM = registry.Paradigm(
     recover=extractions_recover,
     study_alternatives_settled=lambda study_id: classification_services.robustness_after_alternatives(
         study_id=study_id, paradigm=NAME),
+    settings=SETTINGS,
     launch_serializer=ClassificationLaunchSerializer,
     launch=launch,
     launch_form=ClassificationLaunchForm,
-    launch_fields=("name", "study", "models", "params", "conditions", "evaluation_set", "item_set", "item_ids",
-                   "item_ids_file", "sample", "allow_overlap", "replicates", "seed", "use_cache", "error_budget",
-                   "unparsed", "n_resamples", "parallel_tasks"),
     launch_from_form=launch_from_form,
     dashboard_template="auditapp/audit_dashboard.html",
     dashboard_data=dashboard_data,

@@ -1,20 +1,21 @@
 """What the two counterfactual paradigms' adapters share (seed 002): the launch body and admin form, the dashboard's
 data and the named tables, each built from a paradigm's :class:`Flavour` (its name, design class, material, its
 own settings). The adapters (:mod:`auditapp.paradigms.names.adapter`, :mod:`auditapp.paradigms.dialect.adapter`)
-declare their flavour and call :func:`paradigm_of`.
+declare their flavour, its settings ending with :func:`iterations_setting`, and call :func:`paradigm_of`.
 """
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from django import forms
 from rest_framework import serializers
 
-from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
+from auditapp.api.launch import ModelChoiceSerializer, model_choices, settings_serializer
 from auditapp.engine import registry
 from auditapp.engine.errors import AuditError
-from auditapp.launch_forms import ModelsFieldsMixin
+from auditapp.engine.launch_settings import Setting
+from auditapp.launch_forms import launch_form_base
 from auditapp.models import Audit, AuditJudgment, Corpus
 from auditapp.paradigms.counterfactual import services
 from auditapp.paradigms.counterfactual.analysis import analysis_problems
@@ -36,21 +37,26 @@ COMPLETION_TABLES = {
 @dataclass(frozen=True)
 class Flavour:
     """One counterfactual paradigm: ``design_class`` (from_audit, texts, analyse, …), ``units_of(spec, settings)``
-    (the material's units and provenance; MaterialError), its settings' defaults and serializer fields, its tables'
-    descriptions and the judgment export's extra columns (``judgment_columns(audit)`` → columns, a row function)."""
+    (the material's units and provenance; MaterialError), its settings (stored in the audit's design, the design
+    class reads them), its tables' descriptions and the judgment export's extra columns (``judgment_columns(audit)``
+    → columns, a row function)."""
 
     name: str
     label: str
     design_class: type
     units_of: Callable
     default_corpus_name: str
-    defaults: dict
-    extra_fields: dict
+    settings: tuple[Setting, ...]
     material_help: str
     dashboard_template: str
     tables: dict[str, str]
     judgment_columns: Callable
-    form_fields: dict = field(default_factory=dict)
+
+
+def iterations_setting(default: int) -> Setting:
+    """The setting both flavours take, each with the default of its design."""
+    return Setting("iterations", "integer", default=default, minimum=1, maximum=MAX_ITERATIONS,
+                   help="Requests per model × task, each a new sample of texts.")
 
 
 def launch_serializer(flavour: Flavour) -> type:
@@ -65,20 +71,16 @@ def launch_serializer(flavour: Flavour) -> type:
             help_text="A stored material corpus (GET /api/corpora/); omit to use `material`."),
         "material": serializers.DictField(required=False, allow_null=True, default=None,
                                           help_text=flavour.material_help),
-        "iterations": serializers.IntegerField(default=flavour.defaults["iterations"], min_value=1,
-                                               max_value=MAX_ITERATIONS,
-                                               help_text="Requests per model × task, each a new sample of texts."),
         "prompt": serializers.CharField(required=False, max_length=20000, default=DEFAULT_TEMPLATE,
                                         help_text="The prompt template, with {description} and {texts} once "
                                                   "each (default: seed 002's instruction and our JSON Lines one)."),
         "analysis": serializers.DictField(default=dict, help_text="alpha (0.05), primary (paired or welch)."),
-        **{name: make() for name, make in flavour.extra_fields.items()},
     }
-    return type(f"{flavour.name.title()}LaunchSerializer", (LaunchSerializer,), attributes)
+    return type(f"{flavour.name.title()}LaunchSerializer", (settings_serializer(flavour.settings),), attributes)
 
 
 def settings_from(flavour: Flavour, values: dict) -> dict:
-    return {"iterations": values["iterations"], **{name: values[name] for name in flavour.extra_fields},
+    return {**{setting.name: values[setting.name] for setting in flavour.settings},
             "analysis": dict(values.get("analysis") or {})}
 
 
@@ -114,14 +116,11 @@ def launch_function(flavour: Flavour) -> Callable:
 
 
 def launch_form(flavour: Flavour) -> type:
-    """The admin's launch form: models, a stored corpus (or the default material), iterations, settings."""
+    """The admin's launch form: models, a stored corpus (or the default material), the settings, the FDR level."""
 
-    class CounterfactualLaunchForm(ModelsFieldsMixin, forms.ModelForm):
+    class CounterfactualLaunchForm(launch_form_base(flavour.settings)):
         corpus = forms.ModelChoiceField(queryset=Corpus.objects.filter(paradigm=flavour.name), required=False,
                                         empty_label=f"the default material ({flavour.default_corpus_name})")
-        iterations = forms.IntegerField(initial=flavour.defaults["iterations"], min_value=1,
-                                        max_value=MAX_ITERATIONS,
-                                        help_text="Requests per model × task, each a new sample of texts.")
         alpha = forms.FloatField(initial=0.05, min_value=0.0001, max_value=0.5,
                                  help_text="Benjamini–Hochberg FDR level.")
 
@@ -132,8 +131,7 @@ def launch_form(flavour: Flavour) -> type:
         def values(self) -> dict:
             data = self.cleaned_data
             return {"name": data["name"], "corpus": data["corpus"], "material": None,
-                    "iterations": data["iterations"], "analysis": {"alpha": data["alpha"]},
-                    **{name: data[name] for name in flavour.extra_fields},
+                    "analysis": {"alpha": data["alpha"]}, **self.setting_values(),
                     "seed": data["seed"], "use_cache": data["use_cache"], "error_budget": data["error_budget"],
                     "parallel_tasks": data["parallel_tasks"]}
 
@@ -144,9 +142,7 @@ def launch_form(flavour: Flavour) -> type:
                     self.add_error(None, problem)
             return data
 
-    # The paradigm's own fields are declared on a subclass, so the admin (which lists the form's fields) sees them.
-    return type(f"{flavour.name.title()}LaunchForm", (CounterfactualLaunchForm,),
-                {name: make() for name, make in flavour.form_fields.items()})
+    return CounterfactualLaunchForm
 
 
 def launch_from_form_function(flavour: Flavour) -> Callable:
@@ -173,9 +169,8 @@ def dashboard_data_function(flavour: Flavour) -> Callable:
                        "content_hash": corpus.content_hash},
             # The launch's own settings (pairs per request, reference group, batch size) until the preparation
             # writes the manifest's description of the design.
-            "design": {"iterations": audit.design.get("iterations"), "seed": audit.seed,
-                       **{name: audit.design[name] for name in flavour.extra_fields if name in audit.design},
-                       **(audit.manifest or {}).get("design", {})},
+            "design": {**{setting.name: audit.design.get(setting.name) for setting in flavour.settings},
+                       "seed": audit.seed, **(audit.manifest or {}).get("design", {})},
             "analysis": audit.analysis or None,
             "tables": [*flavour.tables, *COMPLETION_TABLES, "judgments"],
         }
@@ -226,11 +221,10 @@ def paradigm_of(flavour: Flavour) -> registry.Paradigm:
         builder=lambda audit: services.CounterfactualRequests(audit, builder_class),
         cells=cells,
         analyse=lambda audit: services.counterfactual_analyse(audit, builder_class),
+        settings=flavour.settings,
         launch_serializer=launch_serializer(flavour),
         launch=launch_function(flavour),
         launch_form=launch_form(flavour),
-        launch_fields=("name", "corpus", "models", "params", *flavour.form_fields, "iterations", "alpha", "seed",
-                       "use_cache", "error_budget", "parallel_tasks"),
         launch_from_form=launch_from_form_function(flavour),
         dashboard_template=flavour.dashboard_template,
         dashboard_data=dashboard_data_function(flavour),

@@ -3,11 +3,9 @@ paradigms' shared interface (:mod:`auditapp.paradigms.counterfactual.interface`)
 its tables (seed 002 Figure 2, Table 1)."""
 from __future__ import annotations
 
-from django import forms
-from rest_framework import serializers
-
+from auditapp.engine.launch_settings import Setting
 from auditapp.models import Audit
-from auditapp.paradigms.counterfactual.interface import Flavour, paradigm_of
+from auditapp.paradigms.counterfactual.interface import Flavour, iterations_setting, paradigm_of
 from auditapp.paradigms.counterfactual.units import dialect_spec_material, dialect_units
 from auditapp.paradigms.dialect import LABEL
 from auditapp.paradigms.dialect.design import DEFAULTS, MAX_BATCH_SIZE, DialectDesign
@@ -37,16 +35,11 @@ FLAVOUR = Flavour(
     design_class=DialectDesign,
     units_of=units_of,
     default_corpus_name="Dialect: seed 002's 16 tasks, our SAE/AAVE pairs",
-    defaults=DEFAULTS,
-    extra_fields={
-        "batch_size": lambda: serializers.IntegerField(default=DEFAULTS["batch_size"], min_value=1,
-                                                       max_value=MAX_BATCH_SIZE,
-                                                       help_text="Texts per request (10 in seed 002)."),
-    },
-    form_fields={
-        "batch_size": lambda: forms.IntegerField(initial=DEFAULTS["batch_size"], min_value=1,
-                                                 max_value=MAX_BATCH_SIZE, help_text="10 in seed 002."),
-    },
+    settings=(
+        Setting("batch_size", "integer", default=DEFAULTS["batch_size"], minimum=1, maximum=MAX_BATCH_SIZE,
+                help="Texts per request (10 in seed 002)."),
+        iterations_setting(DEFAULTS["iterations"]),
+    ),
     material_help='Omit for seed 002\'s 16 tasks with our introduction and message pairs. Any of: "tasks" (slugs '
                   'of the paper\'s tasks, or {slug, name, domain, description, text_set} objects), "pairs" '
                   '({key, text_set, sae, aave} objects; the AAVE may mark its features inline, e.g. [HB]).',

@@ -51,17 +51,18 @@ from django.utils import timezone
 from rest_framework import serializers
 
 from auditapp import scorer_kinds
-from auditapp.api.launch import LaunchSerializer, ModelChoiceSerializer, model_choices
+from auditapp.api.launch import ModelChoiceSerializer, model_choices, settings_serializer
 from auditapp.corpus_selectors import corpus_units
 from auditapp.corpus_services import CorpusError, CorpusProblem, corpus_store
 from auditapp.engine import registry
 from auditapp.engine.endpoints import endpoint_config
 from auditapp.engine.errors import AuditError
 from auditapp.engine.launch import ModelChoice, audit_models_create, launch_problems, manifest_models
+from auditapp.engine.launch_settings import Setting
 from auditapp.engine.planning import PlannedRequest, audit_request_key
 from auditapp.engine.protocol import TURN_ENDED, Judgment, NoFollowUp, Outcome, ParsedReply, Unit
 from auditapp.engine.sending import enqueue_prepare
-from auditapp.launch_forms import ModelsFieldsMixin
+from auditapp.launch_forms import launch_form_base
 from auditapp.models import Audit, AuditRequest, Corpus
 from auditapp.paradigms.implicit_bias import analysis as payloads
 from auditapp.paradigms.implicit_bias import stats
@@ -71,15 +72,7 @@ from auditapp.paradigms.implicit_bias.aat_replies import (
     description_problem,
     parse_aat_reply,
 )
-from auditapp.paradigms.implicit_bias.generation import (
-    DEFAULT_AAT_COMBINATIONS,
-    DEFAULT_SAMPLES_PER_COMBINATION,
-    DIMENSION_DRAWS,
-    WORD_ORDERS,
-    Instance,
-    generate_aat,
-    generate_wabt,
-)
+from auditapp.paradigms.implicit_bias.generation import Instance, generate_aat, generate_wabt
 from auditapp.paradigms.implicit_bias.lexicons import (
     DIMENSIONS,
     Lexicon,
@@ -88,7 +81,6 @@ from auditapp.paradigms.implicit_bias.lexicons import (
     parse_lexicon,
 )
 from auditapp.paradigms.implicit_bias.templates import (
-    AAT_FORMS,
     AAT_TEMPLATES,
     SINGLE_PROMPT_FRAME,
     WABT_TEMPLATES,
@@ -113,7 +105,6 @@ DESCRIBED = "described"
 QUESTIONS = ("Q1 (describe)", "Q2 (comedy or tragedy)")
 CONVERSATION_ENDED = TURN_ENDED.format(turn=1, reason="")
 """How the engine's error on a second turn closed unsent begins (the rest is :func:`follow_up`'s reason)."""
-MAX_SAMPLES_PER_COMBINATION = 1000
 FAILED_REASON = "request failed (no reply)"
 WABT_ANSWER_SCHEMA = {
     "type": "object",
@@ -239,15 +230,21 @@ def material_from_corpus(corpus_id: int) -> Material:
 
 @dataclass(frozen=True)
 class Task:
-    """One of the two paradigms: its name, its options (name → default) and what is special to it."""
+    """One of the two paradigms: its name, its generation options (launch settings, stored in the audit's design as
+    ``options``) and what is special to it."""
 
     name: str
     label: str
     task: str
     default_corpus_name: str
-    options: Mapping[str, Any]
+    settings: tuple[Setting, ...]
     dashboard_template: str
     tables: Mapping[str, str]
+
+    @property
+    def options(self) -> dict[str, Any]:
+        """Each option's default, by name."""
+        return {setting.name: setting.default for setting in self.settings}
 
 
 def instances_of(task: Task, material: Material, *, seed: int, options: Mapping[str, Any]) -> list[Instance]:
@@ -691,39 +688,6 @@ def corpus_generate(task: Task, *, spec: Mapping | None, name: str, created_by=N
                                     **material.manifest()}, created_by=created_by)
 
 
-def option_fields(task: Task, kind: str) -> dict[str, Any]:
-    """The task's option fields, for the API serializer (``kind`` "api") or the admin form ("form")."""
-    if task.task == "wabt":
-        specs = {
-            "samples_per_combination": ("int", DEFAULT_SAMPLES_PER_COMBINATION, MAX_SAMPLES_PER_COMBINATION,
-                                        "Samples per S_a × S_b combination (50 in seed 003)."),
-            "word_order": ("choice", "shuffled", WORD_ORDERS,
-                           "shuffled (ours, the default) or paper: the 5 X_a words, then the 5 X_b words."),
-            "dimension_draw": ("choice", "every", DIMENSION_DRAWS,
-                               "every (each sample in all three dimensions: the paper's 4,500), balanced or uniform "
-                               "(one dimension per sample)."),
-        }
-    else:
-        specs = {
-            "combinations": ("int", DEFAULT_AAT_COMBINATIONS, None,
-                             "Distinct (group identifier, neutral word) combinations (500 in seed 003)."),
-            "form": ("choice", "two_turn", AAT_FORMS,
-                     "two_turn (the paper's, the default: Q1, then Q2 with the model's description in the "
-                     "conversation; not with structured output) or single_prompt (ours: both questions at once)."),
-        }
-    made = {}
-    for name, (kind_of, default, bound, help_text) in specs.items():
-        if kind_of == "int":
-            made[name] = (serializers.IntegerField(default=default, min_value=1, max_value=bound, help_text=help_text)
-                          if kind == "api" else forms.IntegerField(initial=default, min_value=1, max_value=bound,
-                                                                   help_text=help_text))
-        else:
-            made[name] = (serializers.ChoiceField(choices=list(bound), default=default, help_text=help_text)
-                          if kind == "api" else forms.ChoiceField(choices=[(c, c) for c in bound], initial=default,
-                                                                  help_text=help_text))
-    return made
-
-
 def launch_serializer(task: Task) -> type:
     attributes = {
         "__doc__": f"The body of POST /api/audits/ for a {task.label} audit.",
@@ -732,10 +696,10 @@ def launch_serializer(task: Task) -> type:
         "corpus": serializers.PrimaryKeyRelatedField(
             queryset=Corpus.objects.all(), required=False, allow_null=True, default=None,
             help_text="A stored material corpus (lexicon and templates, POST /api/corpora/); omit for the paper's."),
-        **option_fields(task, "api"),
         "validate": _validate_launch(task),
     }
-    return type(f"{task.name.title().replace('_', '')}LaunchSerializer", (LaunchSerializer,), attributes)
+    return type(f"{task.name.title().replace('_', '')}LaunchSerializer", (settings_serializer(task.settings),),
+                attributes)
 
 
 def _validate_launch(task: Task) -> Callable:
@@ -766,7 +730,7 @@ def launch_function(task: Task) -> Callable:
 def launch_form(task: Task) -> type:
     """The admin's launch form: models, a stored corpus (or the paper's material), the options."""
 
-    class ImplicitBiasLaunchForm(ModelsFieldsMixin, forms.ModelForm):
+    class ImplicitBiasLaunchForm(launch_form_base(task.settings)):
         corpus = forms.ModelChoiceField(queryset=Corpus.objects.filter(paradigm=task.name), required=False,
                                         empty_label=f"the paper's material ({task.default_corpus_name})")
 
@@ -778,7 +742,7 @@ def launch_form(task: Task) -> type:
             data = self.cleaned_data
             return {"name": data["name"], "corpus": data["corpus"], "seed": data["seed"],
                     "use_cache": data["use_cache"], "error_budget": data["error_budget"],
-                    "parallel_tasks": data["parallel_tasks"], **{name: data[name] for name in task.options}}
+                    "parallel_tasks": data["parallel_tasks"], **self.setting_values()}
 
         def clean(self):
             data = super().clean()
@@ -791,8 +755,7 @@ def launch_form(task: Task) -> type:
                     self.add_error(None, problem)
             return data
 
-    return type(f"{task.name.title().replace('_', '')}LaunchForm", (ImplicitBiasLaunchForm,),
-                option_fields(task, "form"))
+    return ImplicitBiasLaunchForm
 
 
 def launch_from_form_function(task: Task) -> Callable:
@@ -856,11 +819,10 @@ def paradigm_of(task: Task) -> registry.Paradigm:
         builder=lambda audit: ImplicitBiasRequests(audit, task),
         cells=cells_function(task),
         analyse=lambda audit: analyse(audit, task),
+        settings=task.settings,
         launch_serializer=launch_serializer(task),
         launch=launch_function(task),
         launch_form=launch_form(task),
-        launch_fields=("name", "corpus", "models", "params", *task.options, "seed", "use_cache", "error_budget",
-                       "parallel_tasks"),
         launch_from_form=launch_from_form_function(task),
         dashboard_template=task.dashboard_template,
         dashboard_data=dashboard_data_function(task),

@@ -3,12 +3,10 @@ paradigms' shared interface (:mod:`auditapp.paradigms.counterfactual.interface`)
 (pairs per iteration, the reference group), its tables (seed 002 Figure 1, Supplementary Table 3, Table 1)."""
 from __future__ import annotations
 
-from django import forms
-from rest_framework import serializers
-
 from auditapp.corpus_selectors import corpus_units
+from auditapp.engine.launch_settings import Setting
 from auditapp.models import Audit
-from auditapp.paradigms.counterfactual.interface import Flavour, paradigm_of
+from auditapp.paradigms.counterfactual.interface import Flavour, iterations_setting, paradigm_of
 from auditapp.paradigms.counterfactual.units import names_spec_material, names_units
 from auditapp.paradigms.names import LABEL
 from auditapp.paradigms.names.design import DEFAULTS, MAX_PAIRS, NamesDesign
@@ -44,22 +42,13 @@ FLAVOUR = Flavour(
     design_class=NamesDesign,
     units_of=units_of,
     default_corpus_name="Names: seed 002 Table 2 and tasks, our vignettes",
-    defaults=DEFAULTS,
-    extra_fields={
-        "pairs_per_iteration": lambda: serializers.IntegerField(
-            default=DEFAULTS["pairs_per_iteration"], min_value=1, max_value=MAX_PAIRS,
-            help_text="Within-gender name pairs per request (30 in seed 002: 60 texts)."),
-        "reference_group": lambda: serializers.CharField(
-            default=DEFAULTS["reference_group"], max_length=100,
-            help_text="The group every other group's names are paired with (White in seed 002)."),
-    },
-    form_fields={
-        "pairs_per_iteration": lambda: forms.IntegerField(
-            initial=DEFAULTS["pairs_per_iteration"], min_value=1, max_value=MAX_PAIRS,
-            help_text="Within-gender name pairs per request (30 in seed 002: 60 texts)."),
-        "reference_group": lambda: forms.CharField(initial=DEFAULTS["reference_group"], max_length=100,
-                                                   help_text="White in seed 002."),
-    },
+    settings=(
+        Setting("pairs_per_iteration", "integer", default=DEFAULTS["pairs_per_iteration"], minimum=1,
+                maximum=MAX_PAIRS, help="Within-gender name pairs per request (30 in seed 002: 60 texts)."),
+        Setting("reference_group", "text", default=DEFAULTS["reference_group"], max_length=100,
+                help="The group every other group's names are paired with (White in seed 002)."),
+        iterations_setting(DEFAULTS["iterations"]),
+    ),
     material_help='Omit for seed 002\'s 39 tasks and 200 names (Table 2) with our 211 vignettes. Any of: "tasks" '
                   '(slugs of the paper\'s tasks, or {slug, name, domain, description} objects), "domains", "names" '
                   '({name, group, gender} objects), "vignettes" (texts with {NAME} once) or "pools" '

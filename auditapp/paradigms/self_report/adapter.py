@@ -6,9 +6,10 @@ from django import forms
 from django.urls import path
 from rest_framework import serializers
 
-from auditapp.api.launch import BIGINT_MAX, LaunchSerializer, model_choices
+from auditapp.api.launch import BIGINT_MAX, model_choices, settings_serializer
 from auditapp.engine import registry
-from auditapp.launch_forms import ModelsFieldsMixin
+from auditapp.engine.launch_settings import Setting
+from auditapp.launch_forms import launch_form_base
 from auditapp.models import Audit
 from auditapp.paradigms.self_report import LABEL
 from auditapp.paradigms.self_report import services as self_report_services
@@ -18,29 +19,48 @@ from auditapp.paradigms.self_report.selectors import form_cells, self_report_das
 from psychometrics.models import Instrument
 
 NAME = self_report_services.PARADIGM
+FORM_LABELS = {"original": "Original (the published items, order and options)",
+               "masked": "Masked (one questionnaire of the instruments' items, IPIP fillers and 52 dummy items, in a "
+                         "seeded order: seed 000 Appendix A)"}
+SETTINGS = (
+    Setting("forms", "choices", default=FORMS, choices=tuple((form, FORM_LABELS[form]) for form in FORMS),
+            form_name="administered_forms",
+            help="The forms each model answers (seed 000 §3.3): the original, the masked, or both (the default)."),
+    Setting("mode", "choice", default="batch",
+            choices=(("batch", "Batch: the whole form in one request, numbered"),
+                     ("item", "Item: one item per request")),
+            help="batch: the whole form in one request (as the paper's combined questionnaire); item: one item per "
+                 "request."),
+    Setting("labels", "choice", default=None,
+            choices=((None, "default (numbers; text in batch mode)"), ("numbers", "numbers"), ("letters", "letters"),
+                     ("text", "text")),
+            help="How an item's options are labelled in item mode (default numbers; a batch writes its options out "
+                 "as text)."),
+    Setting("title", "boolean", default=False, help="The original form opens with the instrument's name."),
+)
+VALIDITY = (
+    Setting("max_refusal_share", "number", default=ValidityRule.max_refusal_share, minimum=0, maximum=1,
+            help="Flag a model on a form when it refuses more than this share."),
+    Setting("max_dummy_endorsed", "integer", default=ValidityRule.max_dummy_endorsed, minimum=0,
+            help="Flag a model when it endorses more of the 52 dummy items."),
+    Setting("action", "choice", default=ValidityRule.action,
+            choices=(("flag", "flag only"), ("exclude", "flag and leave out of the paired comparison")),
+            form_name="validity_action",
+            help="flag: marked in the results; exclude: also left out of the paired comparison."),
+)
+"""The validity rule's settings: an object of their own in the API body (``validity``), flat in the admin form."""
 
 
-class ValidityRuleSerializer(serializers.Serializer):
-    max_refusal_share = serializers.FloatField(default=ValidityRule.max_refusal_share, min_value=0, max_value=1)
-    max_dummy_endorsed = serializers.IntegerField(default=ValidityRule.max_dummy_endorsed, min_value=0)
-    action = serializers.ChoiceField(choices=["flag", "exclude"], default=ValidityRule.action,
-                                     help_text="flag: marked in the results; exclude: also left out of the "
-                                               "paired comparison.")
+class ValidityRuleSerializer(settings_serializer(VALIDITY, base=serializers.Serializer)):
+    """When a model is flagged on a form, and what a flag does."""
 
 
-class SelfReportLaunchSerializer(LaunchSerializer):
+class SelfReportLaunchSerializer(settings_serializer(SETTINGS)):
     """The body of ``POST /api/audits/`` for a self-report audit (``models`` as for a classification audit)."""
 
     paradigm = serializers.ChoiceField(choices=registry.choices())
     instruments = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all(), many=True,
                                                      help_text="Instrument ids (GET /api/instruments/).")
-    forms = serializers.ListField(child=serializers.ChoiceField(choices=FORMS), default=list(FORMS))
-    mode = serializers.ChoiceField(choices=["batch", "item"], default="batch",
-                                   help_text="batch: the whole form in one request (as the paper's combined "
-                                             "questionnaire); item: one item per request.")
-    labels = serializers.ChoiceField(choices=["numbers", "letters", "text"], allow_null=True, default=None,
-                                     help_text="How an item's options are labelled in item mode (default numbers).")
-    title = serializers.BooleanField(default=False, help_text="The original form opens with the instrument's name.")
     validity = ValidityRuleSerializer(default=dict)
     seed = serializers.IntegerField(default=0, min_value=0, max_value=BIGINT_MAX)
 
@@ -53,43 +73,23 @@ def launch(values: dict, *, created_by=None) -> Audit:
                                                          created_by=created_by, **values)
 
 
-class SelfReportLaunchForm(ModelsFieldsMixin, forms.ModelForm):
+class SelfReportLaunchForm(launch_form_base((*SETTINGS, *VALIDITY))):
     """Launch a self-report audit (seed 000 §3.3): models × instruments × forms × replicates."""
 
     instruments = forms.ModelMultipleChoiceField(
         queryset=Instrument.objects.all(), widget=forms.CheckboxSelectMultiple,
         help_text="Shipped or uploaded Likert instruments. A partial instrument is not the published scale.")
-    administered_forms = forms.MultipleChoiceField(
-        label="Forms", choices=[("original", "Original (the published items, order and options)"),
-                 ("masked", "Masked (one questionnaire of the instruments' items, IPIP fillers and 52 dummy items, "
-                            "in a seeded order: seed 000 Appendix A)")],
-        initial=list(FORMS), widget=forms.CheckboxSelectMultiple)
-    mode = forms.ChoiceField(choices=[("batch", "Batch: the whole form in one request, numbered"),
-                                      ("item", "Item: one item per request")], initial="batch")
-    labels = forms.ChoiceField(choices=[("", "default (numbers; text in batch mode)"), ("numbers", "numbers"),
-                                        ("letters", "letters"), ("text", "text")], required=False,
-                               help_text="How each option is labelled in item mode.")
-    title = forms.BooleanField(required=False, help_text="The original form opens with the instrument's name.")
-    max_refusal_share = forms.FloatField(initial=ValidityRule.max_refusal_share, min_value=0, max_value=1,
-                                         help_text="Flag a model on a form when it refuses more than this share.")
-    max_dummy_endorsed = forms.IntegerField(initial=ValidityRule.max_dummy_endorsed, min_value=0,
-                                            help_text="Flag a model when it endorses more of the 52 dummy items.")
-    validity_action = forms.ChoiceField(choices=[("flag", "flag only"),
-                                                 ("exclude", "flag and leave out of the paired comparison")],
-                                        initial=ValidityRule.action)
 
     class Meta:
         model = Audit
         fields = ("name", "replicates", "seed", "use_cache", "error_budget", "parallel_tasks")
 
     def launch_arguments(self) -> dict:
-        data = self.cleaned_data
+        data, values = self.cleaned_data, self.setting_values()
         return {"models": self.model_choices(), "instruments": list(data["instruments"]),
-                "forms": tuple(data["administered_forms"]),
-                "mode": data["mode"], "labels": data["labels"] or None, "title": data["title"],
-                "validity": ValidityRule(max_refusal_share=data["max_refusal_share"],
-                                         max_dummy_endorsed=data["max_dummy_endorsed"],
-                                         action=data["validity_action"]),
+                "forms": tuple(values["forms"]), "mode": values["mode"], "labels": values["labels"],
+                "title": values["title"], "validity": ValidityRule(**{setting.name: values[setting.name]
+                                                                      for setting in VALIDITY}),
                 "replicates": data["replicates"], "error_budget": data["error_budget"]}
 
     def clean(self):
@@ -138,12 +138,10 @@ PARADIGM = registry.Paradigm(
     builder=self_report_services.SelfReportRequests,
     cells=form_cells,
     analyse=self_report_services.self_report_analyse,
+    settings=(*SETTINGS, *VALIDITY),
     launch_serializer=SelfReportLaunchSerializer,
     launch=launch,
     launch_form=SelfReportLaunchForm,
-    launch_fields=("name", "models", "params", "instruments", "administered_forms", "mode", "labels", "title",
-                   "replicates", "seed", "max_refusal_share", "max_dummy_endorsed", "validity_action", "use_cache",
-                   "error_budget", "parallel_tasks"),
     launch_from_form=launch_from_form,
     dashboard_template="auditapp/self_report_dashboard.html",
     dashboard_data=self_report_dashboard_data,
