@@ -13,8 +13,8 @@ from tests.llm_server import PERSONAS, LLMServer
 
 DATABASE_PASS = "AUDITAPP_DATABASE_PASS"
 """Set by bin/test for its PostgreSQL + Redis pass, which runs only the tests that can differ on that database and
-broker: those that touch the database or start processes. Pure tests and browser tests (pages and scripts) run in
-the SQLite pass alone."""
+broker: those that touch the database or start processes. Pure tests, browser tests (pages and scripts) and the
+tests of the embedded defaults run in the SQLite pass alone."""
 
 DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server",
                      "django_db_reset_sequences", "django_db_serialized_rollback"}
@@ -30,8 +30,9 @@ def touches_the_database(item) -> bool:
 def pytest_collection_modifyitems(config, items):
     """Marks each test by its layer, from what it uses, so ``-m`` can choose one: ``pure`` (no database, no service
     or worker: the quick layer), ``db``, ``integration`` and ``browser`` (both also ``slow``). In bin/test's
-    PostgreSQL pass, the pure and browser tests are deselected: they do not change with the database, and the
-    browser tests take minutes (each whole-study flow waits out the IAT's 250 ms between ~180 trials)."""
+    PostgreSQL pass, the pure, browser and ``embedded`` tests are deselected: they do not change with the database
+    and broker (an embedded test sets its own), and the browser tests take minutes (each whole-study flow waits out
+    the IAT's 250 ms between ~180 trials)."""
     database_pass = os.environ.get(DATABASE_PASS) == "1"
     kept, dropped = [], []
     for item in items:
@@ -41,7 +42,8 @@ def pytest_collection_modifyitems(config, items):
         layer = "db" if touches_the_database(item) else "pure"
         if not started:
             item.add_marker(getattr(pytest.mark, layer))
-        if database_pass and (item.get_closest_marker("browser") or (layer == "pure" and not started)):
+        if database_pass and (item.get_closest_marker("browser") or item.get_closest_marker("embedded")
+                              or (layer == "pure" and not started)):
             dropped.append(item)
         else:
             kept.append(item)

@@ -26,17 +26,17 @@ from tests.integration.support import (
     wait_for_study_counts,
 )
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.embedded]
 
 
-@pytest.fixture
-def running_app(tmp_path):
-    if os.environ.get("DATABASE_URL"):
-        pytest.skip("bin/run on its embedded defaults is tested in the SQLite pass")
+@pytest.fixture(scope="module")
+def running_app(tmp_path_factory):
+    """One bin/run for the module's tests (setting up its demo study and audit takes a minute): they run in the
+    file's order, each leaving it running but the last, which stops it with Ctrl-C."""
     port = free_port()
     env = {k: v for k, v in os.environ.items()
            if k not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE"}}
-    env.update(VAR_DIR=str(tmp_path / "var"), PORT=str(port), WORKER_CONCURRENCY="1")
+    env.update(VAR_DIR=str(tmp_path_factory.mktemp("run") / "var"), PORT=str(port), WORKER_CONCURRENCY="1")
     app = WatchedProcess(["bash", str(REPO / "bin" / "run")], env=env)
     base = f"http://127.0.0.1:{port}"
     try:
@@ -89,6 +89,22 @@ def test_run_command_serves_the_app_and_the_worker_imports(running_app):
     assert (state["status"], state["n_items"], state["n_labels"]) == ("succeeded", 10, 30)
 
 
+def test_a_killed_worker_is_started_again_and_the_web_server_stays_up(running_app):
+    app, base = running_app
+    app.wait_for_output(r"celery@\S+ ready", timeout=60)
+    worker = next(p for p in psutil.Process(app.process.pid).children(recursive=True)
+                  if "worker" in p.cmdline() and "celery" in " ".join(p.cmdline()) and p.ppid() == app.process.pid)
+    ready_before = app.count(r"celery@\S+ ready")
+    worker.kill()
+    killed_at = time.monotonic()
+    app.wait_for_output(r"the worker stopped \(killed by SIGKILL\); starting it again in 1 s", timeout=10)
+    assert http_answers(f"{base}/healthz"), "the web server did not go down with the worker"
+    wait_for(lambda: app.count(r"celery@\S+ ready") == ready_before + 1, timeout=30,
+             what="the new worker to be ready")
+    assert time.monotonic() - killed_at < 15
+    assert http_answers(f"{base}/healthz")
+
+
 def test_ctrl_c_stops_the_server_and_the_worker(running_app):
     app, base = running_app
     app.wait_for_output(r"celery@\S+ ready", timeout=60)
@@ -98,17 +114,3 @@ def test_ctrl_c_stops_the_server_and_the_worker(running_app):
     wait_for(lambda: not any(c.is_running() and c.status() != psutil.STATUS_ZOMBIE for c in children),
              timeout=30, what="every child process to exit")
     assert not http_answers(f"{base}/healthz")
-
-
-def test_a_killed_worker_is_started_again_and_the_web_server_stays_up(running_app):
-    app, base = running_app
-    app.wait_for_output(r"celery@\S+ ready", timeout=60)
-    worker = next(p for p in psutil.Process(app.process.pid).children(recursive=True)
-                  if "worker" in p.cmdline() and "celery" in " ".join(p.cmdline()) and p.ppid() == app.process.pid)
-    worker.kill()
-    killed_at = time.monotonic()
-    app.wait_for_output(r"the worker stopped \(killed by SIGKILL\); starting it again in 1 s", timeout=10)
-    assert http_answers(f"{base}/healthz"), "the web server did not go down with the worker"
-    wait_for(lambda: app.count(r"celery@\S+ ready") == 2, timeout=30, what="the new worker to be ready")
-    assert time.monotonic() - killed_at < 15
-    assert http_answers(f"{base}/healthz")
