@@ -10,7 +10,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 def settings_in(env: dict[str, str], expression: str) -> str:
     code = f"import django; django.setup(); from django.conf import settings; print({expression})"
-    clean = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "auditapp.settings.local", **env}
+    clean = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings.local", **env}
     return subprocess.run([sys.executable, "-c", code], cwd=REPO, env=clean, capture_output=True, text=True,
                           check=True).stdout.strip()
 

@@ -3,7 +3,7 @@ import os
 
 from celery import Celery
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditapp.settings.local")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 app = Celery("auditapp")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -19,8 +19,8 @@ import os
 
 from django.core.exceptions import ImproperlyConfigured
 
-from auditapp.settings.base import *  # noqa: F403
-from auditapp.settings.base import env_bool
+from config.settings.base import *  # noqa: F403
+from config.settings.base import env_bool
 
 SECRET_KEY = os.environ.get("SECRET_KEY", "")
 if not SECRET_KEY:
