@@ -4,7 +4,7 @@ FROM python:3.11-slim-bookworm
 ENV PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
     PIP_NO_CACHE_DIR=1 \
-    DJANGO_SETTINGS_MODULE=auditapp.settings.production \
+    DJANGO_SETTINGS_MODULE=config.settings.production \
     VAR_DIR=/app/var \
     STATIC_ROOT=/app/staticfiles
 
@@ -23,4 +23,4 @@ RUN SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput -v0 \
 USER auditapp
 
 EXPOSE 8000
-CMD ["gunicorn", "auditapp.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "600"]
+CMD ["gunicorn", "config.wsgi", "--bind", "0.0.0.0:8000", "--workers", "3", "--timeout", "600"]

@@ -1,7 +1,6 @@
-"""The Django project (settings, urls, Celery app, wsgi/asgi) and the audit domain.
+"""The audit domain: LLM endpoints, audits, requests and replies, the engine, paradigms, metrics, the audits' API.
 
 Deliberately empty of imports: the pure modules below (paradigms, scorers, metrics) must load without
-Django or Celery. The Celery app is bound when Django starts (``AuditappConfig.ready``) and found by
-``celery -A auditapp`` in ``auditapp.celery``.
+Django or Celery. The Django project around it (settings, urls, the Celery app) is the ``config`` package.
 """
 __version__ = "0.1.0"

@@ -1,4 +1,4 @@
-"""App configuration for the audit domain (auditapp is both the Django project and this app)."""
+"""App configuration for the audit domain (the Django project around it is the ``config`` package)."""
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
@@ -8,8 +8,6 @@ class AuditappConfig(AppConfig):
     verbose_name = "LLM audits"
 
     def ready(self) -> None:
-        # Binds ``@shared_task`` to our Celery app in every Django process (web, worker, commands).
-        import auditapp.celery  # noqa: F401
         import auditapp.signals  # noqa: F401
 
         post_migrate.connect(_paradigms_after_migrate, sender=self)

@@ -1,7 +1,10 @@
-"""ASGI entry point; production settings unless DJANGO_SETTINGS_MODULE says otherwise."""
-import os
+"""Deprecated name of ``config.asgi``, kept until auditapp 0.2.0 so that a deployment that serves
+``auditapp.asgi:application`` keeps running after an upgrade."""
+import warnings
 
-from django.core.asgi import get_asgi_application
+from config.asgi import application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditapp.settings.production")
-application = get_asgi_application()
+__all__ = ["application"]
+
+warnings.warn("auditapp.asgi is deprecated and goes in auditapp 0.2.0: serve config.asgi:application",
+              DeprecationWarning, stacklevel=1)

@@ -1,9 +1,10 @@
-"""The one Celery app: configured from Django settings (CELERY_*), importing the task modules listed in CELERY_IMPORTS."""
-import os
+"""Deprecated place of the Celery app, kept until auditapp 0.2.0 so that a deployment that runs ``celery -A auditapp``
+keeps running after an upgrade: Celery looks for ``app`` in ``auditapp.celery`` and finds ``config.celery``'s."""
+import warnings
 
-from celery import Celery
+from config.celery import app
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditapp.settings.local")
+__all__ = ["app"]
 
-app = Celery("auditapp")
-app.config_from_object("django.conf:settings", namespace="CELERY")
+warnings.warn("celery -A auditapp is deprecated and goes in auditapp 0.2.0: run celery -A config",
+              DeprecationWarning, stacklevel=1)

@@ -1,7 +1,10 @@
-"""WSGI entry point for gunicorn; production settings unless DJANGO_SETTINGS_MODULE says otherwise."""
-import os
+"""Deprecated name of ``config.wsgi``, kept until auditapp 0.2.0 so that a deployment that runs
+``gunicorn auditapp.wsgi`` (or ``auditapp.wsgi:application``) keeps running after an upgrade."""
+import warnings
 
-from django.core.wsgi import get_wsgi_application
+from config.wsgi import application
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditapp.settings.production")
-application = get_wsgi_application()
+__all__ = ["application"]
+
+warnings.warn("auditapp.wsgi is deprecated and goes in auditapp 0.2.0: serve config.wsgi:application",
+              DeprecationWarning, stacklevel=1)

@@ -194,7 +194,7 @@ def main() -> None:
 
     var_dir = tempfile.mkdtemp(prefix="auditapp-load-")
     # Plain HTTP on 127.0.0.1 with no TLS proxy in front: no HTTPS redirect, no secure cookies.
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production", "SECRET_KEY": "benchmark-only",
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.production", "SECRET_KEY": "benchmark-only",
            "SECURE_COOKIES": "0", "SECURE_SSL_REDIRECT": "0", "LOG_LEVEL": "WARNING", "VAR_DIR": var_dir,
            "STATIC_ROOT": f"{var_dir}/static", "DATABASE_URL": args.database_url, "CELERY_BROKER_URL": args.broker_url}
     os.environ.update({k: env[k] for k in ("DJANGO_SETTINGS_MODULE", "SECRET_KEY", "SECURE_COOKIES",
@@ -211,10 +211,10 @@ def main() -> None:
     port = free_port()
     bin_dir = Path(sys.executable).parent
     processes = [
-        subprocess.Popen([str(bin_dir / "gunicorn"), "auditapp.wsgi", "--workers", str(args.gunicorn_workers),
+        subprocess.Popen([str(bin_dir / "gunicorn"), "config.wsgi", "--workers", str(args.gunicorn_workers),
                           "--bind", f"127.0.0.1:{port}"], cwd=REPO, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
-        subprocess.Popen([str(bin_dir / "celery"), "-A", "auditapp", "worker", "--concurrency=1", "--loglevel=WARNING",
+        subprocess.Popen([str(bin_dir / "celery"), "-A", "config", "worker", "--concurrency=1", "--loglevel=WARNING",
                           "--without-mingle", "--without-gossip"], cwd=REPO, env=env,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL),
     ]

@@ -68,7 +68,7 @@ def main() -> None:
     if not args.database_url.startswith("postgres") or not args.redis_url.startswith("redis"):
         parser.error("give --database-url postgres://... and --redis-url redis://... (see the docstring)")
 
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test", "DATABASE_URL": args.database_url,
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test", "DATABASE_URL": args.database_url,
            "CELERY_BROKER_URL": args.redis_url, "LOG_LEVEL": "WARNING"}
     os.environ.update(env)
     import django
@@ -95,7 +95,7 @@ def main() -> None:
                                               base_url=server.base_url, max_concurrency=args.concurrency,
                                               attempt_timeout_s=30, max_attempts=3)
         worker = subprocess.Popen(
-            [str(REPO / ".venv/bin/celery"), "-A", "auditapp", "worker", "--loglevel=WARNING",
+            [str(REPO / ".venv/bin/celery"), "-A", "config", "worker", "--loglevel=WARNING",
              f"--concurrency={args.worker_concurrency}", "--without-mingle", "--without-gossip"],
             cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         try:

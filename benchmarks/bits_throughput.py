@@ -104,7 +104,7 @@ def llm_run(run: int, args, corpus, texts: list[str]) -> None:
 
 def environment(args) -> tuple[dict[str, str], str]:
     """The worker's and this process's environment, and a name for the backend."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test", "LOG_LEVEL": "WARNING"}
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test", "LOG_LEVEL": "WARNING"}
     if args.database_url or args.redis_url:
         if not args.database_url.startswith("postgres") or not args.redis_url.startswith("redis"):
             raise SystemExit("give both DATABASE_URL=postgres://... and CELERY_BROKER_URL=redis://..., or neither")

@@ -31,7 +31,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditapp.settings.local")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 STORED_TARGET, ANALYSIS_SECONDS_TARGET, ANALYSIS_MEMORY_TARGET_MB = 50_000, 10.0, 2048
 REPLIES_PER_TRANSACTION = 50

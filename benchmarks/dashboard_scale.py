@@ -30,7 +30,7 @@ def main() -> None:
     args = parser.parse_args()
 
     os.environ.setdefault("VAR_DIR", tempfile.mkdtemp(prefix="auditapp-bench-"))
-    os.environ["DJANGO_SETTINGS_MODULE"] = "auditapp.settings.local"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.local"
     os.environ["LOG_LEVEL"] = "WARNING"
     import django
 

@@ -75,7 +75,7 @@ def main() -> None:
     import psutil
 
     var_dir = tempfile.mkdtemp(prefix="auditapp-bench-")
-    env = {**os.environ, "VAR_DIR": var_dir, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production",
+    env = {**os.environ, "VAR_DIR": var_dir, "DJANGO_SETTINGS_MODULE": "config.settings.production",
            "SECRET_KEY": "benchmark-only", "SECURE_COOKIES": "0", "SECURE_SSL_REDIRECT": "0", "LOG_LEVEL": "WARNING"}
     env.pop("CELERY_BROKER_URL", None)
     if args.database_url:
@@ -93,7 +93,7 @@ def main() -> None:
 
     port = free_port()
     server = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "auditapp.wsgi", "--workers", "1", "--timeout", "600",
+        [str(Path(sys.executable).parent / "gunicorn"), "config.wsgi", "--workers", "1", "--timeout", "600",
          "--bind", f"127.0.0.1:{port}"], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         base = f"http://127.0.0.1:{port}"

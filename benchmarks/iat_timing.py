@@ -445,7 +445,7 @@ def main() -> None:
 
     var_dir = tempfile.mkdtemp(prefix="auditapp-iat-bench-")
     os.environ["VAR_DIR"] = var_dir
-    os.environ["DJANGO_SETTINGS_MODULE"] = "auditapp.settings.local"
+    os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.local"
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("CELERY_BROKER_URL", None)

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 TARGET_PER_SECOND = 50_000
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditapp.settings.local")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 
 
 def setup() -> None:

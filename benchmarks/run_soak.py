@@ -92,7 +92,7 @@ class App:
 
 def make_study(var_dir: Path, n_invites: int) -> tuple[int, list[str]]:
     """A study without questionnaires or IAT, items enough for every annotator, ``n_invites`` invitations."""
-    os.environ.update(VAR_DIR=str(var_dir), DJANGO_SETTINGS_MODULE="auditapp.settings.local")
+    os.environ.update(VAR_DIR=str(var_dir), DJANGO_SETTINGS_MODULE="config.settings.local")
     import django
 
     django.setup()

@@ -1,4 +1,4 @@
-"""The coding rounds' REST API routes, under ``/api/`` in the ``api`` namespace (auditapp/urls.py)."""
+"""The coding rounds' REST API routes, under ``/api/`` in the ``api`` namespace (config/urls.py)."""
 from django.urls import path
 
 from coding import api_codebooks, api_exports, api_rounds

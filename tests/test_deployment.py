@@ -35,8 +35,8 @@ def test_compose_runs_postgres_redis_web_and_worker_with_healthchecks():
         assert env["DATABASE_URL"].startswith("postgres://") and "@postgres:5432/" in env["DATABASE_URL"]
         assert env["CELERY_BROKER_URL"] == "redis://redis:6379/0"
         assert services[name]["depends_on"]["postgres"]["condition"] == "service_healthy"
-    assert "gunicorn auditapp.wsgi" in " ".join(services["web"]["command"])
-    assert "celery -A auditapp worker" in " ".join(services["worker"]["command"])
+    assert "gunicorn config.wsgi" in " ".join(services["web"]["command"])
+    assert "celery -A config worker" in " ".join(services["worker"]["command"])
 
 
 def test_workers_are_started_again_and_run_without_gossip_in_compose_and_systemd():
@@ -72,7 +72,7 @@ def production_env(tmp_path: Path, **overrides: str) -> dict[str, str]:
     browser tests' DJANGO_ALLOW_ASYNC_UNSAFE (set for Playwright in this process)."""
     env = {key: value for key, value in os.environ.items()
            if not key.startswith(("SECURE_", "DJANGO_SETTINGS_MODULE", "DATABASE_URL", "DJANGO_ALLOW_ASYNC_UNSAFE"))}
-    return {**env, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production", "SECRET_KEY": secrets.token_urlsafe(50),
+    return {**env, "DJANGO_SETTINGS_MODULE": "config.settings.production", "SECRET_KEY": secrets.token_urlsafe(50),
             "VAR_DIR": str(tmp_path), **overrides}
 
 

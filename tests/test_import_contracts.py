@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-PACKAGES = ("auditapp", "annotation", "coding", "common", "psychometrics", "tasks")
+PACKAGES = ("auditapp", "annotation", "coding", "common", "config", "psychometrics", "tasks")
 
 # One violation per contract, each in a module the contract covers by its package rather than by name.
 PLANTED = {
@@ -22,6 +22,8 @@ PLANTED = {
     "auditapp/paradigms/names/adapter.py": "from auditapp.engine import recording\n",
     # What the apps share imports no app.
     "common/api/pagination.py": "from annotation import models\n",
+    # The apps never import the project.
+    "annotation/selectors.py": "from config.settings import base\n",
 }
 
 
@@ -38,8 +40,9 @@ def test_each_contract_reports_a_planted_violation(tmp_path):
                             capture_output=True, text=True, timeout=600, env={"PYTHONPATH": str(tmp_path),
                                                                               "PATH": "/usr/bin:/bin", "COLUMNS": "400"})
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "Contracts: 0 kept, 4 broken." in result.stdout, result.stdout
+    assert "Contracts: 0 kept, 5 broken." in result.stdout, result.stdout
     assert "auditapp.engine.protocol -> django (l." in result.stdout
     assert "auditapp.engine.recording -> auditapp.paradigms.counterfactual.services (l." in result.stdout
     assert "auditapp.paradigms.names.adapter -> auditapp.engine.recording (l." in result.stdout
     assert "common.api.pagination -> annotation.models (l." in result.stdout
+    assert "annotation.selectors -> config.settings.base (l." in result.stdout

@@ -13,7 +13,7 @@ def settings_in(env: dict[str, str], *expressions: str) -> list[str]:
     takes seconds to set Django up."""
     code = "import django; django.setup(); from django.conf import settings; " + "; ".join(
         f"print({expression})" for expression in expressions)
-    clean = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "auditapp.settings.local", **env}
+    clean = {"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "config.settings.local", **env}
     return subprocess.run([sys.executable, "-c", code], cwd=REPO, env=clean, capture_output=True, text=True,
                           check=True).stdout.splitlines()
 

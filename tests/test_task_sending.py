@@ -26,7 +26,7 @@ for name in ("auditapp.audit_prepare", "auditapp.audit_work", "auditapp.audit_an
 @pytest.mark.slow
 def test_a_task_is_found_by_name_in_a_process_that_imported_none():
     result = subprocess.run([sys.executable, "-c", FRESH_PROCESS], cwd=REPO, capture_output=True, text=True,
-                            timeout=120, env={"DJANGO_SETTINGS_MODULE": "auditapp.settings.test", "PATH": "/usr/bin"})
+                            timeout=120, env={"DJANGO_SETTINGS_MODULE": "config.settings.test", "PATH": "/usr/bin"})
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["auditapp.audit_prepare", "auditapp.audit_work", "auditapp.audit_analyse",
                                      "annotation.item_import_run", "annotation.study_analysis_compute",

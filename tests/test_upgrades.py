@@ -84,7 +84,7 @@ def test_the_upgrade_command_runs_each_step_once_and_again_when_asked():
 def _separate_database(tmp_path: Path) -> dict[str, str]:
     """The environment of a process that works on a database of its own (never the test database)."""
     env = {k: v for k, v in os.environ.items() if k != "DJANGO_SETTINGS_MODULE"}
-    env.update(VAR_DIR=str(tmp_path / "var"), PYTHONPATH=str(REPO), DJANGO_SETTINGS_MODULE="auditapp.settings.local")
+    env.update(VAR_DIR=str(tmp_path / "var"), PYTHONPATH=str(REPO), DJANGO_SETTINGS_MODULE="config.settings.local")
     if os.environ.get("DATABASE_URL", "").startswith("postgres"):
         base = os.environ["DATABASE_URL"].rsplit("/", 1)[0]
         env["DATABASE_URL"] = f"{base}/upgrade_{uuid.uuid4().hex[:12]}"

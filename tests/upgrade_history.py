@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import django
 
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "auditapp.settings.local")
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings.local")
 django.setup()
 
 from django.core.management import call_command  # noqa: E402

@@ -1,5 +1,2 @@
-"""Settings split by environment: ``base`` is shared; ``local``, ``production`` and ``test`` extend it.
-
-Every setting comes from the environment, with the embedded default (SQLite under ``var/``, a
-file-system Celery broker) when it is unset.
-"""
+"""Deprecated: the settings moved to ``config.settings``. Only ``production`` is kept under its old name here, for
+deployments whose unit files or environment name it, until auditapp 0.2.0 (docs/operations.md, "Upgrading")."""

@@ -23,10 +23,10 @@ from auditapp.models import AuditModel, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.classification.extraction_services import extraction_create, extraction_run
 from auditapp.paradigms.self_report.services import self_report_audit_create
-from auditapp.urls import api_patterns
 from coding.coding_services import coding_save
 from coding.models import Code, Codebook
 from coding.round_services import coder_add, round_create
+from config.urls import api_patterns
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.models import StudyInstrument
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit

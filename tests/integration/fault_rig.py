@@ -56,7 +56,7 @@ class FaultRig:
         self.latency, self.concurrency, self.attempt_timeout = latency, concurrency, attempt_timeout
         self.database = ThrowawayPostgres()
         self.redis = ThrowawayRedis()
-        self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test", "DATABASE_URL": self.database.url,
+        self.env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test", "DATABASE_URL": self.database.url,
                     "CELERY_BROKER_URL": self.redis.url, "PYTHONPATH": str(REPO),
                     "VAR_DIR": str(self.database.directory / "var"), **(worker_settings or {})}
         self._manage("migrate", "--noinput", "-v0")

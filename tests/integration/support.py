@@ -83,7 +83,7 @@ class WatchedProcess:
 
 def celery_worker(*, env: dict[str, str], concurrency: int = 1) -> WatchedProcess:
     """A real Celery worker (``concurrency`` prefork children) on the project's app, started with ``env``."""
-    return WatchedProcess([str(VENV_BIN / "celery"), "-A", "auditapp", "worker", "--loglevel=INFO",
+    return WatchedProcess([str(VENV_BIN / "celery"), "-A", "config", "worker", "--loglevel=INFO",
                            f"--concurrency={concurrency}", "--without-mingle", "--without-gossip"], env=env)
 
 
@@ -127,7 +127,7 @@ def worker_environment(**extra: str) -> dict[str, str]:
         pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
     redis_url = redis_broker_url()
     redis.Redis.from_url(redis_url).flushdb()
-    return {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.test",
+    return {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test",
             "DATABASE_URL": database_url(connection.settings_dict), "CELERY_BROKER_URL": redis_url, **extra}
 
 
@@ -141,7 +141,7 @@ def production_environment(var_dir: Path, **extra: str) -> dict[str, str]:
         pytest.skip("runs in bin/test's PostgreSQL + Redis pass")
     broker = redis_broker_url()
     redis.Redis.from_url(broker).flushdb()
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "auditapp.settings.production", "SECRET_KEY": "x" * 50,
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.production", "SECRET_KEY": "x" * 50,
            "SECURE_COOKIES": "0", "SECURE_SSL_REDIRECT": "0", "DATABASE_URL": database_url(connection.settings_dict),
            "CELERY_BROKER_URL": broker, "VAR_DIR": str(var_dir / "var"), "STATIC_ROOT": str(var_dir / "static"),
            **extra}
@@ -152,7 +152,7 @@ def production_environment(var_dir: Path, **extra: str) -> dict[str, str]:
 def gunicorn(*, env: dict[str, str], workers: int = 2, threads: int = 1) -> tuple[WatchedProcess, str]:
     """gunicorn serving the project with ``env`` on a free port, answering /healthz; returns it and its base URL."""
     port = free_port()
-    web = WatchedProcess([str(VENV_BIN / "gunicorn"), "auditapp.wsgi", "--workers", str(workers), "--threads",
+    web = WatchedProcess([str(VENV_BIN / "gunicorn"), "config.wsgi", "--workers", str(workers), "--threads",
                           str(threads), "--bind", f"127.0.0.1:{port}"], env=env)
     base = f"http://127.0.0.1:{port}"
     try:

@@ -53,7 +53,7 @@ def test_gunicorn_and_worker_on_postgres_and_redis(tmp_path):
 
 def test_production_settings_refuse_to_start_without_a_secret_key():
     env = {k: v for k, v in os.environ.items() if k != "SECRET_KEY"}
-    env["DJANGO_SETTINGS_MODULE"] = "auditapp.settings.production"
+    env["DJANGO_SETTINGS_MODULE"] = "config.settings.production"
     result = subprocess.run([sys.executable, "manage.py", "check"], cwd=REPO, env=env, capture_output=True, text=True)
     assert result.returncode != 0
     assert "SECRET_KEY must be set in the environment in production" in result.stderr

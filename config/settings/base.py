@@ -77,9 +77,9 @@ MIDDLEWARE = [
     "auditapp.middleware.DatabaseUnavailableMiddleware",
 ]
 
-ROOT_URLCONF = "auditapp.urls"
-WSGI_APPLICATION = "auditapp.wsgi.application"
-ASGI_APPLICATION = "auditapp.asgi.application"
+ROOT_URLCONF = "config.urls"
+WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
     {

@@ -2,8 +2,8 @@
 import os
 import secrets
 
-from auditapp.settings.base import *  # noqa: F403
-from auditapp.settings.base import VAR_DIR, env_bool
+from config.settings.base import *  # noqa: F403
+from config.settings.base import VAR_DIR, env_bool
 
 
 def _local_secret_key() -> str:

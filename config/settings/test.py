@@ -13,7 +13,7 @@ As there, transactions are IMMEDIATE: a test that writes from a second thread or
 """
 import os
 
-from auditapp.settings.base import *  # noqa: F403
+from config.settings.base import *  # noqa: F403
 
 SECRET_KEY = "test-only-not-secret"  # noqa: S105
 DEBUG = False
