@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from pytest import approx
 
 from annotation.aggregation import AggregationSettings, ground_truth
 from psychometrics.trust import trust_weights
@@ -24,24 +23,24 @@ def by_item(frame: pd.DataFrame) -> dict:
 
 def test_equation_6_and_majority_vote_on_a_worked_example():
     result = by_item(ground_truth(LABELS, WEIGHTS))
-    assert result["x"]["weighted_score"] == approx(105 / 224)
+    assert result["x"]["weighted_score"] == pytest.approx(105 / 224)
     assert (result["x"]["weighted_label"], result["x"]["majority_label"], result["x"]["majority_tie"]) == (0, 1, False)
-    assert result["y"]["weighted_score"] == approx(119 / 167)
+    assert result["y"]["weighted_score"] == pytest.approx(119 / 167)
     assert result["y"]["weighted_label"] == 1 and result["y"]["majority_tie"]
     assert pd.isna(result["y"]["majority_label"])  # ties are marked, not resolved, by default
-    assert result["z"]["weighted_score"] == approx(6 / 17)
+    assert result["z"]["weighted_score"] == pytest.approx(6 / 17)
     assert (result["z"]["n_labels"], result["z"]["n_excluded"], result["z"]["n_weighted"]) == (2, 1, 2)
 
 
 def test_weights_come_straight_from_trust_weights():
     weights = trust_weights(FOUR).table.set_index("participant")["weight"]
-    assert ground_truth(LABELS, weights).set_index("item")["weighted_score"].tolist() == approx(
+    assert ground_truth(LABELS, weights).set_index("item")["weighted_score"].tolist() == pytest.approx(
         [105 / 224, 119 / 167, 6 / 17])
 
 
 def test_unweighted_score_is_the_plain_mean():
     result = ground_truth(LABELS)
-    assert result["weighted_score"].tolist() == approx([2 / 3, 1 / 2, 1 / 2])
+    assert result["weighted_score"].tolist() == pytest.approx([2 / 3, 1 / 2, 1 / 2])
 
 
 @pytest.mark.parametrize("rule, expected", [("positive", 1), ("negative", 0), ("none", pd.NA)])
