@@ -43,7 +43,7 @@ def test_unweighted_score_is_the_plain_mean():
     assert result["weighted_score"].tolist() == pytest.approx([2 / 3, 1 / 2, 1 / 2])
 
 
-@pytest.mark.parametrize("rule, expected", [("positive", 1), ("negative", 0), ("none", pd.NA)])
+@pytest.mark.parametrize(("rule", "expected"), [("positive", 1), ("negative", 0), ("none", pd.NA)])
 def test_weighted_tie_rule_at_the_threshold(rule, expected):
     labels = pd.DataFrame([("P1", "t", 1), ("P2", "t", 0)], columns=["participant", "item", "value"])
     row = ground_truth(labels, settings=AggregationSettings(weighted_tie_rule=rule)).iloc[0]
@@ -51,7 +51,7 @@ def test_weighted_tie_rule_at_the_threshold(rule, expected):
     assert pd.isna(row["weighted_label"]) if expected is pd.NA else row["weighted_label"] == expected
 
 
-@pytest.mark.parametrize("rule, expected", [("positive", 1), ("negative", 0)])
+@pytest.mark.parametrize(("rule", "expected"), [("positive", 1), ("negative", 0)])
 def test_majority_tie_rule_still_marks_the_tie(rule, expected):
     row = ground_truth(LABELS, settings=AggregationSettings(majority_tie_rule=rule)).set_index("item").loc["y"]
     assert row["majority_label"] == expected and row["majority_tie"]

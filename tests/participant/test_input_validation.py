@@ -105,10 +105,10 @@ def test_an_iat_block_with_a_crafted_latency_is_400_and_nothing_is_stored(at_the
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("key, value, field", [('"stimulus"', '"a\\u0000b"', "trials[0].stimulus"),
-                                               ('"first_key"', '"\\udc00"', "trials[0].first_key"),
-                                               ('"extra"', "NaN", "trials[0].extra"),
-                                               ('"a\\u0000b"', "1", "trials[0].a\\x00b")])
+@pytest.mark.parametrize(("key", "value", "field"), [('"stimulus"', '"a\\u0000b"', "trials[0].stimulus"),
+                                                     ('"first_key"', '"\\udc00"', "trials[0].first_key"),
+                                                     ('"extra"', "NaN", "trials[0].extra"),
+                                                     ('"a\\u0000b"', "1", "trials[0].a\\x00b")])
 def test_an_iat_trial_holding_what_no_column_takes_anywhere_is_400_naming_it(at_the_iat, key, value, field):
     """Every value of a participant's body is checked as it is read, by the rules of the API's bodies: a NUL
     character, a lone surrogate or a number that is not finite is named by its place (before, such a stimulus was a
@@ -209,8 +209,8 @@ def test_a_nul_byte_in_a_rationale_is_400_and_stores_nothing(labelling):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("item, value", [("1e400", "1"), ("99999999999999999999", "1"), ("ITEM", "²"),
-                                         ("ITEM", "-1"), ("ITEM", "")])
+@pytest.mark.parametrize(("item", "value"), [("1e400", "1"), ("99999999999999999999", "1"), ("ITEM", "²"),
+                                             ("ITEM", "-1"), ("ITEM", "")])
 def test_a_crafted_label_post_is_400_and_stores_nothing(labelling, item, value):
     participant, item_id = labelling
     response = Client().post(f"/p/{participant.invite_token}/label/",
