@@ -76,7 +76,7 @@ def test_items_without_weighted_labels():
 
 def test_empty_labels_and_bad_settings():
     assert ground_truth(pd.DataFrame(columns=["participant", "item", "value"])).empty
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="tie rule must be 'none', 'positive' or 'negative', not 'coin'"):
         AggregationSettings(weighted_tie_rule="coin")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"threshold must lie in \[0, 1\]"):
         AggregationSettings(threshold=1.5)

@@ -228,7 +228,7 @@ def test_settings_and_input_problems_are_all_named(toy):
 
     bad = pd.concat([scores, pd.DataFrame([{"scorer": "odd", "imported": False, "kind": "emotion", "unit": "Z|x",
                                             "replicate": 0, "value": 0.1, "reason": ""}])])
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(ValueError, match=r"^scores: 1 unit\(s\) not in the corpus") as error:
         analyse(corpus, bad, settings=AnalysisSettings(groups=("G3",), label_rules={"nobody": LabelRule(0, True)}))
     message = str(error.value)
     for expected in ("1 unit(s) not in the corpus: 'Z|x'", "groups: not in the corpus: 'G3'",

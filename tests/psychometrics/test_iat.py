@@ -267,14 +267,18 @@ def test_all_trials_of_a_pair_too_slow_makes_that_pair_nan():
     assert score.d == pytest.approx(WORKED_D)
 
 
-@pytest.mark.parametrize("bad", [
-    frame(rows(3, "consistent", [500.0]), rows(6, "consistent", [700.0])),      # both blocks of a pair alike
-    frame(rows(3, None, [500.0]), rows(6, "inconsistent", [700.0])),            # combined block without pairing
-    frame(rows(3, "consistent", [500.0]), rows(3, "inconsistent", [700.0])),    # two pairings in one block
-    frame(rows(4, "compatible", [500.0]), rows(7, "inconsistent", [700.0])),    # unknown pairing name
+@pytest.mark.parametrize(("bad", "message"), [
+    (frame(rows(3, "consistent", [500.0]), rows(6, "consistent", [700.0])),      # both blocks of a pair alike
+     "blocks 3 and 6 both have pairing 'consistent'"),
+    (frame(rows(3, None, [500.0]), rows(6, "inconsistent", [700.0])),            # combined block without pairing
+     "combined block 3 must have a single pairing 'consistent' or 'inconsistent'"),
+    (frame(rows(3, "consistent", [500.0]), rows(3, "inconsistent", [700.0])),    # two pairings in one block
+     r"combined block 3 must .*; found \['consistent', 'inconsistent'\]"),
+    (frame(rows(4, "compatible", [500.0]), rows(7, "inconsistent", [700.0])),    # unknown pairing name
+     r"combined block 4 must .*; found \['compatible'\]"),
 ])
-def test_inconsistent_pairing_columns_are_rejected(bad):
-    with pytest.raises(ValueError):
+def test_inconsistent_pairing_columns_are_rejected(bad, message):
+    with pytest.raises(ValueError, match=message):
         iat_d_score(bad)
 
 
