@@ -245,7 +245,7 @@ def test_not_a_workbook():
 def test_format_from_file_name():
     assert file_format_from_name("Data.XLSX") == "xlsx"
     assert file_format_from_name("a.ndjson") == "jsonl"
-    with pytest.raises(ItemFileError, match="unknown file type '.pdf'"):
+    with pytest.raises(ItemFileError, match=r"unknown file type '\.pdf'"):
         file_format_from_name("paper.pdf")
 
 

@@ -678,9 +678,9 @@ def test_real_model_listing(server, protocol, path, body):
 
 def test_real_model_listing_errors(server):
     server.script["/api/tags"] = [Reply(500, {"error": "ollama is loading"})]
-    with pytest.raises(EndpointError, match="^HTTP 500: ollama is loading$"):
+    with pytest.raises(EndpointError, match=r"^HTTP 500: ollama is loading$"):
         list_models_sync(config("ollama", base_url=server.base_url))
-    with pytest.raises(EndpointError, match="^ConnectError: "):
+    with pytest.raises(EndpointError, match=r"^ConnectError: "):
         list_models_sync(config("ollama", base_url=f"http://127.0.0.1:{free_port()}"), timeout=2)
 
 

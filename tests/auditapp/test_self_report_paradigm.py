@@ -56,7 +56,7 @@ def test_dummy_items_are_52_distinct_first_person_statements_of_our_own():
 
 
 def test_item_pool_validation_lists_every_problem():
-    with pytest.raises(ValueError, match="^invalid item pool:") as error:
+    with pytest.raises(ValueError, match=r"^invalid item pool:") as error:
         sr.load_item_pool({"slug": "x", "name": "x", "source": "x", "licence_note": "", "notes": "", "extra": 1,
                            "items": [{"number": 1, "text": "A."}, {"number": 1, "text": " ", "keying": "r"}]})
     message = str(error.value)
@@ -122,7 +122,7 @@ def test_other_options_and_build_errors():
     form = sr.build_masked_questionnaire([AQ, SATA], seed=1, fillers=FILLERS, dummies=DUMMIES)
     assert {i.options for i in form.items if i.kind != "instrument"} == {AQ_OPTIONS}
     assert {i.options for i in form.items if i.slug == "sata_partial"} == {SATA_OPTIONS}
-    with pytest.raises(ValueError, match="^cannot build the masked questionnaire:") as error:
+    with pytest.raises(ValueError, match=r"^cannot build the masked questionnaire:") as error:
         sr.build_masked_questionnaire([AQ, AQ], seed=-1, fillers=FILLERS, dummies=DUMMIES,
                                       other_options=["Often", "Never"])
     message = str(error.value)
@@ -329,7 +329,7 @@ def test_dummy_endorsement_and_validity_counts():
     aq_missing = sr.score_masked(form, {i.position: 0 for i in form.items if i.slug != "aq50" or i.number != 1})
     assert aq_missing.responses["aq50"][1] is None
     assert score_responses(AQ, aq_missing.responses["aq50"]).total is None
-    with pytest.raises(ValueError, match="unknown position 999.*4 is not an option index 0–3"):
+    with pytest.raises(ValueError, match=r"unknown position 999.*4 is not an option index 0–3"):
         sr.score_masked(form, {999: 0, 1: 4})
 
 

@@ -26,7 +26,7 @@ from tests.participant.helpers import (
 def test_json_numbers_that_are_not_finite_are_refused_by_name():
     for body in (b'{"item": 1, "response": 0, "rt_ms": 1e400}', b'{"item": 1, "response": 0, "rt_ms": NaN}',
                  b'{"item": 1, "response": 0, "rt_ms": -Infinity}'):
-        with pytest.raises(InputError, match="rt_ms: .* is not a finite number"):
+        with pytest.raises(InputError, match=r"rt_ms: .* is not a finite number"):
             questionnaire_answer(body)
     with pytest.raises(InputError, match="rt_ms"):
         questionnaire_answer(b'{"item": 1, "response": 0, "rt_ms": 1e12}')
