@@ -361,7 +361,9 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
         elif len(options) < 2:
             check.add("response_options", f"at least 2 options needed, got {len(options)}")
         else:
-            ok = all([check.string(o, f"response_options[{i}]") for i, o in enumerate(options)])
+            # Every option is checked, not just up to the first bad one, so that each bad one is named.
+            strings = [check.string(o, f"response_options[{i}]") for i, o in enumerate(options)]
+            ok = all(strings)
             for i, option in enumerate(options):
                 if isinstance(option, str) and option in options[:i]:
                     check.add(f"response_options[{i}]", f"repeats option {option!r}")
