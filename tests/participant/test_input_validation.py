@@ -125,7 +125,7 @@ def test_an_iat_trial_holding_what_no_column_takes_anywhere_is_400_naming_it(at_
 
 @pytest.mark.django_db
 def test_iat_trials_that_are_not_objects_are_400(at_the_iat):
-    client, base, posts, participant = at_the_iat
+    client, base, _, participant = at_the_iat
     for trials in ([1] * 20, ["a"] * 20, [[]] * 20, None):
         response = client.post(base + "iat/block/", {"block": 1, "trials": trials}, content_type="application/json")
         assert response.status_code == 400, response.content

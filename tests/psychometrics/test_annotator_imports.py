@@ -377,8 +377,8 @@ def test_a_bad_trials_file_imports_nothing_and_names_each_problem(imported_study
     header = ["annotator", "block", "trial", "pairing", "error", "latency_first_ms", "latency_correct_ms"]
     good = [["A1", block, 0, "consistent" if block in (3, 4) else "inconsistent" if block in (6, 7) else "", 0, 500,
              500] for block in range(1, 8)]
-    rows = good + [["A1", 3, 0, "consistent", 0, 510, 510], ["A1", 8, 1, "", 0, 500, 500],
-                   ["A1", 4, 2, "sideways", "x", 700, 600], ["A2", 3, 0, "consistent", 0, 500, 500]]
+    rows = [*good, ["A1", 3, 0, "consistent", 0, 510, 510], ["A1", 8, 1, "", 0, 500, 500],
+            ["A1", 4, 2, "sideways", "x", 700, 600], ["A2", 3, 0, "consistent", 0, 500, 500]]
     assert problems(imported_study, csv_bytes(header, rows), kind="iat") == [
         "row 9, column 'trial': annotator 'A1' has block 3 trial 0 twice (first on row 4)",
         "row 10, column 'block': block 8 is not one of 1–7",
