@@ -340,9 +340,8 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
 
     # Each field as the JSON holds it (Any until checked; the checks below add a problem for each bad one).
     slug: Any = data.get("slug")
-    if "slug" in data and check.string(slug, "slug", max_length=MAX_LENGTHS["slug"]):
-        if not SLUG_RE.fullmatch(slug):
-            check.add("slug", f"{slug!r} is not a slug (lower-case letters, digits, '_' and '-')")
+    if "slug" in data and check.string(slug, "slug", max_length=MAX_LENGTHS["slug"]) and not SLUG_RE.fullmatch(slug):
+        check.add("slug", f"{slug!r} is not a slug (lower-case letters, digits, '_' and '-')")
     for name in ("name", "version", "source"):
         if name in data:
             check.string(data[name], name, max_length=MAX_LENGTHS.get(name))

@@ -80,10 +80,10 @@ def judgments_copy_new(audit_id: int, judged: list[tuple[int, ParsedReply]]) -> 
     if not rows:
         return
     table = connection.ops.quote_name(AuditJudgment._meta.db_table)
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({', '.join(_judgment_columns())}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+    with (connection.cursor() as cursor,
+          cursor.cursor.copy(f"COPY {table} ({', '.join(_judgment_columns())}) FROM STDIN") as copy):
+        for row in rows:
+            copy.write_row(row)
 
 
 def judgments_create(audit_id: int, judged: list[tuple[int, ParsedReply]]) -> None:
