@@ -39,12 +39,8 @@ def frame(*groups) -> pd.DataFrame:
 
 def worked(shift=0.0, consistent_blocks=(3, 4), inconsistent_blocks=(6, 7), fast=500.0, slow=700.0):
     """Each pair: 20 consistent trials at ``fast`` ms and 20 inconsistent at ``slow`` ms (plus ``shift``)."""
-    groups = []
-    for block in consistent_blocks:
-        groups.append(rows(block, "consistent", [fast + shift] * 20))
-    for block in inconsistent_blocks:
-        groups.append(rows(block, "inconsistent", [slow + shift] * 20))
-    return frame(*groups)
+    return frame(*(rows(block, "consistent", [fast + shift] * 20) for block in consistent_blocks),
+                 *(rows(block, "inconsistent", [slow + shift] * 20) for block in inconsistent_blocks))
 
 
 # The spec's worked number. Each pair: 20 × 500 (consistent) and 20 × 700 (inconsistent).
