@@ -125,11 +125,11 @@ def analyse(scores: pd.DataFrame, labels: pd.DataFrame, settings: AnalysisSettin
 
     truth = ground_truth(labels, weights.set_index("participant")["weight"], settings=settings.aggregation)
 
-    rows = [_agreement_row("overall", "all", labels)]
-    for team, members in weights.groupby("team")["participant"]:
-        rows.append(_agreement_row("team", str(team), labels.loc[labels["participant"].isin(set(members))]))
-    for name in GROUPS:
-        rows.append(_agreement_row("psychometric group", name, labels.loc[labels["participant"].isin(groups[name])]))
+    rows = [_agreement_row("overall", "all", labels),
+            *(_agreement_row("team", str(team), labels.loc[labels["participant"].isin(set(members))])
+              for team, members in weights.groupby("team")["participant"]),
+            *(_agreement_row("psychometric group", name, labels.loc[labels["participant"].isin(groups[name])])
+              for name in GROUPS)]
     agreement = pd.DataFrame(rows)
     binary = labels.loc[labels["value"].isin([0, 1])]
     kappa = cohen_kappa_matrix(binary) if not binary.empty else pd.DataFrame()

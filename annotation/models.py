@@ -351,6 +351,9 @@ class AnalysisRun(models.Model):
     alternatives_error = models.TextField(blank=True, default="",
                                           help_text="Why the alternatives could not be computed for this run.")
 
+    def __str__(self) -> str:
+        return f"Analysis run of study {self.study_id}"
+
     @property
     def alternatives_status(self) -> str:
         """``ready`` (stored), ``failed`` (``alternatives_error`` says why), ``computing`` (asked at
@@ -395,6 +398,9 @@ class ParticipantWeight(models.Model):
     low_bias = models.BooleanField()
     high_bias = models.BooleanField()
 
+    def __str__(self) -> str:
+        return f"Weight of participant {self.participant_id}: {self.weight}"
+
 
 class ItemGroundTruth(models.Model):
     item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="ground_truth")
@@ -407,6 +413,9 @@ class ItemGroundTruth(models.Model):
     weighted_label = models.SmallIntegerField(null=True)
     weighted_tie = models.BooleanField()
 
+    def __str__(self) -> str:
+        return f"Ground truth of item {self.item_id}: majority {self.majority_label}, weighted {self.weighted_label}"
+
 
 class ItemSetMember(models.Model):
     """An item in a test set (perfect agreement within a group) or an ICL example set, with its label."""
@@ -418,6 +427,9 @@ class ItemSetMember(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["set_name", "item"], name="item_once_per_set")]
+
+    def __str__(self) -> str:
+        return f"{self.set_name}: item {self.item_id} labelled {self.label}"
 
 
 class AnalysisState(models.Model):

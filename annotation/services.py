@@ -53,10 +53,9 @@ def item_file_validate(*, study: Study, content: bytes, file_format: str, option
     problems: list[ImportProblem] = []
     existing_ids = set(Item.objects.filter(study=study).values_list("external_id", flat=True))
     if existing_ids:
-        for item in parsed.items:
-            if item.external_id in existing_ids:
-                problems.append(ImportProblem(item.row, parsed.columns["id"] or "(row number)",
-                                              f"item '{item.external_id}' is already in study '{study.slug}'"))
+        problems.extend(ImportProblem(item.row, parsed.columns["id"] or "(row number)",
+                                      f"item '{item.external_id}' is already in study '{study.slug}'")
+                        for item in parsed.items if item.external_id in existing_ids)
     if parsed.annotators:
         taken = dict(
             Participant.objects.filter(study=study, pseudonym__in=parsed.annotators)

@@ -208,7 +208,7 @@ def sata_answers(participants: SimulatedParticipants, item_keys: Sequence[Sequen
 def answer_times_ms(seed: int, participant: int, n: int, *, stream: int = 0) -> list[int]:
     """N plausible per-item answer times (lognormal around 3.5 s) for a questionnaire's autosave."""
     times = _rng(seed, _ANSWER_TIMES, stream, participant).lognormal(math.log(3500.0), 0.4, n)
-    return [int(round(t)) for t in times]
+    return [round(t) for t in times]
 
 
 def iat_trials(design: Sequence[Mapping[str, Any]], implicit_bias: float, *, seed: int,

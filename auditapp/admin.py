@@ -37,7 +37,9 @@ class LLMEndpointForm(forms.ModelForm):
 
     class Meta:
         model = LLMEndpoint
-        fields = "__all__"
+        fields = ["name", "protocol", "base_url", "api_key_env", "max_concurrency", "requests_per_minute",
+                  "attempt_timeout_s", "deadline_s", "max_attempts", "structured_output", "request_template",
+                  "score_path", "score_min", "score_max"]
         formfield_callback = _url_assumes_http
 
     def __init__(self, *args, **kwargs):

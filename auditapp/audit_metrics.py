@@ -94,7 +94,7 @@ def undefined_reasons(tp: int, fp: int, fn: int, tn: int, *, no_items: str = NO_
     ``no_items`` is the reason at n = 0, which the caller can say more precisely (no reference at all, or
     every item unparsed)."""
     if tp + fp + fn + tn == 0:
-        return {name: no_items for name in METRICS}
+        return dict.fromkeys(METRICS, no_items)
     reasons = {}
     if tp + fp == 0:
         reasons["precision"] = "no predicted positives (tp + fp = 0)"

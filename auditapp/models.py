@@ -191,6 +191,9 @@ class CorpusUnit(models.Model):
         ordering = ["corpus", "position"]
         constraints = [models.UniqueConstraint(fields=["corpus", "key"], name="corpus_unit_once")]
 
+    def __str__(self) -> str:
+        return f"{self.key}: {self.text[:60]}"
+
 
 class RecordedScorer(models.Model):
     """Scores a tool gave a corpus's units elsewhere, imported from a file (the public BITS corpus carries about
@@ -220,6 +223,9 @@ class RecordedScore(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["scorer", "unit"], name="recorded_score_once")]
+
+    def __str__(self) -> str:
+        return f"Recorded scorer {self.scorer_id}, unit {self.unit_id}: {self.value}"
 
 
 class PromptTemplate(models.Model):
@@ -409,6 +415,9 @@ class AuditCondition(models.Model):
         ordering = ["audit", "position", "id"]
         constraints = [models.UniqueConstraint(fields=["audit", "condition"], name="audit_condition_once")]
 
+    def __str__(self) -> str:
+        return f"{self.condition} (audit {self.audit_id})"
+
 
 class AuditItem(models.Model):
     """An evaluated item and its references, copied from the study's ground truth when the audit was made,
@@ -421,6 +430,9 @@ class AuditItem(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["audit", "item"], name="audit_item_once")]
+
+    def __str__(self) -> str:
+        return f"Item {self.item_id} of audit {self.audit_id}"
 
 
 class LLMReply(models.Model):
@@ -441,6 +453,9 @@ class LLMReply(models.Model):
         verbose_name = "LLM reply"
         verbose_name_plural = "LLM replies"
 
+    def __str__(self) -> str:
+        return f"Reply {self.key[:12]}: {self.text[:60]}"
+
 
 class AuditChunk(models.Model):
     """A worker's lease on the requests it is sending; renewed while the worker lives."""
@@ -451,6 +466,9 @@ class AuditChunk(models.Model):
     released_at = models.DateTimeField(null=True, blank=True)
     retry_state = models.JSONField(default=dict, blank=True,
                                    help_text="Requests waiting to retry now, per model × condition, and the last reason.")
+
+    def __str__(self) -> str:
+        return f"Chunk {self.pk} of audit {self.audit_id}"
 
 
 class AuditRequest(models.Model):
@@ -503,6 +521,9 @@ class AuditRequest(models.Model):
         indexes = [models.Index(fields=["audit", "state", "order"]),
                    models.Index(fields=["audit", "finished_at"])]
 
+    def __str__(self) -> str:
+        return f"Request {self.pk} of audit {self.audit_id} ({self.state})"
+
 
 class AuditJudgment(models.Model):
     """One judged unit's answer in a request's reply (:class:`auditapp.engine.protocol.Judgment`): written in bulk
@@ -534,6 +555,9 @@ class AuditJudgment(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["request", "unit"], name="judgment_once")]
 
+    def __str__(self) -> str:
+        return f"{self.unit} of request {self.request_id}: {self.outcome}"
+
 
 class AuditMetric(models.Model):
     """One model × condition × reference: every metric with its bootstrap 95% CI (seed 000 Tables 1–2)."""
@@ -552,6 +576,9 @@ class AuditMetric(models.Model):
     class Meta:
         constraints = [models.UniqueConstraint(fields=["audit", "audit_model", "condition", "reference"],
                                                name="audit_metric_once")]
+
+    def __str__(self) -> str:
+        return f"Model {self.audit_model_id}, {self.condition}, {self.reference} (audit {self.audit_id})"
 
 
 class AuditExtraction(models.Model):
@@ -621,6 +648,9 @@ class AuditExtractionLabel(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["extraction", "request"], name="audit_extraction_label_once")]
+
+    def __str__(self) -> str:
+        return f"Request {self.request_id} in extraction {self.extraction_id}: {self.outcome}"
 
 
 class UpgradeStep(models.Model):

@@ -470,7 +470,7 @@ def main() -> None:
                 started = time.monotonic()
                 try:
                     result = run_browser(base, token, started + RUN_DEADLINE_S, modality)
-                except Exception as exc:  # report, go on with the next run
+                except Exception as exc:  # noqa: BLE001 - whatever failed, report it and go on with the next run
                     print(f"run failed: {type(exc).__name__}: {exc}")
                     print("runserver log tail:\n" + log_path.read_text(errors="replace")[-2000:])
                     continue

@@ -71,7 +71,8 @@ def delete_audit(audit_id: int) -> None:
     # Raw deletes: the ORM's cascade would load millions of rows to delete them.
     with connection.cursor() as cursor:
         for model in (AuditJudgment, AuditRequest, AuditModel):
-            cursor.execute(f"DELETE FROM {model._meta.db_table} WHERE audit_id = %s", [audit_id])
+            table = model._meta.db_table
+            cursor.execute(f"DELETE FROM {table} WHERE audit_id = %s", [audit_id])  # noqa: S608 - a model's table
     Audit.objects.filter(pk=audit_id).delete()
 
 
@@ -143,20 +144,20 @@ def read(args: argparse.Namespace) -> int:
         from auditapp.models import AuditJudgment
 
         columns = ("audit_id", "request_id", "unit", "outcome", "value", "label", "reason", "explanation")
-        with connection.cursor() as cursor:
-            with cursor.cursor.copy(f"COPY {AuditJudgment._meta.db_table} ({', '.join(columns)}) FROM STDIN") as copy:
-                for start in range(0, len(request_ids), 2000):
-                    buffer = io.StringIO()
-                    for request_id in request_ids[start:start + 2000]:
-                        for i in range(1, per_request + 1):
-                            side = ("minority", "reference")[i % 2]
-                            if i % 25 == 0:
-                                buffer.write(f"{audit_id}\t{request_id}\t{i}:{(i - 1) // 2}:{side}\tunparseable\t"
-                                             "\\N\t\\N\tindex absent\t\n")
-                            else:
-                                buffer.write(f"{audit_id}\t{request_id}\t{i}:{(i - 1) // 2}:{side}\tlabel\t\\N\t"
-                                             f"{(request_id * 7 + i) % 2}\t\t\n")
-                    copy.write(buffer.getvalue())
+        with (connection.cursor() as cursor,
+              cursor.cursor.copy(f"COPY {AuditJudgment._meta.db_table} ({', '.join(columns)}) FROM STDIN") as copy):
+            for start in range(0, len(request_ids), 2000):
+                buffer = io.StringIO()
+                for request_id in request_ids[start:start + 2000]:
+                    for i in range(1, per_request + 1):
+                        side = ("minority", "reference")[i % 2]
+                        if i % 25 == 0:
+                            buffer.write(f"{audit_id}\t{request_id}\t{i}:{(i - 1) // 2}:{side}\tunparseable\t"
+                                         "\\N\t\\N\tindex absent\t\n")
+                        else:
+                            buffer.write(f"{audit_id}\t{request_id}\t{i}:{(i - 1) // 2}:{side}\tlabel\t\\N\t"
+                                         f"{(request_id * 7 + i) % 2}\t\t\n")
+                copy.write(buffer.getvalue())
         print(f"created {n_requests * per_request:,} judgments in {time.perf_counter() - started:.1f} s")
         for run in range(args.runs):
             # A fresh process, so its peak memory is the reader's and nothing of the set-up's.

@@ -86,7 +86,7 @@ def main() -> None:
         alternatives_s = time.perf_counter() - started
         references = result.labels.set_index("item")
         replies = simulated_replies(args.seed, references["weighted"], args.models, args.conditions)
-        names = [name for name in references.columns]
+        names = list(references.columns)
         started = time.perf_counter()
         tables = robustness(replies, references.reset_index(), alternatives=names, models=list(range(args.models)),
                             conditions=[f"c{c}" for c in range(args.conditions)], n_resamples=args.resamples, seed=0)

@@ -96,10 +96,8 @@ def _lens_problems(codebook_ids: Sequence[int]) -> tuple[list[str], list[Codeboo
     lineages: dict = {}
     for codebook in codebooks:
         lineages.setdefault(codebook.lineage, []).append(codebook)
-    for versions in lineages.values():
-        if len(versions) > 1:
-            problems.append("two versions of one codebook are not two lenses: "
-                            + ", ".join(f"{c.id} ({c})" for c in versions))
+    problems.extend("two versions of one codebook are not two lenses: " + ", ".join(f"{c.id} ({c})" for c in versions)
+                    for versions in lineages.values() if len(versions) > 1)
     with_codes = set(Code.objects.filter(codebook__in=codebooks).values_list("codebook_id", flat=True))
     empty = [f"{c.id} ({c})" for c in codebooks if c.id not in with_codes]
     if empty:

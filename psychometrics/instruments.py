@@ -340,9 +340,8 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
 
     # Each field as the JSON holds it (Any until checked; the checks below add a problem for each bad one).
     slug: Any = data.get("slug")
-    if "slug" in data and check.string(slug, "slug", max_length=MAX_LENGTHS["slug"]):
-        if not SLUG_RE.fullmatch(slug):
-            check.add("slug", f"{slug!r} is not a slug (lower-case letters, digits, '_' and '-')")
+    if "slug" in data and check.string(slug, "slug", max_length=MAX_LENGTHS["slug"]) and not SLUG_RE.fullmatch(slug):
+        check.add("slug", f"{slug!r} is not a slug (lower-case letters, digits, '_' and '-')")
     for name in ("name", "version", "source"):
         if name in data:
             check.string(data[name], name, max_length=MAX_LENGTHS.get(name))
@@ -361,7 +360,9 @@ def load_instrument(data: Mapping[str, Any]) -> Instrument:
         elif len(options) < 2:
             check.add("response_options", f"at least 2 options needed, got {len(options)}")
         else:
-            ok = all([check.string(o, f"response_options[{i}]") for i, o in enumerate(options)])
+            # Every option is checked, not just up to the first bad one, so that each bad one is named.
+            strings = [check.string(o, f"response_options[{i}]") for i, o in enumerate(options)]
+            ok = all(strings)
             for i, option in enumerate(options):
                 if isinstance(option, str) and option in options[:i]:
                     check.add(f"response_options[{i}]", f"repeats option {option!r}")

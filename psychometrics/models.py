@@ -132,6 +132,9 @@ class QuestionnaireSession(models.Model):
         constraints = [models.UniqueConstraint(fields=["participant", "instrument"],
                                                name="questionnaire_once_per_participant")]
 
+    def __str__(self) -> str:
+        return f"Instrument {self.instrument_id} of participant {self.participant_id}"
+
 
 class InstrumentResponse(models.Model):
     """One raw answer: the 0-based index into the instrument's response options, as given."""
@@ -155,6 +158,10 @@ class InstrumentResponse(models.Model):
         constraints = [models.UniqueConstraint(fields=["participant", "instrument", "item_number"],
                                                name="one_answer_per_item")]
 
+    def __str__(self) -> str:
+        return (f"Participant {self.participant_id}, instrument {self.instrument_id} item {self.item_number}: "
+                f"{self.response_index}")
+
 
 class InstrumentScore(models.Model):
     participant = models.ForeignKey("annotation.Participant", on_delete=models.CASCADE,
@@ -168,6 +175,9 @@ class InstrumentScore(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["participant", "instrument"], name="one_score_per_instrument")]
+
+    def __str__(self) -> str:
+        return f"Instrument {self.instrument_id} score of participant {self.participant_id}: {self.total}"
 
 
 class InputModality(models.TextChoices):
@@ -211,6 +221,9 @@ class IATSession(models.Model):
     n_dropped_slow = models.PositiveIntegerField(null=True, blank=True)
     source_import = _imported_by("iat_sessions")
 
+    def __str__(self) -> str:
+        return f"IAT of participant {self.participant_id}"
+
 
 class IATTrial(models.Model):
     participant = models.ForeignKey("annotation.Participant", on_delete=models.CASCADE, related_name="iat_trials")
@@ -233,3 +246,6 @@ class IATTrial(models.Model):
     class Meta:
         ordering = ["participant", "block", "trial"]
         constraints = [models.UniqueConstraint(fields=["participant", "block", "trial"], name="one_row_per_trial")]
+
+    def __str__(self) -> str:
+        return f"Participant {self.participant_id}, block {self.block} trial {self.trial}: {self.stimulus}"

@@ -80,16 +80,15 @@ def trust_weights(scores: pd.DataFrame, *, missing: MissingRule = "exclude",
     used = [name for name in INSTRUMENTS if name in instruments]
     table = scores.loc[:, ["participant", "team", *INSTRUMENTS]].copy()
     table[list(INSTRUMENTS)] = table[list(INSTRUMENTS)].astype(float)
-    notes: list[str] = []
 
     has_all = table[used].notna().all(axis=1)
     has_any = table[used].notna().any(axis=1)
     table["included"] = has_all if missing == "exclude" else has_any
-    for pseudonym in table.loc[~table["included"], "participant"]:
-        notes.append(f"{pseudonym}: no weight (missing instrument score; rule '{missing}')")
+    notes = [f"{pseudonym}: no weight (missing instrument score; rule '{missing}')"
+             for pseudonym in table.loc[~table["included"], "participant"]]
     if missing == "average":
-        for pseudonym in table.loc[table["included"] & ~has_all, "participant"]:
-            notes.append(f"{pseudonym}: R averages only the instruments they have (rule 'average')")
+        notes.extend(f"{pseudonym}: R averages only the instruments they have (rule 'average')"
+                     for pseudonym in table.loc[table["included"] & ~has_all, "participant"])
 
     informative = []
     for instrument, column in NORM_COLUMNS.items():
@@ -124,8 +123,7 @@ def trust_weights(scores: pd.DataFrame, *, missing: MissingRule = "exclude",
     team_mean = table.groupby("team")["trust_raw"].transform("mean")
     weight = table["trust_raw"] / team_mean
     zero_teams = sorted(table.loc[table["included"] & (team_mean == 0), "team"].unique())
-    for team in zero_teams:
-        notes.append(f"team {team}: every R is 0, so every member has W = 1")
+    notes.extend(f"team {team}: every R is 0, so every member has W = 1" for team in zero_teams)
     no_r = table["included"] & table["trust_raw"].isna()
     weight = weight.mask(table["included"] & ((team_mean == 0) | no_r), 1.0)
     table["weight"] = weight.where(table["included"])

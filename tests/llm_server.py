@@ -529,28 +529,34 @@ class App:
         try:
             request = json.loads(body)
         except ValueError:
-            return self._reply(conn, path, 400, "request body is not valid JSON", keep_alive)
+            self._reply(conn, path, 400, "request body is not valid JSON", keep_alive)
+            return
         if not (isinstance(request, dict) and isinstance(request.get("model"), str)
                 and isinstance(request.get("messages"), list)
                 and all(isinstance(message, dict) for message in request["messages"])):
-            return self._reply(conn, path, 400, "expected a JSON object with 'model' and 'messages'", keep_alive)
+            self._reply(conn, path, 400, "expected a JSON object with 'model' and 'messages'", keep_alive)
+            return
         model = request["model"]
         if model not in self.models:
-            return self._reply(conn, path, 404, f"model '{model}' not found", keep_alive)
+            self._reply(conn, path, 404, f"model '{model}' not found", keep_alive)
+            return
         structure = requested_structure(path, request)
         if structure is not None and structure[0] in config.ignored_forms:
             structure = None
         if structure is not None and structure[0] not in config.structured_forms:
-            return self._reply(conn, path, 400, f"unsupported field '{structure[1]}': this server does not take "
-                                                f"structured output in that form", keep_alive)
+            self._reply(conn, path, 400, f"unsupported field '{structure[1]}': this server does not take "
+                                         f"structured output in that form", keep_alive)
+            return
 
         if (config.permanent_error_rate and _units(self.seed, key, b"|permanent")[0] < config.permanent_error_rate) or (
                 model.startswith(CONVERSANT_PREFIX) and conversant_fails(request["messages"])):
             stats.faults["permanent_error"] += 1
-            return self._reply(conn, path, 500, "the model failed on this input", keep_alive)
+            self._reply(conn, path, 500, "the model failed on this input", keep_alive)
+            return
         if config.bad_request_rate and _units(self.seed, key, b"|bad_request")[0] < config.bad_request_rate:
             stats.faults["bad_request"] += 1
-            return self._reply(conn, path, 400, "this input is not accepted by the model", keep_alive)
+            self._reply(conn, path, 400, "this input is not accepted by the model", keep_alive)
+            return
         kind = None
         if config.fault_rate:
             chance, pick = _units(self.seed, key, b"|%d" % repeat)
@@ -558,16 +564,20 @@ class App:
                 kind = config.fault_kinds[int(pick * len(config.fault_kinds))]
                 stats.faults[kind] += 1
         if kind == "rate_limit":
-            return self._reply(conn, path, 429, f"rate limit reached, retry after {config.retry_after:g}s",
-                               keep_alive, self.retry_after_header, key)
+            self._reply(conn, path, 429, f"rate limit reached, retry after {config.retry_after:g}s",
+                        keep_alive, self.retry_after_header, key)
+            return
         if kind == "server_error":
-            return self._reply(conn, path, 500, "internal server error", keep_alive)
+            self._reply(conn, path, 500, "internal server error", keep_alive)
+            return
         if kind == "hang":
-            return conn.hang(config.hang_seconds)
+            conn.hang(config.hang_seconds)
+            return
         if kind == "malformed":
             broken = b'{"model": "' + model.encode() + b'", "message": {' if path == "/api/chat" else \
                 b'{"id": "chatcmpl-broken", "object": "chat.completion", "choices": ['
-            return conn.later(config.latency, 200, broken, keep_alive)
+            conn.later(config.latency, 200, broken, keep_alive)
+            return
 
         if kind == "empty":
             text = ""

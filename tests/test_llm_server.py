@@ -580,7 +580,7 @@ def test_every_persona_reply_parses_back_to_the_persona_choice(persona, aq50, ma
     if persona == "persona-recognise":
         # It agrees with every item of the original batch and answers everything else by its key.
         assert set(responses.pop("original batch").values()) == {0}
-        assert responses["original item"] != {n: 0 for n in responses["original item"]}
+        assert responses["original item"] != dict.fromkeys(responses["original item"], 0)
     # Otherwise a persona answers an AQ item alike in either form and mode: its masked-minus-original change is 0.
     assert len({tuple(sorted(by_number.items())) for by_number in responses.values()}) == 1
 

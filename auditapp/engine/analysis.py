@@ -95,7 +95,7 @@ def audit_analyse(*, audit_id: int) -> None:
         registry.get(audit.paradigm).analyse(audit)
     except TRANSIENT_ERRORS:
         raise
-    except Exception as error:  # noqa: BLE001 - any other failure is the audit's, recorded with its reason
+    except Exception as error:  # any other failure is the audit's, recorded with its reason
         logger.exception("Audit %s: the analysis failed", audit_id)
         audit_fail(audit_id=audit_id, status=Audit.Status.ANALYSING,
                    reason=f"the analysis failed: {type(error).__name__}: {error}")

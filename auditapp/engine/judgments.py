@@ -38,8 +38,9 @@ def _judgment_statement() -> str:
     12 ms against 50–125 ms for bulk_create with ignore_conflicts; PostgreSQL 20 ms of the worker's CPU against
     50–125 ms (the server's own time, about 50 ms, is the same)."""
     placeholders = ", ".join(["%s"] * len(_JUDGMENT_FIELDS))
-    return (f"INSERT INTO {connection.ops.quote_name(AuditJudgment._meta.db_table)} "
-            f"({', '.join(_judgment_columns())}) VALUES ({placeholders}) ON CONFLICT DO NOTHING")
+    table = connection.ops.quote_name(AuditJudgment._meta.db_table)
+    return (f"INSERT INTO {table} ({', '.join(_judgment_columns())}) "  # noqa: S608 - names from the model only
+            f"VALUES ({placeholders}) ON CONFLICT DO NOTHING")
 
 
 def _judgments_copy(rows: list[tuple]) -> None:
@@ -55,14 +56,14 @@ def _judgments_copy(rows: list[tuple]) -> None:
     meta = AuditJudgment._meta
     columns = _judgment_columns()
     types = [meta.get_field(name).db_type(connection) for name in _JUDGMENT_FIELDS]
-    staging = connection.ops.quote_name(_JUDGMENT_STAGING)
+    table, staging = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(_JUDGMENT_STAGING)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging} (position integer, "
                        f"{', '.join(f'{column} {kind}' for column, kind in zip(columns, types, strict=True))})")
         with cursor.cursor.copy(f"COPY {staging} (position, {', '.join(columns)}) FROM STDIN") as copy:
             for position, row in enumerate(rows):
                 copy.write_row((position, *row))
-        cursor.execute(f"INSERT INTO {connection.ops.quote_name(meta.db_table)} ({', '.join(columns)}) "
+        cursor.execute(f"INSERT INTO {table} ({', '.join(columns)}) "  # noqa: S608 - names from the model only
                        f"SELECT {', '.join(columns)} FROM {staging} ORDER BY position ON CONFLICT DO NOTHING")
         cursor.execute(f"TRUNCATE {staging}")
 
@@ -80,10 +81,10 @@ def judgments_copy_new(audit_id: int, judged: list[tuple[int, ParsedReply]]) -> 
     if not rows:
         return
     table = connection.ops.quote_name(AuditJudgment._meta.db_table)
-    with connection.cursor() as cursor:
-        with cursor.cursor.copy(f"COPY {table} ({', '.join(_judgment_columns())}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
+    with (connection.cursor() as cursor,
+          cursor.cursor.copy(f"COPY {table} ({', '.join(_judgment_columns())}) FROM STDIN") as copy):
+        for row in rows:
+            copy.write_row(row)
 
 
 def judgments_create(audit_id: int, judged: list[tuple[int, ParsedReply]]) -> None:

@@ -174,10 +174,7 @@ class ReplicateRule:
             return pd.DataFrame(columns=[*by, column, "n_replicates"])
         grouped = judgments.groupby(by, sort=True, dropna=False)[column]
         counts = grouped.count().rename("n_replicates")
-        if self.name == "mean":
-            reduced = grouped.mean()
-        else:
-            reduced = grouped.agg(_majority)
+        reduced = grouped.mean() if self.name == "mean" else grouped.agg(_majority)
         return pd.concat([reduced, counts], axis=1).reset_index()
 
 

@@ -180,14 +180,15 @@ def _replies_store(answered: list[RequestResult], now) -> dict[str, tuple[int, s
     quote = connection.ops.quote_name
     columns = ", ".join(quote(meta.get_field(name).column) for name in _REPLY_FIELDS)
     row_placeholder = f"({', '.join(['%s'] * len(_REPLY_FIELDS))})"
+    table, key_column = quote(meta.db_table), quote(meta.get_field("key").column)
     stored: dict[str, tuple[int, str, str]] = {}
     with connection.cursor() as cursor:
         for start in range(0, len(rows), BULK_BATCH_SIZE):
             batch = rows[start:start + BULK_BATCH_SIZE]
+            values = ", ".join([row_placeholder] * len(batch))
             cursor.execute(
-                f"INSERT INTO {quote(meta.db_table)} ({columns}) VALUES {', '.join([row_placeholder] * len(batch))} "
-                f"ON CONFLICT ({quote(meta.get_field('key').column)}) DO NOTHING "
-                f"RETURNING {quote(meta.get_field('key').column)}, {quote(meta.pk.column)}",
+                f"INSERT INTO {table} ({columns}) VALUES {values} "  # noqa: S608 - names from the model only
+                f"ON CONFLICT ({key_column}) DO NOTHING RETURNING {key_column}, {quote(meta.pk.column)}",
                 [value for row in batch for value in row])
             for key, reply_id in cursor.fetchall():
                 stored[key] = (reply_id, first[key].completion.text, first[key].completion.finish_reason or "")
@@ -214,7 +215,7 @@ def _requests_record(parameters: list[tuple]) -> set[int]:
     casts = [field.cast_db_type(connection) if connection.vendor == "postgresql" else None for field in fields]
     first_row = "(" + ", ".join(f"%s::{cast}" if cast else "%s" for cast in casts) + ")"
     other_row = "(" + ", ".join(["%s"] * len(fields)) + ")"
-    table = quote(meta.db_table)
+    table, v_columns = quote(meta.db_table), ", ".join(quote(name) for name in names)
     assignments = ", ".join(f"{quote(column)} = v.{quote(column)}" for column in names[1:])
     recorded: set[int] = set()
     rows = list(once.values())
@@ -223,7 +224,7 @@ def _requests_record(parameters: list[tuple]) -> set[int]:
             batch = rows[start:start + BULK_BATCH_SIZE]
             values = ", ".join([first_row] + [other_row] * (len(batch) - 1))
             cursor.execute(
-                f"WITH v ({', '.join(quote(name) for name in names)}) AS (VALUES {values}) "
+                f"WITH v ({v_columns}) AS (VALUES {values}) "  # noqa: S608 - names from the model only
                 f"UPDATE {table} SET {assignments} FROM v "
                 f"WHERE {table}.{quote(meta.pk.column)} = v.{quote('id')} "
                 f"AND {table}.{quote('state')} = %s RETURNING {table}.{quote(meta.pk.column)}",

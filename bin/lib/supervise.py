@@ -10,6 +10,7 @@ takes the web server with it. One that cannot be started (a missing program) is 
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import signal
@@ -49,17 +50,13 @@ class Supervised:
     def kill_leftovers(self) -> None:
         """Kill what is left of the previous run's process group (a killed Celery worker's pool processes)."""
         if self.process is not None and self.process.poll() is not None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
 
     def signal_group(self, signum: int) -> None:
         if self.process is not None and self.process.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.process.pid, signum)
-            except ProcessLookupError:
-                pass
 
 
 def say(message: str) -> None:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import pandas as pd
 import pytest
-from pytest import approx
 
 from annotation.aggregation import AggregationSettings, ground_truth
 from psychometrics.trust import trust_weights
@@ -24,27 +23,27 @@ def by_item(frame: pd.DataFrame) -> dict:
 
 def test_equation_6_and_majority_vote_on_a_worked_example():
     result = by_item(ground_truth(LABELS, WEIGHTS))
-    assert result["x"]["weighted_score"] == approx(105 / 224)
+    assert result["x"]["weighted_score"] == pytest.approx(105 / 224)
     assert (result["x"]["weighted_label"], result["x"]["majority_label"], result["x"]["majority_tie"]) == (0, 1, False)
-    assert result["y"]["weighted_score"] == approx(119 / 167)
+    assert result["y"]["weighted_score"] == pytest.approx(119 / 167)
     assert result["y"]["weighted_label"] == 1 and result["y"]["majority_tie"]
     assert pd.isna(result["y"]["majority_label"])  # ties are marked, not resolved, by default
-    assert result["z"]["weighted_score"] == approx(6 / 17)
+    assert result["z"]["weighted_score"] == pytest.approx(6 / 17)
     assert (result["z"]["n_labels"], result["z"]["n_excluded"], result["z"]["n_weighted"]) == (2, 1, 2)
 
 
 def test_weights_come_straight_from_trust_weights():
     weights = trust_weights(FOUR).table.set_index("participant")["weight"]
-    assert ground_truth(LABELS, weights).set_index("item")["weighted_score"].tolist() == approx(
+    assert ground_truth(LABELS, weights).set_index("item")["weighted_score"].tolist() == pytest.approx(
         [105 / 224, 119 / 167, 6 / 17])
 
 
 def test_unweighted_score_is_the_plain_mean():
     result = ground_truth(LABELS)
-    assert result["weighted_score"].tolist() == approx([2 / 3, 1 / 2, 1 / 2])
+    assert result["weighted_score"].tolist() == pytest.approx([2 / 3, 1 / 2, 1 / 2])
 
 
-@pytest.mark.parametrize("rule, expected", [("positive", 1), ("negative", 0), ("none", pd.NA)])
+@pytest.mark.parametrize(("rule", "expected"), [("positive", 1), ("negative", 0), ("none", pd.NA)])
 def test_weighted_tie_rule_at_the_threshold(rule, expected):
     labels = pd.DataFrame([("P1", "t", 1), ("P2", "t", 0)], columns=["participant", "item", "value"])
     row = ground_truth(labels, settings=AggregationSettings(weighted_tie_rule=rule)).iloc[0]
@@ -52,7 +51,7 @@ def test_weighted_tie_rule_at_the_threshold(rule, expected):
     assert pd.isna(row["weighted_label"]) if expected is pd.NA else row["weighted_label"] == expected
 
 
-@pytest.mark.parametrize("rule, expected", [("positive", 1), ("negative", 0)])
+@pytest.mark.parametrize(("rule", "expected"), [("positive", 1), ("negative", 0)])
 def test_majority_tie_rule_still_marks_the_tie(rule, expected):
     row = ground_truth(LABELS, settings=AggregationSettings(majority_tie_rule=rule)).set_index("item").loc["y"]
     assert row["majority_label"] == expected and row["majority_tie"]
@@ -77,7 +76,7 @@ def test_items_without_weighted_labels():
 
 def test_empty_labels_and_bad_settings():
     assert ground_truth(pd.DataFrame(columns=["participant", "item", "value"])).empty
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="tie rule must be 'none', 'positive' or 'negative', not 'coin'"):
         AggregationSettings(weighted_tie_rule="coin")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"threshold must lie in \[0, 1\]"):
         AggregationSettings(threshold=1.5)

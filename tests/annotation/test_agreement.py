@@ -7,7 +7,6 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-from pytest import approx
 from sklearn.metrics import cohen_kappa_score
 
 from annotation.agreement import agreement_summary, cohen_kappa_matrix, fleiss_kappa, krippendorff_alpha_nominal
@@ -50,7 +49,7 @@ def test_alpha_matches_the_krippendorff_package_on_random_sparse_data(seed):
     matrix = rng.integers(0, 2 + seed % 3, size=(3 + seed % 5, 30)).astype(float)
     matrix[rng.random(matrix.shape) < 0.4] = np.nan
     expected = krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal")
-    assert krippendorff_alpha_nominal(long_labels(matrix.tolist())) == approx(expected, abs=1e-12)
+    assert krippendorff_alpha_nominal(long_labels(matrix.tolist())) == pytest.approx(expected, abs=1e-12)
 
 
 def test_alpha_edge_cases():
@@ -90,10 +89,10 @@ def test_fleiss_kappa_refuses_unequal_raters_and_says_so():
 def test_cohen_kappa_matrix_over_shared_items():
     matrix = cohen_kappa_matrix(long_labels([[1, 0, 1, 1, nan], [1, 0, 0, 1, 1], [nan, nan, nan, 0, 1]]))
     # A0 vs A1 on 4 shared items: po = 3/4, pe = 3/4·2/4 + 1/4·2/4 = 1/2, kappa = (3/4 - 1/2)/(1/2) = 1/2
-    assert matrix.loc["A0", "A1"] == approx(0.5) == matrix.loc["A1", "A0"]
-    assert matrix.loc["A0", "A1"] == approx(cohen_kappa_score([1, 0, 1, 1], [1, 0, 0, 1]))
+    assert matrix.loc["A0", "A1"] == pytest.approx(0.5) == matrix.loc["A1", "A0"]
+    assert matrix.loc["A0", "A1"] == pytest.approx(cohen_kappa_score([1, 0, 1, 1], [1, 0, 0, 1]))
     assert math.isnan(matrix.loc["A0", "A2"])  # one shared item
-    assert matrix.loc["A1", "A2"] == approx(cohen_kappa_score([1, 1], [0, 1]))
+    assert matrix.loc["A1", "A2"] == pytest.approx(cohen_kappa_score([1, 1], [0, 1]))
     assert (np.diag(matrix) == 1).all()
 
 

@@ -8,7 +8,6 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
-from pytest import approx
 from sklearn.metrics import cohen_kappa_score
 
 from annotation import simulation
@@ -35,11 +34,11 @@ def test_leave_one_instrument_out_weights_equal_the_hand_worked_values(worked):
     # SATA + IAT: R = 1/6, 1, 7/12, 0; team a mean 7/12 -> W = 2/7, 12/7; team b mean 7/24 -> W = 2, 0.
     # No team normalisation: W = R of all three = 1/9, 7/9, 11/18, 1/3.
     weights = worked.weights.set_index("participant")
-    assert weights["loo_aq_sata"].tolist() == approx([0, 2, 14 / 13, 12 / 13])
-    assert weights["loo_aq_iat"].tolist() == approx([2 / 5, 8 / 5, 8 / 7, 6 / 7])
-    assert weights["loo_sata_iat"].tolist() == approx([2 / 7, 12 / 7, 2, 0])
-    assert weights["no_team_norm"].tolist() == approx([1 / 9, 7 / 9, 11 / 18, 1 / 3])
-    assert weights["weighted"].tolist() == approx([1 / 4, 7 / 4, 22 / 17, 12 / 17])  # the paper's, unchanged
+    assert weights["loo_aq_sata"].tolist() == pytest.approx([0, 2, 14 / 13, 12 / 13])
+    assert weights["loo_aq_iat"].tolist() == pytest.approx([2 / 5, 8 / 5, 8 / 7, 6 / 7])
+    assert weights["loo_sata_iat"].tolist() == pytest.approx([2 / 7, 12 / 7, 2, 0])
+    assert weights["no_team_norm"].tolist() == pytest.approx([1 / 9, 7 / 9, 11 / 18, 1 / 3])
+    assert weights["weighted"].tolist() == pytest.approx([1 / 4, 7 / 4, 22 / 17, 12 / 17])  # the paper's, unchanged
 
 
 def test_labels_follow_eq_6_under_each_weighting(worked):
@@ -51,7 +50,7 @@ def test_labels_follow_eq_6_under_each_weighting(worked):
         0, 0, 1, 1, 1]
     # y: P2 = 1, P4 = 0, a tie by count: majority has no label (tie rule "none"), equal weights ŷ = 0.5 -> 1.
     assert np.isnan(labels.loc["y", "majority"]) and labels.loc["y", "equal_weights"] == 1
-    assert labels.loc["x", "soft"] == approx(0.46875)  # the paper's ŷ (15/32), stored as the soft label
+    assert labels.loc["x", "soft"] == pytest.approx(0.46875)  # the paper's ŷ (15/32), stored as the soft label
     flipped = worked.flipped
     assert set(flipped.loc[flipped["alternative"] == "loo_sata_iat", "item"]) == {"x"}
 
@@ -62,9 +61,9 @@ def test_summary_kappa_and_agreement_equal_scikit_learn(worked):
     assert list(summary.index) == [a.name for a in ALTERNATIVES]
     for name in ("loo_sata_iat", "equal_weights", "dawid_skene"):
         both = labels[["weighted", name]].dropna()
-        assert summary.at[name, "kappa"] == approx(cohen_kappa_score(both["weighted"], both[name]))
-        assert summary.at[name, "share_differ"] == approx((both["weighted"] != both[name]).mean())
-        assert worked.agreement.at["weighted", name] == approx(summary.at[name, "kappa"])
+        assert summary.at[name, "kappa"] == pytest.approx(cohen_kappa_score(both["weighted"], both[name]))
+        assert summary.at[name, "share_differ"] == pytest.approx((both["weighted"] != both[name]).mean())
+        assert worked.agreement.at["weighted", name] == pytest.approx(summary.at[name, "kappa"])
     assert summary.at["majority", "n_undefined"] == 2  # y and z are majority ties: no label to compare
 
 

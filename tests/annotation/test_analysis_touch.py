@@ -8,7 +8,6 @@ import pandas as pd
 import pytest
 from django.apps import apps
 from django.test import Client
-from pytest import approx
 
 from annotation.analysis import AnalysisSettings, analyse
 from psychometrics.models import IATSession, IATTrial
@@ -34,7 +33,7 @@ def weights(**settings) -> pd.Series:
 def test_touch_d_enters_the_weights_by_default():
     # x̂_AQ = x̂_SATA = (0, .5, 1); x̂_IAT = 1 − (d − 0)/(1 − 0) = (.5, 0, 1)
     # R = (1/6, 1/3, 1), mean R = 1/2, W = R / (1/2) = (1/3, 2/3, 2)
-    assert list(weights()) == approx([1 / 3, 2 / 3, 2])
+    assert list(weights()) == pytest.approx([1 / 3, 2 / 3, 2])
 
 
 def test_left_out_a_touch_d_is_a_missing_score_for_the_missing_instrument_rule():
@@ -42,18 +41,18 @@ def test_left_out_a_touch_d_is_a_missing_score_for_the_missing_instrument_rule()
     # R = (0, 1), mean 1/2, W = (0, 2)
     result = analyse(SCORES, LABELS, AnalysisSettings(touch_iat_in_weights=False))
     table = result.weights.set_index("participant")
-    assert table.loc["A", "weight"] == approx(0) and table.loc["C", "weight"] == approx(2)
+    assert table.loc["A", "weight"] == pytest.approx(0) and table.loc["C", "weight"] == pytest.approx(2)
     assert pd.isna(table.loc["B", "weight"]) and not table.loc["B", "included"]
     assert "B: IAT D measured by touch, left out of the weights (setting touch_iat_in_weights)" in result.notes
     assert result.settings.as_dict()["touch_iat_in_weights"] is False
     # average: x̂_AQ = x̂_SATA = (0, .5, 1) over all three, x̂_IAT over A and C = (0, ·, 1)
     # R = (0, (.5 + .5)/2, 1) = (0, .5, 1), mean 1/2, W = (0, 1, 2)
-    assert list(weights(touch_iat_in_weights=False, missing_instrument="average")) == approx([0, 1, 2])
+    assert list(weights(touch_iat_in_weights=False, missing_instrument="average")) == pytest.approx([0, 1, 2])
 
 
 def test_a_frame_without_modalities_is_scored_as_before():
-    assert list(analyse(SCORES.drop(columns="iat_modality"), LABELS,
-                        AnalysisSettings(touch_iat_in_weights=False)).weights["weight"]) == approx([1 / 3, 2 / 3, 2])
+    weights = analyse(SCORES.drop(columns="iat_modality"), LABELS, AnalysisSettings(touch_iat_in_weights=False)).weights
+    assert list(weights["weight"]) == pytest.approx([1 / 3, 2 / 3, 2])
 
 
 @pytest.mark.django_db

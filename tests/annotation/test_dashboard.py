@@ -7,7 +7,6 @@ from pathlib import Path
 import pytest
 from django.conf import settings
 from django.test import Client
-from pytest import approx
 
 from annotation import study_analysis
 from annotation.dashboard import ItemListQuery, ItemListQueryError, study_dashboard_context
@@ -61,7 +60,7 @@ def test_x_is_a_disagreement_with_its_labels_and_y_a_tie(study, staff):
     disagreements, ties = response.context["disagreements"], response.context["ties"]
     assert [row.external_id for row in disagreements.rows] == ["x"] and disagreements.total == 1
     (x,) = disagreements.rows
-    assert (x.majority_label, x.weighted_label, x.weighted_score) == (1, 0, approx(105 / 224))
+    assert (x.majority_label, x.weighted_label, x.weighted_score) == (1, 0, pytest.approx(105 / 224))
     assert x.labels == ["P1: 1", "P2: 0", "P3: 1"]
     assert [row.external_id for row in ties.rows] == ["y", "z"] and ties.total == 2
     y = ties.rows[0]
@@ -90,10 +89,10 @@ def test_agreement_rows_annotators_and_run_metadata(study, staff):
     assert "raters per item vary" in html[html.index('id="agreement"'):]
 
     rows = {a["pseudonym"]: a for a in context["annotators"]}
-    assert [rows[p]["weight"] for p in ("P1", "P2", "P3", "P4")] == approx([0.25, 1.75, 22 / 17, 12 / 17])
+    assert [rows[p]["weight"] for p in ("P1", "P2", "P3", "P4")] == pytest.approx([0.25, 1.75, 22 / 17, 12 / 17])
     for row in rows.values():  # the stacked segments add up to R
-        assert row["aq_part"] + row["sata_part"] + row["iat_part"] == approx(row["trust_raw"])
-    assert rows["P1"]["iat_part"] == approx(1 / 9) and rows["P1"]["aq_part"] == 0
+        assert row["aq_part"] + row["sata_part"] + row["iat_part"] == pytest.approx(row["trust_raw"])
+    assert rows["P1"]["iat_part"] == pytest.approx(1 / 9) and rows["P1"]["aq_part"] == 0
     chart = context["chart_data"]
     assert [a["pseudonym"] for a in chart["annotators"]] == ["P1", "P2", "P3", "P4"]
     assert chart["kappa"]["annotators"] == ["P1", "P2", "P3", "P4"]

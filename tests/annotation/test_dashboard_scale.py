@@ -56,7 +56,7 @@ def test_a_study_without_weights_lists_its_2121_items_a_page_at_a_time(staff, dj
     assert 'name="ties_q" value="sentence 212"' in html
 
 
-@pytest.mark.parametrize("params, message", [
+@pytest.mark.parametrize(("params", "message"), [
     ({"ties_page": "x"}, "ties_page must be a whole number from 1, not 'x'."),
     ({"ties_page": "0"}, "ties_page must be a whole number from 1, not '0'."),
     ({"disagreements_page": "²"}, "disagreements_page must be a whole number from 1, not '²'."),

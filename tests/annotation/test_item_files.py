@@ -126,7 +126,7 @@ def test_header_problems_duplicate_and_missing_columns():
     assert (problems[0].row, problems[0].column) == (1, "body")
 
 
-@pytest.mark.parametrize("content, message", [(b"", "empty"), (b"id,sentence\n", "no items")])
+@pytest.mark.parametrize(("content", "message"), [(b"", "empty"), (b"id,sentence\n", "no items")])
 def test_empty_files(content, message):
     assert message in str(problems_of(content)[0])
 
@@ -245,7 +245,7 @@ def test_not_a_workbook():
 def test_format_from_file_name():
     assert file_format_from_name("Data.XLSX") == "xlsx"
     assert file_format_from_name("a.ndjson") == "jsonl"
-    with pytest.raises(ItemFileError, match="unknown file type '.pdf'"):
+    with pytest.raises(ItemFileError, match=r"unknown file type '\.pdf'"):
         file_format_from_name("paper.pdf")
 
 

@@ -3,7 +3,6 @@ tests/psychometrics/test_trust.py and tests/annotation/test_aggregation.py)."""
 from __future__ import annotations
 
 import pytest
-from pytest import approx
 
 from annotation.models import AnalysisRun, Participant, ParticipantWeight, StudyAnalysisSettings
 from annotation.participation import participant_withdraw
@@ -20,12 +19,12 @@ def study():
 def test_weights_and_ground_truth_are_stored_with_the_worked_numbers(study, api_client):
     run = study_analysis_compute(study_id=study.id)
     weights = dict(ParticipantWeight.objects.values_list("participant__pseudonym", "weight"))
-    assert [weights[p] for p in ("P1", "P2", "P3", "P4")] == approx([0.25, 1.75, 22 / 17, 12 / 17])
+    assert [weights[p] for p in ("P1", "P2", "P3", "P4")] == pytest.approx([0.25, 1.75, 22 / 17, 12 / 17])
     rows = api_client.get(f"/api/studies/{study.id}/participants/").json()["results"]
-    assert [r["trust_raw"] for r in rows] == approx([1 / 9, 7 / 9, 11 / 18, 1 / 3])
+    assert [r["trust_raw"] for r in rows] == pytest.approx([1 / 9, 7 / 9, 11 / 18, 1 / 3])
     truth = {r["item"]: r for r in api_client.get(f"/api/studies/{study.id}/ground-truth/").json()["results"]}
     assert set(truth) == {"x", "y", "z"}
-    assert truth["x"]["weighted_score"] == approx(105 / 224) and truth["x"]["weighted_label"] == 0
+    assert truth["x"]["weighted_score"] == pytest.approx(105 / 224) and truth["x"]["weighted_label"] == 0
     assert truth["x"]["majority_label"] == 1 and not truth["x"]["majority_tie"]
     assert truth["y"]["majority_label"] is None and truth["y"]["majority_tie"]
     assert (truth["z"]["n_labels"], truth["z"]["n_excluded"]) == (2, 1)

@@ -191,7 +191,7 @@ def test_a_part_read_whole_is_bounded(monkeypatch):
 
 
 def test_not_a_workbook():
-    with pytest.raises(XlsxError, match="^not a readable .xlsx workbook: File is not a zip file"):
+    with pytest.raises(XlsxError, match=r"^not a readable \.xlsx workbook: File is not a zip file"):
         FirstSheet(b"id,sentence\n")
 
 

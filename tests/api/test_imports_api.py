@@ -80,7 +80,7 @@ def test_imports_need_a_researcher(queued):
     assert APIClient().get("/api/imports/1/").status_code == 401
 
 
-@pytest.mark.parametrize("filename, content, row, column", [
+@pytest.mark.parametrize(("filename", "content", "row", "column"), [
     ("nul.csv", b"id,sentence,A1_Score\na,One,1\nb,T\x00wo,0\n", 3, "sentence"),
     ("nul.tsv", b"id\tsentence\tnote\na\tOne\t\x00\n", 2, "note"),
     ("nul.jsonl", b'{"id": "a", "sentence": "One"}\n{"id": "b", "sentence": "T\\u0000wo"}\n', 2, "sentence"),

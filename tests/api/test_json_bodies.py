@@ -17,8 +17,8 @@ DEEP = "[" * 100_000 + "]" * 100_000
 
 
 @pytest.mark.parametrize("path", JSON_WRITES)
-@pytest.mark.parametrize("body, kind", [("[]", "an array"), ('[{"name": "x"}]', "an array"), ("3", "a number"),
-                                        ('"audit"', "a string"), ("null", "null"), ("true", "a boolean")])
+@pytest.mark.parametrize(("body", "kind"), [("[]", "an array"), ('[{"name": "x"}]', "an array"), ("3", "a number"),
+                                            ('"audit"', "a string"), ("null", "null"), ("true", "a boolean")])
 def test_a_body_that_is_not_an_object_is_a_400_naming_what_it_is(api_client, path, body, kind):
     response = api_client.post(path, body, content_type="application/json")
     assert response.status_code == 400, response.content
@@ -73,11 +73,11 @@ def poisoned(body: dict, path: tuple, value: str) -> str:
     return json.dumps(body).replace('"VALUE"', value)
 
 
-@pytest.mark.parametrize("value, problem", NOT_STORABLE)
-@pytest.mark.parametrize("path, field", [(("study",), "study"), (("seed",), "seed"),
-                                         (("models", 0, "endpoint"), "models[0].endpoint"),
-                                         (("models", 0, "params", "temperature"), "models[0].params.temperature"),
-                                         (("models", 0, "params", "stop", 0), "models[0].params.stop[0]")])
+@pytest.mark.parametrize(("value", "problem"), NOT_STORABLE)
+@pytest.mark.parametrize(("path", "field"), [(("study",), "study"), (("seed",), "seed"),
+                                             (("models", 0, "endpoint"), "models[0].endpoint"),
+                                             (("models", 0, "params", "temperature"), "models[0].params.temperature"),
+                                             (("models", 0, "params", "stop", 0), "models[0].params.stop[0]")])
 def test_a_value_no_column_takes_anywhere_in_a_body_is_a_400_naming_it(api_client, launch, value, problem, path,
                                                                        field):
     response = api_client.post("/api/audits/", poisoned(launch, path, value), content_type="application/json")
@@ -87,7 +87,7 @@ def test_a_value_no_column_takes_anywhere_in_a_body_is_a_400_naming_it(api_clien
     assert api_client.post("/api/audits/", launch, format="json").status_code == 201
 
 
-@pytest.mark.parametrize("key, field, problem", [
+@pytest.mark.parametrize(("key", "field", "problem"), [
     ("a\\u0000b", "models[0].params.a\\x00b", "the name contains a NUL character, which cannot be stored; please "
                                              "remove it"),
     ("a\\ud800b", "models[0].params.a\\ud800b", "the name contains an invalid character (an unpaired surrogate)")])
@@ -108,7 +108,7 @@ def test_every_value_no_column_takes_is_named_at_once(api_client, launch):
 
 
 @pytest.mark.parametrize("accept", ["application/json", "text/html"])
-@pytest.mark.parametrize("path, body, field", [
+@pytest.mark.parametrize(("path", "body", "field"), [
     ("/api/endpoints/", '{"name": "e", "protocol": "\\ud800", "base_url": "http://127.0.0.1:9"}', "protocol"),
     ("/api/studies/", '{"name": "s", "slug": "s", "label_scheme": "x\\udfff"}', "label_scheme")])
 def test_a_lone_surrogate_is_never_echoed_in_an_answer(api_client, accept, path, body, field):

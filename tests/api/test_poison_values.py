@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import urllib.parse
 from collections.abc import Iterator
+from itertools import pairwise
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
@@ -152,7 +153,7 @@ def json_cases(base: dict, paths: Iterator[tuple]) -> Iterator[tuple[str, bytes,
 def form_key(path: tuple) -> str:
     """How DRF names a nested value in a form: ``models[0]params.x`` for ``("models", 0, "params", "x")``."""
     key = str(path[0])
-    for before, step in zip(path, path[1:], strict=False):
+    for before, step in pairwise(path):
         key += f"[{step}]" if isinstance(step, int) else (step if isinstance(before, int) else f".{step}")
     return key
 

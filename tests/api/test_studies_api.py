@@ -15,9 +15,9 @@ from tests.factories import autalic_like_csv, make_participant_user, make_study
 
 pytestmark = pytest.mark.django_db
 
-DEMO_FILE = b"id,preceding,sentence,following,source,A1_Score,A2_Score\n" \
-            b"i1,Before,\"Target, one\",After,reddit,1,0\n" \
-            b"i2,,Target two,,,-1,\n"
+DEMO_FILE = (b"id,preceding,sentence,following,source,A1_Score,A2_Score\n"
+             b"i1,Before,\"Target, one\",After,reddit,1,0\n"
+             b"i2,,Target two,,,-1,\n")
 
 
 @pytest.fixture

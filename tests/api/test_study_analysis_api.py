@@ -95,7 +95,7 @@ def test_a_failed_run_is_shown_with_its_error_and_the_earlier_results_kept(study
 
     monkeypatch.setattr(study_analysis, "study_analysis_compute", broken)
     api_client.post(url(study))
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="the labels frame is empty"):
         study_analysis_run(study_id=study.id)
     failed = api_client.get(url(study)).json()
     assert failed["state"] == "failed" and failed["error"] == "ValueError: the labels frame is empty"

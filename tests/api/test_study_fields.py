@@ -9,7 +9,7 @@ from annotation.models import Study
 pytestmark = pytest.mark.django_db
 
 
-@pytest.mark.parametrize("change, field", [
+@pytest.mark.parametrize(("change", "field"), [
     ({"name": -5}, "name"),
     ({"slug": 123}, "slug"),
     ({"annotators_per_item": 4055614977}, "annotators_per_item"),

@@ -21,10 +21,10 @@ def test_a_self_report_audit_has_a_null_study_slug_in_the_list_and_detail(api_cl
     assert api_client.get(f"/api/audits/{audit.id}/").json()["study_slug"] is None
 
 
-@pytest.mark.parametrize("query, name", [("model=abc", "model"), ("model=", "model"), ("model=0", "model"),
-                                         ("model=9223372036854775808", "model"),
-                                         ("outcome=maybe", "outcome"), ("outcome=", "outcome"),
-                                         ("condition=", "condition"), ("condition=z%00s", "condition")])
+@pytest.mark.parametrize(("query", "name"), [("model=abc", "model"), ("model=", "model"), ("model=0", "model"),
+                                             ("model=9223372036854775808", "model"),
+                                             ("outcome=maybe", "outcome"), ("outcome=", "outcome"),
+                                             ("condition=", "condition"), ("condition=z%00s", "condition")])
 def test_a_bad_responses_filter_is_a_400_naming_it_instead_of_every_row(api_client, query, name):
     audit = build_audit(COMPLETED_PLAN)
     response = api_client.get(f"/api/audits/{audit.id}/responses/?{query}")

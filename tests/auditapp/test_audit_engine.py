@@ -48,8 +48,8 @@ def server():
 
 
 def make_endpoint(server, **fields) -> LLMEndpoint:
-    defaults = dict(name="test server", protocol="openai", base_url=server.base_url, max_concurrency=16,
-                    attempt_timeout_s=1.0, deadline_s=30, max_attempts=4)
+    defaults = {"name": "test server", "protocol": "openai", "base_url": server.base_url, "max_concurrency": 16,
+                "attempt_timeout_s": 1.0, "deadline_s": 30, "max_attempts": 4}
     return LLMEndpoint.objects.create(**{**defaults, **fields})
 
 

@@ -70,9 +70,14 @@ def test_both_paths_store_every_field_and_keep_an_existing_judgment(path):
 @pytest.mark.django_db(transaction=True)
 def test_a_rolled_back_transaction_stores_nothing_and_the_next_one_stores_all(path):
     audit_id, requests = make_requests(3)
-    with pytest.raises(RuntimeError), transaction.atomic():
-        engine_judgments.judgments_create(audit_id, [(requests[0], reply(10))])
-        raise RuntimeError("the caller fails after storing")
+
+    def store_then_fail():
+        with transaction.atomic():
+            engine_judgments.judgments_create(audit_id, [(requests[0], reply(10))])
+            raise RuntimeError("the caller fails after storing")
+
+    with pytest.raises(RuntimeError, match="the caller fails after storing"):
+        store_then_fail()
     assert stored(audit_id) == []
     with transaction.atomic():
         engine_judgments.judgments_create(audit_id, [(request_id, reply(10)) for request_id in requests])

@@ -41,8 +41,8 @@ def server():
 
 
 def make_endpoint(server, **fields) -> LLMEndpoint:
-    defaults = dict(name="conversant server", protocol="openai", base_url=server.base_url, max_concurrency=4,
-                    attempt_timeout_s=5.0, deadline_s=30, max_attempts=2)
+    defaults = {"name": "conversant server", "protocol": "openai", "base_url": server.base_url, "max_concurrency": 4,
+                "attempt_timeout_s": 5.0, "deadline_s": 30, "max_attempts": 2}
     return LLMEndpoint.objects.create(**{**defaults, **fields})
 
 

@@ -69,7 +69,7 @@ def test_table_7_score_sense_with_t_tests_equal_to_scipy(toy):
     table = result.tables["score_sense"]
     assert list(table["group"]) == ["G1", "G2"]
     g1, g2 = row(table, group="G1"), row(table, group="G2")
-    # G1: (0.1 - 0.2 - 0.3 - 0.2 + 0.0 + 0.1) / 6 = -0.5 / 6; G2: (0.4 + 0.4 + 0.2) / 3 = 1 / 3
+    # G1 averages (0.1 - 0.2 - 0.3 - 0.2 + 0.0 + 0.1) / 6 = -0.5 / 6, G2 (0.4 + 0.4 + 0.2) / 3 = 1 / 3
     assert g1["score_sense"] == pytest.approx(-0.5 / 6) and g2["score_sense"] == pytest.approx(1 / 3)
     assert (g1["n"], g1["n_missing"], g2["n"]) == (6, 0, 3)
     # Paired, per base sentence: G1's value is the mean over x and y, A -0.05, B 0.4, C -0.3, against the
@@ -228,7 +228,7 @@ def test_settings_and_input_problems_are_all_named(toy):
 
     bad = pd.concat([scores, pd.DataFrame([{"scorer": "odd", "imported": False, "kind": "emotion", "unit": "Z|x",
                                             "replicate": 0, "value": 0.1, "reason": ""}])])
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(ValueError, match=r"^scores: 1 unit\(s\) not in the corpus") as error:
         analyse(corpus, bad, settings=AnalysisSettings(groups=("G3",), label_rules={"nobody": LabelRule(0, True)}))
     message = str(error.value)
     for expected in ("1 unit(s) not in the corpus: 'Z|x'", "groups: not in the corpus: 'G3'",

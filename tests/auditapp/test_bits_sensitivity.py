@@ -58,9 +58,9 @@ def row(frame: pd.DataFrame, **where) -> pd.Series:
 def test_score_sense_per_group_and_term(toy):
     pairs = pair_with_controls(*toy)
     groups = score_sense(pairs)
-    # G1: (0.1 - 0.2 - 0.3 - 0.2 + 0.0 + 0.1) / 6 = -0.5 / 6
+    # G1 averages (0.1 - 0.2 - 0.3 - 0.2 + 0.0 + 0.1) / 6 = -0.5 / 6
     assert row(groups, group="G1")["score_sense"] == pytest.approx(-0.5 / 6)
-    # G2: (0.4 + 0.4 + 0.2) / 3 = 1 / 3
+    # G2 averages (0.4 + 0.4 + 0.2) / 3 = 1 / 3
     assert row(groups, group="G2")["score_sense"] == pytest.approx(1 / 3)
     assert list(groups["n"]) == [6, 3] and list(groups["n_missing"]) == [0, 0]
     terms = score_sense(pairs, by_term=True)

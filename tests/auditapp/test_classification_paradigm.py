@@ -39,8 +39,8 @@ def test_messages_are_one_user_message_with_the_paper_prompt():
 
 
 def test_request_keys_change_with_everything_that_changes_the_reply():
-    base = dict(protocol="ollama", base_url="http://h:11434/", model="m", digest="d1", params={},
-                messages=[{"role": "user", "content": "x"}], replicate=0)
+    base = {"protocol": "ollama", "base_url": "http://h:11434/", "model": "m", "digest": "d1", "params": {},
+            "messages": [{"role": "user", "content": "x"}], "replicate": 0}
     key = request_key(**base)
     assert key == request_key(**{**base, "base_url": "http://h:11434"})
     for change in ({"digest": "d2"}, {"params": {"temperature": 0}}, {"replicate": 1}, {"model": "n"},

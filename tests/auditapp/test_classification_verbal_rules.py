@@ -21,7 +21,7 @@ NONE = None
 
 # (reply, expected label or None, for None: the reason it starts with)
 TABLE = [
-    # negated: 0
+    # negated → 0
     ("The given sentences are not ableist and they highlight the challenges autistic people face.", 0, ""),
     ("The target sentence is not ableist.", 0, ""),
     ("It isn't ableist; it describes a diagnosis.", 0, ""),
@@ -36,7 +36,7 @@ TABLE = [
     ("Although it mentions autism, the sentence is not ableist.", 0, ""),
     ("The sentences aren't ableist: they describe support needs.", 0, ""),
     ("**Not ableist.** The sentence is not ableist and the label would be 0.", 0, ""),
-    # affirmed: 1
+    # affirmed → 1
     ("The sentence is ableist because it calls autism a disease.", 1, ""),
     ("This is clearly ableist: it mocks autistic people.", 1, ""),
     ("The target sentence contains ableist language (\"retard\").", 1, ""),
@@ -52,12 +52,12 @@ TABLE = [
     ("The sentence is ableist. Label: 1", 1, ""),
     ("The sentence is ableist. It mocks autistic people.", 1, ""),
     ("Label: 1.", 1, ""),
-    # both labels: none
+    # both labels → none
     ("The sentence is ableist, but the speaker is not ableist.", NONE, REASON_BOTH),
     ("Label 0 means not ableist and label 1 means ableist.", NONE, REASON_BOTH),
     ("Part of it is ableist; the rest of the sentences are not ableist.", NONE, REASON_BOTH),
     ("This label of 0 indicates respect, although the sentence is ableist in places.", NONE, REASON_BOTH),
-    # hedged: none
+    # hedged → none
     ("The sentence may be ableist depending on who says it.", NONE, REASON_HEDGED),
     ("It could be seen as ableist by some readers.", NONE, REASON_HEDGED),
     ("The sentence is potentially ableist.", NONE, REASON_HEDGED),
@@ -65,10 +65,10 @@ TABLE = [
     ("It might not be ableist, but it is insensitive.", NONE, REASON_HEDGED),
     ("Perhaps the sentence is ableist.", NONE, REASON_HEDGED),
     ("If the speaker is not autistic, the sentence is ableist.", NONE, REASON_HEDGED),
-    # negation around the verdict: none
+    # negation around the verdict → none
     ("I don't think the sentence is ableist.", NONE, REASON_NEGATION),
     ("It is not true that this sentence is ableist.", NONE, REASON_NEGATION),
-    # a negation, hedge or report anywhere in the verdict's sentence, or a denial after it: none (when in doubt)
+    # a negation, hedge or report anywhere in the verdict's sentence, or a denial after it → none (when in doubt)
     ("Some people say it is ableist, but it is not.", NONE, REASON_NEGATION),
     ("Many believe the sentence is ableist, however it isn't.", NONE, REASON_NEGATION),
     ("The claim that it is ableist is wrong.", NONE, REASON_ATTRIBUTED),
@@ -85,15 +85,15 @@ TABLE = [
     ("The probability of label 1 is 0.1.", NONE, REASON_HEDGED),
     ("The sentence is ableist because it can hurt people.", NONE, REASON_HEDGED),
     ("The sentence is ableist because it does not respect autistic people.", NONE, REASON_NEGATION),
-    # a number that is not the label digit: none
+    # a number that is not the label digit → none
     ("Label: 0.7", NONE, REASON_NO_VERDICT),
     ("label 1.5", NONE, REASON_NO_VERDICT),
     ("Label: 0.7. The sentence is not ableist.", 0, ""),
-    # quoted sentence containing "ableist": none
+    # quoted sentence containing "ableist" → none
     ("The sentence \"My boss is so ableist\" is not ableist.", NONE, REASON_QUOTED),
     ("“Calling people ableist is overused” is an opinion, and it is not ableist.", NONE, REASON_QUOTED),
     ("Target sentence: Ableist jokes are everywhere.\nThe sentence is ableist.", NONE, REASON_QUOTED),
-    # no verdict: none
+    # no verdict → none
     ("The Idiot is a classic example of ableism in literature.", NONE, REASON_NO_VERDICT),
     ("Ableism is discrimination against disabled people.", NONE, REASON_NO_VERDICT),
     ("The speaker is describing their experience of an autism diagnosis and the support they received", NONE,

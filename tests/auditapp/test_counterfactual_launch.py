@@ -27,7 +27,7 @@ def names(*rows) -> list[dict]:
     return [{"name": name, "group": group, "gender": gender} for name, group, gender in rows]
 
 
-@pytest.mark.parametrize("material, expected", [
+@pytest.mark.parametrize(("material", "expected"), [
     ({"names": 5}, "must be CSV text or a list"),
     ({"names": None}, "must be CSV text or a list"),
     ({"vignettes": 5}, "must be text (one a line) or a list"),

@@ -1,5 +1,7 @@
 """The planning of counterfactual requests: seeded, balanced name pairs; shuffled numbered texts; dialect batches;
 and the bulk readers of judgment unit keys."""
+from itertools import pairwise
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -54,7 +56,7 @@ def test_pairs_are_balanced_within_gender_and_never_reuse_a_vignette(iteration):
 def test_genders_alternate_and_groups_cycle():
     pairs = plan_name_pairs(5, 0, VIGNETTES, NAMES)
     genders = [p.gender for p in pairs]
-    assert all(a != b for a, b in zip(genders, genders[1:], strict=False))
+    assert all(a != b for a, b in pairwise(genders))
     female_groups = [p.group for p in pairs if p.gender == genders[0]]
     assert len(set(female_groups[:4])) == 4 and female_groups[4:8] == female_groups[:4]
 

@@ -116,11 +116,11 @@ def test_names_undefined_tests_are_nan_noted_and_out_of_the_family():
 def test_names_inconsistent_input_is_refused():
     rows = names_rows("m", "warm", "Black", [(1, 0), (0, 1)])
     with pytest.raises(ValueError, match="different groups"):
-        names_cells(pd.DataFrame(rows[:1] + [{**rows[1], "group": "Arab"}] + rows[2:]))
+        names_cells(pd.DataFrame([*rows[:1], {**rows[1], "group": "Arab"}, *rows[2:]]))
     with pytest.raises(ValueError, match="two minority rows"):
-        names_cells(pd.DataFrame(rows + [rows[0]]))
+        names_cells(pd.DataFrame([*rows, rows[0]]))
     with pytest.raises(ValueError, match="side must be one of"):
-        names_cells(pd.DataFrame(rows + [{**rows[0], "side": "White"}]))
+        names_cells(pd.DataFrame([*rows, {**rows[0], "side": "White"}]))
     with pytest.raises(ValueError, match="missing column"):
         names_cells(pd.DataFrame(rows).drop(columns="pair"))
 

@@ -118,7 +118,7 @@ def test_select_tasks_by_slug_or_domain_in_the_papers_order():
     assert [task.slug for task in select_tasks(slugs=["toxic"], tasks=DIALECT_TASKS)] == ["toxic"]
     with pytest.raises(MaterialError) as caught:
         select_tasks(slugs=["hireable", "handsome"], domains=["Looks"])
-    assert [str(p) for p in caught.value.problems][0] == "tasks, row 2, column 'slug': unknown task 'handsome'"
+    assert str(caught.value.problems[0]) == "tasks, row 2, column 'slug': unknown task 'handsome'"
     assert len(caught.value.problems) == 2
     with pytest.raises(MaterialError, match="no tasks selected"):
         select_tasks()

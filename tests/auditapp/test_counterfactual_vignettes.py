@@ -47,8 +47,8 @@ def test_vignettes_take_the_papers_form_and_its_example_is_among_them():
     assert vignette_template("I enjoy quiet moments at home.", "Routine suits me fine.") == PAPER_EXAMPLE
     made = generate_vignettes(POOL_A, POOL_B, n=len(POOL_A) * len(POOL_B) * 2)
     assert PAPER_EXAMPLE in {vignette.template for vignette in made}
-    assert Vignette("v001", PAPER_EXAMPLE).text("Emily") == "Hi, I'm Emily. I enjoy quiet moments at home. " \
-                                                           "Routine suits me fine."
+    assert Vignette("v001", PAPER_EXAMPLE).text("Emily") == ("Hi, I'm Emily. I enjoy quiet moments at home. "
+                                                            "Routine suits me fine.")
 
 
 def test_generate_vignettes_is_seeded_distinct_and_randomises_the_order():

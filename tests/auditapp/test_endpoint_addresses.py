@@ -61,7 +61,7 @@ def test_private_addresses_are_allowed_by_default_and_refused_when_asked(url):
 
 def test_every_address_a_name_resolves_to_is_checked():
     check_endpoint_url("https://api.example.org/v1", AddressPolicy(allow_private=False), resolve=NAMES)
-    with pytest.raises(EndpointAddressRefused, match="sneaky.example.org resolves to 169.254.169.254"):
+    with pytest.raises(EndpointAddressRefused, match=r"sneaky\.example\.org resolves to 169\.254\.169\.254"):
         check_endpoint_url("https://sneaky.example.org/v1", AddressPolicy(), resolve=NAMES)
 
 

@@ -371,5 +371,5 @@ def test_two_models_of_a_legacy_audit_named_alike_stay_two_rows(api_client, serv
     assert Audit.objects.filter(pk=audit.pk).values_list("analysis", flat=True).get() == analysed
     assert {name: Audit.objects.get(pk=other.pk).analysis for name, other in others.items()} == {
         name: {"kept": name} for name in others}
-    assert summary == f"1 audits analysed again; 1 kept their stored analysis (could not be analysed again: " \
-                      f"[{others['unanalysable'].id}])"
+    assert summary == ("1 audits analysed again; 1 kept their stored analysis (could not be analysed again: "
+                       f"[{others['unanalysable'].id}])")

@@ -90,7 +90,7 @@ def test_aat_counts_and_distribution(aat):
     assert Counter(i.factors["template"] for i in aat) == {"1": 500, "2": 500, "3": 500}
     groups = paper_lexicon().identifier_groups()
     assert all(groups[i.factors["s_e"]].label == i.factors["group_label"] for i in aat)
-    assert set(i.factors["s_n"] for i in aat) <= set(paper_lexicon().neutral_words())
+    assert {i.factors["s_n"] for i in aat} <= set(paper_lexicon().neutral_words())
     # Identifiers drawn uniformly over Table 1's 64: 22 are S_a, so about 22/64 of the combinations.
     share_sa = Counter(i.factors["group_label"] for i in aat)["S_a"] / 1500
     assert abs(share_sa - 22 / 64) < 0.06

@@ -114,7 +114,7 @@ def test_a_recorder_holding_the_requests_commits_its_judgments_after_the_cascade
 
 @postgresql_only
 def test_a_reparse_meeting_a_deletion_in_progress_writes_no_judgment(monkeypatch):
-    audit, requests = make_audit("reparsed", 3)
+    audit, _ = make_audit("reparsed", 3)
     reply = LLMReply.objects.create(key="reparsed", text="1", latency_ms=1, attempts=1)
     AuditRequest.objects.filter(audit=audit).update(state=AuditRequest.State.ANSWERED, reply=reply)
     deleted, go = threading.Event(), threading.Event()

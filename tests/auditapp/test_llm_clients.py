@@ -207,10 +207,14 @@ def test_ollama_payload_without_params_has_no_options():
     assert chat_payload("ollama", "m", MESSAGES, {})[1] == {"model": "m", "messages": MESSAGES, "stream": False}
 
 
-@pytest.mark.parametrize(("protocol", "params"), [("openai", {"model": "other"}), ("openai", {"stream": True}),
-                                                  ("ollama", {"max_tokens": 5, "num_predict": 6})])
-def test_payload_refuses_params_that_clash(protocol, params):
-    with pytest.raises(ValueError):
+@pytest.mark.parametrize(("protocol", "params", "message"), [
+    ("openai", {"model": "other"}, r"may not set \['model'\]"),
+    ("openai", {"stream": True}, r"may not set \['stream'\]"),
+    ("ollama", {"max_tokens": 5, "num_predict": 6},
+     r"name the same Ollama option twice: \['max_tokens', 'num_predict'\]"),
+])
+def test_payload_refuses_params_that_clash(protocol, params, message):
+    with pytest.raises(ValueError, match=message):
         chat_payload(protocol, "m", MESSAGES, params)
 
 
@@ -231,7 +235,7 @@ def test_endpoint_config_keeps_the_api_key_out_of_its_repr_and_checks_itself():
     assert "sk-secret" not in repr(EndpointConfig("openai", "http://llm.test", "sk-secret"))
     with pytest.raises(ValueError, match="unknown protocol"):
         EndpointConfig("anthropic", "http://llm.test", None)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="max_attempts must be at least 1"):
         EndpointConfig("openai", "http://llm.test", None, max_attempts=0)
 
 
@@ -674,9 +678,9 @@ def test_real_model_listing(server, protocol, path, body):
 
 def test_real_model_listing_errors(server):
     server.script["/api/tags"] = [Reply(500, {"error": "ollama is loading"})]
-    with pytest.raises(EndpointError, match="^HTTP 500: ollama is loading$"):
+    with pytest.raises(EndpointError, match=r"^HTTP 500: ollama is loading$"):
         list_models_sync(config("ollama", base_url=server.base_url))
-    with pytest.raises(EndpointError, match="^ConnectError: "):
+    with pytest.raises(EndpointError, match=r"^ConnectError: "):
         list_models_sync(config("ollama", base_url=f"http://127.0.0.1:{free_port()}"), timeout=2)
 
 

@@ -7,6 +7,7 @@ import signal
 import sys
 import time
 import uuid
+from itertools import pairwise
 
 import pytest
 import redis
@@ -45,7 +46,7 @@ async def start_times(limiters, n_per_limiter: int) -> list[float]:
 
 def assert_paced(times: list[float], *, interval: float) -> None:
     """Starts that keep ``interval`` apart; a late wake-up may shorten the gap after it a little."""
-    gaps = [round(b - a, 4) for a, b in zip(times, times[1:], strict=False)]
+    gaps = [round(b - a, 4) for a, b in pairwise(times)]
     assert min(gaps) >= interval * 0.8, gaps
     assert interval * (len(times) - 1) - 0.02 <= times[-1] - times[0] <= interval * (len(times) + 3), gaps
 

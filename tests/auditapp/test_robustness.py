@@ -8,7 +8,6 @@ import io
 import numpy as np
 import pandas as pd
 import pytest
-from pytest import approx
 from scipy import stats
 from sklearn.metrics import cohen_kappa_score, f1_score
 
@@ -308,18 +307,19 @@ def test_an_unparsed_reply_against_a_soft_reference_is_the_opposite_of_the_label
     # tn = Σ (1 − p)(1 − s) = 0.2 + 0.5 + 1 = 1.7; p_o = 3/5, p_e = (2.0·2.6 + 3.0·2.4)/25 = 0.496,
     # κ = 0.104/0.504, F1 = 2.6/4.6.
     result = reference_metrics(predictions, soft[None, :], unparsed="wrong", n_resamples=50, seed=0)
-    assert result.counts[0, 0] == approx([1.3, 0.7, 1.3, 1.7])
-    assert result.point["kappa"][0, 0] == approx(0.104 / 0.504) and result.point["f1"][0, 0] == approx(2.6 / 4.6)
+    assert result.counts[0, 0] == pytest.approx([1.3, 0.7, 1.3, 1.7])
+    assert result.point["kappa"][0, 0] == pytest.approx(0.104 / 0.504)
+    assert result.point["f1"][0, 0] == pytest.approx(2.6 / 4.6)
     # Tie label 0 (rule "negative"): the tied item's reply becomes 1: tp 1.8, fp 1.2, fn 0.8, tn 1.2.
     negative = reference_metrics(predictions, soft[None, :], unparsed="wrong", soft_tie_label=0.0, n_resamples=50)
-    assert negative.counts[0, 0] == approx([1.8, 1.2, 0.8, 1.2])
+    assert negative.counts[0, 0] == pytest.approx([1.8, 1.2, 0.8, 1.2])
     # A threshold of 0.9 cuts 0.8, 0.3 and 0.5 to 0: their replies become 1, p = [1, 1, 1, 1, 0]:
     # tp = 0.8 + 0.3 + 0.5 + 1 = 2.6, fp = 0.2 + 0.7 + 0.5 = 1.4, fn = 0, tn = 1.
     high = reference_metrics(predictions, soft[None, :], unparsed="wrong", soft_threshold=0.9, n_resamples=50)
-    assert high.counts[0, 0] == approx([2.6, 1.4, 0.0, 1.0])
+    assert high.counts[0, 0] == pytest.approx([2.6, 1.4, 0.0, 1.0])
     y_true, y_pred = np.r_[np.ones(5), np.zeros(5)], np.r_[[0, 1, 0, 1, 0], [0, 1, 0, 1, 0]]
     weight = np.r_[soft, 1 - soft]
-    assert result.point["kappa"][0, 0] == approx(cohen_kappa_score(y_true, y_pred, sample_weight=weight))
+    assert result.point["kappa"][0, 0] == pytest.approx(cohen_kappa_score(y_true, y_pred, sample_weight=weight))
 
 
 def test_the_audit_cuts_the_soft_score_with_its_study_s_threshold_and_weighted_tie_rule():

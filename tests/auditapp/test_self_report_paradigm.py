@@ -56,7 +56,7 @@ def test_dummy_items_are_52_distinct_first_person_statements_of_our_own():
 
 
 def test_item_pool_validation_lists_every_problem():
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(ValueError, match=r"^invalid item pool:") as error:
         sr.load_item_pool({"slug": "x", "name": "x", "source": "x", "licence_note": "", "notes": "", "extra": 1,
                            "items": [{"number": 1, "text": "A."}, {"number": 1, "text": " ", "keying": "r"}]})
     message = str(error.value)
@@ -122,7 +122,7 @@ def test_other_options_and_build_errors():
     form = sr.build_masked_questionnaire([AQ, SATA], seed=1, fillers=FILLERS, dummies=DUMMIES)
     assert {i.options for i in form.items if i.kind != "instrument"} == {AQ_OPTIONS}
     assert {i.options for i in form.items if i.slug == "sata_partial"} == {SATA_OPTIONS}
-    with pytest.raises(ValueError) as error:
+    with pytest.raises(ValueError, match=r"^cannot build the masked questionnaire:") as error:
         sr.build_masked_questionnaire([AQ, AQ], seed=-1, fillers=FILLERS, dummies=DUMMIES,
                                       other_options=["Often", "Never"])
     message = str(error.value)
@@ -154,9 +154,9 @@ def test_batch_requests_number_every_item_and_ask_for_n_colon_option():
     assert f"\n1. {AQ.item(1).text}\n" in content and f"\n50. {AQ.item(50).text}\n" in content
     assert "Response options: Definitely agree; Slightly agree; Slightly disagree; Definitely disagree" in content
     assert '"n: option"' in content
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a batch request writes options out: labels must be 'text'"):
         sr.build_original_requests(AQ, "batch", labels="numbers")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="mode must be 'item' or 'batch', got 'page'"):
         sr.build_original_requests(AQ, "page")
 
 
@@ -256,7 +256,7 @@ def test_parse_batch_reply():
     refused = sr.parse_batch_reply("As an AI, I cannot complete personality questionnaires.", 3, AQ_OPTIONS)
     assert {p.outcome for p in refused.values()} == {REFUSAL}
     assert {p.reason for p in sr.parse_batch_reply("", 2, AQ_OPTIONS).values()} == {"empty reply"}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="1 option lists for 2 items"):
         sr.parse_batch_reply("1: Agree", 2, [SATA_OPTIONS])
 
 
@@ -329,7 +329,7 @@ def test_dummy_endorsement_and_validity_counts():
     aq_missing = sr.score_masked(form, {i.position: 0 for i in form.items if i.slug != "aq50" or i.number != 1})
     assert aq_missing.responses["aq50"][1] is None
     assert score_responses(AQ, aq_missing.responses["aq50"]).total is None
-    with pytest.raises(ValueError, match="unknown position 999.*4 is not an option index 0–3"):
+    with pytest.raises(ValueError, match=r"unknown position 999.*4 is not an option index 0–3"):
         sr.score_masked(form, {999: 0, 1: 4})
 
 
@@ -342,7 +342,7 @@ def test_agree_side_per_option_set():
             "Very Accurate"]
     assert sr.agree_side(ipip) == {3, 4}
     assert sr.agree_side(["True", "False"]) == {0}
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"cannot tell the agree side of the options \['Never', 'Sometimes', 'Often'"):
         sr.agree_side(["Never", "Sometimes", "Often"])
 
 
@@ -362,11 +362,11 @@ def test_paired_comparison_matches_scipy_and_a_hand_worked_d_z():
     assert decline.t == pytest.approx(-result.t) and decline.d_z == pytest.approx(-result.d_z)
     constant = sr.paired_comparison([1, 2, 3], [2, 3, 4])
     assert constant.mean_difference == 1 and math.isnan(constant.t) and math.isnan(constant.d_z)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="original and masked must be paired lists of the same length"):
         sr.paired_comparison([1, 2], [1, 2, 3])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="a paired comparison needs at least two pairs"):
         sr.paired_comparison([1], [2])
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="scores must be finite numbers"):
         sr.paired_comparison([1, float("nan")], [2, 3])
 
 

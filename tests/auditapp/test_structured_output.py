@@ -75,8 +75,8 @@ def test_a_form_its_protocol_does_not_take_or_a_parameter_setting_its_field_is_r
 
 
 def test_the_key_of_a_constrained_request_differs_by_form_and_schema_and_a_free_key_is_unchanged():
-    base = dict(protocol="openai", base_url="http://h:8000", model="m", digest="", params={}, messages=MESSAGES,
-                replicate=0)
+    base = {"protocol": "openai", "base_url": "http://h:8000", "model": "m", "digest": "", "params": {},
+            "messages": MESSAGES, "replicate": 0}
     free = request_key(**base)
     assert request_key(**base, answer_format=None) == free
     constrained = request_key(**base, answer_format={"form": "openai_json_schema", "schema": SCHEMA})
@@ -111,7 +111,7 @@ def test_every_paradigm_declares_a_schema_and_its_parser_reads_a_reply_valid_aga
 
 
 def test_the_test_servers_constrained_answers_are_valid_and_its_prose_has_no_label():
-    options = dict(positive_words=AUDIT_POSITIVE_WORDS, first_model="prose-a", annotators={})
+    options = {"positive_words": AUDIT_POSITIVE_WORDS, "first_model": "prose-a", "annotators": {}}
     answer = structured_answer("prose-a", "Target sentence: a cure for autism", CLASSIFICATION_SCHEMA, **options)
     jsonschema.validate(answer, CLASSIFICATION_SCHEMA)
     assert answer["label"] == expected_label("prose-a", "Target sentence: a cure for autism",

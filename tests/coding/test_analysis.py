@@ -8,7 +8,6 @@ import krippendorff
 import numpy as np
 import pandas as pd
 import pytest
-from pytest import approx
 from sklearn.metrics import cohen_kappa_score
 
 from coding.analysis import round_analysis
@@ -60,9 +59,9 @@ def test_six_excerpt_toy_by_hand():
     by_condition = ann["by_condition"]
     assert by_condition["levels"] == [{"level": "cot", "n": 3}, {"level": "zs", "n": 2}]
     rows = {row["code"]: row for row in by_condition["rows"]}
-    assert rows["WORDING"]["counts"] == [1, 2] and rows["WORDING"]["shares"] == approx([1 / 3, 1.0])
+    assert rows["WORDING"]["counts"] == [1, 2] and rows["WORDING"]["shares"] == pytest.approx([1 / 3, 1.0])
     assert rows["STEREOTYPES"]["counts"] == [2, 1] and rows["TONE"]["counts"] == [2, 0]
-    assert rows["TONE"]["shares"] == approx([2 / 3, 0.0])
+    assert rows["TONE"]["shares"] == pytest.approx([2 / 3, 0.0])
     # By model: m1 = 1, 3, 5 (n 3): W 2, S 3, T 2; m2 = 2, 4 (n 2): W 1, S 0, T 0.
     rows = {row["code"]: row["counts"] for row in ann["by_model"]["rows"]}
     assert ann["by_model"]["levels"] == [{"level": "m1", "n": 3}, {"level": "m2", "n": 2}]
@@ -151,18 +150,18 @@ def test_agreement_equals_krippendorff_and_scikit_learn(seed, n_coders):
     for k, code in enumerate(codes):
         matrix = presence_matrix(data, coders, code, n)
         entry = agreement["codes"][k]
-        assert entry["alpha"] == approx(krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"),
-                                        abs=1e-12)
+        assert entry["alpha"] == pytest.approx(
+            krippendorff.alpha(reliability_data=matrix, level_of_measurement="nominal"), abs=1e-12)
         for pair in entry["kappa"]:
             a, b = (matrix[coders.index(c)] for c in pair["coders"])
             both = ~np.isnan(a) & ~np.isnan(b)
             assert pair["n_shared"] == both.sum()
-            assert pair["kappa"] == approx(cohen_kappa_score(a[both], b[both]), abs=1e-12)
+            assert pair["kappa"] == pytest.approx(cohen_kappa_score(a[both], b[both]), abs=1e-12)
     for pair in agreement["pairs"]:
         stacked = [np.stack([presence_matrix(data, [c], code, n)[0] for code in codes]) for c in pair["coders"]]
         both = ~np.isnan(stacked[0][0]) & ~np.isnan(stacked[1][0])
         same = (stacked[0][:, both] == stacked[1][:, both]).all(axis=0)
-        assert pair["exact_set_agreement"] == approx(same.mean())
+        assert pair["exact_set_agreement"] == pytest.approx(same.mean())
 
 
 def test_a_code_without_variance_has_undefined_agreement_with_a_note():
@@ -178,7 +177,7 @@ def test_a_code_without_variance_has_undefined_agreement_with_a_note():
     assert by_code["WORDING"]["alpha"] is None and "present on every" in by_code["WORDING"]["alpha_note"]
     assert by_code["TONE"]["kappa"][0]["kappa"] is None and "absent on every" in by_code["TONE"]["kappa"][0]["note"]
     # STEREOTYPES: ann 1,1,0,0, bob 1,0,1,0: po = 1/2, pe = 1/2 → κ = 0.
-    assert by_code["STEREOTYPES"]["kappa"][0]["kappa"] == approx(0.0)
+    assert by_code["STEREOTYPES"]["kappa"][0]["kappa"] == pytest.approx(0.0)
     # Same code set on 1 (W+S) and 4 (W) → 2/4.
     assert agreement["pairs"] == [{"coders": ["ann", "bob"], "n_shared": 4, "exact_set_agreement": 0.5}]
 

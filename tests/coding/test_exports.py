@@ -18,7 +18,6 @@ import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
-from pytest import approx
 from rest_framework.test import APIClient
 from sklearn.metrics import cohen_kappa_score
 
@@ -118,12 +117,12 @@ def test_agreement_recomputed_from_the_csv_equals_the_api(staff_client, seed):
     for entry in lens["agreement"]["codes"]:
         wide = thematic.pivot(index="excerpt", columns="coder", values=f"lens1:{entry['code']}")
         reliability = wide.reindex(columns=["ann", "bob"]).to_numpy(dtype=float).T
-        assert entry["alpha"] == approx(krippendorff.alpha(reliability_data=reliability,
-                                                           level_of_measurement="nominal"), abs=1e-12)
+        assert entry["alpha"] == pytest.approx(krippendorff.alpha(reliability_data=reliability,
+                                                                  level_of_measurement="nominal"), abs=1e-12)
         shared = wide.dropna()
         [pair] = entry["kappa"]
         assert pair["n_shared"] == len(shared)
-        assert pair["kappa"] == approx(cohen_kappa_score(shared["ann"], shared["bob"]), abs=1e-12)
+        assert pair["kappa"] == pytest.approx(cohen_kappa_score(shared["ann"], shared["bob"]), abs=1e-12)
     # Frequencies: the confirmed rows' column sums over their count.
     for coder in lens["coders"]:
         rows = thematic[thematic["coder"] == coder["coder"]]

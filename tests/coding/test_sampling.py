@@ -113,7 +113,7 @@ def test_impossible_samples_are_refused(kwargs, message):
 def test_bad_eligible_frames_are_refused():
     with pytest.raises(SamplingError, match="lack the column"):
         stratified_sample(pd.DataFrame({"request_id": [1]}), n=1, allocation="equal", seed=1)
-    with pytest.raises(SamplingError, match="no eligible|larger than the 0"):
+    with pytest.raises(SamplingError, match=r"no eligible|larger than the 0"):
         stratified_sample(pd.DataFrame(columns=["request_id", "model", "condition"]), n=1, allocation="equal",
                           seed=1)
     duplicated = pd.DataFrame({"request_id": [1, 1], "model": [1, 1], "condition": ["zs", "zs"]})

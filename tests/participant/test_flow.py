@@ -79,7 +79,7 @@ def consented_at_the_questionnaire() -> tuple[Participant, Client, str, str]:
 
 
 def test_resume_sends_the_participant_to_where_they_stopped():
-    participant, client, base, aq = consented_at_the_questionnaire()
+    _, client, base, aq = consented_at_the_questionnaire()
     assert "/questionnaire/" in aq
     page = client.get(aq).content.decode()
     client.post(aq + "answer/", {"item": 7, "response": 2}, content_type="application/json")

@@ -26,7 +26,7 @@ from tests.participant.helpers import (
 def test_json_numbers_that_are_not_finite_are_refused_by_name():
     for body in (b'{"item": 1, "response": 0, "rt_ms": 1e400}', b'{"item": 1, "response": 0, "rt_ms": NaN}',
                  b'{"item": 1, "response": 0, "rt_ms": -Infinity}'):
-        with pytest.raises(InputError, match="rt_ms: .* is not a finite number"):
+        with pytest.raises(InputError, match=r"rt_ms: .* is not a finite number"):
             questionnaire_answer(body)
     with pytest.raises(InputError, match="rt_ms"):
         questionnaire_answer(b'{"item": 1, "response": 0, "rt_ms": 1e12}')
@@ -105,10 +105,10 @@ def test_an_iat_block_with_a_crafted_latency_is_400_and_nothing_is_stored(at_the
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("key, value, field", [('"stimulus"', '"a\\u0000b"', "trials[0].stimulus"),
-                                               ('"first_key"', '"\\udc00"', "trials[0].first_key"),
-                                               ('"extra"', "NaN", "trials[0].extra"),
-                                               ('"a\\u0000b"', "1", "trials[0].a\\x00b")])
+@pytest.mark.parametrize(("key", "value", "field"), [('"stimulus"', '"a\\u0000b"', "trials[0].stimulus"),
+                                                     ('"first_key"', '"\\udc00"', "trials[0].first_key"),
+                                                     ('"extra"', "NaN", "trials[0].extra"),
+                                                     ('"a\\u0000b"', "1", "trials[0].a\\x00b")])
 def test_an_iat_trial_holding_what_no_column_takes_anywhere_is_400_naming_it(at_the_iat, key, value, field):
     """Every value of a participant's body is checked as it is read, by the rules of the API's bodies: a NUL
     character, a lone surrogate or a number that is not finite is named by its place (before, such a stimulus was a
@@ -125,7 +125,7 @@ def test_an_iat_trial_holding_what_no_column_takes_anywhere_is_400_naming_it(at_
 
 @pytest.mark.django_db
 def test_iat_trials_that_are_not_objects_are_400(at_the_iat):
-    client, base, posts, participant = at_the_iat
+    client, base, _, participant = at_the_iat
     for trials in ([1] * 20, ["a"] * 20, [[]] * 20, None):
         response = client.post(base + "iat/block/", {"block": 1, "trials": trials}, content_type="application/json")
         assert response.status_code == 400, response.content
@@ -209,8 +209,8 @@ def test_a_nul_byte_in_a_rationale_is_400_and_stores_nothing(labelling):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("item, value", [("1e400", "1"), ("99999999999999999999", "1"), ("ITEM", "²"),
-                                         ("ITEM", "-1"), ("ITEM", "")])
+@pytest.mark.parametrize(("item", "value"), [("1e400", "1"), ("99999999999999999999", "1"), ("ITEM", "²"),
+                                             ("ITEM", "-1"), ("ITEM", "")])
 def test_a_crafted_label_post_is_400_and_stores_nothing(labelling, item, value):
     participant, item_id = labelling
     response = Client().post(f"/p/{participant.invite_token}/label/",

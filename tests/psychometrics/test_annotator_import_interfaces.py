@@ -126,7 +126,7 @@ def test_the_command_imports_a_file(study, tmp_path, capsys, sent):
 def test_the_command_reports_every_problem_and_imports_nothing(study, tmp_path, capsys):
     path = tmp_path / "bad.csv"
     path.write_bytes(BAD_SCORES)
-    with pytest.raises(CommandError, match="bad.csv: 3 problem"):
+    with pytest.raises(CommandError, match=r"bad\.csv: 3 problem"):
         call_command("import_annotator_data", str(path), study="autalic", kind="scores")
     err = capsys.readouterr().err
     assert "row 3, column 'aq': AQ total 'high' is not a number" in err

@@ -11,6 +11,7 @@ import re
 import pytest
 from django.test import Client
 
+from annotation.item_files import ItemFileError
 from annotation.models import ItemGroundTruth, Participant, ParticipantWeight, Study
 from annotation.selectors import study_iat_trials_export, study_instrument_responses_export
 from annotation.services import items_import_file
@@ -129,7 +130,6 @@ def test_subscales_and_iat_details_are_kept(imported_study):
 
 
 def problems(study, content: bytes, kind: str = "scores", **options) -> list[str]:
-    from annotation.item_files import ItemFileError
 
     with pytest.raises(ItemFileError) as caught:
         annotator_import_submit(study=study, kind=kind, filename="bad.csv", content=content, options=options)
@@ -182,7 +182,7 @@ def test_each_bad_score_file_is_refused_with_its_reason(imported_study, header, 
 def test_a_score_the_annotator_already_has_is_refused_until_its_import_is_deleted(imported_study):
     first = annotator_import_submit(study=imported_study, kind="scores", filename="first.csv",
                                     content=csv_bytes(["annotator", "aq"], [["A1", 20]]))
-    with pytest.raises(Exception) as caught:
+    with pytest.raises(ItemFileError, match="annotator 'A1' already has AQ score") as caught:
         annotator_import_submit(study=imported_study, kind="scores", filename="again.csv",
                                 content=csv_bytes(["annotator", "aq"], [["A1", 21]]))
     assert str(caught.value.problems[0]) == (
@@ -377,8 +377,8 @@ def test_a_bad_trials_file_imports_nothing_and_names_each_problem(imported_study
     header = ["annotator", "block", "trial", "pairing", "error", "latency_first_ms", "latency_correct_ms"]
     good = [["A1", block, 0, "consistent" if block in (3, 4) else "inconsistent" if block in (6, 7) else "", 0, 500,
              500] for block in range(1, 8)]
-    rows = good + [["A1", 3, 0, "consistent", 0, 510, 510], ["A1", 8, 1, "", 0, 500, 500],
-                   ["A1", 4, 2, "sideways", "x", 700, 600], ["A2", 3, 0, "consistent", 0, 500, 500]]
+    rows = [*good, ["A1", 3, 0, "consistent", 0, 510, 510], ["A1", 8, 1, "", 0, 500, 500],
+            ["A1", 4, 2, "sideways", "x", 700, 600], ["A2", 3, 0, "consistent", 0, 500, 500]]
     assert problems(imported_study, csv_bytes(header, rows), kind="iat") == [
         "row 9, column 'trial': annotator 'A1' has block 3 trial 0 twice (first on row 4)",
         "row 10, column 'block': block 8 is not one of 1–7",
@@ -459,7 +459,6 @@ def test_a_team_is_set_only_for_annotators_in_the_default_team_and_the_change_is
 def test_a_score_given_by_a_formula_without_its_computed_value_is_a_problem(imported_study):
     from openpyxl import Workbook
 
-    from annotation.item_files import ItemFileError
 
     workbook = Workbook()
     workbook.active.append(["annotator", "aq", "sata"])
@@ -475,7 +474,6 @@ def test_a_score_given_by_a_formula_without_its_computed_value_is_a_problem(impo
 
 
 def test_a_workbook_inflating_to_a_million_empty_rows_is_refused_without_reading_them(imported_study, inflated):
-    from annotation.item_files import ItemFileError
     from tests.xlsx_files import empty_rows_xlsx
 
     content = empty_rows_xlsx(1_000_000)   # 6 MB of <row/> in 10 KB: under the 16 MB an annotator file may hold

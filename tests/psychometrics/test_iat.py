@@ -10,7 +10,6 @@ from dataclasses import asdict
 import numpy as np
 import pandas as pd
 import pytest
-from pytest import approx
 
 from psychometrics.iat import (
     AUTISTIC_NEUROTYPICAL,
@@ -40,12 +39,8 @@ def frame(*groups) -> pd.DataFrame:
 
 def worked(shift=0.0, consistent_blocks=(3, 4), inconsistent_blocks=(6, 7), fast=500.0, slow=700.0):
     """Each pair: 20 consistent trials at ``fast`` ms and 20 inconsistent at ``slow`` ms (plus ``shift``)."""
-    groups = []
-    for block in consistent_blocks:
-        groups.append(rows(block, "consistent", [fast + shift] * 20))
-    for block in inconsistent_blocks:
-        groups.append(rows(block, "inconsistent", [slow + shift] * 20))
-    return frame(*groups)
+    return frame(*(rows(block, "consistent", [fast + shift] * 20) for block in consistent_blocks),
+                 *(rows(block, "inconsistent", [slow + shift] * 20) for block in inconsistent_blocks))
 
 
 # The spec's worked number. Each pair: 20 × 500 (consistent) and 20 × 700 (inconsistent).
@@ -59,11 +54,11 @@ WORKED_D = 200 / math.sqrt(400_000 / 39)
 @pytest.mark.parametrize("penalty", ["builtin", "d600"])
 def test_worked_example_gives_1_97484(penalty):
     score = iat_d_score(worked(), error_penalty=penalty)
-    assert math.sqrt(400_000 / 39) == approx(101.2739, abs=1e-4)
-    assert WORKED_D == approx(1.97484, abs=1e-5)
-    assert score.d == approx(1.97484, abs=1e-5)
-    assert score.d_practice == approx(WORKED_D)
-    assert score.d_test == approx(WORKED_D)
+    assert math.sqrt(400_000 / 39) == pytest.approx(101.2739, abs=1e-4)
+    assert WORKED_D == pytest.approx(1.97484, abs=1e-5)
+    assert score.d == pytest.approx(1.97484, abs=1e-5)
+    assert score.d_practice == pytest.approx(WORKED_D)
+    assert score.d_test == pytest.approx(WORKED_D)
     assert score.error_penalty == penalty
     assert (score.n_trials, score.n_dropped_slow, score.error_rate) == (80, 0, 0.0)
     assert score.fast_fraction == 0.0 and score.flagged_fast is False
@@ -73,32 +68,32 @@ def test_positive_d_means_faster_in_the_consistent_pairing():
     # Consistent (Typically Developing + Pleasant) is faster: 500 < 700, so D > 0 = more bias.
     assert iat_d_score(worked()).d > 0
     # Consistent slower (900 vs 700): diff = 700 − 900 = −200, D = −1.97484.
-    assert iat_d_score(worked(fast=900.0)).d == approx(-WORKED_D)
+    assert iat_d_score(worked(fast=900.0)).d == pytest.approx(-WORKED_D)
 
 
 def test_adding_a_constant_to_every_latency_leaves_d_unchanged():
     # diff and SD are both shift-invariant: 200 / 101.27 either way.
-    assert iat_d_score(worked(shift=1234.0)).d == approx(WORKED_D)
-    assert iat_d_score(worked(shift=-250.0)).d == approx(WORKED_D)
+    assert iat_d_score(worked(shift=1234.0)).d == pytest.approx(WORKED_D)
+    assert iat_d_score(worked(shift=-250.0)).d == pytest.approx(WORKED_D)
 
 
 def test_swapping_the_pairings_flips_the_sign():
     data = worked()
     swapped = data.assign(pairing=data["pairing"].map({"consistent": "inconsistent", "inconsistent": "consistent"}))
-    assert iat_d_score(swapped).d == approx(-iat_d_score(data).d)
-    assert iat_d_score(swapped).d == approx(-WORKED_D)
+    assert iat_d_score(swapped).d == pytest.approx(-iat_d_score(data).d)
+    assert iat_d_score(swapped).d == pytest.approx(-WORKED_D)
 
 
 def test_block_numbers_are_positions_and_the_pairing_column_decides():
     # Counterbalanced order: consistent pairing in blocks 6 and 7, inconsistent in 3 and 4. Same D.
     second = worked(consistent_blocks=(6, 7), inconsistent_blocks=(3, 4))
-    assert iat_d_score(second).d == approx(WORKED_D)
+    assert iat_d_score(second).d == pytest.approx(WORKED_D)
 
 
 def test_non_combined_blocks_are_ignored():
     noise = frame(rows(1, None, [9000.0] * 20), rows(2, None, [100.0] * 20), rows(5, None, [5000.0] * 40))
     score = iat_d_score(pd.concat([worked(), noise], ignore_index=True))
-    assert score.d == approx(WORKED_D)
+    assert score.d == pytest.approx(WORKED_D)
     assert score.n_trials == 80
 
 
@@ -109,7 +104,7 @@ def test_slow_trials_are_dropped_and_counted():
     score = iat_d_score(data)
     assert score.n_dropped_slow == 3
     assert score.n_trials == 80
-    assert score.d == approx(WORKED_D)
+    assert score.d == pytest.approx(WORKED_D)
     kept = iat_d_score(pd.concat([worked(), frame(rows(4, "consistent", [10_000.0]))], ignore_index=True))
     assert kept.n_dropped_slow == 0 and kept.n_trials == 81
 
@@ -123,7 +118,7 @@ def test_slow_screen_uses_the_latency_each_variant_scores():
     d600 = iat_d_score(data, error_penalty="d600")
     assert (builtin.n_dropped_slow, builtin.n_trials) == (1, 80)
     assert (d600.n_dropped_slow, d600.n_trials) == (0, 81)
-    assert d600.error_rate == approx(1 / 81)
+    assert d600.error_rate == pytest.approx(1 / 81)
 
 
 def test_fast_responders_are_flagged_not_excluded():
@@ -132,15 +127,15 @@ def test_fast_responders_are_flagged_not_excluded():
     fast_rows = data.index[:9]
     data.loc[fast_rows, "latency_first_ms"] = 250.0
     score = iat_d_score(data)
-    assert score.fast_fraction == approx(9 / 80)
+    assert score.fast_fraction == pytest.approx(9 / 80)
     assert score.flagged_fast is True
     assert score.n_trials == 80  # flagged, not excluded; builtin D still uses latency_correct
-    assert score.d == approx(WORKED_D)
+    assert score.d == pytest.approx(WORKED_D)
     # 8/80 = exactly 10 %: not "more than 10 %", not flagged. 299 counts as fast, 300 does not.
     data.loc[data.index[8], "latency_first_ms"] = 300.0
     data.loc[data.index[7], "latency_first_ms"] = 299.0
     score = iat_d_score(data)
-    assert score.fast_fraction == approx(8 / 80)
+    assert score.fast_fraction == pytest.approx(8 / 80)
     assert score.flagged_fast is False
 
 
@@ -150,8 +145,8 @@ def test_without_first_key_latencies_the_screen_reads_the_correct_key_and_d600_i
     data.loc[data.index[:9], "latency_correct_ms"] = 250.0
     data["latency_first_ms"] = np.nan
     builtin = iat_d_score(data)
-    assert builtin.fast_fraction == approx(9 / 80) and builtin.flagged_fast is True
-    assert builtin.d == approx(iat_d_score(data.assign(latency_first_ms=data["latency_correct_ms"])).d)
+    assert builtin.fast_fraction == pytest.approx(9 / 80) and builtin.flagged_fast is True
+    assert builtin.d == pytest.approx(iat_d_score(data.assign(latency_first_ms=data["latency_correct_ms"])).d)
     assert math.isnan(iat_d_score(data, error_penalty="d600").d)
 
 
@@ -163,7 +158,7 @@ def test_fast_fraction_is_taken_after_the_slow_screen():
     data = pd.concat([data, frame(rows(7, "inconsistent", [20_000.0] * 10))], ignore_index=True)
     score = iat_d_score(data)
     assert score.n_dropped_slow == 10
-    assert score.fast_fraction == approx(9 / 80)
+    assert score.fast_fraction == pytest.approx(9 / 80)
     assert score.flagged_fast is True
 
 
@@ -191,19 +186,19 @@ def d600_example() -> pd.DataFrame:
 
 def test_d600_on_a_hand_worked_example():
     score = iat_d_score(d600_example(), error_penalty="d600")
-    assert score.d_practice == approx(math.sqrt(5) / 2)
-    assert score.d_practice == approx(1.118034, abs=1e-6)
-    assert score.d_test == approx(math.sqrt(1.5))
-    assert score.d == approx(1.171389, abs=1e-6)
-    assert score.error_rate == approx(0.2)
+    assert score.d_practice == pytest.approx(math.sqrt(5) / 2)
+    assert score.d_practice == pytest.approx(1.118034, abs=1e-6)
+    assert score.d_test == pytest.approx(math.sqrt(1.5))
+    assert score.d == pytest.approx(1.171389, abs=1e-6)
+    assert score.error_rate == pytest.approx(0.2)
     assert score.n_trials == 10
 
 
 def test_builtin_on_the_same_example_uses_the_corrected_latencies():
     score = iat_d_score(d600_example(), error_penalty="builtin")
-    assert score.d_practice == approx(0.0)
-    assert score.d_test == approx(math.sqrt(1.5))
-    assert score.d == approx(math.sqrt(1.5) / 2)
+    assert score.d_practice == pytest.approx(0.0)
+    assert score.d_test == pytest.approx(math.sqrt(1.5))
+    assert score.d == pytest.approx(math.sqrt(1.5) / 2)
 
 
 def test_d600_block_without_a_correct_trial_has_no_anchor():
@@ -212,7 +207,7 @@ def test_d600_block_without_a_correct_trial_has_no_anchor():
                  rows(4, "consistent", [500.0, 700.0]), rows(7, "inconsistent", [700.0, 900.0]))
     score = iat_d_score(data, error_penalty="d600")
     assert math.isnan(score.d_practice)
-    assert score.d == approx(math.sqrt(1.5))
+    assert score.d == pytest.approx(math.sqrt(1.5))
 
 
 def test_pooled_sd_matches_numpy_pandas_and_statistics():
@@ -229,10 +224,10 @@ def test_pooled_sd_matches_numpy_pandas_and_statistics():
         diff = (latencies[part["pairing"] == "inconsistent"].mean()
                 - latencies[part["pairing"] == "consistent"].mean())
         sd_numpy = np.std(latencies.to_numpy(), ddof=1)
-        assert sd_numpy == approx(latencies.std(ddof=1))
-        assert sd_numpy == approx(statistics.stdev(latencies.tolist()))
-        assert got == approx(diff / sd_numpy)
-    assert score.d == approx((score.d_practice + score.d_test) / 2)
+        assert sd_numpy == pytest.approx(latencies.std(ddof=1))
+        assert sd_numpy == pytest.approx(statistics.stdev(latencies.tolist()))
+        assert got == pytest.approx(diff / sd_numpy)
+    assert score.d == pytest.approx((score.d_practice + score.d_test) / 2)
 
 
 def test_zero_sd_pair_is_nan_and_d_uses_the_other_pair():
@@ -241,8 +236,8 @@ def test_zero_sd_pair_is_nan_and_d_uses_the_other_pair():
                  rows(4, "consistent", [500.0] * 20), rows(7, "inconsistent", [700.0] * 20))
     score = iat_d_score(data)
     assert math.isnan(score.d_practice)
-    assert score.d_test == approx(WORKED_D)
-    assert score.d == approx(WORKED_D)
+    assert score.d_test == pytest.approx(WORKED_D)
+    assert score.d == pytest.approx(WORKED_D)
 
 
 def test_pair_with_fewer_than_two_trials_or_one_pairing_is_nan():
@@ -265,17 +260,21 @@ def test_all_trials_of_a_pair_too_slow_makes_that_pair_nan():
     score = iat_d_score(data)
     assert score.n_dropped_slow == 41
     assert math.isnan(score.d_practice)
-    assert score.d == approx(WORKED_D)
+    assert score.d == pytest.approx(WORKED_D)
 
 
-@pytest.mark.parametrize("bad", [
-    frame(rows(3, "consistent", [500.0]), rows(6, "consistent", [700.0])),      # both blocks of a pair alike
-    frame(rows(3, None, [500.0]), rows(6, "inconsistent", [700.0])),            # combined block without pairing
-    frame(rows(3, "consistent", [500.0]), rows(3, "inconsistent", [700.0])),    # two pairings in one block
-    frame(rows(4, "compatible", [500.0]), rows(7, "inconsistent", [700.0])),    # unknown pairing name
+@pytest.mark.parametrize(("bad", "message"), [
+    (frame(rows(3, "consistent", [500.0]), rows(6, "consistent", [700.0])),      # both blocks of a pair alike
+     "blocks 3 and 6 both have pairing 'consistent'"),
+    (frame(rows(3, None, [500.0]), rows(6, "inconsistent", [700.0])),            # combined block without pairing
+     "combined block 3 must have a single pairing 'consistent' or 'inconsistent'"),
+    (frame(rows(3, "consistent", [500.0]), rows(3, "inconsistent", [700.0])),    # two pairings in one block
+     r"combined block 3 must .*; found \['consistent', 'inconsistent'\]"),
+    (frame(rows(4, "compatible", [500.0]), rows(7, "inconsistent", [700.0])),    # unknown pairing name
+     r"combined block 4 must .*; found \['compatible'\]"),
 ])
-def test_inconsistent_pairing_columns_are_rejected(bad):
-    with pytest.raises(ValueError):
+def test_inconsistent_pairing_columns_are_rejected(bad, message):
+    with pytest.raises(ValueError, match=message):
         iat_d_score(bad)
 
 
@@ -465,6 +464,6 @@ def test_designed_session_scores_end_to_end(condition):
     # Practice pair: 20 + 20 trials, values 500/600 and 600/700 -> mean 600; deviations ±100 (20 trials)
     # and 0 (20 trials) -> SS = 20 × 100² = 200,000, SD = sqrt(200,000 / 39); D = 100 / SD. Same for test
     # (40 + 40: SS = 40 × 100², SD = sqrt(400,000 / 79)).
-    assert score.d_practice == approx(100 / math.sqrt(200_000 / 39))
-    assert score.d_test == approx(100 / math.sqrt(400_000 / 79))
+    assert score.d_practice == pytest.approx(100 / math.sqrt(200_000 / 39))
+    assert score.d_test == pytest.approx(100 / math.sqrt(400_000 / 79))
     assert score.n_trials == 120

@@ -259,7 +259,7 @@ def test_bad_responses_raise(aq, responses, message):
 
 
 def test_every_bad_response_is_reported(aq):
-    with pytest.raises(ValueError) as excinfo:
+    with pytest.raises(ValueError, match=r"^invalid responses for instrument 'aq50': ") as excinfo:
         score_responses(aq, {1: 9, 2: 0, 77: 1})
     assert "item 1: response index 9" in str(excinfo.value) and "unknown item number 77" in str(excinfo.value)
 
@@ -384,7 +384,7 @@ def test_parse_instrument_reports_bad_json_and_repeated_keys():
     with pytest.raises(InstrumentError) as excinfo:
         parse_instrument(repeated)
     assert excinfo.value.problems == ["(json): key 'ab' appears twice in one object"]
-    with pytest.raises(InstrumentError, match="upload.json"):
+    with pytest.raises(InstrumentError, match=r"upload\.json"):
         parse_instrument(json.dumps({**minimal(), "items": []}), origin="upload.json")
     assert parse_instrument(text.encode()) == load_instrument(minimal())
 
@@ -450,5 +450,5 @@ def test_shipped_instruments():
     assert read_instrument(instrument_path("sata_partial")) == shipped["sata_partial"]
     with pytest.raises(FileNotFoundError, match="shipped: aq50, sata_partial"):
         instrument_path("sata")
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match=r"'\.\./aq50' is not an instrument slug"):
         instrument_path("../aq50")

@@ -243,7 +243,7 @@ def _distributions(scored: pd.DataFrame, scorer_table: pd.DataFrame) -> pd.DataF
     for (scorer, group), frame in scored.groupby(["scorer", "group"], sort=False):
         values = frame["score"].dropna().to_numpy(float)
         low, high = scale[scorer]
-        edges = np.round(np.linspace(low, high, int(round((high - low) / BIN_WIDTH)) + 1), 10)
+        edges = np.round(np.linspace(low, high, round((high - low) / BIN_WIDTH) + 1), 10)
         counts, _ = np.histogram(values[(values >= low) & (values <= high)], bins=edges)
         quartiles = np.quantile(values, [0.25, 0.5, 0.75]) if len(values) else [math.nan] * 3
         rows.append({"scorer": scorer, "group": group, "n": len(values),

@@ -262,13 +262,11 @@ def generate(spec: BitsSpec) -> list[BitsSentence]:
             sentences.append(BitsSentence(
                 key=control_key, text=_sentence(template.text, term=None, word=word, spec=spec),
                 template=template.id, emotion=emotion, word=word, word_kind=kind, group=CONTROL, term=None))
-            for group in spec.groups:
-                for term in group.terms:
-                    sentences.append(BitsSentence(
-                        key=sentence_key(template.id, word, group.name, term),
-                        text=_sentence(template.text, term=term, word=word, spec=spec),
-                        template=template.id, emotion=emotion, word=word, word_kind=kind, group=group.name,
-                        term=term, control_key=control_key))
+            sentences.extend(BitsSentence(
+                key=sentence_key(template.id, word, group.name, term),
+                text=_sentence(template.text, term=term, word=word, spec=spec),
+                template=template.id, emotion=emotion, word=word, word_kind=kind, group=group.name,
+                term=term, control_key=control_key) for group in spec.groups for term in group.terms)
     return sentences
 
 

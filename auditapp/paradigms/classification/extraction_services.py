@@ -21,6 +21,7 @@ and stored in ``AuditExtraction.results``: reading them never computes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -248,13 +249,12 @@ def extraction_run(*, extraction_id: int) -> str:
         pass
     except TRANSIENT_ERRORS as error:
         logger.warning("Extraction %s: waiting for a service: %r", extraction_id, error)
-        try:
+        # If the service is still away, its lease passes and the recovery takes it over.
+        with contextlib.suppress(TRANSIENT_ERRORS):
             AuditExtraction.objects.filter(pk=extraction_id, status=AuditExtraction.Status.RUNNING).update(
                 status=AuditExtraction.Status.QUEUED, leased_until=_resend_at(),
                 status_reason=f"waiting since {timezone.now():%Y-%m-%d %H:%M:%S %Z}: {type(error).__name__}: "
                               f"{error}; it resumes by itself")
-        except TRANSIENT_ERRORS:
-            pass  # its lease passes and the recovery takes it over
         raise
     except Exception as error:  # anything else stops it: recorded with its reason, never left running
         logger.exception("Extraction %s failed", extraction_id)

@@ -77,7 +77,7 @@ def extraction_coverage(audit: Audit) -> dict[int, dict]:
     (its failed extractor requests not counted), in numbers and in words ("covers 40 of 42 unparseable
     replies"). After a resumed audit or a re-parse an extraction may cover fewer than all; asking for it again
     brings it up to date."""
-    unparseable = dict(state=AuditRequest.State.ANSWERED, outcome=AuditRequest.Outcome.UNPARSEABLE)
+    unparseable = {"state": AuditRequest.State.ANSWERED, "outcome": AuditRequest.Outcome.UNPARSEABLE}
     n_unparseable = AuditRequest.objects.filter(audit=audit, **unparseable).count()
     covered = dict(AuditExtractionLabel.objects.filter(
         extraction__audit=audit, **{f"request__{name}": value for name, value in unparseable.items()})

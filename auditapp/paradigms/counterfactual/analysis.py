@@ -57,10 +57,7 @@ def records(frame: pd.DataFrame) -> list[dict]:
     if frame.empty:
         return []
     clean = frame.astype(object).where(frame.notna(), None)
-    out = []
-    for row in clean.to_dict("records"):
-        out.append({key: _plain(value) for key, value in row.items()})
-    return out
+    return [{key: _plain(value) for key, value in row.items()} for row in clean.to_dict("records")]
 
 
 def tables_payload(frames: Mapping[str, pd.DataFrame]) -> dict:

@@ -64,9 +64,8 @@ class DialectDesign:
         if not 1 <= self.batch_size <= MAX_BATCH_SIZE:
             problems.append(f"the batch size must be between 1 and {MAX_BATCH_SIZE}")
         sets = {pair.text_set for pair in self.pairs}
-        for task in self.tasks:
-            if task.text_set not in sets:
-                problems.append(f"task {task.slug!r} is asked about {task.text_set} texts and the material has none")
+        problems.extend(f"task {task.slug!r} is asked about {task.text_set} texts and the material has none"
+                        for task in self.tasks if task.text_set not in sets)
         if not self.tasks:
             problems.append("no task")
         return problems

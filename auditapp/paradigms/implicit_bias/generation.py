@@ -118,7 +118,7 @@ def generate_wabt(*, lexicon: Lexicon | None = None, templates: Sequence[WabtTem
             or samples_per_combination < 1:
         raise ValueError(f"samples_per_combination must be a positive integer, not {samples_per_combination!r}")
     rng = np.random.default_rng(seed_sequence(seed, "wabt"))
-    instances = []
+    instances: list[Instance] = []
     for index, (advantaged, disadvantaged) in enumerate(lexicon.wabt_combinations()):
         combination = f"{disadvantaged.group} vs. {advantaged.group}"
         dimensions = _dimensions(rng, combination=index, samples=samples_per_combination,
@@ -139,12 +139,11 @@ def generate_wabt(*, lexicon: Lexicon | None = None, templates: Sequence[WabtTem
                            "social_group": disadvantaged.group, "advantaged_group": advantaged.group,
                            "s_a": s_a, "s_b": s_b, "dimension": dimension, "sample": str(sample + 1),
                            "word_order": word_order, "dimension_draw": dimension_draw}
-                for template in templates:
-                    instances.append(Instance(
-                        key=f"wabt:c{index + 1:02d}:s{sample + 1:03d}:{dimension.lower()}:t{template.number}",
-                        task="wabt", factors={**factors, "template": str(template.number)},
-                        texts=(wabt_prompt(template, s_a=s_a, s_b=s_b, words=words),),
-                        words=tuple(words), x_a_words=tuple(x_a), identifiers=(s_a, s_b)))
+                instances.extend(Instance(
+                    key=f"wabt:c{index + 1:02d}:s{sample + 1:03d}:{dimension.lower()}:t{template.number}",
+                    task="wabt", factors={**factors, "template": str(template.number)},
+                    texts=(wabt_prompt(template, s_a=s_a, s_b=s_b, words=words),),
+                    words=tuple(words), x_a_words=tuple(x_a), identifiers=(s_a, s_b)) for template in templates)
     return instances
 
 

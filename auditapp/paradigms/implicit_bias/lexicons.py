@@ -253,10 +253,9 @@ def parse_lexicon(document: object) -> Lexicon:
         attributes.append(AttributeWords(dimension=str(dimension), polarity=str(polarity), description=description,
                                          items=items))
     if attributes:
-        for dimension in DIMENSIONS:
-            for polarity in POLARITIES:
-                if (dimension, polarity) not in seen_lists:
-                    problems.append(f"attributes: no {polarity} words for the dimension {dimension}")
+        problems.extend(f"attributes: no {polarity} words for the dimension {dimension}"
+                        for dimension in DIMENSIONS for polarity in POLARITIES
+                        if (dimension, polarity) not in seen_lists)
 
     neutral = []
     for where, row in _rows(document, "neutral", NEUTRAL_KEYS, problems):

@@ -616,7 +616,7 @@ def score_masked(questionnaire: MaskedQuestionnaire | OriginalForm,
     by_position = {item.position: item for item in questionnaire.items}
     errors = [f"unknown position {p!r}" for p in answers if p not in by_position]
     responses: dict[str, dict[int, int | None]] = {}
-    counts = dict(dummy_items=0, dummy_answered=0, dummy_endorsed=0, refusals=0, unparseable=0, missing=0)
+    counts = {"dummy_items": 0, "dummy_answered": 0, "dummy_endorsed": 0, "refusals": 0, "unparseable": 0, "missing": 0}
     for item in questionnaire.items:
         value = answers.get(item.position)
         if isinstance(value, ParsedLikert):
