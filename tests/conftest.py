@@ -29,7 +29,9 @@ def touches_the_database(item) -> bool:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     """Marks each test by its layer, from what it uses, so ``-m`` can choose one: ``pure`` (no database, no service
-    or worker: the quick layer), ``db``, ``integration`` and ``browser`` (both also ``slow``). In bin/test's
+    or worker, and not marked ``slow``: the quick layer), ``db``, ``integration`` and ``browser`` (both also
+    ``slow``). A test that uses no database but is slow (it starts a Python process that sets Django up, say) is in
+    no layer of its own: ``-m pure`` leaves it out, the whole suite runs it. In bin/test's
     PostgreSQL pass, the pure, browser and ``embedded`` tests are deselected: they do not change with the database
     and broker (an embedded test sets its own), and the browser tests take minutes (each whole-study flow waits out
     the IAT's 250 ms between ~180 trials)."""
@@ -40,7 +42,7 @@ def pytest_collection_modifyitems(config, items):
         if started:
             item.add_marker(pytest.mark.slow)
         layer = "db" if touches_the_database(item) else "pure"
-        if not started:
+        if not started and (layer == "db" or not item.get_closest_marker("slow")):
             item.add_marker(getattr(pytest.mark, layer))
         if database_pass and (item.get_closest_marker("browser") or item.get_closest_marker("embedded")
                               or (layer == "pure" and not started)):

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import jsonschema
+import pytest
 import yaml
 
 REPO = Path(__file__).resolve().parents[1]
@@ -76,6 +77,7 @@ def production_env(tmp_path: Path, **overrides: str) -> dict[str, str]:
             "VAR_DIR": str(tmp_path), **overrides}
 
 
+@pytest.mark.slow  # starts a Python process that sets Django up: seconds
 def test_production_defaults_pass_the_deployment_checks(tmp_path):
     result = subprocess.run([sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"], cwd=REPO,
                             env=production_env(tmp_path), capture_output=True, text=True)
@@ -94,6 +96,7 @@ print(secure.headers.get("Strict-Transport-Security"))
 """
 
 
+@pytest.mark.slow  # starts a Python process that sets Django up: seconds
 def test_production_redirects_plain_http_but_not_the_health_check_and_sends_hsts_over_https(tmp_path):
     env = production_env(tmp_path, ALLOWED_HOSTS="testserver")
     result = subprocess.run([sys.executable, "manage.py", "shell", "-v", "0", "-c", PROBE], cwd=REPO, env=env,

@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -18,6 +20,7 @@ def settings_in(env: dict[str, str], *expressions: str) -> list[str]:
                           check=True).stdout.splitlines()
 
 
+@pytest.mark.slow  # starts a Python process that sets Django up: seconds
 def test_embedded_defaults(tmp_path):
     env = {"VAR_DIR": str(tmp_path)}
     assert settings_in(env, "settings.DATABASES['default']['ENGINE']", "settings.DATABASES['default']['NAME']",
@@ -28,6 +31,7 @@ def test_embedded_defaults(tmp_path):
     assert (tmp_path / "secret_key").exists()  # generated once for local use, kept in VAR_DIR
 
 
+@pytest.mark.slow  # starts a Python process that sets Django up: seconds
 def test_database_and_broker_from_the_environment(tmp_path):
     env = {"VAR_DIR": str(tmp_path), "DATABASE_URL": "postgres://u:p@db.example:6543/research",
            "CELERY_BROKER_URL": "redis://cache:6379/2"}

@@ -61,6 +61,7 @@ def test_an_unknown_scorer_is_named():
         local_scorer("flair")
 
 
+@pytest.mark.slow  # starts a Python process that sets Django up: seconds
 def test_textblob_has_its_whole_lexicon_before_any_text_is_scored():
     """TextBlob fills its sentiment lexicon on first use, in steps and with no lock; the worker scores batches in
     several threads, and a thread that scored meanwhile got other polarities (seen: 8 of 2,310 sentences of the
