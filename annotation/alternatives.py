@@ -1,6 +1,6 @@
 """Alternative ground truths beside the paper's weighted label, and how far each moves from it (the robustness of the
 ground truth; seed 000 §3, Appendix B eqs. 1–6, and §4.1's claim that the weighted ground truth is "a stricter
-standard"). Pure pandas, numpy, scikit-learn and crowd-kit.
+standard"). Pure pandas, numpy, scikit-learn, crowd-kit and crowd-kit's MACE as :mod:`annotation.mace` computes it.
 
 Every alternative is built from the labels and scores the study already has (only 0/1 labels; other values such
 as -1 stay out, as in :mod:`annotation.aggregation`):
@@ -21,14 +21,17 @@ as -1 stay out, as in :mod:`annotation.aggregation`):
 ``dawid_skene``     crowd-kit ``DawidSkene(n_iter=100, tol=1e-5)``: deterministic (initialised from the
                     majority vote). The label is crowd-kit's ``labels_`` (highest posterior).
 ``glad``            crowd-kit ``GLAD(n_iter=100, tol=1e-5)``, deterministic.
-``mace``            crowd-kit ``MACE(n_restarts=10, n_iter=50, method="vb", default_noise=0.5, alpha=0.5,
-                    beta=0.5, random_state=numpy.random.RandomState(seed))``; the seed is :data:`CROWDKIT_SEED`
-                    unless given. Ten random starts, each drawn from one RandomState seeded once, keep the fit with
-                    the highest marginal likelihood: crowd-kit 1.4.2 reseeds every start with an integer
-                    ``random_state``, which would make the ten starts identical. The same seed gives the same fit.
-                    Variational Bayes: the priors are ``alpha``/``beta`` on each annotator's spamming and 10 on each
-                    strategy; crowd-kit's ``smoothing`` is not passed (1.4.2 never reads it: ``fit`` sets its own
-                    ``smoothing_`` = 0.01 / number of classes, used only by ``method="em"``).
+``mace``            crowd-kit 1.4.2's ``MACE(n_restarts=10, n_iter=50, method="vb", default_noise=0.5,
+                    alpha=0.5, beta=0.5, random_state=numpy.random.RandomState(seed))``, computed vectorised by
+                    :mod:`annotation.mace` (crowd-kit's pandas E-step takes seconds to minutes a fit) and tested
+                    equal to crowd-kit's (``tests/annotation/test_mace.py``: same starts and restart chosen, outputs
+                    within rtol 1e-9, labels exactly). The seed is :data:`CROWDKIT_SEED` unless given. Ten random
+                    starts, each drawn from one RandomState seeded once, keep the fit with the highest marginal
+                    likelihood: crowd-kit 1.4.2 reseeds every start with an integer ``random_state``, which would
+                    make the ten starts identical. The same seed gives the same fit. Variational Bayes: the priors
+                    are ``alpha``/``beta`` on each annotator's spamming and 10 on each strategy; crowd-kit's
+                    ``smoothing`` is not passed (1.4.2 never reads it: ``fit`` sets its own ``smoothing_`` = 0.01 /
+                    number of classes, used only by ``method="em"``).
 ``soft``            The weighted score ŷ of eq. 6 itself, a probability rather than a label. Its label (ŷ cut
                     at the threshold) is the paper's by construction; what it adds is the score, which the
                     audit metrics use as expected counts (``auditapp.audit_metrics``).
@@ -62,6 +65,7 @@ from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics import cohen_kappa_score
 
 from annotation.aggregation import AggregationSettings, ground_truth
+from annotation.mace import MACE
 from psychometrics.trust import MissingRule, trust_weights
 
 CROWDKIT_SEED = 0
@@ -90,9 +94,9 @@ ALTERNATIVES = (
     Alternative("no_team_norm", "No team normalisation", "Eqs. 1–4 and 6 with W = R (eq. 5 left out)."),
     Alternative("dawid_skene", "Dawid–Skene", "crowd-kit DawidSkene(n_iter=100, tol=1e-5); deterministic."),
     Alternative("glad", "GLAD", "crowd-kit GLAD(n_iter=100, tol=1e-5); deterministic."),
-    Alternative("mace", "MACE", "crowd-kit MACE(n_restarts=10, n_iter=50, method='vb', default_noise=0.5, alpha=0.5, "
-                                "beta=0.5, random_state=RandomState(seed)): ten different random starts, best "
-                                "likelihood kept."),
+    Alternative("mace", "MACE", "crowd-kit 1.4.2 MACE(n_restarts=10, n_iter=50, method='vb', default_noise=0.5, "
+                                "alpha=0.5, beta=0.5, random_state=RandomState(seed)), computed vectorised here and "
+                                "tested equal to crowd-kit's: ten different random starts, best likelihood kept."),
     Alternative("soft", "Soft labels", "The weighted score ŷ of eq. 6 (a probability); its thresholded label is "
                                        "the paper's."),
 )
@@ -131,15 +135,15 @@ def _weighted_labels(labels: pd.DataFrame, weights: pd.Series | None, settings: 
 
 
 def crowdkit_models(seed: int = CROWDKIT_SEED) -> dict:
-    """The three crowd-kit models with the settings of the module docstring (imported here: loading crowd-kit
-    takes a second, and only this computation needs it). MACE gets a RandomState made here from ``seed``, so each
-    call starts from the same draws and its restarts differ from one another."""
-    from crowdkit.aggregation import GLAD, MACE, DawidSkene
+    """The three crowd-kit models with the settings of the module docstring: crowd-kit's Dawid–Skene and GLAD
+    (imported here: loading crowd-kit takes a second, and only this computation needs it), and crowd-kit's MACE as
+    :mod:`annotation.mace` computes it. MACE gets a RandomState made here from ``seed``, so each call starts from the
+    same draws and its restarts differ from one another."""
+    from crowdkit.aggregation import GLAD, DawidSkene
 
     return {"dawid_skene": DawidSkene(n_iter=100, tol=1e-5), "glad": GLAD(n_iter=100, tol=1e-5),
-            "mace": MACE(n_restarts=10, n_iter=50, method="vb", default_noise=0.5, alpha=0.5, beta=0.5,
-                         # crowd-kit annotates an int, but hands it to numpy, which takes a RandomState as well
-                         random_state=np.random.RandomState(seed))}  # type: ignore[arg-type]
+            "mace": MACE(n_restarts=10, n_iter=50, default_noise=0.5, alpha=0.5, beta=0.5,
+                         random_state=np.random.RandomState(seed))}
 
 
 def crowdkit_input(labels: pd.DataFrame) -> pd.DataFrame:

@@ -10,7 +10,7 @@ from datetime import timedelta
 
 import pandas as pd
 import pytest
-from crowdkit.aggregation import GLAD, MACE, DawidSkene
+from crowdkit.aggregation import GLAD, DawidSkene
 from django.utils import timezone
 
 from annotation import study_alternatives
@@ -19,6 +19,7 @@ from annotation.alternatives import (
     alternatives_inputs_digest,
     alternatives_inputs_unpack,
 )
+from annotation.mace import MACE
 from annotation.models import AnalysisRun, AnalysisRunInputs, ItemGroundTruth, Label, Participant, StudyAnalysisSettings
 from annotation.selectors import study_labels_frame, study_scores_frame
 from annotation.study_alternatives import (
