@@ -389,10 +389,10 @@ def distinct_names(named: Iterable[tuple[int, str]]) -> dict[int, str]:
     pair now (``launch.launch_problems``), but an audit launched before may have one, and its two models
     must never be merged into one row. (A label typed to look like such a name, "x (audit model 5)", could still
     meet one.)"""
-    named = dict(named)
-    counts = Counter(named.values())
+    by_id = dict(named)
+    counts = Counter(by_id.values())
     return {model_id: name if counts[name] == 1 else f"{name} (audit model {model_id})"
-            for model_id, name in named.items()}
+            for model_id, name in by_id.items()}
 
 
 def distinct_model_names(audit_models: Iterable[AuditModel]) -> dict[int, str]:

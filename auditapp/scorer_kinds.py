@@ -225,13 +225,14 @@ def identity(config: EndpointConfig, model: str) -> dict:
     return scorer_kind(config.protocol).identity(config, model)
 
 
-async def send(session: aiohttp.ClientSession, config: EndpointConfig, limiter: Limiter, model: str, payload: Any,
-               params: dict, *, rng: random.Random, on_retry: Callable[[str, float], None] | None = None,
+async def send(session: aiohttp.ClientSession | None, config: EndpointConfig, limiter: Limiter, model: str,
+               payload: Any, params: dict, *, rng: random.Random, on_retry: Callable[[str, float], None] | None = None,
                breaker: EndpointBreaker | None = None, schema: dict | None = None) -> SendResult:
     """Send one request of the endpoint's kind (payload and policy in the module docstring). Never raises for
     endpoint or scorer problems (they end in ``SendResult.error``); a payload or parameters the kind cannot
     take raise ``ValueError``, and so does a ``schema`` (structured output) for a kind that is not a chat model;
-    cancellation and the limiter's own errors propagate."""
+    cancellation and the limiter's own errors propagate. ``session`` is None only where no endpoint of a networked
+    kind is asked (a local scorer needs none)."""
     kind = scorer_kind(config.protocol)
     if schema is None:
         return await kind.send(session, config, limiter, model, payload, params, rng=rng, on_retry=on_retry,

@@ -32,6 +32,7 @@ class WorkerStatus:
         if self.last_seen is None:
             return ("No worker has been seen: queued imports, analyses and audits wait until one runs "
                     "(bin/run starts one; in production, start the Celery workers).")
+        assert self.silent_for_s is not None  # worker_status sets it with last_seen
         return (f"No worker has been seen for {_duration(self.silent_for_s)} (last at "
                 f"{timezone.localtime(self.last_seen):%Y-%m-%d %H:%M:%S %Z}): queued imports, analyses and audits "
                 "wait until a worker runs again.")

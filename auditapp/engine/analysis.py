@@ -12,6 +12,7 @@ from auditapp.engine.control import audit_fail
 from auditapp.engine.errors import TRANSIENT_ERRORS, AuditStateError
 from auditapp.engine.judgments import judgments_create
 from auditapp.engine.planning import BULK_BATCH_SIZE, request_builder
+from auditapp.engine.protocol import ParsedReply, RequestBuilder
 from auditapp.engine.sending import enqueue_analysis
 from auditapp.models import (
     Audit,
@@ -23,6 +24,12 @@ logger = logging.getLogger(__name__)
 
 
 REPARSE_BATCH_SIZE = 2000
+
+
+def _stored_reply_parsed(builder: RequestBuilder, request: AuditRequest) -> ParsedReply:
+    """An answered request's stored reply, parsed by the audit's request builder."""
+    assert request.reply is not None  # recording and the reply cache answer a request with its reply, together
+    return builder.parse(request, request.reply.text, request.reply.finish_reason)
 
 
 def audit_reparse(*, audit_id: int) -> int:
@@ -44,7 +51,7 @@ def audit_reparse(*, audit_id: int) -> int:
                                    "reply__text", "reply__finish_reason"))
             judged = []
             for row in rows:
-                parsed = builder.parse(row, row.reply.text, row.reply.finish_reason)
+                parsed = _stored_reply_parsed(builder, row)
                 row.outcome, row.label, row.explanation, row.parse_reason = (parsed.outcome, parsed.label,
                                                                              parsed.explanation, parsed.reason)
                 judged.append((row.id, parsed))
@@ -72,8 +79,7 @@ def audit_judge_unjudged(*, audit_id: int) -> int:
             if not rows:
                 return judged_total
             last_id = rows[-1].id
-            judgments_create(audit_id, [(row.id, builder.parse(row, row.reply.text, row.reply.finish_reason))
-                                         for row in rows])
+            judgments_create(audit_id, [(row.id, _stored_reply_parsed(builder, row)) for row in rows])
         judged_total += len(rows)
 
 

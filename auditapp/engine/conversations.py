@@ -4,7 +4,9 @@ reason. See "Multi-turn requests" in :mod:`auditapp.engine.protocol`. Also the r
 (:class:`ClaimedRequest`), which carries its earlier turns."""
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import transaction
 from django.utils import timezone
@@ -50,7 +52,7 @@ class EarlierTurn:
     error: str = ""
 
 
-def conversations_before(ids) -> dict[int, tuple[EarlierTurn, ...]]:
+def conversations_before(ids: Collection[int]) -> dict[int, tuple[EarlierTurn, ...]]:
     """For each request id, its conversation up to and including it (turn 0 first), in one query per turn."""
     chains: dict[int, tuple[EarlierTurn, ...]] = {}
     rows: dict[int, tuple] = {}
@@ -64,14 +66,14 @@ def conversations_before(ids) -> dict[int, tuple[EarlierTurn, ...]]:
     def chain(request_id: int) -> tuple[EarlierTurn, ...]:
         if request_id not in chains:
             *fields, state, text, error = rows[request_id]
-            turn = EarlierTurn(ClaimedRequest(*fields[:7], turn=fields[7], previous_id=fields[8]), state, text, error)
+            turn = EarlierTurn(ClaimedRequest(*fields), state, text, error)
             chains[request_id] = (*(chain(fields[8]) if fields[8] is not None else ()), turn)
         return chains[request_id]
 
     return {request_id: chain(request_id) for request_id in ids}
 
 
-def conversation_payload(builder, request, earlier: tuple[EarlierTurn, ...] = ()):
+def conversation_payload(builder, request: ClaimedRequest | AuditRequest, earlier: tuple[EarlierTurn, ...] = ()) -> Any:
     """What a request sends: its builder's payload; for a later turn, the first turn's payload continued by each
     earlier reply and the next turn's question (``follow_up``, which may raise NoFollowUp)."""
     if not earlier:
@@ -82,12 +84,12 @@ def conversation_payload(builder, request, earlier: tuple[EarlierTurn, ...] = ()
     return payload
 
 
-def request_payload(builder, request: ClaimedRequest):
+def request_payload(builder, request: ClaimedRequest) -> Any:
     """What a claimed request sends (its earlier turns were loaded with the claim)."""
     return conversation_payload(builder, request, request.earlier)
 
 
-def turns_advance(audit: Audit, builder, finished_ids) -> None:
+def turns_advance(audit: Audit, builder, finished_ids: Iterable[int]) -> None:
     """Key or close the later turns waiting on these finished requests (each only once: a turn already keyed or
     closed is not waiting); a closed turn closes the turns after it, and with the cache a keyed turn takes a stored
     reply, whose next turn is then keyed in turn."""
@@ -105,7 +107,8 @@ def turns_advance(audit: Audit, builder, finished_ids) -> None:
         now = timezone.now()
         keyed, closed_failed, closed_ended = [], [], []
         for fields in waiting:
-            request = ClaimedRequest(*fields[:7], turn=fields[7], previous_id=fields[8])
+            request = ClaimedRequest(*fields)
+            assert request.previous_id is not None  # a later turn, selected by its previous_id
             chain = chains[request.previous_id]
             before = chain[-1]
             if before.state == AuditRequest.State.PENDING:

@@ -2,6 +2,8 @@
 address), and the models it offers."""
 from __future__ import annotations
 
+from typing import cast
+
 from django.utils import timezone
 
 from auditapp import llm_clients, scorer_kinds
@@ -14,8 +16,10 @@ from auditapp.models import (
 
 
 def endpoint_config(endpoint: LLMEndpoint) -> llm_clients.EndpointConfig:
+    # The model's choices are the kinds; EndpointConfig refuses any other protocol when it is made.
     return llm_clients.EndpointConfig(
-        protocol=endpoint.protocol, base_url=endpoint.base_url, api_key=endpoint.api_key(),
+        protocol=cast(llm_clients.Protocol, endpoint.protocol), base_url=endpoint.base_url,
+        api_key=endpoint.api_key(),
         max_concurrency=endpoint.max_concurrency, requests_per_minute=endpoint.requests_per_minute,
         attempt_timeout=endpoint.attempt_timeout_s, deadline=endpoint.deadline_s, max_attempts=endpoint.max_attempts,
         structured_output=endpoint.structured_output, request_template=endpoint.request_template, score_path=endpoint.score_path,

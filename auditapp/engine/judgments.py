@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.db import connection, transaction
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, Field, Model, OuterRef
 
 from auditapp.engine.protocol import ParsedReply
 from auditapp.models import (
@@ -27,9 +27,15 @@ JUDGMENT_COPY_MIN_ROWS = 200
 _JUDGMENT_STAGING = "auditapp_judgment_staging"
 
 
+def concrete_field(model: type[Model], name: str) -> Field:
+    """The model's field of that name, which has a column (the raw SQL of bulk writes names only such fields)."""
+    field = model._meta.get_field(name)
+    assert isinstance(field, Field)  # get_field also finds reverse relations; no bulk write names one
+    return field
+
+
 def _judgment_columns() -> list[str]:
-    meta = AuditJudgment._meta
-    return [connection.ops.quote_name(meta.get_field(name).column) for name in _JUDGMENT_FIELDS]
+    return [connection.ops.quote_name(concrete_field(AuditJudgment, name).column) for name in _JUDGMENT_FIELDS]
 
 
 def _judgment_statement() -> str:
@@ -55,7 +61,7 @@ def _judgments_copy(rows: list[tuple]) -> None:
     when there is one), so a rollback leaves neither judgments nor staged rows behind."""
     meta = AuditJudgment._meta
     columns = _judgment_columns()
-    types = [meta.get_field(name).db_type(connection) for name in _JUDGMENT_FIELDS]
+    types = [concrete_field(AuditJudgment, name).db_type(connection) for name in _JUDGMENT_FIELDS]
     table, staging = connection.ops.quote_name(meta.db_table), connection.ops.quote_name(_JUDGMENT_STAGING)
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {staging} (position integer, "

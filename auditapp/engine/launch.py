@@ -2,6 +2,7 @@
 models as the manifest records them. A paradigm's own launch (its settings, its corpus) is in its package."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from auditapp import llm_clients, scorer_kinds
@@ -57,7 +58,7 @@ def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget:
     return problems
 
 
-def structured_output_problems(*, schema: dict | None, endpoints) -> list[str]:
+def structured_output_problems(*, schema: dict | None, endpoints: Iterable[LLMEndpoint]) -> list[str]:
     """Why an audit cannot constrain its chat models' output: the paradigm declares no answer schema, or a chat
     endpoint has no structured-output form its protocol takes."""
     if schema is None:
@@ -93,7 +94,7 @@ def audit_models_create(audit: Audit, models: list[ModelChoice]) -> None:
                    label=choice.label, position=position) for position, choice in enumerate(models)])
 
 
-def manifest_models(models) -> list[dict]:
+def manifest_models(models: Iterable[AuditModel]) -> list[dict]:
     return [{"label": m.display_name, "model": m.model, "endpoint": m.endpoint.name, "protocol": m.endpoint.protocol,
              "base_url": m.endpoint.base_url, "params": m.params or "endpoint defaults", "digest": m.digest or None}
             for m in models]

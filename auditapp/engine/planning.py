@@ -3,6 +3,7 @@ structured-output form and schema when replies are constrained)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, TypedDict
 
 from auditapp import scorer_kinds
 from auditapp.engine import registry
@@ -16,13 +17,20 @@ from auditapp.models import (
 BULK_BATCH_SIZE = 1000
 
 
+class AnswerFormat(TypedDict):
+    """What constrains a chat model's replies: the structured-output form its server takes, and the schema."""
+
+    form: str
+    schema: dict
+
+
 def audit_answer_schema(audit: Audit) -> dict | None:
     """The JSON schema chat models' replies are constrained to: the paradigm's, when the audit asks for structured
     output; else None."""
     return registry.get(audit.paradigm).answer_schema(audit) if audit.structured_output else None
 
 
-def audit_answer_format(audit: Audit, audit_model: AuditModel) -> dict | None:
+def audit_answer_format(audit: Audit, audit_model: AuditModel) -> AnswerFormat | None:
     """What constrains a reply of this model in this audit (its form and the schema), or None: structured output
     is off, or the endpoint is not a chat model (a scorer's output is its own). The form is the one recorded when
     the audit was prepared (``AuditModel.structured_output``), the endpoint's own before then: editing the endpoint
@@ -54,7 +62,7 @@ def request_builder(audit: Audit):
     return registry.get(audit.paradigm).builder(audit)
 
 
-def audit_request_key(audit: Audit, audit_model: AuditModel, messages, replicate: int) -> str:
+def audit_request_key(audit: Audit, audit_model: AuditModel, messages: Any, replicate: int) -> str:
     """The key of a request: what is sent (chat messages, or a scorer's payload) to which model, and the replicate,
     with the structured-output form and schema when the reply is constrained; scoped to the audit when it does not
     use the cache."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import subprocess
+from collections.abc import Iterable
 
 from django.conf import settings
 from django.db import transaction
@@ -137,7 +138,7 @@ def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) 
     return ""
 
 
-def structured_output_manifest(audit: Audit, models) -> dict:
+def structured_output_manifest(audit: Audit, models: Iterable[AuditModel]) -> dict:
     """What the manifest says about constrained output: off, or the schema and each chat endpoint's form."""
     schema = audit_answer_schema(audit)
     if schema is None:

@@ -4,18 +4,19 @@ judgments), renewals that enforce the error budget, and moving a finished audit 
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Min, Q
+from django.db.models import Min, Q, QuerySet
 from django.utils import timezone
 
 from auditapp import llm_clients
 from auditapp.engine.conversations import CONVERSATION_FIELDS, ClaimedRequest, conversations_before, turns_advance
 from auditapp.engine.errors import WAITING_NOTE
-from auditapp.engine.judgments import judgments_copy_new, judgments_create
+from auditapp.engine.judgments import concrete_field, judgments_copy_new, judgments_create
 from auditapp.engine.planning import BULK_BATCH_SIZE
 from auditapp.engine.protocol import TURN_ENDED_MARK, ParsedReply, is_multi_turn
 from auditapp.engine.sending import enqueue_analysis
@@ -25,6 +26,9 @@ from auditapp.models import (
     AuditRequest,
     LLMReply,
 )
+
+# A request builder's ``parse``: a claimed request and its reply's text and finish reason, parsed.
+ReplyParser = Callable[[ClaimedRequest, str, str], ParsedReply]
 
 
 @dataclass(frozen=True)
@@ -45,12 +49,12 @@ class WorkHeld(Exception):
     """Live leases of other work tasks hold every one of the audit's work holds; ``leases``: each holding lease's id
     and end."""
 
-    def __init__(self, leases: dict[int, datetime]):
+    def __init__(self, leases: dict[int, datetime]) -> None:
         super().__init__(f"the audit's work is held by {len(leases)} other tasks")
         self.leases = leases
 
 
-def _work_holders(audit_id: int, now):
+def _work_holders(audit_id: int, now: datetime) -> QuerySet[AuditChunk]:
     """The audit's work holds: leases opened by work tasks (not sent marks), not released and not lapsed."""
     return AuditChunk.objects.filter(audit_id=audit_id, released_at__isnull=True, leased_until__gt=now)
 
@@ -77,7 +81,7 @@ def chunk_open(*, audit_id: int) -> int | None:
         return AuditChunk.objects.create(audit_id=audit_id, leased_until=now + _lease()).id
 
 
-def _free_requests(audit_id: int, now):
+def _free_requests(audit_id: int, now: datetime) -> QuerySet[AuditRequest]:
     """Pending requests no live lease holds, except later turns still waiting for their key."""
     return AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.PENDING).filter(
         Q(chunk__isnull=True) | Q(chunk__leased_until__lt=now)).exclude(key="")
@@ -109,7 +113,7 @@ _RECORDED_FIELDS = ("state", "reply", "error", "attempts", "finished_at", "outco
                     "parse_reason")
 
 
-def chunk_record(*, chunk_id: int, results: list[RequestResult], parse, builder=None) -> None:
+def chunk_record(*, chunk_id: int, results: list[RequestResult], parse: ReplyParser, builder=None) -> None:
     """Store a batch of finished requests in bulk: each reply once per key, each request once, and its judgments.
     ``parse`` is the request builder's (the reply stored for a key is parsed, which is this one unless the key was
     answered before). With a multi-turn ``builder``, the later turns waiting on these requests are keyed or closed
@@ -124,14 +128,15 @@ def chunk_record(*, chunk_id: int, results: list[RequestResult], parse, builder=
     _chunk_record(chunk_id, results, parse)
 
 
-def _chunk_record(chunk_id: int, results: list[RequestResult], parse) -> None:
+def _chunk_record(chunk_id: int, results: list[RequestResult], parse: ReplyParser) -> None:
     now = timezone.now()
     with transaction.atomic():
-        stored = _replies_store([r for r in results if r.completion is not None], now)
+        stored = _replies_store(results, now)
         finished_at = connection.ops.adapt_datetimefield_value(now)
         parameters = []
         judged: list[tuple[int, ParsedReply]] = []
         for result in results:
+            values: tuple[object, ...]
             if result.completion is None:
                 values = (AuditRequest.State.FAILED, None, result.error, result.attempts, finished_at,
                           AuditRequest.Outcome.ERROR, None, "", "")
@@ -159,28 +164,28 @@ _REPLY_FIELDS = ("key", "text", "finish_reason", "prompt_tokens", "completion_to
                  "fingerprint", "latency_ms", "attempts", "created_at")
 
 
-def _replies_store(answered: list[RequestResult], now) -> dict[str, tuple[int, str, str]]:
-    """Store the replies of a batch, each key once (the first of the batch, unless the key was answered before),
-    and return the stored reply of every key: (id, text, finish reason).
+def _replies_store(results: list[RequestResult], now: datetime) -> dict[str, tuple[int, str, str]]:
+    """Store the replies of a batch (its results with a completion), each key once (the first of the batch, unless
+    the key was answered before), and return the stored reply of every key: (id, text, finish reason).
 
     One multi-row ``INSERT … ON CONFLICT (key) DO NOTHING RETURNING key, id``: the replies it inserted are the ones
     in hand, so only the keys answered before are read back. bulk_create costs three times as much here on
     PostgreSQL, where Django 5.2 sends its rows as arrays that psycopg escapes in Python (a 50-reply batch of 60
     judgments each: 27 ms against 9 ms, ``benchmarks/counterfactual_scale.py``)."""
-    if not answered:
+    first: dict[str, tuple[RequestResult, llm_clients.Completion]] = {}
+    for result in results:
+        if result.completion is not None:
+            first.setdefault(result.request.key, (result, result.completion))
+    if not first:
         return {}
-    first: dict[str, RequestResult] = {}
-    for result in answered:
-        first.setdefault(result.request.key, result)
     created_at = connection.ops.adapt_datetimefield_value(now)
-    rows = [(key, r.completion.text, r.completion.finish_reason or "", r.completion.prompt_tokens,
-             r.completion.completion_tokens, r.completion.model_reported or "", r.completion.fingerprint or "",
-             r.latency_ms, r.attempts, created_at) for key, r in first.items()]
+    rows = [(key, c.text, c.finish_reason or "", c.prompt_tokens, c.completion_tokens, c.model_reported or "",
+             c.fingerprint or "", r.latency_ms, r.attempts, created_at) for key, (r, c) in first.items()]
     meta = LLMReply._meta
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(meta.get_field(name).column) for name in _REPLY_FIELDS)
+    columns = ", ".join(quote(concrete_field(LLMReply, name).column) for name in _REPLY_FIELDS)
     row_placeholder = f"({', '.join(['%s'] * len(_REPLY_FIELDS))})"
-    table, key_column = quote(meta.db_table), quote(meta.get_field("key").column)
+    table, key_column = quote(meta.db_table), quote(concrete_field(LLMReply, "key").column)
     stored: dict[str, tuple[int, str, str]] = {}
     with connection.cursor() as cursor:
         for start in range(0, len(rows), BULK_BATCH_SIZE):
@@ -191,7 +196,8 @@ def _replies_store(answered: list[RequestResult], now) -> dict[str, tuple[int, s
                 f"ON CONFLICT ({key_column}) DO NOTHING RETURNING {key_column}, {quote(meta.pk.column)}",
                 [value for row in batch for value in row])
             for key, reply_id in cursor.fetchall():
-                stored[key] = (reply_id, first[key].completion.text, first[key].completion.finish_reason or "")
+                completion = first[key][1]
+                stored[key] = (reply_id, completion.text, completion.finish_reason or "")
     answered_before = [key for key in first if key not in stored]
     for start in range(0, len(answered_before), BULK_BATCH_SIZE):
         stored.update({key: (pk, text, finish) for key, pk, text, finish in LLMReply.objects.filter(
@@ -210,9 +216,11 @@ def _requests_record(parameters: list[tuple]) -> set[int]:
     once: dict[int, tuple] = {}
     for row in parameters:
         once.setdefault(row[0], row)
-    fields = [meta.pk, *(meta.get_field(name) for name in _RECORDED_FIELDS)]
+    fields = [meta.pk, *(concrete_field(AuditRequest, name) for name in _RECORDED_FIELDS)]
     names = ["id", *(field.column for field in fields[1:])]
-    casts = [field.cast_db_type(connection) if connection.vendor == "postgresql" else None for field in fields]
+    # Field.cast_db_type is Django's (5.2) but missing from django-stubs 5.2.9.
+    casts = [field.cast_db_type(connection)  # type: ignore[attr-defined]
+             if connection.vendor == "postgresql" else None for field in fields]
     first_row = "(" + ", ".join(f"%s::{cast}" if cast else "%s" for cast in casts) + ")"
     other_row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     table, v_columns = quote(meta.db_table), ", ".join(quote(name) for name in names)

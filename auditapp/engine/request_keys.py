@@ -20,11 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 
 
 def request_key(*, protocol: str, base_url: str, model: str, digest: str, params: dict, messages: list[dict],
                 replicate: int, scope: str = "", identity: dict | None = None,
-                answer_format: dict | None = None) -> str:
+                answer_format: Mapping[str, object] | None = None) -> str:
     document = {
         "protocol": protocol,
         "base_url": base_url.rstrip("/"),

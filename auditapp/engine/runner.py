@@ -43,6 +43,7 @@ import random
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from functools import partial
@@ -65,7 +66,7 @@ from auditapp.engine import endpoints as engine_endpoints
 from auditapp.engine import recovery as engine_recovery
 from auditapp.llm_clients import chat_session
 from auditapp.llm_limits import limiter_for
-from auditapp.models import Audit, endpoint_address_policy
+from auditapp.models import Audit, AuditModel, LLMEndpoint, endpoint_address_policy
 
 logger = logging.getLogger(__name__)
 
@@ -153,7 +154,7 @@ async def run_slice(audit_id: int, *, slice_seconds: float = SLICE_SECONDS) -> s
 
 
 @contextlib.contextmanager
-def _short_pauses():
+def _short_pauses() -> Iterator[None]:
     """While a slice sends, keep the event loop from stalling (each stall delays every reply waiting in it):
 
     - the database thread gives the GIL back after 0.5 ms instead of Python's 5 ms;
@@ -319,7 +320,7 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
     return outcome
 
 
-def _senders_per_task(endpoints, parallel_tasks: int) -> int:
+def _senders_per_task(endpoints: Iterable[LLMEndpoint], parallel_tasks: int) -> int:
     """Each of the audit's parallel tasks sends its share of the endpoints' concurrency, so the tasks do not
     queue for each other's slots in Redis (the limiter still holds the limit against other audits and
     workers). Measured: sending more than the share makes the tasks poll Redis for each other's slots and
@@ -350,7 +351,7 @@ def _breaker_store():
     return CacheBreakerStore()
 
 
-def _refused_address(*, endpoints: list) -> str:
+def _refused_address(*, endpoints: list[LLMEndpoint]) -> str:
     """Why an endpoint may not be asked (its key variable is refused, or its host is, or now resolves to, a refused
     address), or ""."""
     for endpoint in endpoints:
@@ -361,13 +362,14 @@ def _refused_address(*, endpoints: list) -> str:
     return ""
 
 
-def _answer_formats(*, audit, models: list) -> dict:
+def _answer_formats(*, audit: Audit, models: list[AuditModel]) -> dict[int, planning.AnswerFormat | None]:
     """Endpoint id → :func:`~auditapp.engine.planning.audit_answer_format` (its models were prepared together, so
     they share the recorded form)."""
     return {model.endpoint_id: planning.audit_answer_format(audit, model) for model in models}
 
 
-def _unusable_answer_format(endpoints: dict, answer_formats: dict) -> str:
+def _unusable_answer_format(endpoints: dict[int, LLMEndpoint],
+                            answer_formats: dict[int, planning.AnswerFormat | None]) -> str:
     """Why a constrained endpoint's requests cannot be built (no form recorded at preparation, and the endpoint's
     own no longer one its protocol takes), or "": the audit fails with it instead of every slice crashing."""
     for endpoint_id, answer_format in answer_formats.items():

@@ -13,7 +13,8 @@ import csv
 import datetime as dt
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any
 
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
@@ -23,7 +24,7 @@ from common.spreadsheet_cells import formula_safe_cell
 ROWS_PER_CHUNK = 2000
 
 
-def csv_cell(value) -> object:
+def csv_cell(value: object) -> object:
     """A value as it is written in a CSV cell (see the module docstring)."""
     if value is None:
         return ""
@@ -34,7 +35,7 @@ def csv_cell(value) -> object:
     return formula_safe_cell(value)
 
 
-def csv_chunks(header: list[str], rows: Iterable[tuple]) -> Iterator[str]:
+def csv_chunks(header: list[str], rows: Iterable[Sequence[object]]) -> Iterator[str]:
     """The CSV text of ``header`` and ``rows``, yielded in chunks of ROWS_PER_CHUNK rows."""
     buffer = io.StringIO()
     csv.writer(buffer, lineterminator="\n").writerow([formula_safe_cell(name) for name in header])
@@ -53,7 +54,8 @@ def csv_chunks(header: list[str], rows: Iterable[tuple]) -> Iterator[str]:
     yield buffer.getvalue()
 
 
-def streaming_csv_response(header: list[str], rows: Iterable[tuple], *, filename: str) -> StreamingHttpResponse:
+def streaming_csv_response(header: list[str], rows: Iterable[Sequence[object]], *,
+                           filename: str) -> StreamingHttpResponse:
     response = StreamingHttpResponse(csv_chunks(header, rows), content_type="text/csv; charset=utf-8")
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
@@ -66,7 +68,8 @@ class CSVRenderer(BaseRenderer):
     format = "csv"
     charset = "utf-8"
 
-    def render(self, data, accepted_media_type=None, renderer_context=None) -> bytes:
+    def render(self, data: Any, accepted_media_type: str | None = None,
+               renderer_context: Mapping[str, Any] | None = None) -> bytes:
         if data is None:
             return b""
         if isinstance(data, dict) and isinstance(data.get("results"), list):

@@ -3,6 +3,8 @@ service raises with its reason (:class:`common.errors.ApplicationError`) becomes
 so no view catches it by hand."""
 from __future__ import annotations
 
+from typing import Any
+
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
@@ -14,7 +16,7 @@ from common.errors import ApplicationError, StateConflict
 STATUS_OF = ((StateConflict, status.HTTP_409_CONFLICT), (ApplicationError, status.HTTP_400_BAD_REQUEST))
 
 
-def exception_handler(exc, context):
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """DRF's handler for its own exceptions; an application error answers ``{"detail": its reason}`` with its
     status, and the request's transaction (if any) is rolled back as for DRF's own errors."""
     for error_type, code in STATUS_OF:

@@ -9,10 +9,15 @@ however many rows there are.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
+from django.http import StreamingHttpResponse
 from rest_framework import generics
+from rest_framework.request import Request
+from rest_framework.response import Response
 
 from common.api.csv_export import streaming_csv_response
+from common.api.pagination import ExportPagination
 from common.export_rows import Export
 
 EXPORT_CHUNK_SIZE = 5000
@@ -21,21 +26,28 @@ EXPORT_CHUNK_SIZE = 5000
 class ExportListAPIView(generics.ListAPIView):
     """Subclasses implement ``export_rows()`` and ``export_filename()`` and set ``serializer_class``."""
 
-    def export_rows(self):
+    pagination_class = ExportPagination
+
+    def export_rows(self) -> Export:
         """A ``common.export_rows.Export``: columns, rows, optional per-row transform."""
         raise NotImplementedError
 
     def export_filename(self) -> str:
         raise NotImplementedError
 
-    def list(self, request, *args, **kwargs):
-        if self.paginator is not None:
-            self.paginator.check_query(request)
+    # A CSV export streams (DRF returns a StreamingHttpResponse as it is); the stubs' ListModelMixin.list
+    # promises a Response.
+    def list(self, request: Request, *args: Any,  # type: ignore[override]
+             **kwargs: Any) -> Response | StreamingHttpResponse:
+        paginator = self.paginator
+        assert isinstance(paginator, ExportPagination)  # pagination_class: every JSON list is paged
+        paginator.check_query(request)
         export = self.export_rows()
         if request.accepted_renderer.format == "csv":
             return streaming_csv_response(export.columns, export.iterate(EXPORT_CHUNK_SIZE),
                                           filename=self.export_filename())
-        page = self.paginate_queryset(export.rows)
+        page = paginator.paginate_queryset(export.rows, request, view=self)
+        assert page is not None  # ExportPagination pages every JSON list (the CSV one was streamed above)
         if export.transform is not None:
             page = [export.transform(row) for row in page]
         records = [dict(zip(export.columns, row, strict=True)) for row in page]
@@ -46,7 +58,9 @@ class ModelListExportView(ExportListAPIView):
     """A list of model instances: JSON pages through the serializer (nested fields and all), CSV from
     ``export_rows()`` (flat columns, streamed)."""
 
-    def list(self, request, *args, **kwargs):
+    # Streams a CSV export as ExportListAPIView.list does (the same stub gap).
+    def list(self, request: Request, *args: Any,  # type: ignore[override]
+             **kwargs: Any) -> Response | StreamingHttpResponse:
         if request.accepted_renderer.format == "csv":
             return super().list(request, *args, **kwargs)
         page = self.paginate_queryset(self.get_queryset())

@@ -6,10 +6,10 @@ from rest_framework import serializers
 from common.participant_input import json_problems
 
 
-class TextOnly:
+class TextOnly(serializers.CharField):
     """Text only: DRF's text fields would store the number 0 as the name "0"."""
 
-    def to_internal_value(self, data):
+    def to_internal_value(self, data: object) -> str:
         if not isinstance(data, str):
             self.fail("invalid")
         return super().to_internal_value(data)
@@ -23,7 +23,7 @@ class StrictSlugField(TextOnly, serializers.SlugField):
     pass
 
 
-def storable_json(value) -> None:
+def storable_json(value: object) -> None:
     """A free-form value (a DictField's, a JSONField's) holds only what the database can store: the JSON parser
     refuses the rest in a JSON body, but a form's fields reach these fields as text (DRF reads a JSONField's text
     with Python's json, so ``1e400`` is infinity; a DictField's values stay text, NUL characters included)."""

@@ -1,6 +1,14 @@
 """Pagination of JSON list responses; CSV responses are never paginated."""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from django.db.models import QuerySet
 from rest_framework.exceptions import ValidationError
 from rest_framework.pagination import PageNumberPagination
+from rest_framework.request import Request
+from rest_framework.views import APIView
 
 
 class ExportPagination(PageNumberPagination):
@@ -13,24 +21,27 @@ class ExportPagination(PageNumberPagination):
     page_size_query_param = "page_size"
     max_page_size = 10_000
 
-    def get_page_size(self, request) -> int:
+    def get_page_size(self, request: Request) -> int:
         size = _positive_integer(request, self.page_size_query_param)
         return self.page_size if size is None else min(size, self.max_page_size)
 
-    def check_query(self, request) -> None:
+    def check_query(self, request: Request) -> None:
         """A 400 naming ``page`` or ``page_size`` if either is not a whole number of at least 1."""
         self.get_page_size(request)
         if request.query_params.get(self.page_query_param) not in self.last_page_strings:
             _positive_integer(request, self.page_query_param)
 
-    def paginate_queryset(self, queryset, request, view=None):
+    def paginate_queryset(self, queryset: QuerySet | Sequence[Any], request: Request,
+                          view: APIView | None = None) -> list | None:
         self.check_query(request)
         renderer = getattr(request, "accepted_renderer", None)
         if renderer is not None and renderer.format == "csv":
             return None
-        return super().paginate_queryset(queryset, request, view)
+        # DRF pages a list as well as a queryset (Django's Paginator takes either); its stubs (3.16.9) name only
+        # QuerySet, and an export's rows may be a list (common.export_rows.Export).
+        return super().paginate_queryset(queryset, request, view)  # type: ignore[arg-type]
 
-    def get_schema_operation_parameters(self, view):
+    def get_schema_operation_parameters(self, view: APIView) -> list[dict[str, Any]]:
         parameters = super().get_schema_operation_parameters(view)
         for parameter in parameters:
             parameter["schema"]["minimum"] = 1
@@ -40,7 +51,7 @@ class ExportPagination(PageNumberPagination):
         return parameters
 
 
-def _positive_integer(request, name: str) -> int | None:
+def _positive_integer(request: Request, name: str) -> int | None:
     """The query parameter ``name`` as a whole number of at least 1, None if absent; a 400 naming it otherwise."""
     raw = request.query_params.get(name)
     if raw is None:

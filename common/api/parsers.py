@@ -15,10 +15,14 @@ view).
 from __future__ import annotations
 
 import codecs
+from collections.abc import Mapping
 from itertools import islice
+from typing import IO, Any
 
 from rest_framework.exceptions import ParseError
-from rest_framework.parsers import JSONParser, get_encoding
+
+# get_encoding is DRF's (3.16) but missing from djangorestframework-stubs 3.16.9.
+from rest_framework.parsers import JSONParser, get_encoding  # type: ignore[attr-defined]
 
 from common.json_input import MAX_JSON_DEPTH, JSONTooDeepError, json_kind
 from common.participant_input import json_loads_marking_non_finite, json_problems
@@ -31,7 +35,8 @@ class JSONObjectParser(JSONParser):
     """``application/json`` bodies: one JSON object whose numbers are finite (``NaN`` and ``Infinity`` refused, as
     DRF's strict mode does, and ``1e400`` too) and whose texts hold no NUL character or lone surrogate."""
 
-    def parse(self, stream, media_type=None, parser_context=None) -> dict:
+    def parse(self, stream: IO[Any], media_type: str | None = None,
+              parser_context: Mapping[str, Any] | None = None) -> dict[str, Any]:
         try:
             text = codecs.getreader(get_encoding(parser_context or {}))(stream).read()
             data = json_loads_marking_non_finite(text, max_depth=MAX_JSON_DEPTH)

@@ -124,10 +124,13 @@ def _state_field_rules(field, schema: dict) -> None:
     if field.read_only:
         return
     if isinstance(field, serializers.ListSerializer):
-        if field.min_length is not None:
-            schema["minItems"] = field.min_length
-        if field.max_length is not None:
-            schema["maxItems"] = field.max_length
+        # ListSerializer's min_length and max_length (DRF 3.16) are missing from djangorestframework-stubs 3.16.9.
+        min_length: int | None = field.min_length  # type: ignore[attr-defined]
+        max_length: int | None = field.max_length  # type: ignore[attr-defined]
+        if min_length is not None:
+            schema["minItems"] = min_length
+        if max_length is not None:
+            schema["maxItems"] = max_length
     elif isinstance(field, serializers.ListField) and "items" in schema:
         _state_field_rules(field.child, schema["items"])
     elif isinstance(field, serializers.DictField) and isinstance(schema.get("additionalProperties"), dict):

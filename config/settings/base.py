@@ -23,6 +23,7 @@ import os
 import pkgutil
 import tomllib
 from pathlib import Path
+from typing import Any
 
 import dj_database_url
 
@@ -98,7 +99,7 @@ TEMPLATES = [
 ]
 
 
-def database_from_environment() -> dict:
+def database_from_environment() -> dj_database_url.DBConfig | dict[str, Any]:
     """DATABASE_URL if set, else an SQLite file under VAR_DIR tuned for a web and a worker process.
 
     SQLite runs in WAL mode with IMMEDIATE transactions and a busy timeout, so the web server and the
@@ -110,6 +111,7 @@ def database_from_environment() -> dict:
         if config["ENGINE"] == "django.db.backends.sqlite3":
             config["OPTIONS"] = SQLITE_OPTIONS
         return config
+    # Not a DBConfig: its NAME is a Path, which Django takes and DBConfig (text) does not.
     return {
         "ENGINE": "django.db.backends.sqlite3",
         "NAME": VAR_DIR / "db.sqlite3",
@@ -259,7 +261,7 @@ ANALYSIS_LEASE_SECONDS = float(os.environ.get("ANALYSIS_LEASE_SECONDS", "60"))
 ANALYSIS_RESEND_SECONDS = float(os.environ.get("ANALYSIS_RESEND_SECONDS", "600"))
 # Recomputations have their own queue, which a worker serves in turn with the default one, so an item
 # import or an audit never waits behind a backlog of analyses.
-CELERY_TASK_QUEUES = {"celery": {}, "analysis": {}}
+CELERY_TASK_QUEUES: dict[str, dict[str, Any]] = {"celery": {}, "analysis": {}}
 CELERY_TASK_ROUTES = {"annotation.study_analysis_compute": {"queue": "analysis"},
                       "annotation.study_alternatives_compute": {"queue": "analysis"}}
 CELERY_ACCEPT_CONTENT = ["json"]
