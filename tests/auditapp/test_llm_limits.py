@@ -32,23 +32,36 @@ class Gauge:
             self.now -= 1
 
 
-async def start_times(limiters, n_per_limiter: int) -> list[float]:
-    """Start times of slots taken back to back through each limiter."""
+async def start_times(limiters, n_per_limiter: int) -> tuple[list[float], float]:
+    """Start times of slots taken back to back through each limiter, and the longest the event loop was late
+    waking a 5 ms sleep meanwhile (a machine busy with other processes can stall the loop for a tenth of a second)."""
     times: list[float] = []
+    lag = 0.0
 
     async def take(limiter):
         async with limiter.slot():
             times.append(time.perf_counter())
 
+    async def watch_the_loop():
+        nonlocal lag
+        while True:
+            asked = time.perf_counter()
+            await asyncio.sleep(0.005)
+            lag = max(lag, time.perf_counter() - asked - 0.005)
+
+    watcher = asyncio.create_task(watch_the_loop())
     await asyncio.gather(*(take(limiter) for limiter in limiters for _ in range(n_per_limiter)))
-    return sorted(times)
+    watcher.cancel()
+    return sorted(times), lag
 
 
-def assert_paced(times: list[float], *, interval: float) -> None:
-    """Starts that keep ``interval`` apart; a late wake-up may shorten the gap after it a little."""
+def assert_paced(times_and_lag: tuple[list[float], float], *, interval: float) -> None:
+    """Starts that keep ``interval`` apart. A start woken late by a stalled event loop comes closer to the next one,
+    by at most the loop's lateness: the gaps are checked against that, and the whole span is not shortened by it."""
+    times, lag = times_and_lag
     gaps = [round(b - a, 4) for a, b in pairwise(times)]
-    assert min(gaps) >= interval * 0.8, gaps
-    assert interval * (len(times) - 1) - 0.02 <= times[-1] - times[0] <= interval * (len(times) + 3), gaps
+    assert min(gaps) >= interval * 0.8 - lag, (gaps, lag)
+    assert interval * (len(times) - 1) - 0.02 <= times[-1] - times[0] <= interval * (len(times) + 3) + lag, gaps
 
 
 def test_local_limiter_never_exceeds_max_concurrency():
