@@ -3,8 +3,10 @@ audit tests share (the persona server, the shipped instruments, audit tasks held
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
+from _pytest.mark.expression import Expression  # how pytest itself evaluates -m; no public name for it
 from django.test import Client
 from rest_framework.test import APIClient
 
@@ -20,6 +22,24 @@ DATABASE_FIXTURES = {"db", "transactional_db", "django_db_setup", "live_server",
                      "django_db_reset_sequences", "django_db_serialized_rollback"}
 """What a test asks for when it uses the database (pytest-django's ``django_db_blocker`` is in every test's
 closure, so it says nothing)."""
+
+
+LAYER_MARKERS = {"pure", "db", "slow", "integration", "browser", "embedded"}
+SLOW_TO_COLLECT = {"api/test_schema.py": {"db", "slow"}}
+"""Modules whose collection alone takes seconds (schemathesis builds every operation's coverage cases), by the
+layer markers every test of theirs carries (checked when they are collected). A ``-m`` that selects none of them
+does not collect them, so the quick layer does not pay for them."""
+
+TESTS = Path(__file__).parent
+
+
+def pytest_ignore_collect(collection_path, config):
+    layers = SLOW_TO_COLLECT.get(collection_path.relative_to(TESTS).as_posix()) if collection_path.is_relative_to(
+        TESTS) else None
+    markexpr = config.getoption("markexpr")
+    if layers is None or not markexpr:
+        return None
+    return not Expression.compile(markexpr).evaluate(lambda name, **kwargs: name in layers) or None
 
 
 def touches_the_database(item) -> bool:
@@ -44,6 +64,9 @@ def pytest_collection_modifyitems(config, items):
         layer = "db" if touches_the_database(item) else "pure"
         if not started and (layer == "db" or not item.get_closest_marker("slow")):
             item.add_marker(getattr(pytest.mark, layer))
+        declared = SLOW_TO_COLLECT.get(item.path.relative_to(TESTS).as_posix())
+        if declared is not None and {mark.name for mark in item.iter_markers()} & LAYER_MARKERS != declared:
+            raise pytest.UsageError(f"{item.nodeid}: its layers differ from those SLOW_TO_COLLECT says ({declared})")
         if database_pass and (item.get_closest_marker("browser") or item.get_closest_marker("embedded")
                               or (layer == "pure" and not started)):
             dropped.append(item)
