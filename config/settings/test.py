@@ -12,8 +12,31 @@ As there, transactions are IMMEDIATE: a test that writes from a second thread or
 ``django_db(transaction=True)``, or it waits out the busy timeout behind the test's own open transaction.
 """
 import os
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
-from config.settings.base import *  # noqa: F403
+
+def _isolate_xdist_worker() -> None:
+    """Give each pytest-xdist worker (bin/test runs each pass on two) its own VAR_DIR, where the file-system
+    broker keeps its queue, and its own Redis database, which integration tests flush and whose Celery queue a
+    worker process of theirs reads. Done in the environment, before the settings read it, so that the processes a
+    test starts inherit the same; they inherit the marker too, and keep what they are given."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker or os.environ.get("AUDITAPP_TEST_WORKER") == worker:
+        return
+    os.environ["AUDITAPP_TEST_WORKER"] = worker
+    index = int(worker.removeprefix("gw"))
+    var_dir = os.environ.get("VAR_DIR") or str(Path(__file__).resolve().parents[2] / "var")
+    os.environ["VAR_DIR"] = str(Path(var_dir, worker))
+    broker = urlsplit(os.environ.get("CELERY_BROKER_URL", ""))
+    if broker.scheme in ("redis", "rediss"):
+        database = int(broker.path.strip("/") or 0) + index
+        os.environ["CELERY_BROKER_URL"] = urlunsplit(broker._replace(path=f"/{database}"))
+
+
+_isolate_xdist_worker()
+
+from config.settings.base import *  # noqa: E402, F403
 
 SECRET_KEY = "test-only-not-secret"  # noqa: S105
 DEBUG = False
