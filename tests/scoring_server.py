@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 import time
 from collections import defaultdict, deque
@@ -64,6 +65,14 @@ class Seen:
     body: object
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Says nothing when a client that gave up (a test's attempt timeout) is no longer there to read a slow reply."""
+
+    def handle_error(self, request, client_address) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
 class ScoringServer:
     """The server, as a context manager: ``url`` while inside; ``seen`` lists every request received."""
 
@@ -72,7 +81,7 @@ class ScoringServer:
         self.seen: list[Seen] = []
         self._faults: dict[str, deque[Fault]] = defaultdict(deque)
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
+        self._server: _QuietServer | None = None
 
     def inject(self, text: str, *faults: Fault) -> None:
         with self._lock:
@@ -128,10 +137,11 @@ class ScoringServer:
                 self._send(fault.status, fault.body if fault.body is not None else reply_with(expected_score(text)),
                            fault.headers)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
         self._server.block_on_close = False  # a slow reply the client gave up on does not hold the test
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # shutdown() waits for the loop's next poll: the default half second, on every test that uses the server.
+        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
         return self
 
     def __exit__(self, *exc_info) -> None:
