@@ -1,8 +1,9 @@
 """Services that compute a study analysis's alternative ground truths (``annotation.alternatives``) after it, in
 their own task, and store them on the run (``AnalysisRun.alternatives``).
 
-crowd-kit's models take seconds even on a small study (MACE's restarts, GLAD), so the study analysis stores its
-own results at once and asks for the alternatives when it commits (``study_alternatives_request``); the task
+crowd-kit's models take about a second on a study of 50 annotators × 2,121 items even computed vectorised (MACE's
+ten restarts most of it; docs/benchmarks.md), so the study analysis stores its own results at once and asks for the
+alternatives when it commits (``study_alternatives_request``); the task
 (``tasks.analysis.study_alternatives_compute_task``, on the "analysis" queue) runs ``study_alternatives_compute``:
 
 - it computes from exactly the inputs the run used: the analysis keeps them, compressed, beside the run

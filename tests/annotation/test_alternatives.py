@@ -1,7 +1,8 @@
 """Alternative ground truths (annotation.alternatives, the robustness of the weighted label): hand-worked
 leave-one-instrument-out weights on the worked example, a planted reliable subgroup recovered by the paper's weights and
-Dawid–Skene better than by majority vote, scikit-learn's κ, and crowd-kit's outputs stored unchanged (MACE's, from
-annotation.mace, within rounding of crowd-kit's own)."""
+Dawid–Skene better than by majority vote, scikit-learn's κ, and crowd-kit's outputs stored unchanged (Dawid–Skene's and
+GLAD's, from annotation.dawid_skene and annotation.glad, equal to crowd-kit's own; MACE's, from annotation.mace,
+within rounding of crowd-kit's own)."""
 from __future__ import annotations
 
 import warnings
@@ -9,7 +10,9 @@ import warnings
 import numpy as np
 import pandas as pd
 import pytest
+from crowdkit.aggregation import GLAD as CrowdKitGLAD
 from crowdkit.aggregation import MACE as CrowdKitMACE
+from crowdkit.aggregation import DawidSkene as CrowdKitDawidSkene
 from sklearn.metrics import cohen_kappa_score
 
 from annotation import simulation
@@ -131,11 +134,23 @@ def test_the_alternatives_task_stores_crowd_kit_outputs_unchanged():
         assert np.array_equal(np.array(stored[name]["probas"]["values"]), model.probas_.to_numpy())
         assert stored[name]["probas"]["tasks"] == list(model.probas_.index)
         assert run.alternatives["labels"][name] == [float(model.labels_[item]) for item in run.alternatives["items"]]
-    assert stored["dawid_skene"]["errors"]["values"] == models["dawid_skene"].errors_.to_numpy().tolist()
-    assert stored["glad"]["alphas"] == {w: float(a) for w, a in models["glad"].alphas_.items()}
-    assert stored["glad"]["betas"] == {t: float(b) for t, b in models["glad"].betas_.items()}
     assert np.array_equal(np.array(stored["mace"]["spamming"]), models["mace"].spamming_)
     assert np.array_equal(np.array(stored["mace"]["thetas"]), models["mace"].thetas_)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", FutureWarning)  # crowd-kit's inplace= on pandas 3
+        dawid_skene = CrowdKitDawidSkene(n_iter=100, tol=1e-5).fit(data)
+        glad = CrowdKitGLAD(n_iter=100, tol=1e-5).fit(data)
+    # Dawid–Skene and GLAD are annotation.dawid_skene's and annotation.glad's: crowd-kit's own, with the same
+    # settings, gives the same fit, bit for bit.
+    for name, reference in (("dawid_skene", dawid_skene), ("glad", glad)):
+        assert stored[name]["labels"] == {task: int(label) for task, label in reference.labels_.items()}
+        assert stored[name]["probas"]["values"] == reference.probas_.to_numpy().tolist()
+        assert stored[name]["probas"]["classes"] == list(reference.probas_.columns)
+        assert stored[name]["priors"] == {str(c): float(p) for c, p in reference.priors_.items()}
+    assert stored["dawid_skene"]["errors"]["values"] == dawid_skene.errors_.to_numpy().tolist()
+    assert stored["dawid_skene"]["errors"]["index"] == [[w, int(c)] for w, c in dawid_skene.errors_.index]
+    assert stored["glad"]["alphas"] == {w: float(a) for w, a in glad.alphas_.items()}
+    assert stored["glad"]["betas"] == {t: float(b) for t, b in glad.betas_.items()}
     # MACE is annotation.mace's; crowd-kit's own, with the same settings and seed, gives the same fit. Close, not
     # equal: pandas' groupby sums round differently from annotation.mace's np.bincount, in the last bits.
     with warnings.catch_warnings():

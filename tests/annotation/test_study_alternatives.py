@@ -10,7 +10,6 @@ from datetime import timedelta
 
 import pandas as pd
 import pytest
-from crowdkit.aggregation import GLAD, DawidSkene
 from django.utils import timezone
 
 from annotation import study_alternatives
@@ -19,6 +18,8 @@ from annotation.alternatives import (
     alternatives_inputs_digest,
     alternatives_inputs_unpack,
 )
+from annotation.dawid_skene import DawidSkene
+from annotation.glad import GLAD
 from annotation.mace import MACE
 from annotation.models import AnalysisRun, AnalysisRunInputs, ItemGroundTruth, Label, Participant, StudyAnalysisSettings
 from annotation.selectors import study_labels_frame, study_scores_frame
@@ -34,7 +35,7 @@ from tasks.analysis import study_alternatives_compute_task
 from tests.annotation.test_alternatives import analyse_with_alternatives
 from tests.factories import make_worked_example_study
 
-pytestmark = [pytest.mark.django_db, pytest.mark.filterwarnings("ignore::DeprecationWarning:crowdkit")]
+pytestmark = pytest.mark.django_db
 
 
 def test_the_study_analysis_runs_no_crowd_kit_model_and_asks_for_the_alternatives_when_it_commits(
