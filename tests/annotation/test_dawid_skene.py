@@ -13,6 +13,7 @@ from crowdkit.aggregation import DawidSkene as CrowdKitDawidSkene
 
 from annotation.dawid_skene import DawidSkene
 from tests.annotation.test_glad import random_study
+from tests.seed_sweep import seed_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:crowdkit")  # crowd-kit 1.4.2 on pandas 3
 
@@ -39,7 +40,7 @@ def assert_same_fit(reference: CrowdKitDawidSkene, port: DawidSkene) -> None:
     assert port.loss_history_ == reference.loss_history_
 
 
-@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("seed", seed_sweep(20, quick=6))
 def test_the_port_fits_what_crowd_kits_dawid_skene_fits(seed):
     assert_same_fit(*fit_both(random_study(seed), **SETTINGS[seed % len(SETTINGS)]))
 

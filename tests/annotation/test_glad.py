@@ -13,6 +13,7 @@ import pytest
 from crowdkit.aggregation import GLAD as CrowdKitGLAD
 
 from annotation.glad import GLAD
+from tests.seed_sweep import seed_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:crowdkit")  # crowd-kit 1.4.2 on pandas 3
 
@@ -69,7 +70,7 @@ def assert_same_fit(reference: CrowdKitGLAD, port: GLAD) -> None:
     assert port.loss_history_ == reference.loss_history_
 
 
-@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("seed", seed_sweep(12, quick=6))
 def test_the_port_fits_what_crowd_kits_glad_fits(seed):
     assert_same_fit(*fit_both(random_study(seed), **SETTINGS[seed % len(SETTINGS)]))
 

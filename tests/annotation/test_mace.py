@@ -12,6 +12,7 @@ import pytest
 from crowdkit.aggregation import MACE as CrowdKitMACE
 
 from annotation.mace import MACE
+from tests.seed_sweep import seed_sweep
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:crowdkit")  # crowd-kit 1.4.2 on pandas 3
 
@@ -58,7 +59,7 @@ def assert_same_fit(reference: CrowdKitMACE, port: MACE) -> None:
     np.testing.assert_allclose(port.thetas_, reference.thetas_, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("seed", range(40))
+@pytest.mark.parametrize("seed", seed_sweep(40, quick=8))
 def test_the_port_fits_what_crowd_kits_mace_fits(seed):
     data = random_study(seed)
     assert_same_fit(*fit_both(data, seed, **SETTINGS[seed % len(SETTINGS)]))
