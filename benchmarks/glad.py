@@ -59,21 +59,28 @@ def timed(model, data: pd.DataFrame) -> tuple[object, float]:
     return model, time.perf_counter() - started
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def compare(description: str, port_name: str, port, reference, attributes: tuple[str, ...]) -> None:
+    """Fit ``port()`` and ``reference()`` (model factories) on each study, ``--repeat`` times, and print the times
+    and whether ``attributes`` are equal: the main of this benchmark and of benchmarks/dawid_skene.py."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args()
-    from crowdkit.aggregation import GLAD as CrowdKitGLAD
-
     for name, data in studies(args.seed):
         print(f"{name}: {len(data):,} labels")
         for run in range(1, args.repeat + 1):
-            port, port_s = timed(GLAD(n_iter=100, tol=1e-5), data)
-            reference, crowd_kit_s = timed(CrowdKitGLAD(n_iter=100, tol=1e-5), data)
-            print(f"  run {run}: crowd-kit {crowd_kit_s:.2f} s, annotation.glad {port_s * 1000:.0f} ms "
-                  f"({crowd_kit_s / port_s:.0f}× faster), {len(port.loss_history_)} iterations; "
-                  f"{comparison(port, reference, ('probas_', 'alphas_', 'betas_'))}")
+            fitted, port_s = timed(port(), data)
+            expected, crowd_kit_s = timed(reference(), data)
+            print(f"  run {run}: crowd-kit {crowd_kit_s:.2f} s, {port_name} {port_s * 1000:.1f} ms "
+                  f"({crowd_kit_s / port_s:.0f}× faster), {len(fitted.loss_history_)} iterations; "
+                  f"{comparison(fitted, expected, attributes)}")
+
+
+def main() -> None:
+    from crowdkit.aggregation import GLAD as CrowdKitGLAD
+
+    compare(__doc__, "annotation.glad", lambda: GLAD(n_iter=100, tol=1e-5),
+            lambda: CrowdKitGLAD(n_iter=100, tol=1e-5), ("probas_", "alphas_", "betas_"))
 
 
 if __name__ == "__main__":
