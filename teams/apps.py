@@ -6,3 +6,6 @@ class TeamsConfig(AppConfig):
     name = "teams"
     verbose_name = "Teams"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        import teams.signals  # noqa: F401
