@@ -11,6 +11,9 @@ With the setting ``AUDITAPP_ONE_LAB`` every staff user is an editor of the singl
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from django.conf import settings
@@ -21,6 +24,9 @@ from teams import roles
 from teams.models import Membership, Team
 
 LAB_TEAM = "Lab"
+DEMO_TEAM = "Demo"
+
+_team_of_new_objects: ContextVar[Team | None] = ContextVar("team_of_new_objects", default=None)
 
 
 class TeamChoiceError(ValueError):
@@ -114,6 +120,42 @@ def lab_membership_ensure(user: Any) -> None:
     if not created and not roles.at_least(membership.role, roles.EDITOR):
         membership.role = roles.EDITOR
         membership.save(update_fields=["role"])
+
+
+@contextmanager
+def new_objects_in(team: Team) -> Iterator[Team]:
+    """Within the block, a new owned object with no team, parent or creator to take one from goes to ``team`` (for
+    commands and tasks that create objects for nobody in particular, such as the demos)."""
+    token = _team_of_new_objects.set(team)
+    try:
+        yield team
+    finally:
+        _team_of_new_objects.reset(token)
+
+
+def team_of_new_objects() -> Team | None:
+    """The team :func:`new_objects_in` names here, if any."""
+    return _team_of_new_objects.get()
+
+
+def demo_team(*owners: Any) -> Team:
+    """The team of the demo study and audit and of simulated studies ("Lab" with ONE_LAB), with ``owners`` among its
+    owners."""
+    team = lab_team() if getattr(settings, "AUDITAPP_ONE_LAB", False) else Team.objects.get_or_create(name=DEMO_TEAM)[0]
+    for user in owners:
+        Membership.objects.get_or_create(team=team, user=user, defaults={"role": roles.OWNER})
+    return team
+
+
+def admin_team_for_new_object(request: Any) -> Team:
+    """The team of an object added in the admin (which has no team field yet): :func:`team_for_new_object` of the
+    request's user, a 403 page saying why when it cannot choose."""
+    from django.core.exceptions import PermissionDenied
+
+    try:
+        return team_for_new_object(request.user)
+    except TeamChoiceError as error:
+        raise PermissionDenied(str(error)) from error
 
 
 def _personal_team_name(username: str) -> str:

@@ -41,6 +41,7 @@ from psychometrics.services import (
     questionnaire_finish,
     questionnaire_session,
 )
+from teams.scoping import demo_team, new_objects_in
 
 
 class Command(BaseCommand):
@@ -74,7 +75,7 @@ class Command(BaseCommand):
             raise CommandError(f"a study with slug {slug!r} already exists")
 
         started = time.perf_counter()
-        with override_settings(ANALYSIS_AUTO_RECOMPUTE=False):
+        with override_settings(ANALYSIS_AUTO_RECOMPUTE=False), new_objects_in(demo_team()):
             study = _simulate(slug=slug, n_participants=participants, n_items=items, seed=seed,
                               annotators_per_item=annotators_per_item, teams=teams)
         study_analysis_enqueue(study_id=study.pk)
