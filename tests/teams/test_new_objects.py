@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import pytest
+from django.db import IntegrityError, transaction
 from django.test import override_settings
 
 from auditapp.models import Audit, Corpus
@@ -72,3 +73,34 @@ def test_one_lab_puts_every_researcher_and_new_object_in_the_lab(two_teams):
     assert lab.memberships.get(user=newcomer).role == "owner"
     make_participant_user("not-staff")
     assert lab.memberships.count() == 2
+
+
+def test_objects_made_for_nobody_go_to_the_team_of_the_block(two_teams):
+    from annotation.models import Study
+    from auditapp.models import LLMEndpoint
+    from teams.scoping import demo_team, new_objects_in
+
+    other_corpus = Corpus.objects.create(paradigm="bits", name="c", content_hash="h", team=two_teams["b"])
+    with new_objects_in(demo_team(two_teams["alice"][0])) as demo:
+        study = Study.objects.create(name="Demo", slug="demo")
+        endpoint = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
+        audit = Audit.objects.create(name="a", corpus=other_corpus)
+        shipped = Codebook.objects.create(name="shipped", shipped=True)
+    assert study.team == endpoint.team == audit.team == demo and demo.name == "Demo"
+    assert shipped.team is None
+    assert demo.memberships.get().user == two_teams["alice"][0]
+    assert Audit.objects.create(name="b", corpus=other_corpus).team == two_teams["b"]  # the corpus's, last
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Study.objects.create(name="Nobody's", slug="nobody")
+
+
+def test_a_new_endpoint_through_the_api_goes_to_its_creators_team(two_teams):
+    from rest_framework.test import APIClient
+
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {two_teams['ed'][1]}")
+    response = client.post("/api/endpoints/", {"name": "local", "protocol": "local", "base_url": ""}, format="json")
+    assert response.status_code == 201, response.content
+    from auditapp.models import LLMEndpoint
+
+    assert LLMEndpoint.objects.get(name="local").team == two_teams["a"]
