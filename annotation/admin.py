@@ -26,6 +26,7 @@ from common.api.csv_export import streaming_csv_response
 from psychometrics.admin import StudyInstrumentInline
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.forms import AnnotatorImportForm
+from teams.scoping import admin_team_for_new_object
 
 
 class StudyAnalysisSettingsInline(admin.StackedInline):
@@ -55,6 +56,11 @@ class StudyAdmin(admin.ModelAdmin):
                                     "completion_url")}),
         ("Data", {"fields": ("analysis", "item_imports", "annotator_imports", "created_at", "updated_at")}),
     ]
+
+    def save_model(self, request, obj, form, change):
+        if not change:
+            obj.team = admin_team_for_new_object(request)
+        super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
         """A change of the study or its analysis settings recomputes the analysis (in the worker)."""

@@ -11,7 +11,6 @@ from functools import cached_property
 
 from django.db import models
 from django.http import JsonResponse
-from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, serializers, status
@@ -41,6 +40,8 @@ from annotation.study_analysis import study_analysis_request
 from auditapp.api.audits import TableRowSerializer
 from common.api.exports import ExportListAPIView
 from common.api.fields import StrictCharField, StrictSlugField
+from teams.api import EditableTeamField, TeamScopedMixin, TeamScopedParentMixin
+from teams.scoping import TeamChoiceError, team_for_new_object
 
 MAX_ANNOTATORS_PER_ITEM = 1000
 
@@ -54,14 +55,23 @@ class StudySerializer(serializers.ModelSerializer):
     n_items = serializers.IntegerField(read_only=True)
     n_participants = serializers.IntegerField(read_only=True)
     n_labels = serializers.IntegerField(read_only=True)
+    team = EditableTeamField(
+        required=False,
+        help_text="The id of the team the study belongs to. On creation, optional: one where you are an editor "
+                  "(default: your only such team, or a new team of your own); it is not changed afterwards.")
 
     class Meta:
         model = Study
         fields = ("id", "slug", "name", "description", "status", "label_scheme", "annotators_per_item",
-                  "content_warning", "consent_text", "n_items", "n_participants", "n_labels",
+                  "content_warning", "consent_text", "team", "n_items", "n_participants", "n_labels",
                   "created_at", "updated_at")
         read_only_fields = ("status",)
         extra_kwargs = {"annotators_per_item": {"min_value": 1, "max_value": MAX_ANNOTATORS_PER_ITEM}}
+
+    def validate_team(self, team):
+        if self.instance is not None and team != self.instance.team:
+            raise serializers.ValidationError("A study's team is not changed through the API.")
+        return team
 
 
 class ItemRowSerializer(serializers.Serializer):
@@ -214,27 +224,37 @@ class ImportRejectedSerializer(serializers.Serializer):
     problems = ProblemSerializer(many=True)
 
 
-class StudyListView(generics.ListCreateAPIView):
-    """Every study with its counts of items, participants and labels; POST creates a study."""
+class StudyListView(TeamScopedMixin, generics.ListCreateAPIView):
+    """The studies of your teams with their counts of items, participants and labels; POST creates a study in a team
+    where you are an editor."""
 
     serializer_class = StudySerializer
     queryset = study_list()
 
     def perform_create(self, serializer):
-        serializer.instance = study_list().get(pk=serializer.save().pk)
+        try:
+            team = team_for_new_object(self.request.user, serializer.validated_data.pop("team", None))
+        except TeamChoiceError as error:
+            raise serializers.ValidationError({"team": [str(error)]}) from error
+        serializer.instance = study_list().get(pk=serializer.save(team=team).pk)
 
 
-class StudyDetailView(generics.RetrieveAPIView):
+class StudyDetailView(TeamScopedMixin, generics.RetrieveUpdateAPIView):
+    """One study of your teams; PUT and PATCH change its settings (editors and owners of its team)."""
+
     serializer_class = StudySerializer
     queryset = study_list()
 
 
-class StudyScoped:
-    """For views under ``/api/studies/{pk}/``: the study, looked up once (404 if there is none)."""
+class StudyScoped(TeamScopedParentMixin):
+    """For views under ``/api/studies/{pk}/``: the study, looked up once among your teams' before the handler runs
+    (404 if you see none; 403 for a write below the editor role)."""
 
-    @cached_property
+    parent_model = Study
+
+    @property
     def study(self) -> Study:
-        return get_object_or_404(Study, pk=self.kwargs["pk"])
+        return self.scoped_object
 
 
 class StudyExportView(StudyScoped, ExportListAPIView):
@@ -383,7 +403,7 @@ class StudyImportsView(StudyScoped, generics.ListAPIView):
         return Response(ItemImportSerializer(item_import).data, status=status.HTTP_202_ACCEPTED)
 
 
-class ItemImportDetailView(generics.RetrieveAPIView):
+class ItemImportDetailView(TeamScopedMixin, generics.RetrieveAPIView):
     """One item import: its status, counts, warnings and errors (row, column, message)."""
 
     serializer_class = ItemImportSerializer

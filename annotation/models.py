@@ -33,6 +33,8 @@ class LabelValue(models.IntegerChoices):
 
 
 class Study(models.Model):
+    team_path = "team"
+
     class Status(models.TextChoices):
         DRAFT = "draft", "Draft"
         OPEN = "open", "Open for annotators"
@@ -83,6 +85,8 @@ class Study(models.Model):
     )
     open_link_cap = models.PositiveIntegerField(default=0, help_text="Most participants the open link creates.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.DRAFT)
+    team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="studies",
+                             help_text="The team whose members may see and change it (teams.scoping).")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -124,6 +128,8 @@ class ItemImport(models.Model):
     problem found (row, column, message) and, when it is non-empty, nothing was written.
     """
 
+    team_path = "study__team"
+
     class Status(models.TextChoices):
         PENDING = "pending", "Waiting for a worker"
         SUCCEEDED = "succeeded", "Imported"
@@ -159,6 +165,8 @@ class ItemImport(models.Model):
 
 
 class Item(models.Model):
+    team_path = "study__team"
+
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
     external_id = models.CharField(max_length=200)
     target = models.TextField(help_text="The sentence to label.")
@@ -190,6 +198,8 @@ DEFAULT_TEAM = "default"
 
 
 class Participant(models.Model):
+    team_path = "study__team"
+
     class Status(models.TextChoices):
         INVITED = "invited", "Invited"
         ACTIVE = "active", "In progress"
@@ -232,6 +242,8 @@ class Participant(models.Model):
 
 
 class Label(models.Model):
+    team_path = "item__study__team"
+
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="labels")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="labels")
     value = models.SmallIntegerField(choices=LabelValue.choices)
@@ -257,6 +269,8 @@ class Assignment(models.Model):
     annotator's activity moves that time on, so an abandoned session frees its items for others.
     """
 
+    team_path = "item__study__team"
+
     participant = models.ForeignKey(Participant, on_delete=models.CASCADE, related_name="assignments")
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
     position = models.PositiveIntegerField()
@@ -276,6 +290,8 @@ class Assignment(models.Model):
 
 class StudyAnalysisSettings(models.Model):
     """A study's choices for the weighted ground truth and its groups (``annotation.analysis``)."""
+
+    team_path = "study__team"
 
     class MissingInstrument(models.TextChoices):
         EXCLUDE = "exclude", "Give no weight to annotators missing an instrument"
@@ -326,6 +342,8 @@ class StudyAnalysisSettings(models.Model):
 class AnalysisRun(models.Model):
     """The latest analysis of a study: when, with which settings, and the study-level results."""
 
+    team_path = "study__team"
+
     study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="analysis_run")
     computed_at = models.DateTimeField()
     duration_ms = models.PositiveIntegerField(default=0)
@@ -370,6 +388,8 @@ class AnalysisRunInputs(models.Model):
     (``annotation.study_alternatives``): labels may arrive in between, and the alternatives must be those of the
     run. One row per run, replaced by each new request, deleted when it is answered."""
 
+    team_path = "run__study__team"
+
     run = models.OneToOneField(AnalysisRun, on_delete=models.CASCADE, primary_key=True, related_name="inputs")
     requested_at = models.DateTimeField(help_text="The alternatives request these inputs belong to.")
     data = models.BinaryField(help_text="annotation.alternatives.alternatives_inputs_pack: compressed scores, "
@@ -381,6 +401,8 @@ class AnalysisRunInputs(models.Model):
 
 class ParticipantWeight(models.Model):
     """An annotator's standardised scores, raw trust R and weight W in the latest analysis (Appendix B)."""
+
+    team_path = "participant__study__team"
 
     participant = models.OneToOneField(Participant, on_delete=models.CASCADE, related_name="weight")
     aq = models.FloatField(null=True)
@@ -403,6 +425,8 @@ class ParticipantWeight(models.Model):
 
 
 class ItemGroundTruth(models.Model):
+    team_path = "item__study__team"
+
     item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="ground_truth")
     n_labels = models.PositiveIntegerField()
     n_excluded = models.PositiveIntegerField()
@@ -419,6 +443,8 @@ class ItemGroundTruth(models.Model):
 
 class ItemSetMember(models.Model):
     """An item in a test set (perfect agreement within a group) or an ICL example set, with its label."""
+
+    team_path = "study__team"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="item_sets")
     set_name = models.CharField(max_length=20)
@@ -443,6 +469,8 @@ class AnalysisState(models.Model):
     ``finished_at`` and ``error`` describe the last run that ended: ``error`` is empty when it stored its
     results, and names the exception when it failed (the results of the run before it are kept).
     """
+
+    team_path = "study__team"
 
     class Status(models.TextChoices):
         IDLE = "idle", "Up to date"

@@ -22,6 +22,7 @@ from auditapp.engine.selectors import audit_progress
 from auditapp.launch_forms import launch_field_order
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, LLMEndpoint, PromptTemplate
+from teams.scoping import admin_team_for_new_object
 
 
 def _url_assumes_http(db_field, **kwargs):
@@ -90,6 +91,8 @@ class LLMEndpointAdmin(admin.ModelAdmin):
     formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
 
     def save_model(self, request, obj, form, change):
+        if not change:
+            obj.team = admin_team_for_new_object(request)
         super().save_model(request, obj, form, change)
         if scorer_kinds.scorer_kind(obj.protocol).models_known:
             engine_endpoints.endpoint_list_models(obj)

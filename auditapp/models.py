@@ -73,6 +73,9 @@ class LLMEndpoint(models.Model):
     """A scorer's endpoint: a chat LLM server, an HTTP JSON scoring service, or the worker's own local scorers
     (``protocol`` is the endpoint's kind; :mod:`auditapp.scorer_kinds` sends to each)."""
 
+    team_path = "team"
+    team_shared_with = "shared_with"  # the teams it is shared with may use it
+
     class Protocol(models.TextChoices):
         OPENAI = "openai", "OpenAI-compatible (/v1/chat/completions: vLLM, llama.cpp, OpenAI, routers)"
         OLLAMA = "ollama", "Ollama (/api/chat)"
@@ -129,6 +132,11 @@ class LLMEndpoint(models.Model):
     listed_models = models.JSONField(default=list, blank=True, editable=False,
                                      help_text="The models the endpoint reported at the last listing.")
     listed_at = models.DateTimeField(null=True, blank=True, editable=False)
+    team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="endpoints",
+                             help_text="The team whose members may see and change it (teams.scoping).")
+    shared_with = models.ManyToManyField(
+        "teams.Team", blank=True, related_name="shared_endpoints",
+        help_text="Other teams whose members may use it to launch audits (not change it).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -158,6 +166,8 @@ class Corpus(models.Model):
     audits. ``content_hash`` is the sha256 of the units (:func:`auditapp.corpora.units_hash`); ``provenance``
     says where they came from: a generator and its parameters, or the uploaded files' names and sha256."""
 
+    team_path = "team"
+
     paradigm = models.CharField(max_length=40)
     name = models.CharField(max_length=200)
     content_hash = models.CharField(max_length=64, editable=False)
@@ -165,6 +175,8 @@ class Corpus(models.Model):
     n_units = models.PositiveIntegerField(default=0, editable=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="corpora",
+                             help_text="The team whose members may see and change it (teams.scoping).")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -178,6 +190,8 @@ class Corpus(models.Model):
 
 class CorpusUnit(models.Model):
     """One unit of a corpus (:class:`auditapp.engine.protocol.Unit`)."""
+
+    team_path = "corpus__team"
 
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="units")
     key = models.CharField(max_length=300)
@@ -200,6 +214,8 @@ class RecordedScorer(models.Model):
     twenty tools' scores; nobody can re-run most of them here). Analysed like any scorer, always marked as
     imported; ``provenance`` names the file, its sha256 and the column."""
 
+    team_path = "corpus__team"
+
     corpus = models.ForeignKey(Corpus, on_delete=models.CASCADE, related_name="recorded_scorers")
     name = models.CharField(max_length=200)
     provenance = models.JSONField(default=dict, blank=True, editable=False)
@@ -215,6 +231,8 @@ class RecordedScorer(models.Model):
 
 class RecordedScore(models.Model):
     """A recorded scorer's score of one unit (``value`` null, with the ``reason``, where the file had none)."""
+
+    team_path = "scorer__corpus__team"
 
     scorer = models.ForeignKey(RecordedScorer, on_delete=models.CASCADE, related_name="scores")
     unit = models.ForeignKey(CorpusUnit, on_delete=models.CASCADE, related_name="+")
@@ -282,6 +300,8 @@ class ItemVariant(models.Model):
 
 
 class Audit(models.Model):
+    team_path = "team"
+
     class Status(models.TextChoices):
         QUEUED = "queued", "Queued"
         RUNNING = "running", "Running"
@@ -330,6 +350,8 @@ class Audit(models.Model):
     n_requests = models.PositiveIntegerField(default=0, editable=False)
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
+    team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="audits",
+                             help_text="The team whose members may see and change it (teams.scoping).")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -355,6 +377,8 @@ class Audit(models.Model):
 
 
 class AuditModel(models.Model):
+    team_path = "audit__team"
+
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="models")
     endpoint = models.ForeignKey(LLMEndpoint, on_delete=models.PROTECT, related_name="+")
     model = models.CharField(max_length=200, help_text="The model's name at the endpoint.")
@@ -401,6 +425,8 @@ def distinct_model_names(audit_models: Iterable[AuditModel]) -> dict[int, str]:
 
 
 class AuditCondition(models.Model):
+    team_path = "audit__team"
+
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="conditions")
     condition = models.CharField(max_length=40)
     template = models.ForeignKey(PromptTemplate, on_delete=models.PROTECT, related_name="+")
@@ -422,6 +448,8 @@ class AuditCondition(models.Model):
 class AuditItem(models.Model):
     """An evaluated item and its references, copied from the study's ground truth when the audit was made,
     so the audit's metrics do not change when annotators are added later."""
+
+    team_path = "audit__team"
 
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="items")
     item = models.ForeignKey(Item, on_delete=models.PROTECT, related_name="+")
@@ -460,6 +488,8 @@ class LLMReply(models.Model):
 class AuditChunk(models.Model):
     """A worker's lease on the requests it is sending; renewed while the worker lives."""
 
+    team_path = "audit__team"
+
     audit = models.ForeignKey(Audit, on_delete=models.CASCADE, related_name="chunks")
     leased_until = models.DateTimeField()
     created_at = models.DateTimeField(auto_now_add=True)
@@ -472,6 +502,8 @@ class AuditChunk(models.Model):
 
 
 class AuditRequest(models.Model):
+    team_path = "audit__team"
+
     class State(models.TextChoices):
         PENDING = "pending", "Waiting"
         ANSWERED = "answered", "Answered"
@@ -530,6 +562,8 @@ class AuditJudgment(models.Model):
     with the reply, rewritten by a re-parse. ``unit`` is the unit's key (a corpus unit's, or the paradigm's own
     for units that are not in a corpus, e.g. a self-report item's position)."""
 
+    team_path = "audit__team"
+
     # Neither foreign key is a database constraint (db_constraint=False): PostgreSQL checks a constraint row by row
     # at commit, and these checks were most of the cost of recording judgments (a 50-reply batch of 3,000
     # judgments: about 50 ms of a 100 ms commit, benchmarks/counterfactual_scale.py). So nothing in the database
@@ -562,6 +596,8 @@ class AuditJudgment(models.Model):
 class AuditMetric(models.Model):
     """One model × condition × reference: every metric with its bootstrap 95% CI (seed 000 Tables 1–2)."""
 
+    team_path = "audit__team"
+
     class Reference(models.TextChoices):
         WEIGHTED = "weighted", "Weighted ground truth (eq. 6)"
         MAJORITY = "majority", "Majority vote"
@@ -587,6 +623,8 @@ class AuditExtraction(models.Model):
     Its outcomes (:class:`AuditExtractionLabel`) are stored beside the strict ones, never instead of them.
     ``identity`` is the sha256 of mode, version, endpoint, model and parameters: the same extraction is stored
     once per audit, and asked for again it is not redone."""
+
+    team_path = "audit__team"
 
     class Mode(models.TextChoices):
         RULES = "rules", "Verbal rules"
@@ -636,6 +674,8 @@ class AuditExtractionLabel(models.Model):
     """One reply's outcome in an extraction: ``label`` (0/1), ``none``, ``unparseable`` (the extractor's own answer
     was not 0, 1 or none) or ``error`` (the extractor's request failed, ``reason`` says why). In model mode the
     extractor's request has its own ``key`` and its reply is stored once per key in :class:`LLMReply`."""
+
+    team_path = "extraction__audit__team"
 
     extraction = models.ForeignKey(AuditExtraction, on_delete=models.CASCADE, related_name="labels")
     request = models.ForeignKey(AuditRequest, on_delete=models.CASCADE, related_name="+")

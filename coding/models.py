@@ -19,6 +19,9 @@ class Codebook(models.Model):
     """One version of a lens's codebook. Versions of one codebook share ``lineage``; a version a round uses is
     never edited: editing it makes the next version."""
 
+    team_path = "team"
+    team_null_visible = True  # no team: shipped with the app, every researcher reads it
+
     lineage = models.UUIDField(default=uuid.uuid4, editable=False, help_text="Shared by every version.")
     version = models.PositiveIntegerField(default=1, editable=False)
     name = models.CharField(max_length=200, help_text="The lens, e.g. “Thematic content and error type”.")
@@ -26,6 +29,8 @@ class Codebook(models.Model):
     source = models.TextField(blank=True, help_text="Where the codes and their definitions come from.")
     shipped = models.BooleanField(default=False, editable=False,
                                   help_text="One of the defaults this app ships (seed 000 §3.4, §4.3).")
+    team = models.ForeignKey("teams.Team", null=True, blank=True, on_delete=models.PROTECT, related_name="codebooks",
+                             help_text="The team whose members may see and change it; empty: shipped with the app, read by every researcher and changed by superusers only.")
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -39,6 +44,9 @@ class Codebook(models.Model):
 
 
 class Code(models.Model):
+    team_path = "codebook__team"
+    team_null_visible = True
+
     codebook = models.ForeignKey(Codebook, on_delete=models.CASCADE, related_name="codes")
     name = models.CharField(max_length=100)
     definition = models.TextField(blank=True)
@@ -63,6 +71,8 @@ class Code(models.Model):
 class CodingRound(models.Model):
     """A sample of one audit's explained replies, coded independently under one or more lenses."""
 
+    team_path = "team"
+
     class Allocation(models.TextChoices):
         PROPORTIONAL = "proportional", "Proportional to each model × condition stratum's size"
         EQUAL = "equal", "Equal across model × condition strata"
@@ -72,6 +82,8 @@ class CodingRound(models.Model):
         DISAGREE = "disagree", "Parsed replies whose label differs from the weighted ground truth"
 
     audit = models.ForeignKey("auditapp.Audit", on_delete=models.PROTECT, related_name="coding_rounds")
+    team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="coding_rounds",
+                             help_text="The team whose members may see and change it (teams.scoping).")
     name = models.CharField(max_length=200)
     sample_size = models.PositiveIntegerField(default=99)
     allocation = models.CharField(max_length=16, choices=Allocation.choices, default=Allocation.PROPORTIONAL)
@@ -101,6 +113,8 @@ class CodingRound(models.Model):
 class RoundLens(models.Model):
     """A lens of a round: the codebook version its coders use."""
 
+    team_path = "round__team"
+
     round = models.ForeignKey(CodingRound, on_delete=models.CASCADE, related_name="lenses")
     codebook = models.ForeignKey(Codebook, on_delete=models.PROTECT, related_name="+")
     position = models.PositiveSmallIntegerField(default=0)
@@ -115,6 +129,8 @@ class RoundLens(models.Model):
 
 class Excerpt(models.Model):
     """One sampled reply, as coders see it (a snapshot taken when the round was drawn)."""
+
+    team_path = "round__team"
 
     round = models.ForeignKey(CodingRound, on_delete=models.CASCADE, related_name="excerpts")
     request = models.ForeignKey("auditapp.AuditRequest", on_delete=models.PROTECT, related_name="+")
@@ -143,6 +159,8 @@ class Excerpt(models.Model):
 class Coder(models.Model):
     """A person coding a round's whole sample under one lens: a researcher's account, or an outside coder whose
     invite link reaches only this coder's pages."""
+
+    team_path = "round__team"
 
     round = models.ForeignKey(CodingRound, on_delete=models.CASCADE, related_name="coders")
     lens = models.ForeignKey(RoundLens, on_delete=models.CASCADE, related_name="coders")
@@ -173,6 +191,8 @@ class ExcerptCoding(models.Model):
     ``writer_seq`` tell one page's own saves apart, so its later state (a keepalive sent while an earlier save was
     in flight) is taken and its earlier one, arriving late, is not."""
 
+    team_path = "coder__round__team"
+
     coder = models.ForeignKey(Coder, on_delete=models.CASCADE, related_name="codings")
     excerpt = models.ForeignKey(Excerpt, on_delete=models.CASCADE, related_name="codings")
     codes = models.ManyToManyField(Code, blank=True, related_name="+")
@@ -195,6 +215,8 @@ class ExcerptCoding(models.Model):
 class CodeMapping(models.Model):
     """Codes of different lenses a researcher reads as one finding (e.g. STEREOTYPES in lenses 1 and 2), for the
     round's convergence table."""
+
+    team_path = "round__team"
 
     round = models.ForeignKey(CodingRound, on_delete=models.CASCADE, related_name="mappings")
     name = models.CharField(max_length=200)

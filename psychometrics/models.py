@@ -50,6 +50,8 @@ class AnnotatorImport(models.Model):
     (``annotator_import_delete``) deletes them and restores the teams.
     """
 
+    team_path = "study__team"
+
     class Kind(models.TextChoices):
         SCORES = "scores", "Per-annotator scores (AQ, SATA, IAT D)"
         ANSWERS = "answers", "Raw questionnaire answers"
@@ -94,6 +96,8 @@ class StudyInstrument(models.Model):
     (seed 000 Appendix B) and the exports' ``aq`` and ``sata`` columns.
     """
 
+    team_path = "study__team"
+
     class Role(models.TextChoices):
         AQ = "aq", "AQ (autistic traits)"
         SATA = "sata", "SATA (attitudes towards autism)"
@@ -120,6 +124,8 @@ class StudyInstrument(models.Model):
 class QuestionnaireSession(models.Model):
     """A participant's pass through one instrument: the item order shown, and when it was finished."""
 
+    team_path = "participant__study__team"
+
     participant = models.ForeignKey("annotation.Participant", on_delete=models.CASCADE,
                                     related_name="questionnaires")
     instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="+")
@@ -138,6 +144,8 @@ class QuestionnaireSession(models.Model):
 
 class InstrumentResponse(models.Model):
     """One raw answer: the 0-based index into the instrument's response options, as given."""
+
+    team_path = "participant__study__team"
 
     participant = models.ForeignKey("annotation.Participant", on_delete=models.CASCADE,
                                     related_name="instrument_responses")
@@ -164,6 +172,8 @@ class InstrumentResponse(models.Model):
 
 
 class InstrumentScore(models.Model):
+    team_path = "participant__study__team"
+
     participant = models.ForeignKey("annotation.Participant", on_delete=models.CASCADE,
                                     related_name="instrument_scores")
     instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="+")
@@ -196,6 +206,8 @@ class IATSession(models.Model):
     whose files do not say.
     """
 
+    team_path = "participant__study__team"
+
     participant = models.OneToOneField("annotation.Participant", on_delete=models.CASCADE, related_name="iat")
     condition_index = models.PositiveSmallIntegerField(null=True, blank=True,
                                                        help_text="Empty for an IAT imported from a file.")
@@ -226,6 +238,8 @@ class IATSession(models.Model):
 
 
 class IATTrial(models.Model):
+    team_path = "participant__study__team"
+
     participant = models.ForeignKey("annotation.Participant", on_delete=models.CASCADE, related_name="iat_trials")
     block = models.PositiveSmallIntegerField()
     trial = models.PositiveSmallIntegerField()

@@ -10,8 +10,11 @@ from _pytest.mark.expression import Expression  # how pytest itself evaluates -m
 from django.test import Client
 from rest_framework.test import APIClient
 
+from tests import team_defaults
 from tests.factories import make_researcher
 from tests.llm_server import PERSONAS, LLMServer
+
+team_defaults.connect()
 
 DATABASE_PASS = "AUDITAPP_DATABASE_PASS"
 """Set by bin/test for its PostgreSQL + Redis pass, which runs only the tests that can differ on that database and

@@ -42,6 +42,7 @@ from auditapp.models import MAX_ENDPOINT_SECONDS, Audit, AuditRequest, LLMEndpoi
 from common.api.exports import ExportListAPIView, ModelListExportView
 from common.api.fields import storable_json
 from common.export_rows import Export
+from teams.scoping import TeamChoiceError, team_for_new_object
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -111,6 +112,11 @@ class EndpointSerializer(serializers.ModelSerializer):
         return attrs
 
     def create(self, validated_data: dict) -> LLMEndpoint:
+        # Until this view is scoped by team (teams.api), a new endpoint goes to its creator's team.
+        try:
+            validated_data["team"] = team_for_new_object(self.context["request"].user)
+        except TeamChoiceError as error:
+            raise serializers.ValidationError({"team": [str(error)]}) from error
         endpoint = super().create(validated_data)
         if scorer_kinds.scorer_kind(endpoint.protocol).models_known:
             engine_endpoints.endpoint_list_models(endpoint)

@@ -16,6 +16,8 @@ Environment variables:
                             (default: the broker when it is Redis; otherwise limits are per worker process).
     CORPUS_UPLOAD_MAX_BYTES bytes to read in each file of a corpus upload (default 16 MiB).
     GIT_COMMIT              recorded in audit manifests when the code is not a git checkout.
+    ONE_LAB                 "1"/"true" for a single-group install (AUDITAPP_ONE_LAB): every researcher is an editor
+                            of the one team "Lab", and new studies, audits, corpora... go there (teams.scoping).
 """
 from __future__ import annotations
 
@@ -60,6 +62,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "teams.apps.TeamsConfig",
     "auditapp.apps.AuditappConfig",
     "annotation",
     "psychometrics",
@@ -164,6 +167,9 @@ FILE_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 CORPUS_UPLOAD_MAX_BYTES = int(os.environ.get("CORPUS_UPLOAD_MAX_BYTES", str(16 * 1024 * 1024)))
 
 LOGIN_URL = "admin:login"
+
+# A single-group install: every researcher an editor of the one team "Lab" (teams.scoping.team_for_new_object).
+AUDITAPP_ONE_LAB = env_bool("ONE_LAB", False)
 
 REST_FRAMEWORK = {
     # Token first, so an anonymous request gets 401 with a WWW-Authenticate header, not 403.

@@ -17,6 +17,7 @@ from django.core.management import call_command
 
 from annotation.models import Study
 from annotation.study_analysis import study_analysis_compute
+from tests import team_defaults
 
 pytestmark = pytest.mark.django_db
 REPO = Path(__file__).resolve().parents[2]
@@ -70,7 +71,8 @@ def d_scores(trials: list[dict]) -> dict[str, float]:
 
 
 def test_ground_truth_recomputed_independently_from_the_exports_matches(api_client):
-    call_command("simulate_study", participants=9, items=45, seed=11, slug="independent")
+    call_command("simulate_study", participants=9, items=45, seed=11, slug="independent",
+                 owner_team=team_defaults.TEST_TEAM)
     study = Study.objects.get(slug="independent")
     study_analysis_compute(study_id=study.id)
 

@@ -45,7 +45,10 @@ schema = schemathesis.openapi.from_wsgi("/api/schema/", get_wsgi_application(), 
 POSITIVE_ACCEPTANCE_UNKNOWABLE = {
     ("POST", "/api/audits/"): "the study, endpoints, instruments, corpus and recorded scorers named must exist (a "
                               "classification study with a ground truth); a BITS prompt, a spec's material",
-    ("POST", "/api/studies/"): "the slug must not be taken (an earlier example may have taken it)",
+    ("POST", "/api/studies/"): "the slug must not be taken (an earlier example may have taken it); a team named "
+                               "must be one where the user is an editor",
+    ("PUT", "/api/studies/{id}/"): "the slug must not be another study's; a team named must be the study's own",
+    ("PATCH", "/api/studies/{id}/"): "the slug must not be another study's; a team named must be the study's own",
     ("POST", "/api/endpoints/"): "the name must not be taken; the base URL's host must not resolve to a refused "
                                  "address; an HTTP JSON scorer's template and JMESPath must be valid, score_min < "
                                  "score_max",

@@ -16,6 +16,7 @@ from annotation.participation import participants_invite
 from annotation.services import items_import_file
 from auditapp.services import researcher_create
 from psychometrics.models import Instrument, StudyInstrument
+from teams.scoping import demo_team, new_objects_in
 
 DEMO_FILE = Path(__file__).resolve().parents[2] / "demo" / "demo_items.csv"
 DEMO_USERNAME = "researcher"
@@ -29,8 +30,9 @@ class Command(BaseCommand):
         parser.add_argument("--base-url", default="http://127.0.0.1:8000")
 
     def handle(self, *args, base_url: str, **options):
-        study = self._demo_study()
         password, token = self._demo_researcher()
+        with new_objects_in(demo_team(get_user_model().objects.get(username=DEMO_USERNAME))):
+            study = self._demo_study()
         invite = study.participants.filter(status=Participant.Status.INVITED).order_by("pseudonym").first()
         self.stdout.write(
             f"Demo study '{study.name}': {study.items.count()} items.\n"

@@ -41,6 +41,8 @@ from psychometrics.services import (
     questionnaire_finish,
     questionnaire_session,
 )
+from teams.models import Team
+from teams.scoping import demo_team, new_objects_in
 
 
 class Command(BaseCommand):
@@ -54,9 +56,12 @@ class Command(BaseCommand):
         parser.add_argument("--slug", default=None, help="Slug of the new study (default simulated-<seed>).")
         parser.add_argument("--annotators-per-item", type=int, default=3, help="Labels per item (default 3).")
         parser.add_argument("--teams", type=int, default=2, help="Number of teams (default 2).")
+        parser.add_argument("--owner-team", default=None,
+                            help="The researchers' team the study belongs to, by name (created if there is none; "
+                                 "default: the Demo team, Lab with ONE_LAB). Not --teams, the annotators' teams.")
 
     def handle(self, *args, participants: int, items: int, seed: int, slug: str | None, annotators_per_item: int,
-               teams: int, **options):
+               teams: int, owner_team: str | None = None, **options):
         if participants < 1 or items < 1 or annotators_per_item < 1:
             raise CommandError("--participants, --items and --annotators-per-item must be at least 1")
         if seed < 0:
@@ -74,7 +79,8 @@ class Command(BaseCommand):
             raise CommandError(f"a study with slug {slug!r} already exists")
 
         started = time.perf_counter()
-        with override_settings(ANALYSIS_AUTO_RECOMPUTE=False):
+        team = Team.objects.get_or_create(name=owner_team)[0] if owner_team else demo_team()
+        with override_settings(ANALYSIS_AUTO_RECOMPUTE=False), new_objects_in(team):
             study = _simulate(slug=slug, n_participants=participants, n_items=items, seed=seed,
                               annotators_per_item=annotators_per_item, teams=teams)
         study_analysis_enqueue(study_id=study.pk)

@@ -7,6 +7,7 @@ engine as every audit (request keys, stored replies, judgments, analysis), so it
 """
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 
 from auditapp.engine import analysis as engine_analysis
@@ -14,6 +15,7 @@ from auditapp.engine import endpoints, launch, preparation
 from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, LLMEndpoint
 from auditapp.paradigms.bits.services import bits_audit_create
+from teams.scoping import demo_team, new_objects_in
 
 DEMO_AUDIT = "Demo: BITS with VADER and TextBlob"
 LOCAL_ENDPOINT = "Local scorers (in the worker)"
@@ -28,7 +30,10 @@ class Command(BaseCommand):
     def handle(self, *args, base_url: str, **options):
         audit = Audit.objects.filter(name=DEMO_AUDIT, paradigm="bits").order_by("id").first()
         if audit is None or audit.status != Audit.Status.COMPLETED:
-            audit = self._run(audit)
+            # The demo researcher of load_demo, when there is one, owns it.
+            owners = get_user_model().objects.filter(username="researcher", is_staff=True)
+            with new_objects_in(demo_team(*owners)):
+                audit = self._run(audit)
         if audit.status != Audit.Status.COMPLETED:
             # The app still starts: the audit's page says what went wrong, and the next start tries again.
             self.stderr.write(f"The demo audit did not complete: {audit.status}: {audit.status_reason}")
