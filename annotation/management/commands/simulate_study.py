@@ -2,9 +2,7 @@
 
 The participants' latent traits, answers, IAT trials, items and labels come from
 ``annotation.simulation`` (reproducible from ``--seed``); everything they do goes through the same
-services as a real participant's: consent, ``answer_save`` and ``questionnaire_finish`` for the AQ-50
-and the partial SATA, ``iat_session`` and ``iat_block_submit`` for the seven IAT blocks,
-``instructions_read`` (which allocates their items) and ``label_submit`` for every assigned item.
+services as a real participant's (``annotation.simulated_participation``).
 
 Each item's latent truth is kept in its metadata (``simulated``: ableist, contested, true_ableism), so
 tests and benchmarks can compare ground truths with it. The study is set up in one transaction and each
@@ -24,23 +22,12 @@ from django.db import transaction
 from django.test.utils import override_settings
 
 from annotation import simulation
-from annotation.models import Assignment, Item, Label, Participant, Study
-from annotation.participation import (
-    instructions_read,
-    label_submit,
-    participant_consent,
-    participants_invite,
-)
+from annotation.models import Item, Label, Participant, Study
+from annotation.participation import participants_invite
+from annotation.simulated_participation import instrument_answers, participate
 from annotation.study_analysis import study_analysis_enqueue
 from psychometrics.models import IATTrial, InstrumentScore, StudyInstrument
-from psychometrics.services import (
-    answer_save,
-    iat_block_submit,
-    iat_session,
-    instruments_sync_shipped,
-    questionnaire_finish,
-    questionnaire_session,
-)
+from psychometrics.services import instruments_sync_shipped
 from teams.models import Team
 from teams.scoping import demo_team, new_objects_in
 
@@ -109,8 +96,9 @@ def _simulate(*, slug: str, n_participants: int, n_items: int, seed: int, annota
     try:
         for index, person in enumerate(people):
             with transaction.atomic():
-                _participate(person, index, traits=traits, truth=truth, answers=answers, item_index=item_index,
-                             seed=seed)
+                values = simulation.participant_labels(traits, index, truth, seed=seed)
+                participate(person, index, traits=traits, answers=answers, seed=seed,
+                            labels={item_id: int(values[position]) for item_id, position in item_index.items()})
     except BaseException:
         Study.objects.filter(pk=study.pk).delete()
         raise
@@ -146,10 +134,7 @@ def _setup(*, slug: str, traits: simulation.SimulatedParticipants, truth: simula
     StudyInstrument.objects.create(study=study, instrument=aq, position=0, role=StudyInstrument.Role.AQ,
                                    randomise_items=True)
     StudyInstrument.objects.create(study=study, instrument=sata, position=1, role=StudyInstrument.Role.SATA)
-    answers = {
-        aq: simulation.aq_answers(traits, [aq.parsed.keys[i.key] for i in aq.parsed.items], seed=seed),
-        sata: simulation.sata_answers(traits, [sata.parsed.keys[i.key] for i in sata.parsed.items], seed=seed),
-    }
+    answers = instrument_answers(traits, aq=aq, sata=sata, seed=seed)
 
     people: list[Participant] = []
     for team in range(teams):
@@ -158,27 +143,3 @@ def _setup(*, slug: str, traits: simulation.SimulatedParticipants, truth: simula
         person.seed = person_seed
     Participant.objects.bulk_update(people, ["seed"])
     return study, people, answers, item_index
-
-
-def _participate(person: Participant, index: int, *, traits: simulation.SimulatedParticipants,
-                 truth: simulation.SimulatedItems, answers: dict, item_index: dict[int, int], seed: int) -> None:
-    """One participant's whole flow through the services: consent, questionnaires, IAT, instructions, labels."""
-    participant_consent(participant=person)
-    for stream, (instrument, chosen) in enumerate(answers.items()):
-        column = {item.number: j for j, item in enumerate(instrument.parsed.items)}
-        order = questionnaire_session(participant=person, instrument=instrument).item_order
-        for number, rt_ms in zip(order, simulation.answer_times_ms(seed, index, len(order), stream=stream),
-                                 strict=True):
-            answer_save(participant=person, instrument=instrument, item_number=number,
-                        response_index=int(chosen[index, column[number]]), rt_ms=rt_ms)
-        questionnaire_finish(participant=person, instrument=instrument)
-    session = iat_session(participant=person)
-    for number, trials in enumerate(simulation.iat_trials(session.design, float(traits.implicit_bias[index]),
-                                                          seed=seed, participant=index), start=1):
-        iat_block_submit(participant=person, block_number=number, trials=trials)
-    instructions_read(participant=person)
-    values = simulation.participant_labels(traits, index, truth, seed=seed)
-    assigned = list(Assignment.objects.filter(participant=person).order_by("position")
-                    .values_list("item_id", flat=True))
-    for item_id in assigned:
-        label_submit(participant=person, item_id=item_id, value=int(values[item_index[item_id]]))
