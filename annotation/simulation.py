@@ -268,6 +268,25 @@ def draw_items(seed: int, m: int, *, contested_fraction: float = CONTESTED_FRACT
     return SimulatedItems(ableist=ableist, contested=contested, true_ableism=true_ableism)
 
 
+def items_from_labels(labels: np.ndarray) -> tuple[SimulatedItems, np.ndarray]:
+    """Items whose latent truth follows labels already given (an M × K array of 1, 0 and -1, one column per
+    annotator), with a mask of the items most of them called unrelated (-1).
+
+    An item is contested when its 0/1 labels disagree (``true_ableism`` = ``CONTESTED_MEAN``, ableist as every
+    contested item is); otherwise clear, ableist when they say 1, at ``±CLEAR_STRENGTH_MEAN``. An item with no 0/1
+    label is clear and not ableist. So simulated annotators labelling beside real ones agree where they agreed."""
+    labels = np.asarray(labels)
+    if labels.ndim != 2 or labels.shape[0] < 1 or labels.shape[1] < 1:
+        raise ValueError(f"labels must be an M × K array with M, K ≥ 1, not of shape {labels.shape}")
+    ones, zeros = (labels == 1).sum(axis=1), (labels == 0).sum(axis=1)
+    contested = (ones > 0) & (zeros > 0)
+    ableist = (contested | ((ones > 0) & (zeros == 0))).astype(int)
+    true_ableism = np.where(contested, CONTESTED_MEAN, np.where(ableist == 1, CLEAR_STRENGTH_MEAN,
+                                                                -CLEAR_STRENGTH_MEAN))
+    unrelated = (labels == -1).sum(axis=1) * 2 > labels.shape[1]
+    return SimulatedItems(ableist=ableist, contested=contested, true_ableism=true_ableism), unrelated
+
+
 def label_probabilities(insensitivity: np.ndarray, items: SimulatedItems) -> np.ndarray:
     """P(label 1 | the label is 0 or 1) for each annotator (rows, by ``insensitivity``) and item (columns):
     sigmoid(true_ableism − slope · insensitivity), slope ``CONTESTED_SLOPE`` on contested items and

@@ -61,9 +61,47 @@ def test_load_demo_is_idempotent_and_prints_the_login(settings, tmp_path, capsys
     password = (tmp_path / "demo-researcher.txt").read_text()
     assert f"user: researcher  password: {password}" in first
     assert Study.objects.get(slug="demo").items.count() == 24
-    assert Label.objects.count() == 72
+    assert Label.objects.count() == 72 + 12 * (8 + 1)  # imported; simulated: 8 sentences and the attention check
     user = get_user_model().objects.get(username="researcher")
     assert user.is_staff and user.check_password(password)
+
+
+def test_the_demo_has_simulated_annotators_with_weights_and_room_for_its_invitees(settings, tmp_path, capsys):
+    from annotation.models import ParticipantWeight
+    from annotation.participation import instructions_read, participant_consent
+    from annotation.study_analysis import study_analysis_compute
+    from psychometrics.models import IATTrial, InstrumentScore
+
+    settings.VAR_DIR = tmp_path
+    call_command("load_demo")
+    study = Study.objects.get(slug="demo")
+    simulated = study.participants.filter(team="simulated")
+    assert simulated.count() == 12 and all(p.status == "completed" for p in simulated)
+    assert InstrumentScore.objects.filter(participant__in=simulated).count() == 24  # AQ and SATA each
+    assert IATTrial.objects.filter(participant__in=simulated).values("participant").distinct().count() == 12
+    # Where the imported annotators agreed, the simulated annotators call the item ableist far more often when they
+    # said 1 than when they said 0 (a clear item is called the other way with probability sigmoid(-2.5 +
+    # slope · insensitivity), often for the most sensitive); the attention check
+    # (demo-12), which the imported annotators called unrelated, every one of them calls unrelated.
+    imported = study.participants.filter(source_import__isnull=False)
+    agreed = {item: values.pop() for item in study.items.values_list("external_id", flat=True)
+              if len(values := set(Label.objects.filter(participant__in=imported, item__external_id=item)
+                                   .values_list("value", flat=True))) == 1}
+    given = Label.objects.filter(participant__in=simulated, item__external_id__in=agreed)
+    said_one = {value: [label == 1 for item, label in given.values_list("item__external_id", "value")
+                        if agreed[item] == value] for value in (0, 1)}
+    # Seed 2024 gives 0.90 (19 of 21) and 0.29 (7 of 24); a mapping of labels to the wrong items gives about 0.
+    assert sum(said_one[1]) / len(said_one[1]) - sum(said_one[0]) / len(said_one[0]) > 0.5
+    assert agreed["demo-12"] == -1
+    assert set(given.filter(item__external_id="demo-12").values_list("value", flat=True)) == {-1}
+    study_analysis_compute(study_id=study.pk)
+    weights = ParticipantWeight.objects.filter(participant__in=simulated, weight__isnull=False)
+    assert weights.count() == 12 and len(set(weights.values_list("weight", flat=True))) > 1
+    # The printed invite link gets a full share of sentences, not the leftovers of a full study.
+    invitee = study.participants.get(pseudonym=capsys.readouterr().out.split("Try the annotator flow as ")[1].split(":")[0])
+    participant_consent(participant=invitee)
+    instructions_read(participant=invitee)
+    assert invitee.assignments.count() == 8 + 1
 
 
 def test_create_researcher_command(capsys):
@@ -98,3 +136,18 @@ def test_load_demo_audit_runs_a_real_bits_audit_once_and_prints_its_dashboard(ca
     assert all(value == TextBlob(texts[unit]).sentiment.polarity for unit, value in judged.values_list("unit", "value"))
     page = staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode()
     assert 'id="table-7"' in page and 'id="bits-heatmap"' in page
+
+
+def test_a_demo_that_fails_half_way_is_made_whole_by_the_next_run(settings, tmp_path, monkeypatch):
+    settings.VAR_DIR = tmp_path
+
+    def broken(**kwargs):
+        raise RuntimeError("interrupted")
+
+    monkeypatch.setattr("annotation.simulated_participation.instructions_read", broken)
+    with pytest.raises(RuntimeError, match="interrupted"):
+        call_command("load_demo")
+    assert not Study.objects.filter(slug="demo").exists()
+    monkeypatch.undo()
+    call_command("load_demo")
+    assert Study.objects.get(slug="demo").participants.filter(team="simulated", status="completed").count() == 12

@@ -117,7 +117,7 @@ def test_a_failure_leaves_no_half_study(monkeypatch):
     def broken(**kwargs):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("annotation.management.commands.simulate_study.instructions_read", broken)
+    monkeypatch.setattr("annotation.simulated_participation.instructions_read", broken)
     with pytest.raises(RuntimeError, match="boom"):
         simulate(participants=2, items=4, seed=1)
     assert not Study.objects.exists() and not Participant.objects.exists()
@@ -244,3 +244,18 @@ def test_more_biased_annotators_call_contested_items_not_ableist_more_often():
     clear = ~items.contested
     agree = (labels[:, clear] == items.ableist[clear]).mean()
     assert agree > 0.85
+
+
+def test_items_from_labels_follow_where_annotators_agreed_and_contest_where_they_did_not():
+    labels = np.array([[1, 1, 1],     # clear, ableist: +2.5
+                       [0, 0, -1],    # clear, not ableist: -2.5 (an unrelated label is no vote)
+                       [1, 0, 1],     # contested, ableist as every contested item: 0.2
+                       [-1, -1, 0],   # clear, not ableist; most called it unrelated
+                       [-1, -1, -1]])  # no 0/1 label: clear, not ableist; unrelated
+    items, unrelated = simulation.items_from_labels(labels)
+    assert items.ableist.tolist() == [1, 0, 1, 0, 0]
+    assert items.contested.tolist() == [False, False, True, False, False]
+    assert items.true_ableism.tolist() == [2.5, -2.5, 0.2, -2.5, -2.5]
+    assert unrelated.tolist() == [False, False, False, True, True]
+    with pytest.raises(ValueError, match="M × K"):
+        simulation.items_from_labels(np.array([1, 0]))

@@ -64,17 +64,24 @@ def test_run_command_serves_the_app_and_the_worker_imports(running_app):
     headers = {"Authorization": f"Token {token}"}
     studies = httpx.get(f"{base}/api/studies/", headers=headers).json()["results"]
     demo = next(s for s in studies if s["slug"] == "demo")
-    assert (demo["n_items"], demo["n_participants"], demo["n_labels"]) == (24, 6, 72)  # 3 imported, 3 invited
+    # 3 imported, 12 simulated (8 sentences and the attention check each), 3 invited.
+    assert (demo["n_items"], demo["n_participants"], demo["n_labels"]) == (24, 18, 72 + 12 * 9)
+
+    def simulated_weights() -> bool:
+        rows = httpx.get(f"{base}/api/studies/{demo['id']}/participants/", headers=headers,
+                         params={"page_size": 100}).json()["results"]
+        return sum(row["team"] == "simulated" and row["weight"] is not None for row in rows) == 12
+    wait_for(simulated_weights, timeout=60, what="the worker's analysis of the demo: the simulated annotators' weights")
 
     landed = admin_upload_as_researcher(base, username="researcher", password=password, study_id=demo["id"],
                                         filename="more.csv", content=autalic_like_csv(100))
     assert "/admin/annotation/itemimport/" in landed
-    wait_for_study_counts(base, token=token, study_id=demo["id"], n_items=124, n_labels=372)
+    wait_for_study_counts(base, token=token, study_id=demo["id"], n_items=124, n_labels=180 + 300)
     assert app.count(r"Task annotation.item_import_run\[\S+\] succeeded") == 1
 
     labels = httpx.get(f"{base}/api/studies/{demo['id']}/labels/?format=csv", headers=headers)
     assert labels.text.splitlines()[0] == "participant,item,value,rationale,created_at"
-    assert len(labels.text.splitlines()) == 1 + 372
+    assert len(labels.text.splitlines()) == 1 + 180 + 300
 
     # A script does the same through the API: create a study, upload, poll the import.
     study = httpx.post(f"{base}/api/studies/", headers=headers, json={"name": "Scripted", "slug": "scripted"}).json()
