@@ -95,9 +95,11 @@ def frequent_shapes(replies: Iterable[tuple[str | None, str | None]], *, top: in
     return [{"shape": shape, "n": n, "example": examples[shape]} for shape, n in ranked]
 
 
-def cell_warning(*, answered: int, unparseable: int, truncated: int, unparseable_or_truncated: int) -> str:
+def cell_warning(*, answered: int, unparseable: int, truncated: int, unparseable_or_truncated: int,
+                 pending: int = 0) -> str:
     """A warning for a cell with at least :data:`WARN_AFTER` answered replies of which more than half are
-    unparseable or cut off at the token limit ("" otherwise)."""
+    unparseable or cut off at the token limit ("" otherwise); while requests of the cell are still ``pending``, it
+    says to read the shapes before waiting for them."""
     if answered < WARN_AFTER or 2 * unparseable_or_truncated <= answered:
         return ""
     parts = []
@@ -105,5 +107,6 @@ def cell_warning(*, answered: int, unparseable: int, truncated: int, unparseable
         parts.append(f"{unparseable} unparseable")
     if truncated:
         parts.append(f"{truncated} {RAISE_MAX_TOKENS}")
+    advice = "read the reply shapes before waiting for the rest" if pending else "read the reply shapes"
     return (f"{unparseable_or_truncated} of {answered} answered replies are unparseable or cut off "
-            f"({'; '.join(parts)}): read the reply shapes before waiting for the rest")
+            f"({'; '.join(parts)}): {advice}")

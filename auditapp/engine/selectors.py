@@ -233,7 +233,8 @@ def audit_parse_quality(audit: Audit) -> Export:
                                 if n_unparseable > len(replies) else ""),
                 "warning": parse_quality.cell_warning(
                     answered=cell.get("answered", 0), unparseable=n_unparseable, truncated=n_truncated,
-                    unparseable_or_truncated=cell.get("unparseable_or_truncated", 0)),
+                    unparseable_or_truncated=cell.get("unparseable_or_truncated", 0),
+                    pending=cell.get("pending", 0)),
                 "unparseable_replies_url": f"{responses}?model={audit_model.id}&condition={condition}"
                                            f"&outcome={AuditRequest.Outcome.UNPARSEABLE}",
             })

@@ -55,8 +55,11 @@ def test_cell_warning_after_twenty_answered_when_most_are_unparseable_or_cut_off
     assert cell_warning(answered=19, unparseable=19, truncated=0, unparseable_or_truncated=19) == ""
     # 20 answered, exactly half: not more than half.
     assert cell_warning(answered=20, unparseable=10, truncated=0, unparseable_or_truncated=10) == ""
-    warning = cell_warning(answered=20, unparseable=9, truncated=8, unparseable_or_truncated=11)
+    warning = cell_warning(answered=20, unparseable=9, truncated=8, unparseable_or_truncated=11, pending=5)
     assert warning == ("11 of 20 answered replies are unparseable or cut off (9 unparseable; 8 cut off at the token "
                        "limit: raise max_tokens): read the reply shapes before waiting for the rest")
+    # Nothing left to wait for: the advice does not say to stop waiting.
+    assert cell_warning(answered=20, unparseable=9, truncated=8, unparseable_or_truncated=11).endswith(
+        "raise max_tokens): read the reply shapes")
     assert "raise max_tokens" not in cell_warning(answered=30, unparseable=16, truncated=0,
                                                   unparseable_or_truncated=16)

@@ -94,6 +94,7 @@ def test_the_report_counts_outcomes_finish_reasons_and_shapes_in_a_fixed_number_
     assert (zs["shapes_sampled"], zs["shapes_note"]) == (14, "")
     assert zs["warning"].startswith("16 of 28 answered replies are unparseable or cut off (14 unparseable; 12 cut "
                                     "off at the token limit: raise max_tokens)")
+    assert zs["warning"].endswith("before waiting for the rest")  # one request of the cell is still pending
     assert zs["unparseable_replies_url"] == (f"/api/audits/{audit.id}/responses/?model={zs['model_id']}"
                                              f"&condition=zs&outcome=unparseable")
     assert (cot["n_label"], cot["truncated"], cot["warning"], cot["unparseable_shapes"]) == (30, 0, "", [])
