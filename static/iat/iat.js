@@ -29,6 +29,31 @@
   const touchOffered = config.touch_allowed && window.matchMedia("(any-pointer: coarse)").matches;
   const touchFirst = touchOffered && window.matchMedia("(pointer: coarse)").matches;
   if (touchOffered) root.classList.add("touch");
+  const STIMULUS_GAP_PX = 16;
+
+  // On a touch screen each category label is the top of its response area, and a combined block's label takes up
+  // to four lines on a phone: the word goes below the lower of the two labels, or it would be drawn over them and
+  // neither could be read (a slower, more error-prone response is what D measures). Placed again whenever a label
+  // changes or the screen is resized or turned.
+  function placeStimulus() {
+    const top = root.getBoundingClientRect().top;
+    let lowest = top;
+    for (const label of [left, right]) {
+      if (!label.textContent) continue;
+      const text = document.createRange();
+      text.selectNodeContents(label);
+      lowest = Math.max(lowest, text.getBoundingClientRect().bottom);
+    }
+    stimulus.style.marginTop = Math.ceil(lowest - top + STIMULUS_GAP_PX) + "px";
+  }
+  if (touchOffered) {
+    const labelsChanged = new MutationObserver(placeStimulus);
+    for (const label of [left, right]) {
+      labelsChanged.observe(label, { childList: true, characterData: true, subtree: true });
+    }
+    window.addEventListener("resize", placeStimulus);
+    placeStimulus();
+  }
 
   function showLabels(block) {
     left.textContent = block.left_labels.join("\nor\n");
