@@ -175,6 +175,12 @@ class IATStimuli:
         """The label of a category ("target_a", "target_b", "attribute_pos" or "attribute_neg")."""
         return getattr(self, f"{category}_label")
 
+    def preview(self) -> list[dict[str, object]]:
+        """Each category's label, kind ("target" or "attribute") and words, targets first: what a participant is
+        shown before block 1, as Project Implicit's IATs list each category's items before the task."""
+        return [{"label": self.label(category), "kind": category.split("_")[0], "words": list(self.words(category))}
+                for category in ("target_a", "target_b", "attribute_pos", "attribute_neg")]
+
     def words(self, category: StimulusCategory) -> tuple[str, ...]:
         """The exemplars of a category."""
         return getattr(self, f"{category}_words")

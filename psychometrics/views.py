@@ -12,6 +12,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from annotation.access import participant_page
 from annotation.participation import Step, step_position
 from common.participant_input import InputError, form_number
+from psychometrics import iat as iat_design
 from psychometrics.models import Instrument, InstrumentResponse
 from psychometrics.page_input import MAX_ANSWER_TIME_MS, iat_block_post, questionnaire_answer
 from psychometrics.services import (
@@ -101,6 +102,7 @@ def iat(request: HttpRequest, participant) -> HttpResponse:
         "post_url": reverse("participant:iat-block", args=[participant.invite_token]),
         "next_url": reverse("participant:resume", args=[participant.invite_token]),
         "touch_allowed": not participant.study.keyboard_required,
+        "categories": iat_design.IATStimuli(**session.stimuli).preview(),
     }
     return render(request, "participant/iat.html", {
         "participant": participant, "study": participant.study, "config": config,

@@ -32,9 +32,9 @@
   const STIMULUS_GAP_PX = 16;
 
   // On a touch screen each category label is the top of its response area, and a combined block's label takes up
-  // to four lines on a phone: the word goes below the lower of the two labels, or it would be drawn over them and
-  // neither could be read (a slower, more error-prone response is what D measures). Placed again whenever a label
-  // changes or the screen is resized or turned.
+  // to four lines on a phone: the word (and the instructions' box) go below the lower of the two labels, or they
+  // would be drawn over them and neither could be read (a slower, more error-prone response is what D measures).
+  // Placed again whenever a label changes or the screen is resized or turned.
   function placeStimulus() {
     const top = root.getBoundingClientRect().top;
     let lowest = top;
@@ -44,7 +44,9 @@
       text.selectNodeContents(label);
       lowest = Math.max(lowest, text.getBoundingClientRect().bottom);
     }
-    stimulus.style.marginTop = Math.ceil(lowest - top + STIMULUS_GAP_PX) + "px";
+    const below = Math.ceil(lowest - top + STIMULUS_GAP_PX) + "px";
+    stimulus.style.marginTop = below;
+    message.style.top = below;
   }
   if (touchOffered) {
     const labelsChanged = new MutationObserver(placeStimulus);
@@ -53,21 +55,67 @@
     }
     window.addEventListener("resize", placeStimulus);
     placeStimulus();
+    message.tabIndex = 0;  // a box that scrolls can be reached without a pointer too
+  }
+
+  // Targets and attributes differ in colour and in style (attributes in italics), so the two kinds stay apart for
+  // a colour-blind participant too; a word takes the look of its category's label.
+  const kindOf = new Map(config.categories.map((category) => [category.label, category.kind]));
+
+  function labelNodes(labels) {
+    const nodes = [];
+    labels.forEach((label, n) => {
+      if (n > 0) nodes.push(document.createTextNode("\nor\n"));
+      const span = document.createElement("span");
+      span.className = kindOf.get(label) || "";
+      span.textContent = label;
+      nodes.push(span);
+    });
+    return nodes;
   }
 
   function showLabels(block) {
-    left.textContent = block.left_labels.join("\nor\n");
-    right.textContent = block.right_labels.join("\nor\n");
+    left.replaceChildren(...labelNodes(block.left_labels));
+    right.replaceChildren(...labelNodes(block.right_labels));
+  }
+
+  // Before block 1, every category's words (as Project Implicit lists them before its IATs), above the block's
+  // instructions.
+  function preview() {
+    const list = document.createElement("dl");
+    list.id = "iat-preview";
+    for (const category of config.categories) {
+      const term = document.createElement("dt");
+      term.className = category.kind;
+      term.textContent = category.label;
+      const words = document.createElement("dd");
+      words.textContent = category.words.join(", ");
+      list.append(term, words);
+    }
+    const heading = document.createElement("p");
+    heading.textContent = "You will sort these words into their categories:";
+    return [heading, list];
+  }
+
+  // Block 5 moves the target categories to the other sides: said before it starts, as Project Implicit does.
+  function switchNotice(block) {
+    const notice = document.createElement("p");
+    notice.id = "iat-switch-notice";
+    notice.textContent = "Watch out: the categories have switched sides. " +
+      block.left_labels.join(" and ") + " is now on the left, " + block.right_labels.join(" and ") +
+      " on the right.";
+    return [notice];
   }
 
   // Resolves with the first accepted response: {key, timeStamp, modality}. A tap gives the key of the half
-  // it landed on ("start" on a tap anywhere when waiting to start a block).
+  // it landed on ("start" on a whole tap anywhere when waiting to start a block).
   function waitForResponse(accept) {
     return new Promise((resolve) => {
       function finish(event, key, modality) {
         event.preventDefault();
         document.removeEventListener("keydown", onKey);
         root.removeEventListener("pointerdown", onPointer);
+        root.removeEventListener("click", onTapToStart);
         resolve({ key: key, timeStamp: event.timeStamp, modality: modality });
       }
       function onKey(event) {
@@ -75,15 +123,28 @@
         if (event.repeat || !accept(key)) return;
         finish(event, key, "keyboard");
       }
+      // A block starts on a finished tap (a click), not on a finger coming down: a participant scrolling through
+      // the instructions on a small screen touches the page without meaning to start. The tap must also have begun
+      // after the prompt: a thumb still resting from the last trial lifts into a click too.
+      let touchedSincePrompt = false;
       function onPointer(event) {
         if (!touchOffered || event.pointerType === "mouse") return;
+        if (accept("start")) {
+          touchedSincePrompt = true;
+          return;
+        }
         const half = event.target.closest("[data-side]");
-        const key = accept("start") ? "start" : half && SIDE_KEYS[half.dataset.side];
+        const key = half && SIDE_KEYS[half.dataset.side];
         if (!key || !accept(key)) return;
         finish(event, key, "touch");
       }
+      function onTapToStart(event) {
+        if (!touchOffered || event.pointerType === "mouse" || !accept("start") || !touchedSincePrompt) return;
+        finish(event, "start", "touch");
+      }
       document.addEventListener("keydown", onKey);
       root.addEventListener("pointerdown", onPointer);
+      root.addEventListener("click", onTapToStart);
     });
   }
 
@@ -107,6 +168,7 @@
 
   async function runTrial(trial) {
     errorMark.hidden = true;
+    stimulus.className = trial.stimulus_category.startsWith("target") ? "target" : "attribute";
     stimulus.textContent = trial.stimulus;
     // Listen from the moment the word is set, so a key pressed before the paint is not lost
     // (it is recorded as 0 ms, an anticipation, which the D-score rules screen).
@@ -171,10 +233,16 @@
       stimulus.textContent = "";
       const blockName = "Block " + block.number + " of " + config.blocks.length;
       progress.textContent = blockName + " · " + block.trials.length + " trials";
-      message.textContent = "Block " + block.number + " of " + config.blocks.length + "\n\n" +
-        (touchFirst ? TAP_INSTRUCTIONS : KEY_INSTRUCTIONS);
+      const orientation = block.number === 1 ? preview()
+        : block.kind === "reversed_target_practice" ? switchNotice(block) : [];
+      message.replaceChildren(...orientation, "Block " + block.number + " of " + config.blocks.length + "\n\n" +
+        (touchFirst ? TAP_INSTRUCTIONS : KEY_INSTRUCTIONS));
+      root.classList.add("waiting");
       await waitForResponse((key) => key === " " || key === "start");
+      root.classList.remove("waiting");
       message.textContent = "";
+      // Instructions read further down the page leave it scrolled: the labels and the word must be in view.
+      if (root.getBoundingClientRect().top < 0) root.scrollIntoView();
       await sleep(INTER_TRIAL_MS);
       const records = [];
       for (const [position, trial] of block.trials.entries()) {

@@ -104,8 +104,9 @@ def test_a_second_fingers_tap_counts_once(live_server, phone):
     page.evaluate("""() => { window.iatShown = 0; new MutationObserver((records) => {
         for (const r of records) for (const n of r.addedNodes) if (n.textContent) window.iatShown++;
         }).observe(document.getElementById("iat-stimulus"), {childList: true}); }""")
-    # The block is started with the thumb of trial 0's correct side, which then rests on the screen.
+    # The block is started with a whole tap (a finger down, then up) of trial 0's correct thumb.
     thumbs.tap(side_of[first["correct_key"]])
+    thumbs.lift()
     wrong_first_on = {0, 3}
     for shown, trial in enumerate(block["trials"], start=1):
         page.wait_for_function("n => window.iatShown >= n", arg=shown)
@@ -121,9 +122,13 @@ def test_a_second_fingers_tap_counts_once(live_server, phone):
             page.wait_for_timeout(150)
             expect(page.locator("#iat-stimulus")).to_have_text(block["trials"][1]["stimulus"])
             expect(page.locator("#iat-error")).to_be_hidden()
+    # The last thumb still rests when block 2 asks for its tap: lifting it is not a tap that starts the block.
+    wait_for_tap_to_begin(page, 2)
     thumbs.lift()
-    expect(page.locator("#iat-message")).to_contain_text("Block 2 of 7")
-    # Trial 0's two taps came while the other thumb rested; most of the block's taps did.
+    page.wait_for_timeout(600)
+    expect(page.locator("#iat-message")).to_contain_text("Tap anywhere to begin")
+    expect(page.locator("#iat-stimulus")).to_be_empty()
+    # Most of the block's taps came while the other thumb rested.
     assert page.evaluate("window.nonPrimaryDowns") >= 2
 
     stored = list(IATTrial.objects.filter(participant=participant, block=1).order_by("trial"))
