@@ -178,8 +178,9 @@ class IATStimuli:
     def preview(self) -> list[dict[str, object]]:
         """Each category's label, kind ("target" or "attribute") and words, targets first: what a participant is
         shown before block 1, as Project Implicit's IATs list each category's items before the task."""
+        order: tuple[StimulusCategory, ...] = ("target_a", "target_b", "attribute_pos", "attribute_neg")
         return [{"label": self.label(category), "kind": category.split("_")[0], "words": list(self.words(category))}
-                for category in ("target_a", "target_b", "attribute_pos", "attribute_neg")]
+                for category in order]
 
     def words(self, category: StimulusCategory) -> tuple[str, ...]:
         """The exemplars of a category."""
