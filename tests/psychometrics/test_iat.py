@@ -467,3 +467,11 @@ def test_designed_session_scores_end_to_end(condition):
     assert score.d_practice == pytest.approx(100 / math.sqrt(200_000 / 39))
     assert score.d_test == pytest.approx(100 / math.sqrt(400_000 / 79))
     assert score.n_trials == 120
+
+
+def test_the_preview_lists_each_category_with_its_kind_and_words_targets_first():
+    preview = DEFAULT_STIMULI.preview()
+    assert [(c["label"], c["kind"]) for c in preview] == [
+        ("Autism Spectrum", "target"), ("Typically Developing", "target"), ("Pleasant", "attribute"),
+        ("Unpleasant", "attribute")]
+    assert preview[0]["words"] == ["Autism", "Autistic", "Autism Spectrum", "On the spectrum", "ASD"]
