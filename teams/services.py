@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models.deletion import ProtectedError, RestrictedError
 
 from teams import access_log, roles
 from teams.models import Membership, Team
@@ -21,6 +22,14 @@ class TeamError(ValueError):
 
 class NotTeamOwner(TeamError):
     """The acting user is not an owner of the team."""
+
+
+class LastOwner(TeamError):
+    """The change would leave the team without an owner."""
+
+
+class TeamNotEmpty(TeamError):
+    """The team still holds objects, which deleting it would delete."""
 
 
 def is_owner(user: Any, team: Team) -> bool:
@@ -85,14 +94,12 @@ def delete_team(*, user: Any, team: Team) -> None:
     """Delete an empty team. A team still holding studies, audits, corpora, endpoints, codebooks or coding rounds is
     refused: they would be deleted with it (the database protects them)."""
     _require_owner(user, team)
-    from django.db.models.deletion import ProtectedError, RestrictedError
-
     access_log.record(user, access_log.TEAM_DELETED, target=team, detail={"name": team.name})
     try:
         with transaction.atomic():
             team.delete()
     except (ProtectedError, RestrictedError):
-        raise TeamError(f"team {team.name!r} still holds objects: move or delete them first") from None
+        raise TeamNotEmpty(f"team {team.name!r} still holds objects: move or delete them first") from None
 
 
 @transaction.atomic
@@ -120,7 +127,7 @@ def change_role(*, user: Any, membership: Membership, role: str) -> Membership:
     if old == role:
         return membership
     if old == roles.OWNER and not _other_owners(membership.team, membership):
-        raise TeamError(f"{membership.user.get_username()} is the last owner of {membership.team.name!r}: make "
+        raise LastOwner(f"{membership.user.get_username()} is the last owner of {membership.team.name!r}: make "
                         "another member an owner first")
     membership.role = role
     membership.save(update_fields=["role"])
@@ -135,7 +142,7 @@ def remove_member(*, user: Any, membership: Membership) -> None:
     membership = Membership.objects.select_for_update().select_related("team", "user").get(pk=membership.pk)
     _require_owner(user, membership.team)
     if membership.role == roles.OWNER and not _other_owners(membership.team, membership):
-        raise TeamError(f"{membership.user.get_username()} is the last owner of {membership.team.name!r}: a team "
+        raise LastOwner(f"{membership.user.get_username()} is the last owner of {membership.team.name!r}: a team "
                         "keeps at least one owner")
     access_log.record(user, access_log.MEMBER_REMOVED, target=membership.team,
                       detail={"member": membership.user.get_username(), "role": membership.role})
