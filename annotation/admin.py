@@ -27,6 +27,7 @@ from psychometrics.admin import StudyInstrumentInline
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.forms import AnnotatorImportForm
 from teams.admin_scoping import TeamScopedAdmin, TeamScopedInline
+from teams.scoping import visible
 
 
 class StudyAnalysisSettingsInline(TeamScopedInline, admin.StackedInline):
@@ -125,7 +126,7 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
                                       filename=f"{study.slug}-invite-links.csv")
 
     def get_queryset(self, request):
-        return study_list()
+        return visible(request.user, study_list())
 
     @admin.display(ordering="n_items", description="items")
     def n_items(self, study):
@@ -245,7 +246,8 @@ class ItemImportAdmin(TeamScopedAdmin, admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
-        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
+        # Read-only: its page is the view permission's.
+        return False
 
     @admin.display(description="Problems (nothing was imported)")
     def problem_list(self, item_import):

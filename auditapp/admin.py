@@ -45,7 +45,8 @@ class LLMEndpointForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["base_url"].required = False
+        if "base_url" in self.fields:  # absent from a viewer's read-only page
+            self.fields["base_url"].required = False
 
     def clean(self):
         data = super().clean()

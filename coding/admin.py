@@ -287,8 +287,8 @@ class CodingRoundAdmin(TeamScopedAdmin, admin.ModelAdmin):
         coding_round = self.get_object(request, object_id)  # None for an id that is not one (also "abc")
         if coding_round is None:
             raise Http404(f"No coding round with id {object_id!r}.")
-        if not self.has_view_permission(request, coding_round):
-            raise PermissionDenied
+        if not self.has_view_permission(request, coding_round) or request.method == "POST":
+            raise PermissionDenied  # the page's forms post to the round's own URLs, never here
         return self._round_page(request, coding_round)
 
     def _round_page(self, request, coding_round, *, coder_form=None, mapping_form=None, status: int = 200):

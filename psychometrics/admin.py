@@ -94,7 +94,8 @@ class AnnotatorImportAdmin(TeamScopedAdmin, admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
-        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
+        # Read-only: its page is the view permission's.
+        return False
 
     def delete_model(self, request, obj):
         annotator_import_delete(annotator_import=obj)
