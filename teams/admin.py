@@ -38,7 +38,8 @@ class MembershipForm(forms.ModelForm):
         super().__init__(*args, **kwargs)
         from django.contrib.auth import get_user_model
 
-        self.fields["user"].queryset = get_user_model().objects.filter(is_staff=True, is_active=True)
+        self.fields["user"].queryset = get_user_model().objects.filter(  # type: ignore[attr-defined]
+            is_staff=True, is_active=True)
         if self.instance.pk:
             # A member is removed or given another role, never swapped for someone else.
             self.fields["user"].disabled = True
@@ -71,7 +72,7 @@ class MembershipInline(admin.TabularInline):
     def has_view_permission(self, request, obj=None):
         return _researcher(request)
 
-    def has_add_permission(self, request, obj):
+    def has_add_permission(self, request, obj):  # type: ignore[override]
         return obj is None or _owns(request, obj)
 
     def has_change_permission(self, request, obj=None):
@@ -109,11 +110,11 @@ class TeamAdmin(admin.ModelAdmin):
 
     @admin.display(description="your role", ordering="my_role")
     def my_role(self, team: Team) -> str:
-        return team.my_role or "—"
+        return getattr(team, "my_role", None) or "—"
 
     @admin.display(description="members", ordering="n_members")
     def n_members(self, team: Team) -> int:
-        return team.n_members
+        return getattr(team, "n_members", 0)
 
     def save_model(self, request, obj, form, change):
         try:

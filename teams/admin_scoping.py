@@ -58,7 +58,7 @@ def usable(user: Any, queryset: QuerySet) -> QuerySet:
     if shared := getattr(model, "team_shared_with", None):
         extra |= Q(**{f"{shared}__in": teams_of(user, roles.EDITOR)})
     if getattr(model, "team_null_visible", False):
-        extra |= Q(**{f"{model.team_path}__isnull": True})  # type: ignore[attr-defined]
+        extra |= Q(**{f"{model.team_path}__isnull": True})
     if not extra:
         return editable
     return queryset.filter(Q(pk__in=editable.values("pk")) | Q(pk__in=model._base_manager.filter(extra).values("pk")))
@@ -153,7 +153,8 @@ class TeamScopedAdmin:
             field = get_fields_from_path(self.model, entry)[-1]
         except (FieldDoesNotExist, NotRelationField):
             return entry
-        if field.is_relation and field.related_model is not None and owned(field.related_model):
+        related = field.related_model
+        if field.is_relation and isinstance(related, type) and owned(related):
             # The plain filter would list every team's studies by name.
             return (entry, RelatedOnlyFieldListFilter)
         return entry

@@ -15,6 +15,8 @@ from django.db.models.deletion import ProtectedError, RestrictedError
 from teams import access_log, roles
 from teams.models import Membership, Team
 
+NAME_MAX_LENGTH = 150  # Team.name's
+
 
 class TeamError(ValueError):
     """A team change that is refused, saying why."""
@@ -53,9 +55,12 @@ def _check_name(name: str, team: Team | None = None) -> str:
     name = (name or "").strip()
     if not name:
         raise TeamError("a team needs a name")
-    if len(name) > Team._meta.get_field("name").max_length:
-        raise TeamError("a team's name has at most 150 characters")
-    if Team.objects.filter(name=name).exclude(pk=team.pk if team else None).exists():
+    if len(name) > NAME_MAX_LENGTH:
+        raise TeamError(f"a team's name has at most {NAME_MAX_LENGTH} characters")
+    others = Team.objects.filter(name=name)
+    if team is not None:
+        others = others.exclude(pk=team.pk)
+    if others.exists():
         raise TeamError(f"a team named {name!r} already exists")
     return name
 

@@ -73,6 +73,7 @@ class AccessEventSerializer(serializers.Serializer):
 
 
 def _refused(error: services.TeamError) -> Response:
+    code: int
     if isinstance(error, services.NotTeamOwner):
         code = status.HTTP_403_FORBIDDEN
     elif isinstance(error, services.LastOwner | services.TeamNotEmpty):
