@@ -8,6 +8,7 @@ import hashlib
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404
 from django.urls import reverse
@@ -23,6 +24,7 @@ from auditapp.launch_forms import launch_field_order
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, LLMEndpoint, PromptTemplate
 from teams.admin_scoping import TeamScopedAdmin, usable
+from teams.scoping import TeamChoiceError
 
 
 def _url_assumes_http(db_field, **kwargs):
@@ -207,7 +209,10 @@ class AuditAdmin(TeamScopedAdmin, admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             return
-        audit = self.launch_paradigm(request).launch_from_form(form, request.user)
+        try:
+            audit = self.launch_paradigm(request).launch_from_form(form, request.user)
+        except TeamChoiceError as error:  # no study to take a team from, and the launcher edits several teams
+            raise PermissionDenied(str(error)) from error
         engine_launch.audit_structured_output_set(audit=audit, enabled=form.cleaned_data.get("structured_output", False))
         obj.pk = audit.pk
 

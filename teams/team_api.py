@@ -21,6 +21,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from common.api.exports import ExportListAPIView
+from common.api.fields import StrictCharField
+from common.api.parsers import JSONObjectParser
 from common.export_rows import Export
 from teams import roles, services
 from teams.models import Membership, Team
@@ -35,6 +37,7 @@ class TeamSerializer(serializers.ModelSerializer):
     my_role = serializers.ChoiceField(choices=roles.CHOICES, read_only=True, allow_null=True,
                                       help_text="Your role in the team (null: a superuser who is not a member).")
     n_members = serializers.IntegerField(read_only=True)
+    name = StrictCharField(max_length=150, help_text="Unique across the server.")
 
     class Meta:
         model = Team
@@ -53,7 +56,7 @@ class MemberSerializer(serializers.ModelSerializer):
 
 
 class MemberAddSerializer(serializers.Serializer):
-    username = serializers.CharField(max_length=150, help_text="The researcher's username.")
+    username = StrictCharField(max_length=150, help_text="The researcher's username.")
     role = serializers.ChoiceField(choices=roles.CHOICES, default=roles.VIEWER)
 
 
@@ -105,6 +108,8 @@ class TeamScoped:
 class TeamListView(generics.ListCreateAPIView):
     """Your teams, with your role in each; POST creates a team with you as its owner."""
 
+    parser_classes = [JSONObjectParser]
+
     serializer_class = TeamSerializer
 
     def get_queryset(self):
@@ -120,6 +125,8 @@ class TeamListView(generics.ListCreateAPIView):
 
 class TeamDetailView(TeamScoped, APIView):
     """One of your teams; its owners rename it (PATCH) and delete it once it holds nothing (DELETE)."""
+
+    parser_classes = [JSONObjectParser]
 
     @extend_schema(summary="One of your teams", responses={200: TeamSerializer})
     def get(self, request, pk: int):
@@ -151,6 +158,8 @@ class TeamDetailView(TeamScoped, APIView):
 class TeamMembersView(TeamScoped, generics.ListCreateAPIView):
     """The members of one of your teams with their roles; its owners add a researcher by username (POST)."""
 
+    parser_classes = [JSONObjectParser]
+
     serializer_class = MemberSerializer
 
     def get_queryset(self):
@@ -177,6 +186,8 @@ class TeamMembersView(TeamScoped, generics.ListCreateAPIView):
 class TeamMemberView(TeamScoped, APIView):
     """One member of one of your teams: its owners give them another role (PATCH) or remove them (DELETE); the last
     owner stays (409)."""
+
+    parser_classes = [JSONObjectParser]
 
     def membership(self, user_id: int) -> Membership:
         self.require_owner()
