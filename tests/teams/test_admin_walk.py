@@ -242,3 +242,26 @@ def _object_urls(model_admin) -> list[URLPattern]:
 def _custom_url(pattern: URLPattern, pk: int) -> str:
     kwargs = {name: (pk if name in ("object_id", "round_id") else 1) for name in pattern.pattern.regex.groupindex}
     return reverse(f"admin:{pattern.name}", kwargs=kwargs)
+
+
+def test_the_launch_form_offers_the_users_and_the_shared_endpoints_only(world, two_teams):
+    from auditapp.models import Audit
+
+    endpoint = world[LLMEndpoint]
+    endpoint.listed_models = [{"name": "secret-model"}]
+    endpoint.save(update_fields=["listed_models"])
+    bob = login(two_teams, "bob")
+    assert "secret-model" not in bob.get(admin_url(Audit, "add")).content.decode()
+    endpoint.shared_with.add(two_teams["b"])
+    assert "secret-model" in bob.get(admin_url(Audit, "add")).content.decode()
+    assert "secret-model" in login(two_teams, "ed").get(admin_url(Audit, "add")).content.decode()
+
+
+def test_an_owner_deletes_and_an_editor_changes(world, two_teams):
+    label = world[Label]
+    alice = login(two_teams, "alice")
+    assert alice.post(admin_url(Label, "delete", label.pk), {"post": "yes"}).status_code == 302
+    assert not Label.objects.filter(pk=label.pk).exists()
+    study = world[Study]
+    page = login(two_teams, "ed").get(admin_url(Study, "change", study.pk))
+    assert 'name="_save"' in page.content.decode()
