@@ -26,10 +26,11 @@ from common.api.csv_export import streaming_csv_response
 from psychometrics.admin import StudyInstrumentInline
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.forms import AnnotatorImportForm
-from teams.scoping import admin_team_for_new_object
+from teams.admin_scoping import TeamScopedAdmin, TeamScopedInline
+from teams.scoping import visible
 
 
-class StudyAnalysisSettingsInline(admin.StackedInline):
+class StudyAnalysisSettingsInline(TeamScopedInline, admin.StackedInline):
     model = StudyAnalysisSettings
     can_delete = False
     max_num = 1
@@ -38,7 +39,7 @@ class StudyAnalysisSettingsInline(admin.StackedInline):
 
 
 @admin.register(Study)
-class StudyAdmin(admin.ModelAdmin):
+class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_display = ("name", "slug", "status", "label_scheme", "n_items", "n_participants", "n_labels", "created_at")
     list_filter = ("status", "label_scheme")
     search_fields = ("name", "slug", "description")
@@ -56,11 +57,6 @@ class StudyAdmin(admin.ModelAdmin):
                                     "completion_url")}),
         ("Data", {"fields": ("analysis", "item_imports", "annotator_imports", "created_at", "updated_at")}),
     ]
-
-    def save_model(self, request, obj, form, change):
-        if not change:
-            obj.team = admin_team_for_new_object(request)
-        super().save_model(request, obj, form, change)
 
     def save_related(self, request, form, formsets, change):
         """A change of the study or its analysis settings recomputes the analysis (in the worker)."""
@@ -82,7 +78,7 @@ class StudyAdmin(admin.ModelAdmin):
 
     def recompute_analysis_view(self, request, object_id: int):
         """The "Recompute the analysis" button: queues a recomputation (coalesced, as the API's POST)."""
-        study = get_object_or_404(Study, pk=object_id)
+        study = get_object_or_404(self.get_queryset(request), pk=object_id)
         if not self.has_change_permission(request, study):
             return HttpResponse(status=403)
         study_analysis_request(study_id=study.pk)
@@ -103,7 +99,7 @@ class StudyAdmin(admin.ModelAdmin):
             reverse("admin:annotation_study_invite_links", args=[study.pk]))
 
     def invite_view(self, request, object_id: int):
-        study = get_object_or_404(Study, pk=object_id)
+        study = get_object_or_404(self.get_queryset(request), pk=object_id)
         if not (self.has_change_permission(request, study) and request.user.has_perm("annotation.add_participant")):
             return HttpResponse(status=403)
         form = InviteForm(request.POST or None)
@@ -119,7 +115,7 @@ class StudyAdmin(admin.ModelAdmin):
 
     def invite_links_view(self, request, object_id: int):
         """pseudonym, team, status, link: the personal links to hand out (researchers only)."""
-        study = get_object_or_404(Study, pk=object_id)
+        study = get_object_or_404(self.get_queryset(request), pk=object_id)
         if not self.has_view_permission(request, study):
             return HttpResponse(status=403)
         base = request.build_absolute_uri("/").rstrip("/")
@@ -130,7 +126,7 @@ class StudyAdmin(admin.ModelAdmin):
                                       filename=f"{study.slug}-invite-links.csv")
 
     def get_queryset(self, request):
-        return study_list()
+        return visible(request.user, study_list())
 
     @admin.display(ordering="n_items", description="items")
     def n_items(self, study):
@@ -186,7 +182,7 @@ class StudyAdmin(admin.ModelAdmin):
         ]
 
     def import_items_view(self, request, object_id: int):
-        study = get_object_or_404(Study, pk=object_id)
+        study = get_object_or_404(self.get_queryset(request), pk=object_id)
         if not (self.has_change_permission(request, study) and request.user.has_perm("annotation.add_item")):
             return HttpResponse(status=403)
         problems, total = [], 0
@@ -214,7 +210,7 @@ class StudyAdmin(admin.ModelAdmin):
 
 
     def import_annotator_data_view(self, request, object_id: int):
-        study = get_object_or_404(Study, pk=object_id)
+        study = get_object_or_404(self.get_queryset(request), pk=object_id)
         if not (self.has_change_permission(request, study)
                 and request.user.has_perm("psychometrics.add_annotatorimport")):
             return HttpResponse(status=403)
@@ -238,7 +234,7 @@ class StudyAdmin(admin.ModelAdmin):
 
 
 @admin.register(ItemImport)
-class ItemImportAdmin(admin.ModelAdmin):
+class ItemImportAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_display = ("filename", "study", "status", "n_items", "n_labels", "n_participants", "created_at")
     list_filter = ("status", "study")
     exclude = ("content", "errors", "warnings")
@@ -250,7 +246,8 @@ class ItemImportAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
-        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
+        # Read-only: its page is the view permission's.
+        return False
 
     @admin.display(description="Problems (nothing was imported)")
     def problem_list(self, item_import):
@@ -281,7 +278,7 @@ class ItemImportAdmin(admin.ModelAdmin):
         ]
 
     def download_view(self, request, object_id: int):
-        item_import = get_object_or_404(ItemImport, pk=object_id)
+        item_import = get_object_or_404(self.get_queryset(request), pk=object_id)
         if not self.has_view_permission(request, item_import):
             return HttpResponse(status=403)
         response = HttpResponse(bytes(item_import.content), content_type="application/octet-stream")
@@ -290,7 +287,7 @@ class ItemImportAdmin(admin.ModelAdmin):
 
 
 @admin.register(Item)
-class ItemAdmin(admin.ModelAdmin):
+class ItemAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_display = ("external_id", "study", "short_target", "position")
     list_filter = ("study",)
     search_fields = ("external_id", "target", "preceding", "following")
@@ -303,7 +300,7 @@ class ItemAdmin(admin.ModelAdmin):
 
 
 @admin.register(Participant)
-class ParticipantAdmin(admin.ModelAdmin):
+class ParticipantAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_display = ("pseudonym", "study", "team", "status", "invite_link", "created_at", "completed_at")
     list_filter = ("study", "status", "team")
     search_fields = ("pseudonym", "prolific_pid")
@@ -319,7 +316,7 @@ class ParticipantAdmin(admin.ModelAdmin):
 
 
 @admin.register(Label)
-class LabelAdmin(admin.ModelAdmin):
+class LabelAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_display = ("participant", "item", "value", "created_at")
     list_filter = ("value", "item__study")
     search_fields = ("participant__pseudonym", "item__external_id")

@@ -8,6 +8,7 @@ import hashlib
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import PermissionDenied
 from django.db import models
 from django.http import Http404
 from django.urls import reverse
@@ -22,7 +23,8 @@ from auditapp.engine.selectors import audit_progress
 from auditapp.launch_forms import launch_field_order
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, LLMEndpoint, PromptTemplate
-from teams.scoping import admin_team_for_new_object
+from teams.admin_scoping import TeamScopedAdmin, usable
+from teams.scoping import TeamChoiceError
 
 
 def _url_assumes_http(db_field, **kwargs):
@@ -45,7 +47,8 @@ class LLMEndpointForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["base_url"].required = False
+        if "base_url" in self.fields:  # absent from a viewer's read-only page
+            self.fields["base_url"].required = False
 
     def clean(self):
         data = super().clean()
@@ -63,7 +66,7 @@ class LLMEndpointForm(forms.ModelForm):
 
 
 @admin.register(LLMEndpoint)
-class LLMEndpointAdmin(admin.ModelAdmin):
+class LLMEndpointAdmin(TeamScopedAdmin, admin.ModelAdmin):
     form = LLMEndpointForm
     list_display = ("name", "protocol", "base_url", "max_concurrency", "requests_per_minute", "api_key_status",
                     "n_models", "listed_at")
@@ -91,8 +94,6 @@ class LLMEndpointAdmin(admin.ModelAdmin):
     formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
 
     def save_model(self, request, obj, form, change):
-        if not change:
-            obj.team = admin_team_for_new_object(request)
         super().save_model(request, obj, form, change)
         if scorer_kinds.scorer_kind(obj.protocol).models_known:
             engine_endpoints.endpoint_list_models(obj)
@@ -152,7 +153,7 @@ class PromptTemplateAdmin(admin.ModelAdmin):
 
 
 @admin.register(Audit)
-class AuditAdmin(admin.ModelAdmin):
+class AuditAdmin(TeamScopedAdmin, admin.ModelAdmin):
     """Every audit. "Add" launches one: a picker of the registered paradigms (``?paradigm=<name>``, default
     classification) above the chosen paradigm's launch form (its adapter's)."""
 
@@ -187,6 +188,19 @@ class AuditAdmin(admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return self.readonly_fields if obj else ()
 
+    def offers_team(self, request, obj=None) -> bool:
+        # A launched audit goes to its study's team (else its launcher's): the launch forms pick no team.
+        return False
+
+    def scope_form(self, form, user) -> None:
+        """The launch form's studies, corpora and models only of what the user may use (their teams' endpoints and
+        those shared with them)."""
+        super().scope_form(form, user)
+        if "models" in form.fields:
+            endpoints = set(usable(user, LLMEndpoint.objects.all()).values_list("id", flat=True))
+            form.fields["models"].choices = [(value, label) for value, label in form.fields["models"].choices
+                                             if int(str(value).partition(":")[0]) in endpoints]
+
     def get_fields(self, request, obj=None):
         if obj is None:
             return launch_field_order(self.launch_paradigm(request).launch_form)
@@ -195,7 +209,10 @@ class AuditAdmin(admin.ModelAdmin):
     def save_model(self, request, obj, form, change):
         if change:
             return
-        audit = self.launch_paradigm(request).launch_from_form(form, request.user)
+        try:
+            audit = self.launch_paradigm(request).launch_from_form(form, request.user)
+        except TeamChoiceError as error:  # no study to take a team from, and the launcher edits several teams
+            raise PermissionDenied(str(error)) from error
         engine_launch.audit_structured_output_set(audit=audit, enabled=form.cleaned_data.get("structured_output", False))
         obj.pk = audit.pk
 

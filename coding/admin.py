@@ -32,6 +32,8 @@ from coding.codebooks import CodebookInvalid, codebook_parse
 from coding.models import Code, Codebook, Coder, CodingRound, RoundLens
 from coding.round_selectors import round_detail
 from coding.round_services import SEED_RANGE
+from teams import roles
+from teams.admin_scoping import TeamScopedAdmin, TeamScopedInline, editable_teams, holds, usable
 
 # ---- Codebooks (helper 1) ----
 
@@ -58,21 +60,44 @@ class CodeInlineFormSet(BaseInlineFormSet):
             raise ValidationError([str(problem) for problem in invalid.problems]) from None
 
 
-class CodeInline(admin.TabularInline):
+class CodeInline(TeamScopedInline, admin.TabularInline):
     model = Code
     formset = CodeInlineFormSet
     fields = ("position", "name", "shortcut", "definition", "examples", "definition_is_ours")
     extra = 1
 
+    def _shipped_editable(self, request, obj) -> bool:
+        # The codes of a shipped codebook are edited as the new version its editor's team gets (CodebookAdmin).
+        return obj is not None and obj.team_id is None and editable_teams(request.user).exists()
+
+    def has_add_permission(self, request, obj):
+        return super().has_add_permission(request, obj) or (
+            admin.TabularInline.has_add_permission(self, request, obj) and self._shipped_editable(request, obj))
+
+    def has_change_permission(self, request, obj=None):
+        return super().has_change_permission(request, obj) or (
+            admin.TabularInline.has_change_permission(self, request, obj) and self._shipped_editable(request, obj))
+
+    def has_delete_permission(self, request, obj=None):
+        return super().has_delete_permission(request, obj) or (
+            admin.TabularInline.has_delete_permission(self, request, obj) and self._shipped_editable(request, obj))
+
 
 @admin.register(Codebook)
-class CodebookAdmin(admin.ModelAdmin):
+class CodebookAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_display = ("name", "version", "shipped", "created_at")
     list_filter = ("shipped",)
     search_fields = ("name",)
     fields = ("name", "description", "source", "lineage", "version", "shipped", "created_by", "created_at")
     readonly_fields = ("lineage", "version", "shipped", "created_by", "created_at")
     inlines = [CodeInline]
+
+    def has_change_permission(self, request, obj=None):
+        if obj is not None and obj.team_id is None:
+            # A shipped codebook is never changed: an edit is a new version in the editor's team.
+            return (super(TeamScopedAdmin, self).has_change_permission(request, obj)
+                    and editable_teams(request.user).exists())
+        return super().has_change_permission(request, obj)
 
     def save_model(self, request, obj, form, change):
         # Codebook and codes are stored together in save_related, through the service.
@@ -84,7 +109,8 @@ class CodebookAdmin(admin.ModelAdmin):
             # The service stores the codes, not the formset; the change message reads what a formset saved.
             formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
         if not change:
-            created = codebook_create(spec=spec, created_by=request.user)
+            team = self.team_for_new(request, form.cleaned_data.get("team"))
+            created = codebook_create(spec=spec, created_by=request.user, team=team)
             form.instance.pk, form.instance.lineage = created.pk, created.lineage
             return
         stored = Codebook.objects.get(pk=form.instance.pk)
@@ -122,9 +148,9 @@ class AuditPickForm(forms.Form):
     audit = forms.ModelChoiceField(queryset=Audit.objects.none(), help_text="A completed audit whose replies carry a "
                                                                             "label and an explanation.")
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args, user, **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["audit"].queryset = _explained_audits()
+        self.fields["audit"].queryset = usable(user, _explained_audits())
 
 
 class RoundCreateForm(forms.Form):
@@ -144,7 +170,7 @@ class RoundCreateForm(forms.Form):
     show_condition = forms.BooleanField(required=False, help_text="Coders see the prompting condition.")
     show_reference = forms.BooleanField(required=False, help_text="Coders see the weighted ground truth.")
 
-    def __init__(self, *args, audit: Audit, **kwargs):
+    def __init__(self, *args, audit: Audit, user, **kwargs):
         super().__init__(*args, **kwargs)
         self.audit = audit
         self.fields["models_included"].choices = [(str(model.id), model.label or model.model)
@@ -152,7 +178,7 @@ class RoundCreateForm(forms.Form):
         self.fields["conditions_included"].choices = [(condition, condition) for condition in
                                                       audit.conditions.order_by("position")
                                                       .values_list("condition", flat=True)]
-        codebooks = codebook_latest_versions()
+        codebooks = usable(user, codebook_latest_versions())
         defaults = [codebook.id for codebook in codebook_defaults_latest()]
         for slot in range(LENS_SLOTS):
             self.fields[f"lens_{slot + 1}"] = forms.ModelChoiceField(
@@ -198,7 +224,7 @@ class MappingForm(forms.Form):
 
 
 @admin.register(CodingRound)
-class CodingRoundAdmin(admin.ModelAdmin):
+class CodingRoundAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_display = ("name", "audit", "sample_size", "created_at", "closed_at")
     list_filter = ("closed_at",)
     search_fields = ("name",)
@@ -231,15 +257,15 @@ class CodingRoundAdmin(admin.ModelAdmin):
             raise PermissionDenied
         audit = None
         if request.GET.get("audit"):
-            picked = AuditPickForm(request.GET)
+            picked = AuditPickForm(request.GET, user=request.user)
             if not picked.is_valid():
                 return self._page(request, "admin/coding/codinground/pick_audit.html",
                                   {"title": "Draw an error-analysis round", "form": picked}, status=400)
             audit = picked.cleaned_data["audit"]
         if audit is None:
             return self._page(request, "admin/coding/codinground/pick_audit.html",
-                              {"title": "Draw an error-analysis round", "form": AuditPickForm()})
-        form = RoundCreateForm(request.POST or None, audit=audit)
+                              {"title": "Draw an error-analysis round", "form": AuditPickForm(user=request.user)})
+        form = RoundCreateForm(request.POST or None, audit=audit, user=request.user)
         status = 200
         if request.method == "POST":
             if form.is_valid():
@@ -261,8 +287,8 @@ class CodingRoundAdmin(admin.ModelAdmin):
         coding_round = self.get_object(request, object_id)  # None for an id that is not one (also "abc")
         if coding_round is None:
             raise Http404(f"No coding round with id {object_id!r}.")
-        if not self.has_view_permission(request, coding_round):
-            raise PermissionDenied
+        if not self.has_view_permission(request, coding_round) or request.method == "POST":
+            raise PermissionDenied  # the page's forms post to the round's own URLs, never here
         return self._round_page(request, coding_round)
 
     def _round_page(self, request, coding_round, *, coder_form=None, mapping_form=None, status: int = 200):
@@ -282,7 +308,10 @@ class CodingRoundAdmin(admin.ModelAdmin):
     def _round(self, request, round_id: int) -> CodingRound:
         if request.method != "POST" or not request.user.has_perm("coding.change_codinground"):
             raise PermissionDenied
-        return get_object_or_404(CodingRound, pk=round_id)
+        coding_round = get_object_or_404(self.get_queryset(request), pk=round_id)
+        if not holds(request.user, coding_round, roles.EDITOR):
+            raise PermissionDenied
+        return coding_round
 
     def _back(self, coding_round: CodingRound):
         return HttpResponseRedirect(reverse("admin:coding_codinground_change", args=[coding_round.pk]))

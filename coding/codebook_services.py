@@ -40,9 +40,12 @@ def codebook_frozen(codebook: Codebook) -> bool:
 
 @transaction.atomic
 def codebook_create(*, spec: CodebookSpec, created_by=None, lineage=None, version: int = 1,
-                    shipped: bool = False) -> Codebook:
-    """A new codebook version with its codes (a new lineage unless one is given)."""
+                    shipped: bool = False, team=None) -> Codebook:
+    """A new codebook version with its codes (a new lineage unless one is given), in ``team`` if given (else its
+    creator's, :mod:`teams.signals`)."""
     extra = {"lineage": lineage} if lineage is not None else {}
+    if team is not None:
+        extra["team"] = team
     codebook = Codebook.objects.create(name=spec.name, description=spec.description, source=spec.source,
                                        version=version, shipped=shipped, created_by=created_by, **extra)
     _codes_store(codebook, spec)
@@ -82,8 +85,9 @@ def codebook_save(*, codebook: Codebook, spec: CodebookSpec, saved_by=None) -> C
         return CodebookSaved(codebook=codebook, new_version=False)
     if codebook_frozen(codebook):
         latest = Codebook.objects.filter(lineage=codebook.lineage).aggregate(Max("version"))["version__max"]
+        # A team's codebook keeps its team; a shipped one's next version goes to its editor's (teams.signals).
         return CodebookSaved(codebook=codebook_create(spec=spec, created_by=saved_by, lineage=codebook.lineage,
-                                                      version=latest + 1), new_version=True)
+                                                      version=latest + 1, team=codebook.team), new_version=True)
     codebook.name, codebook.description, codebook.source = spec.name, spec.description, spec.source
     codebook.save(update_fields=["name", "description", "source"])
     codebook.codes.all().delete()

@@ -11,6 +11,7 @@ from auditapp.api import corpora as corpus_api
 from auditapp.engine import registry
 from coding import api_urls as coding_api_urls
 from psychometrics import api as psychometrics_api
+from teams import team_api
 
 admin.site.site_header = "auditapp: researcher admin"
 admin.site.site_title = "auditapp"
@@ -55,6 +56,11 @@ api_patterns = [
     *(route for paradigm in registry.every() for route in paradigm.api_urls()),
     path("audits/<int:pk>/<str:action>/", audit_api.AuditActionView.as_view(), name="audit-action"),
     *coding_api_urls.patterns,
+    path("teams/", team_api.TeamListView.as_view(), name="team-list"),
+    path("teams/<int:pk>/", team_api.TeamDetailView.as_view(), name="team-detail"),
+    path("teams/<int:pk>/members/", team_api.TeamMembersView.as_view(), name="team-members"),
+    path("teams/<int:pk>/members/<int:user_id>/", team_api.TeamMemberView.as_view(), name="team-member"),
+    path("teams/<int:pk>/access-log/", team_api.TeamAccessLogView.as_view(), name="team-access-log"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
     path("redoc/", SpectacularRedocView.as_view(url_name="api:schema"), name="redoc"),

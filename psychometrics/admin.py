@@ -14,6 +14,7 @@ from psychometrics.annotator_imports import annotator_import_delete
 from psychometrics.instruments import InstrumentError
 from psychometrics.models import AnnotatorImport, IATSession, Instrument, InstrumentScore, StudyInstrument
 from psychometrics.services import instrument_upload
+from teams.admin_scoping import TeamScopedAdmin, TeamScopedInline
 
 
 class InstrumentUploadForm(forms.Form):
@@ -52,14 +53,14 @@ class InstrumentAdmin(admin.ModelAdmin):
             "problems": problems, "title": "Upload an instrument"})
 
 
-class StudyInstrumentInline(admin.TabularInline):
+class StudyInstrumentInline(TeamScopedInline, admin.TabularInline):
     model = StudyInstrument
     extra = 0
     fields = ("position", "instrument", "role", "randomise_items")
 
 
 @admin.register(InstrumentScore)
-class InstrumentScoreAdmin(admin.ModelAdmin):
+class InstrumentScoreAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_display = ("participant", "instrument", "total", "tier", "computed_at")
     list_filter = ("instrument", "participant__study")
     readonly_fields = [f.name for f in InstrumentScore._meta.fields]
@@ -69,7 +70,7 @@ class InstrumentScoreAdmin(admin.ModelAdmin):
 
 
 @admin.register(IATSession)
-class IATSessionAdmin(admin.ModelAdmin):
+class IATSessionAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_display = ("participant", "condition_index", "blocks_done", "d_score", "input_modality", "d600_score",
                     "flagged_fast", "completed_at")
     list_filter = ("participant__study", "flagged_fast", "input_modality")
@@ -81,7 +82,7 @@ class IATSessionAdmin(admin.ModelAdmin):
 
 
 @admin.register(AnnotatorImport)
-class AnnotatorImportAdmin(admin.ModelAdmin):
+class AnnotatorImportAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_display = ("filename", "study", "kind", "n_annotators", "n_rows", "created_at")
     list_filter = ("kind", "study")
     exclude = ("content", "warnings")
@@ -93,7 +94,8 @@ class AnnotatorImportAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
-        return request.method in ("GET", "HEAD") and super().has_view_permission(request, obj)
+        # Read-only: its page is the view permission's.
+        return False
 
     def delete_model(self, request, obj):
         annotator_import_delete(annotator_import=obj)
@@ -121,7 +123,7 @@ class AnnotatorImportAdmin(admin.ModelAdmin):
                 *super().get_urls()]
 
     def download_view(self, request, object_id: int):
-        annotator_import = get_object_or_404(AnnotatorImport, pk=object_id)
+        annotator_import = get_object_or_404(self.get_queryset(request), pk=object_id)
         if not self.has_view_permission(request, annotator_import):
             return HttpResponse(status=403)
         response = HttpResponse(bytes(annotator_import.content), content_type="application/octet-stream")

@@ -218,6 +218,7 @@ SPECTACULAR_SETTINGS = {
         "ItemImportStatusEnum": "annotation.models.ItemImport.Status",
         "AuditStatusEnum": "auditapp.models.Audit.Status",
         "ParadigmEnum": "auditapp.engine.registry.choices",
+        "TeamRoleEnum": "teams.roles.CHOICES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -68,6 +68,12 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {
                                                  "coding in it, the name not taken; the round must be open",
     ("PUT", "/api/coding-rounds/{id}/mappings/"): "the codes must exist in at least two of the round's lenses; "
                                                   "mapping names distinct",
+    ("POST", "/api/teams/"): "the name must not be taken (an earlier example may have taken it)",
+    ("PATCH", "/api/teams/{id}/"): "the name must not be another team's",
+    ("DELETE", "/api/teams/{id}/"): "the team must hold no study, audit, corpus, endpoint, codebook or round",
+    ("POST", "/api/teams/{id}/members/"): "the username must be an active researcher's who is not yet a member",
+    ("PATCH", "/api/teams/{id}/members/{user_id}/"): "the team's last owner keeps the owner role",
+    ("DELETE", "/api/teams/{id}/members/{user_id}/"): "the team's last owner stays",
 }
 # Those operations are still checked for everything else (no 5xx, every answer as documented, invalid data refused).
 
@@ -84,7 +90,7 @@ def seeded(django_db_setup, django_db_blocker):
         # Committed here, so a launch would queue its tasks at once: the seeded audits are never run.
         for name in ("audit_prepare_task", "audit_work_task", "audit_analyse_task"):
             patch.setattr(f"tasks.audits.{name}.delay", lambda audit_id: None)
-        _, token = make_researcher("schema-researcher")
+        researcher, token = make_researcher("schema-researcher")
         study = make_audit_study(12, n_examples=3, slug="schema-study")
         labelled = items_import_file(study=study, filename="labels.csv", content=autalic_like_csv(6))
         assert labelled.status == ItemImport.Status.SUCCEEDED, labelled.errors
@@ -101,7 +107,8 @@ def seeded(django_db_setup, django_db_blocker):
         coder = coder_add(coding_round=coding_round, lens_id=coding_round.lenses.get().id, name="schema coder")
         yield {"token": token, "study": study.id, "import": labelled.id, "endpoint": endpoint.id,
                "audit": classification.id, "self_report_audit": self_report.id, "corpus": corpus.id,
-               "codebook": codebook.id, "coding_round": coding_round.id, "coder": coder.id,
+               "codebook": codebook.id, "coding_round": coding_round.id, "coder": coder.id, "team": study.team_id,
+               "member": researcher.id,
                "request": classification.requests.order_by("id").values_list("id", flat=True).first()}
         call_command("flush", interactive=False, verbosity=0)
 
@@ -131,6 +138,8 @@ def seeded_id(path: str, ids: dict) -> int:
         return ids["codebook"]
     if path.startswith("/api/coding-rounds/"):
         return ids["coding_round"]
+    if path.startswith("/api/teams/"):
+        return ids["team"]
     if path.rstrip("/").rsplit("/", 1)[-1] in ("answers", "scores", "validity"):
         return ids["self_report_audit"]
     return ids["audit"]
@@ -146,6 +155,8 @@ def test_api_conforms_to_its_schema(case, seeded, keep_test_connection, audit_ta
         case.path_parameters["request_id"] = seeded["request"]
     if case.path_parameters and "coder_id" in case.path_parameters:
         case.path_parameters["coder_id"] = seeded["coder"]
+    if case.path_parameters and "user_id" in case.path_parameters:
+        case.path_parameters["user_id"] = seeded["member"]
     excluded = [positive_data_acceptance] if (case.method, case.path) in POSITIVE_ACCEPTANCE_UNKNOWABLE else []
     case.call_and_validate(headers={"Authorization": f"Token {seeded['token']}"}, excluded_checks=excluded)
 

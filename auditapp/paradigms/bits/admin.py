@@ -21,6 +21,8 @@ from auditapp.corpus_services import CorpusError
 from auditapp.models import Corpus
 from auditapp.paradigms.bits.corpora import bits_corpus_generate, bits_corpus_upload
 from auditapp.paradigms.bits.upload import UNMATCHED_RULES
+from teams.admin_scoping import TeamScopedAdmin
+from teams.scoping import TeamChoiceError
 
 
 class CorpusGenerateForm(forms.Form):
@@ -49,7 +51,7 @@ class CorpusUploadForm(forms.Form):
         help_text="A perturbed sentence whose control is not found: imported and reported, or refused.")
 
 
-class CorpusAdmin(admin.ModelAdmin):
+class CorpusAdmin(TeamScopedAdmin, admin.ModelAdmin):
     """Corpora are never edited: a changed corpus is a new corpus (its content hash changes)."""
 
     list_display = ("name", "paradigm", "n_units", "hash_prefix", "generator", "created_at")
@@ -122,6 +124,8 @@ class CorpusAdmin(admin.ModelAdmin):
                                                       name=generate_form.cleaned_data["name"], created_by=request.user)
             except CorpusError as error:
                 problems, total = error.problems, error.total
+            except TeamChoiceError as error:
+                problems, total = [{"message": str(error)}], 1
         if corpus is not None:
             if corpus.reused:
                 messages.info(request, f"An identical corpus was already stored: {corpus}. Nothing new was stored.")
