@@ -7,7 +7,7 @@ Thin: the page renders the paradigm's ``dashboard_template`` with its ``dashboar
 researcher's session, which the API scopes the same way.
 
 The page is for the audit's team (a viewer reads it; an audit of another team is not found, 404, as in
-:mod:`teams.pages`); it lists only the error-analysis rounds the user may see, and offers a new round to an editor.
+:mod:`teams.pages`); it lists only the error-analysis rounds the user may see, and offers the controls and a new round to an editor.
 """
 from __future__ import annotations
 
@@ -31,9 +31,11 @@ def audit_dashboard(request: HttpRequest, audit_id: int) -> HttpResponse:
     paradigm = registry.get(audit.paradigm)
     query = {name: request.GET[name] for name in paradigm.dashboard_query if name in request.GET}
     # Error-analysis rounds (coding/) are drawn from completed audits whose paradigm explains its labels.
+    can_control = can(request.user, audit, roles.EDITOR)
     can_draw_round = (paradigm.explained_replies is not None and audit.status == Audit.Status.COMPLETED
-                      and can(request.user, audit, roles.EDITOR))
+                      and can_control)
     coding_rounds = visible(request.user, CodingRound.objects.filter(audit=audit))
-    return render(request, paradigm.dashboard_template, {"audit": audit, "can_draw_round": can_draw_round,
+    return render(request, paradigm.dashboard_template, {"audit": audit, "can_control": can_control,
+                                                         "can_draw_round": can_draw_round,
                                                          "coding_rounds": coding_rounds,
                                                          "data": paradigm.dashboard_data(audit, **query)})

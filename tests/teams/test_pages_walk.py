@@ -155,3 +155,9 @@ def test_the_audit_dashboard_lists_only_the_rounds_the_user_may_see(two_teams, t
     html = client_of(two_teams["alice"][0]).get(reverse("audit-dashboard", args=[team_a_objects["audit_id"]]))
     assert reverse("coding-round-results", args=[team_a_objects["round_id"]]) not in html.content.decode()
 
+
+
+def test_only_an_editor_is_offered_the_audits_controls(two_teams, team_a_objects):
+    url = reverse("audit-dashboard", args=[team_a_objects["audit_id"]])
+    assert 'data-action="pause"' not in client_of(two_teams["vera"][0]).get(url).content.decode()
+    assert 'data-action="pause"' in client_of(two_teams["ed"][0]).get(url).content.decode()
