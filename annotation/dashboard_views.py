@@ -1,5 +1,8 @@
 """A study's weighted-vs-majority dashboard (staff only): the page, and the button that queues a recomputation.
 
+The page is for the study's team (a viewer reads it; a study of another team is not found, 404); the recomputation
+needs an editor (403 for a viewer, and nothing is queued), as in :mod:`teams.pages`.
+
 Thin: the page reads the stored latest analysis through ``annotation.dashboard``; a GET never computes
 anything. The recomputation runs in the Celery worker (``tasks.analysis``), so the page stays fast.
 
@@ -12,21 +15,24 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.dashboard import ITEM_LIST_IDS, ItemListQuery, ItemListQueryError, study_dashboard_context
 from annotation.models import Study
 from annotation.study_analysis import study_analysis_request
+from teams import roles
+from teams.pages import can, get_visible_or_404
 
 
 @require_GET
 @staff_member_required
 def study_dashboard(request: HttpRequest, study_id: int) -> HttpResponse:
-    study = get_object_or_404(Study, pk=study_id)
+    study = get_visible_or_404(request.user, Study.objects.all(), pk=study_id)
     try:
         queries = _item_list_queries(request.GET)
         context = study_dashboard_context(study=study, queries=queries)
+        context["can_recompute"] = can(request.user, study, roles.EDITOR)
     except (ValueError, ItemListQueryError) as error:
         return HttpResponseBadRequest(str(error), content_type="text/plain; charset=utf-8")
     for item_list in context.get("item_lists", []):
@@ -67,7 +73,7 @@ def _paging_links(params: QueryDict, list_id: str, page: int, n_pages: int) -> d
 @require_POST
 @staff_member_required
 def study_dashboard_recompute(request: HttpRequest, study_id: int) -> HttpResponse:
-    study = get_object_or_404(Study, pk=study_id)
+    study = get_visible_or_404(request.user, Study.objects.all(), at_least=roles.EDITOR, pk=study_id)
     # A recomputation already waiting or running covers this request (it runs once more if one is running).
     study_analysis_request(study_id=study.id)
     messages.success(request, "Recomputation queued: reload this page in a moment to see the new results.")

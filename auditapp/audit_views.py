@@ -4,26 +4,38 @@ its replies.
 
 Thin: the page renders the paradigm's ``dashboard_template`` with its ``dashboard_data(audit)``
 (:mod:`auditapp.engine.registry`); progress, control and the drill-down go through the REST API with the
-researcher's session.
+researcher's session, which the API scopes the same way.
+
+The page is for the audit's team (a viewer reads it; an audit of another team is not found, 404, as in
+:mod:`teams.pages`); it lists only the error-analysis rounds the user may see, and offers the controls and a new round to an editor.
 """
 from __future__ import annotations
 
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse
-from django.shortcuts import get_object_or_404, render
+from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from auditapp.engine import registry
 from auditapp.models import Audit
+from coding.models import CodingRound
+from teams import roles
+from teams.pages import can, get_visible_or_404
+from teams.scoping import visible
 
 
 @require_GET
 @staff_member_required
 def audit_dashboard(request: HttpRequest, audit_id: int) -> HttpResponse:
-    audit = get_object_or_404(Audit.objects.select_related("study", "corpus"), pk=audit_id)
+    audit = get_visible_or_404(request.user, Audit.objects.select_related("study", "corpus"), pk=audit_id)
     paradigm = registry.get(audit.paradigm)
     query = {name: request.GET[name] for name in paradigm.dashboard_query if name in request.GET}
     # Error-analysis rounds (coding/) are drawn from completed audits whose paradigm explains its labels.
-    can_draw_round = paradigm.explained_replies is not None and audit.status == Audit.Status.COMPLETED
-    return render(request, paradigm.dashboard_template, {"audit": audit, "can_draw_round": can_draw_round,
+    can_control = can(request.user, audit, roles.EDITOR)
+    can_draw_round = (paradigm.explained_replies is not None and audit.status == Audit.Status.COMPLETED
+                      and can_control)
+    coding_rounds = visible(request.user, CodingRound.objects.filter(audit=audit))
+    return render(request, paradigm.dashboard_template, {"audit": audit, "can_control": can_control,
+                                                         "can_draw_round": can_draw_round,
+                                                         "coding_rounds": coding_rounds,
                                                          "data": paradigm.dashboard_data(audit, **query)})

@@ -4,12 +4,22 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from annotation.selectors import study_list
+from auditapp.models import Audit
+from teams.models import Membership
+from teams.scoping import visible
+
+HOME_AUDITS = 50  # the latest; the admin lists them all
 
 
 def home(request: HttpRequest) -> HttpResponse:
-    """What the product is; for a researcher, the studies with their counts."""
-    studies = study_list() if request.user.is_active and request.user.is_staff else None
-    return render(request, "home.html", {"studies": studies})
+    """What the product is; for a researcher, their teams and roles, and the studies and latest audits of their
+    teams (none of another team's: :func:`teams.scoping.visible`)."""
+    studies = audits = memberships = None
+    if request.user.is_active and request.user.is_staff:
+        studies = visible(request.user, study_list())
+        audits = visible(request.user, Audit.objects.order_by("-created_at", "-id"))[:HOME_AUDITS]
+        memberships = Membership.objects.filter(user_id=request.user.pk).select_related("team").order_by("team__name")
+    return render(request, "home.html", {"studies": studies, "audits": audits, "memberships": memberships})
 
 
 def healthz(request: HttpRequest) -> JsonResponse:

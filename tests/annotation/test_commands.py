@@ -7,6 +7,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from annotation.models import Item, Label, Study
+from teams.models import Membership
 from tests.factories import autalic_like_csv, make_study
 
 pytestmark = pytest.mark.django_db
@@ -116,7 +117,8 @@ def test_create_researcher_command(capsys):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_load_demo_audit_runs_a_real_bits_audit_once_and_prints_its_dashboard(capsys, monkeypatch, staff_client):
+def test_load_demo_audit_runs_a_real_bits_audit_once_and_prints_its_dashboard(capsys, monkeypatch, researcher,
+                                                                               staff_client):
     from textblob import TextBlob
 
     from auditapp.models import Audit, AuditJudgment, CorpusUnit
@@ -134,6 +136,9 @@ def test_load_demo_audit_runs_a_real_bits_audit_once_and_prints_its_dashboard(ca
     assert judged.count() == 2310
     texts = dict(CorpusUnit.objects.filter(corpus=audit.corpus).values_list("key", "text"))
     assert all(value == TextBlob(texts[unit]).sentiment.polarity for unit, value in judged.values_list("unit", "value"))
+    # The demo audit is the Demo team's: a researcher reads its dashboard as one of the team's members.
+    assert staff_client.get(f"/audits/{audit.id}/dashboard/").status_code == 404
+    Membership.objects.create(team=audit.team, user=researcher[0], role="viewer")
     page = staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode()
     assert 'id="table-7"' in page and 'id="bits-heatmap"' in page
 
