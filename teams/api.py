@@ -118,7 +118,7 @@ def scope_relations(serializer: serializers.BaseSerializer, user: Any) -> serial
                 narrow(child)
         elif isinstance(field, serializers.RelatedField) and field.queryset is not None \
                 and getattr(field.queryset.model, "team_path", None):
-            field.queryset = visible(user, field.queryset)
+            field.queryset = visible(user, field.queryset.all())
 
     narrow(serializer)
     return serializer
