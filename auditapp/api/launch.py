@@ -47,8 +47,9 @@ class LaunchSerializer(serializers.Serializer):
                                  "the papers' prompts are free text.")
     error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
     parallel_tasks = serializers.IntegerField(default=1, min_value=1, max_value=32)
+    # No default: a body without a team leaves none in the validated values a paradigm's launch takes.
     team = EditableTeamField(
-        required=False, allow_null=True, default=None,
+        required=False, allow_null=True,
         help_text="The id of the audit's team, one where you are an editor (default: your only such team, or a new "
                   "team of your own); an audit of a study belongs to the study's team. You must be an editor of the "
                   "audit's team, and every endpoint, corpus and study the body names must be one your teams may use.")
