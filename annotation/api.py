@@ -40,7 +40,7 @@ from annotation.study_analysis import study_analysis_request
 from auditapp.api.audits import TableRowSerializer
 from common.api.exports import ExportListAPIView
 from common.api.fields import StrictCharField, StrictSlugField
-from teams.api import EditableTeamField, TeamScopedMixin, TeamScopedParentMixin
+from teams.api import EditableTeamField, ExportLogged, TeamScopedMixin, TeamScopedParentMixin, record_export
 from teams.scoping import TeamChoiceError, team_for_new_object
 
 MAX_ANNOTATORS_PER_ITEM = 1000
@@ -257,11 +257,16 @@ class StudyScoped(TeamScopedParentMixin):
         return self.scoped_object
 
 
-class StudyExportView(StudyScoped, ExportListAPIView):
-    """An export of one study: ``export_selector(study=...)`` gives the rows, ``export_name`` the file name."""
+class StudyExportView(StudyScoped, ExportLogged, ExportListAPIView):
+    """An export of one study: ``export_selector(study=...)`` gives the rows, ``export_name`` the file name and the
+    kind the access log records for each answer with rows (every JSON page and every CSV is an export)."""
 
     export_selector = None
     export_name = ""
+
+    @property
+    def export_kind(self) -> str:  # type: ignore[override]
+        return self.export_name
 
     def export_rows(self):
         return type(self).export_selector(study=self.study)
@@ -320,6 +325,7 @@ class StudyGroundTruthView(StudyExportView):
                 "their settings are described in annotation/alternatives.py and the summary table.")
 class StudyGroundTruthAlternativesView(StudyExportView):
     serializer_class = TableRowSerializer
+    export_name = "ground-truth-alternatives"
     not_ready_status = {"computing": status.HTTP_202_ACCEPTED, "failed": status.HTTP_409_CONFLICT,
                         "none": status.HTTP_404_NOT_FOUND}
 
@@ -424,7 +430,9 @@ class StudyAnalysisView(StudyScoped, APIView):
 
     @extend_schema(responses={200: StudyAnalysisSerializer}, summary="A study's analysis: its state and notes")
     def get(self, request, pk: int):
-        return self._answer(request, status.HTTP_200_OK)
+        answer = self._answer(request, status.HTTP_200_OK)
+        record_export(request, self.study, "analysis")
+        return answer
 
     @extend_schema(request=None, responses={202: StudyAnalysisSerializer}, summary="Recompute a study's analysis",
                    description="A worker recomputes the analysis from everything stored. Idempotent: while a run "

@@ -1,8 +1,8 @@
 """Writes of corpora (the units audits judge, stored once and reused), and the two reads analyses take.
 
 - :func:`corpus_store` stores any paradigm's units, identified by their content hash
-  (:func:`auditapp.corpora.units_hash`): an identical corpus (same paradigm, same units in the same order) is
-  not stored twice, the stored one is returned. Units and recorded scores are written with ``bulk_create`` in
+  (:func:`auditapp.corpora.units_hash`): an identical corpus of the same team (same paradigm, same units in the
+  same order) is not stored twice, the stored one is returned; another team stores its own. Units and recorded scores are written with ``bulk_create`` in
   batches, in one transaction: a corpus is stored whole or not at all.
 - A paradigm's own corpora (generated from its tables, uploaded in its shape) are built in its package and
   stored through :func:`corpus_store` (BITS: :mod:`auditapp.paradigms.bits.corpora`).
@@ -63,7 +63,8 @@ class CorpusError(Exception):
 
 def corpus_store(*, paradigm: str, name: str, units: Sequence[Unit], provenance: Mapping[str, Any],
                  created_by=None, recorded: Sequence[RecordedColumn] = ()) -> Corpus:
-    """Store the units (and recorded scores) as a corpus, or return the identical corpus already stored.
+    """Store the units (and recorded scores) as a corpus, or return the identical corpus its team already stored (the
+    team a new corpus gets: :mod:`teams.signals`).
 
     The provenance is stored with ``factor_names`` added: the factors in the order of the first unit's.
 
@@ -84,33 +85,35 @@ def corpus_store(*, paradigm: str, name: str, units: Sequence[Unit], provenance:
         raise CorpusError(problems)
     content_hash = units_hash(units)
     with transaction.atomic():
-        corpus = Corpus.objects.select_for_update().filter(paradigm=paradigm, content_hash=content_hash).first()
-        reused = corpus is not None
-        if corpus is None:
-            try:
-                with transaction.atomic():
-                    corpus = _corpus_create(paradigm=paradigm, name=name, units=units, provenance=provenance,
-                                            content_hash=content_hash, created_by=created_by)
-            except IntegrityError:
-                # Another process stored the same corpus between our look-up and our insert: use theirs.
-                corpus = Corpus.objects.select_for_update().get(paradigm=paradigm, content_hash=content_hash)
-                reused = True
+        corpus = Corpus(paradigm=paradigm, name=name, content_hash=content_hash,
+                        provenance={**provenance, "factor_names": list(units[0].factors)}, n_units=len(units),
+                        created_by=created_by)
+        try:
+            # Inserted first, so the new corpus gets its team (teams.signals) and the database's constraint, one
+            # corpus per team, paradigm and content, decides: a team never reuses, nor learns of, another team's.
+            with transaction.atomic():
+                corpus.save()
+            reused = False
+        except IntegrityError:
+            if corpus.team_id is None:
+                raise
+            corpus = Corpus.objects.select_for_update().get(paradigm=paradigm, team_id=corpus.team_id,
+                                                            content_hash=content_hash)
+            reused = True
+        if not reused:
+            _units_store(corpus, units)
         _recorded_store(corpus=corpus, columns=recorded)
     corpus.reused = reused
     return corpus
 
 
-def _corpus_create(*, paradigm: str, name: str, units: Sequence[Unit], provenance: Mapping[str, Any],
-                   content_hash: str, created_by) -> Corpus:
-    # The database may reorder a JSON object's keys (PostgreSQL's jsonb does): the factors' order is kept here.
-    provenance = {**provenance, "factor_names": list(units[0].factors)}
-    corpus = Corpus.objects.create(paradigm=paradigm, name=name, content_hash=content_hash,
-                                   provenance=provenance, n_units=len(units), created_by=created_by)
+def _units_store(corpus: Corpus, units: Sequence[Unit]) -> None:
+    # The database may reorder a JSON object's keys (PostgreSQL's jsonb does): the factors' order is in the
+    # provenance's factor_names.
     CorpusUnit.objects.bulk_create(
         (CorpusUnit(corpus=corpus, key=unit.key, text=unit.text, factors=dict(unit.factors), fields=dict(unit.fields),
                     pair=unit.pair, position=position) for position, unit in enumerate(units)),
         batch_size=BULK_BATCH_SIZE)
-    return corpus
 
 
 def _recorded_store(*, corpus: Corpus, columns: Sequence[RecordedColumn]) -> None:

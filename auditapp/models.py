@@ -162,8 +162,8 @@ class LLMEndpoint(models.Model):
 
 
 class Corpus(models.Model):
-    """A paradigm's units (sentences, vignettes, pairs…), generated or uploaded once and reused by any number of
-    audits. ``content_hash`` is the sha256 of the units (:func:`auditapp.corpora.units_hash`); ``provenance``
+    """A paradigm's units (sentences, vignettes, pairs…), generated or uploaded once per team and reused by any number
+    of its audits. ``content_hash`` is the sha256 of the units (:func:`auditapp.corpora.units_hash`); ``provenance``
     says where they came from: a generator and its parameters, or the uploaded files' names and sha256."""
 
     team_path = "team"
@@ -182,7 +182,9 @@ class Corpus(models.Model):
     class Meta:
         ordering = ["-created_at", "-id"]
         verbose_name_plural = "corpora"
-        constraints = [models.UniqueConstraint(fields=["paradigm", "content_hash"], name="corpus_content_once")]
+        # Once per team: a team uploading or generating what another team holds gets its own corpus, never theirs.
+        constraints = [models.UniqueConstraint(fields=["team", "paradigm", "content_hash"],
+                                               name="corpus_content_once_per_team")]
 
     def __str__(self) -> str:
         return f"{self.name} ({self.n_units} units)"

@@ -4,6 +4,11 @@ its REFI-QDA export; creation from JSON or a ``.qdc`` upload; an edit with PUT.
 A version a round uses, or one the app shipped, is never changed: PUT on it answers 201 with the new version (and
 its URL in ``Location``); on any other version the edit is made in place (200). Bad input is a 400 naming every
 problem by its path (``codes[3].shortcut``) or its place in the uploaded file; nothing is stored.
+
+A researcher sees the codebooks of their teams and those shipped with the app (no team); a new codebook goes to the
+team named by ``team`` (or their only team where they edit); an edit needs the editor role in the codebook's team
+(a shipped codebook is never changed in place: an edit of it is a new version in the editor's team), and its new
+version stays in that team.
 """
 from __future__ import annotations
 
@@ -11,6 +16,7 @@ from xml.sax.saxutils import escape
 
 from django.conf import settings
 from django.core.validators import RegexValidator
+from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
@@ -41,6 +47,10 @@ from coding.qdc import QDC_MAX_BYTES, codebook_to_qdc
 from common.api.exports import ModelListExportView
 from common.api.parsers import JSONObjectParser
 from common.export_rows import Export
+from teams import roles
+from teams.api import TeamScopedMixin, check_role, new_object_team, record_export
+from teams.models import Team
+from teams.scoping import new_objects_in, visible
 
 LIST_COLUMNS = ["id", "lineage", "version", "name", "description", "source", "shipped", "in_use", "n_codes",
                 "created_by", "created_at"]
@@ -136,14 +146,29 @@ def detail_response(codebook: Codebook, code: int, **headers) -> Response:
     return Response(CodebookDetailSerializer(codebook).data, status=code, headers=headers)
 
 
+def visible_codebooks(request) -> QuerySet[Codebook]:
+    return visible(request.user, Codebook.objects.all())
+
+
+def requested_team(request) -> Team:
+    """The team a new codebook goes to: ``team`` in the body (the id of one where the user is an editor), else their
+    only such team; a 400 naming ``team`` otherwise."""
+    value = request.data.get("team") if hasattr(request.data, "get") else None
+    if value in (None, ""):
+        return new_object_team(request.user)
+    if isinstance(value, bool) or not isinstance(value, int | str) or not str(value).isdigit():
+        raise serializers.ValidationError({"team": [f"not a team's id: {value!r}"]})
+    return new_object_team(request.user, int(value))
+
+
 class CodebookListView(ModelListExportView):
-    """The latest version of each codebook; POST creates one."""
+    """The latest version of each codebook you see; POST creates one."""
 
     serializer_class = CodebookSerializer
     parser_classes = [JSONObjectParser, MultiPartParser]
 
     def get_queryset(self):
-        return codebook_latest_versions()
+        return codebook_latest_versions(among=visible_codebooks(self.request))
 
     def export_rows(self):
         fields = [("created_by__username" if column == "created_by" else column) for column in LIST_COLUMNS]
@@ -161,35 +186,38 @@ class CodebookListView(ModelListExportView):
                                "without a shortcut gets the next free key. 400 names every problem; nothing is "
                                "stored.")
     def post(self, request):
+        team = requested_team(request)
         try:
-            if request.content_type.startswith("multipart/form-data"):
-                upload = CodebookUploadSerializer(data=request.data)
-                if not upload.is_valid():
-                    return rejected_response(CodebookInvalid([
-                        rules.CodebookProblem(field, " ".join(str(message) for message in messages))
-                        for field, messages in upload.errors.items()]))
-                file = upload.validated_data["file"]
-                if file.size > QDC_MAX_BYTES:
-                    return rejected_response(CodebookInvalid([rules.CodebookProblem(
-                        "file", f"{file.size:,} bytes: at most {QDC_MAX_BYTES:,}")]))
-                codebook = codebook_import_qdc(content=file.read(), filename=file.name,
-                                               name=upload.validated_data.get("name", "").strip(),
-                                               created_by=request.user)
-            else:
-                codebook = codebook_create_from_json(data=request.data, created_by=request.user)
+            with new_objects_in(team):
+                if request.content_type.startswith("multipart/form-data"):
+                    upload = CodebookUploadSerializer(data=request.data)
+                    if not upload.is_valid():
+                        return rejected_response(CodebookInvalid([
+                            rules.CodebookProblem(field, " ".join(str(message) for message in messages))
+                            for field, messages in upload.errors.items()]))
+                    file = upload.validated_data["file"]
+                    if file.size > QDC_MAX_BYTES:
+                        return rejected_response(CodebookInvalid([rules.CodebookProblem(
+                            "file", f"{file.size:,} bytes: at most {QDC_MAX_BYTES:,}")]))
+                    codebook = codebook_import_qdc(content=file.read(), filename=file.name,
+                                                   name=upload.validated_data.get("name", "").strip(),
+                                                   created_by=request.user)
+                else:
+                    # The codebook's own fields are parsed strictly (an unknown key is a problem): the team is not one.
+                    data = ({key: value for key, value in request.data.items() if key != "team"}
+                            if isinstance(request.data, dict) else request.data)
+                    codebook = codebook_create_from_json(data=data, created_by=request.user)
         except CodebookInvalid as invalid:
             return rejected_response(invalid)
         return detail_response(codebook, status.HTTP_201_CREATED)
 
 
-class CodebookDetailView(generics.RetrieveAPIView):
-    """One codebook version with its codes; PUT saves an edit."""
+class CodebookDetailView(TeamScopedMixin, generics.RetrieveAPIView):
+    """One codebook version with its codes; PUT saves an edit (editors of its team)."""
 
     serializer_class = CodebookDetailSerializer
     parser_classes = [JSONObjectParser]
-
-    def get_queryset(self):
-        return codebook_versions_annotated().prefetch_related("codes")
+    queryset = codebook_versions_annotated().prefetch_related("codes")  # narrowed by TeamScopedMixin
 
     @extend_schema(request=CodebookWriteSerializer,
                    responses={200: CodebookDetailSerializer, 201: CodebookDetailSerializer,
@@ -200,12 +228,19 @@ class CodebookDetailView(generics.RetrieveAPIView):
                                "Any other version is edited in place (200). An edit that changes nothing stores "
                                "nothing (200).")
     def put(self, request, pk: int):
-        codebook = get_object_or_404(Codebook, pk=pk)
+        codebook = get_object_or_404(self.get_queryset(), pk=pk)
+        if codebook.team_id is None:
+            # A shipped codebook is never changed in place: the edit is a new version in the editor's own team.
+            team = new_object_team(request.user)
+        else:
+            check_role(request.user, codebook, roles.EDITOR)
+            team = codebook.team  # a new version stays in the codebook's team
         try:
             spec = codebook_parse(request.data)
         except CodebookInvalid as invalid:
             return rejected_response(invalid)
-        saved = codebook_save(codebook=codebook, spec=spec, saved_by=request.user)
+        with new_objects_in(team):
+            saved = codebook_save(codebook=codebook, spec=spec, saved_by=request.user)
         if saved.new_version:
             return detail_response(saved.codebook, status.HTTP_201_CREATED,
                                    Location=reverse("api:codebook-detail", args=[saved.codebook.pk]))
@@ -218,7 +253,8 @@ class CodebookVersionsView(ModelListExportView):
     serializer_class = CodebookSerializer
 
     def get_queryset(self):
-        return codebook_lineage_versions(get_object_or_404(Codebook, pk=self.kwargs["pk"]))
+        codebook = get_object_or_404(visible_codebooks(self.request), pk=self.kwargs["pk"])
+        return visible(self.request.user, codebook_lineage_versions(codebook))
 
     def export_rows(self):
         fields = [("created_by__username" if column == "created_by" else column) for column in LIST_COLUMNS]
@@ -252,10 +288,11 @@ class CodebookQDCView(APIView):
                                "any version of the codebook; its examples follow its definition in Description; "
                                "one Set named after the codebook carries its description and source.")
     def get(self, request, pk: int):
-        codebook = get_object_or_404(Codebook, pk=pk)
+        codebook = get_object_or_404(visible_codebooks(request), pk=pk)
         content = codebook_to_qdc(codebook_spec(codebook), lineage=codebook.lineage,
                                   origin=f"auditapp {settings.APP_VERSION}")
         response = HttpResponse(content, content_type="application/xml; charset=utf-8")
         filename = f"{slugify(codebook.name) or 'codebook'}-v{codebook.version}.qdc"
         response["Content-Disposition"] = f'attachment; filename="{filename}"'
+        record_export(request, codebook, "qdc")
         return response

@@ -24,6 +24,7 @@ from coding.api_rounds import RoundScoped
 from coding.selectors import round_analysis, round_analysis_frequency_rows, round_codings_export, round_codings_rows
 from common.api.csv_export import streaming_csv_response
 from common.api.exports import EXPORT_CHUNK_SIZE
+from teams.api import record_export
 
 
 class CodingRowSerializer(serializers.Serializer):
@@ -53,11 +54,14 @@ class RoundCodingsView(RoundScoped, generics.ListAPIView):
         self.paginator.check_query(request)
         if request.accepted_renderer.format == "csv":
             export = round_codings_export(self.coding_round)
+            record_export(request, self.coding_round, "codings")
             return streaming_csv_response(export.columns, export.iterate(EXPORT_CHUNK_SIZE),
                                           filename=f"coding-round-{self.coding_round.id}-codings.csv")
         _, records = round_codings_rows(self.coding_round)
         page = self.paginate_queryset(records)
-        return self.get_paginated_response(self.get_serializer(page, many=True).data)
+        answer = self.get_paginated_response(self.get_serializer(page, many=True).data)
+        record_export(request, self.coding_round, "codings")
+        return answer
 
 
 class RoundAnalysisView(RoundScoped, APIView):
@@ -70,6 +74,7 @@ class RoundAnalysisView(RoundScoped, APIView):
                     "?format=csv: the long frequency table (lens, coder, breakdown, level, code, count, n, share).")})
     def get(self, request, pk: int):
         payload = round_analysis(self.coding_round)
+        record_export(request, self.coding_round, "analysis")
         if request.accepted_renderer.format == "csv":
             export = round_analysis_frequency_rows(payload)
             return streaming_csv_response(export.columns, export.iterate(EXPORT_CHUNK_SIZE),

@@ -17,10 +17,13 @@ from auditapp.api.launch import BIGINT_MAX
 from auditapp.models import Audit
 from coding import round_services as services
 from coding.access import blind_reason
-from coding.models import CodingRound
+from coding.models import Codebook, CodingRound
 from coding.round_selectors import round_detail, round_excerpts_export, round_list
 from common.api.exports import ExportListAPIView
 from common.api.parsers import JSONObjectParser
+from teams import roles
+from teams.api import ExportLogged, TeamScopedParentMixin, check_role
+from teams.scoping import visible
 
 BIGINT_MIN = -BIGINT_MAX - 1
 
@@ -183,7 +186,8 @@ class RoundFilterSerializer(serializers.Serializer):
 
 @extend_schema(parameters=[RoundFilterSerializer])
 class RoundListView(generics.ListAPIView):
-    """Error-analysis rounds, newest first (``?audit=`` for one audit's); POST draws a new one."""
+    """The error-analysis rounds of your teams, newest first (``?audit=`` for one audit's); POST draws a new one
+    (an editor of the audit's team, with codebooks your teams see; the round belongs to the audit's team)."""
 
     serializer_class = RoundSerializer
     parser_classes = [JSONObjectParser]
@@ -191,7 +195,7 @@ class RoundListView(generics.ListAPIView):
     def get_queryset(self):
         filters = RoundFilterSerializer(data=self.request.query_params.dict())
         filters.is_valid(raise_exception=True)
-        return round_list(audit_id=filters.validated_data.get("audit"))
+        return visible(self.request.user, round_list(audit_id=filters.validated_data.get("audit")))
 
     @extend_schema(request=RoundCreateSerializer, responses={201: RoundDetailSerializer},
                    summary="Draw an error-analysis round from a completed audit", parameters=[],
@@ -205,10 +209,17 @@ class RoundListView(generics.ListAPIView):
         data = RoundCreateSerializer(data=request.data)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
-        audit = Audit.objects.filter(pk=values.pop("audit")).first()
+        # Another team's audit or codebook is "no such id", as one that exists nowhere.
+        audit = visible(request.user, Audit.objects.all()).filter(pk=values.pop("audit")).first()
         if audit is None:
             return Response({"audit": [f"no audit with id {data.validated_data['audit']}"]},
                             status=status.HTTP_400_BAD_REQUEST)
+        seen = set(visible(request.user, Codebook.objects.filter(pk__in=values["codebooks"]))
+                   .values_list("pk", flat=True))
+        if unseen := [pk for pk in values["codebooks"] if pk not in seen]:
+            return Response({"codebooks": [f"no codebook with id {pk}" for pk in unseen]},
+                            status=status.HTTP_400_BAD_REQUEST)
+        check_role(request.user, audit, roles.EDITOR)
         values["mappings"] = mapping_specs(values["mappings"])
         try:
             coding_round = services.round_create(audit=audit, created_by=request.user, **values)
@@ -217,16 +228,18 @@ class RoundListView(generics.ListAPIView):
         return detail_response(request, coding_round, status.HTTP_201_CREATED)
 
 
-class RoundScoped:
-    """A view of one round (``pk`` in the URL); an unknown round is a 404. A view ``hidden_from_its_coders`` (the
-    codes, or the sample with what the round may hide from coders: model, condition, ground truth) refuses a coder
-    of the round while it is open (403 with the reason: ``coding.access.blind_reason``)."""
+class RoundScoped(TeamScopedParentMixin):
+    """A view of one round (``pk`` in the URL) of your teams; another team's, or an unknown one, is a 404, and a
+    write below the editor role a 403 (before the handler runs). A view ``hidden_from_its_coders`` (the codes, or
+    the sample with what the round may hide from coders: model, condition, ground truth) refuses a coder of the
+    round while it is open (403 with the reason: ``coding.access.blind_reason``)."""
 
+    parent_model = CodingRound
     hidden_from_its_coders = False
 
     @cached_property
     def coding_round(self) -> CodingRound:
-        coding_round = get_object_or_404(CodingRound, pk=self.kwargs["pk"])
+        coding_round = self.scoped_object
         if self.hidden_from_its_coders and (reason := blind_reason(self.request.user, coding_round)):
             raise PermissionDenied(reason)
         return coding_round
@@ -282,6 +295,7 @@ class RoundCodersView(RoundScoped, APIView):
                            "researcher removing themselves from an open round (they could then read the others' "
                            "codes).")
 class RoundCoderView(RoundScoped, APIView):
+    delete_role = roles.EDITOR  # removing a coder changes the round's settings; it deletes no data of the team
     def delete(self, request, pk: int, coder_id: int):
         coder = get_object_or_404(self.coding_round.coders, pk=coder_id)
         try:
@@ -370,9 +384,10 @@ class ExcerptRowSerializer(serializers.Serializer):
 @extend_schema(summary="A round's sample, with its strata",
                description="403 for a researcher who codes in the open round: it names the model, the condition "
                            "and the ground truth the round may hide from its coders.")
-class RoundExcerptsView(RoundScoped, ExportListAPIView):
+class RoundExcerptsView(RoundScoped, ExportLogged, ExportListAPIView):
     serializer_class = ExcerptRowSerializer
     hidden_from_its_coders = True
+    export_kind = "excerpts"
 
     def export_rows(self):
         return round_excerpts_export(coding_round=self.coding_round)

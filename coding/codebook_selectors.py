@@ -13,10 +13,15 @@ def codebook_versions_annotated() -> QuerySet[Codebook]:
             .annotate(n_codes=Count("codes"), in_use=Exists(RoundLens.objects.filter(codebook=OuterRef("pk")))))
 
 
-def codebook_latest_versions() -> QuerySet[Codebook]:
-    """The latest version of each codebook, by name."""
-    newer = Codebook.objects.filter(lineage=OuterRef("lineage"), version__gt=OuterRef("version"))
-    return codebook_versions_annotated().exclude(Exists(newer)).order_by("name", "id")
+def codebook_latest_versions(among: QuerySet[Codebook] | None = None) -> QuerySet[Codebook]:
+    """The latest version of each codebook, by name; with ``among`` (the versions a user sees), the latest of those
+    (a lineage whose newest version is another team's shows its latest visible one)."""
+    versions = Codebook.objects.all() if among is None else among
+    newer = versions.filter(lineage=OuterRef("lineage"), version__gt=OuterRef("version"))
+    latest = codebook_versions_annotated().exclude(Exists(newer))
+    if among is not None:
+        latest = latest.filter(pk__in=among.values("pk"))
+    return latest.order_by("name", "id")
 
 
 def codebook_lineage_versions(codebook: Codebook) -> QuerySet[Codebook]:

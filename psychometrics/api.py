@@ -13,6 +13,7 @@ from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.forms import ENCODING_CHOICES, AnnotatorImportForm
 from psychometrics.models import AnnotatorImport
 from psychometrics.selectors import study_annotator_imports
+from teams.api import TeamScopedMixin
 
 # AnnotatorImportForm.clean_columns: parts separated by commas or lines, each blank or "field=column" with neither
 # side blank.
@@ -71,7 +72,7 @@ class StudyAnnotatorImportsView(StudyScoped, generics.ListAPIView):
         return Response(AnnotatorImportSerializer(annotator_import).data, status=status.HTTP_201_CREATED)
 
 
-class AnnotatorImportDetailView(generics.RetrieveAPIView):
+class AnnotatorImportDetailView(TeamScopedMixin, generics.RetrieveAPIView):
     """One annotator data import: its kind, file hash, mapping, counts and warnings."""
 
     serializer_class = AnnotatorImportSerializer

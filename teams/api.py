@@ -5,7 +5,9 @@
 ``get_object`` answers 403 when the user sees it but holds a role below ``write_role`` (editor) for PUT, PATCH and
 POST, or below ``delete_role`` (owner) for DELETE. :class:`TeamScopedParentMixin` does the same for the views under
 an object's URL (``/api/studies/{pk}/...``), before any handler runs. :class:`EditableTeamField` takes the id of a
-team the user may add to (any other id is "does not exist", whether or not it does).
+team the user may add to (any other id is "does not exist", whether or not it does). :func:`scope_relations` narrows a
+request body's ids of objects to those the user sees; :class:`ExportLogged` and :func:`record_export` write the access
+log of an export.
 """
 from __future__ import annotations
 
@@ -18,9 +20,9 @@ from rest_framework import serializers
 from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import SAFE_METHODS
 
-from teams import roles
+from teams import access_log, roles
 from teams.models import Team
-from teams.scoping import role_on, teams_of, visible
+from teams.scoping import TeamChoiceError, role_on, team_for_new_object, teams_of, visible
 
 
 def required_role(method: str, write_role: str = roles.EDITOR, delete_role: str = roles.OWNER) -> str | None:
@@ -91,3 +93,50 @@ class EditableTeamField(serializers.PrimaryKeyRelatedField):
         if user is not None and user.is_superuser:
             return Team.objects.all()
         return Team.objects.filter(id__in=teams_of(user, roles.EDITOR))
+
+
+def new_object_team(user: Any, requested: Team | int | None = None) -> Team:
+    """The team of an object the API creates for ``user`` (:func:`teams.scoping.team_for_new_object`); a 400 naming
+    the field ``team`` when it cannot be chosen."""
+    try:
+        return team_for_new_object(user, requested)
+    except TeamChoiceError as error:
+        raise serializers.ValidationError({"team": [str(error)]}) from error
+
+
+def scope_relations(serializer: serializers.BaseSerializer, user: Any) -> serializers.BaseSerializer:
+    """Narrow every related-object field of ``serializer`` (nested serializers and lists of ids included) whose model
+    belongs to a team to the rows ``user`` sees: an id of another team's object is then "does not exist" (a 400
+    naming the field), exactly as an id that exists nowhere. Models of no team (instruments) are left as they are."""
+    def narrow(field: Any) -> None:
+        if isinstance(field, serializers.ListSerializer):
+            narrow(field.child)
+        elif isinstance(field, serializers.ManyRelatedField):
+            narrow(field.child_relation)
+        elif isinstance(field, serializers.Serializer):
+            for child in field.fields.values():
+                narrow(child)
+        elif isinstance(field, serializers.RelatedField) and field.queryset is not None \
+                and getattr(field.queryset.model, "team_path", None):
+            field.queryset = visible(user, field.queryset.all())
+
+    narrow(serializer)
+    return serializer
+
+
+def record_export(request: Any, target: models.Model, kind: str) -> None:
+    """One access-log entry: ``request``'s user exported ``kind`` of ``target``, as CSV or JSON."""
+    fmt = "csv" if getattr(getattr(request, "accepted_renderer", None), "format", None) == "csv" else "json"
+    access_log.record(request.user, access_log.EXPORT, target=target, detail={"kind": kind, "format": fmt})
+
+
+class ExportLogged:
+    """For an export view (:class:`common.api.exports.ExportListAPIView`) of one scoped object: each answer with its
+    rows (a JSON page or the whole CSV) writes one access-log entry of ``export_kind`` for ``scoped_object``."""
+
+    export_kind = ""
+    request: Any
+    scoped_object: Any
+
+    def exported(self) -> None:
+        record_export(self.request, self.scoped_object, self.export_kind)

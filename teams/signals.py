@@ -1,7 +1,8 @@
 """Receivers that keep teams in step with the rest: a new owned object without a team gets, in this order, its parent's
-(an audit its study's, a coding round its audit's), its creator's (:func:`teams.scoping.team_for_new_object`), the
-team of :func:`teams.scoping.new_objects_in`, or as a last resort a parent's that may be shared (an audit its
-corpus's: one corpus serves every audit of the same units); with ONE_LAB every saved staff user is an editor of the
+(an audit its study's, a coding round its audit's), the team of :func:`teams.scoping.new_objects_in` (the one an API
+request or a command chose: it is explicit, so it goes before the creator's default), its creator's
+(:func:`teams.scoping.team_for_new_object`), or as a last resort a parent's that may be shared (an audit its corpus's);
+with ONE_LAB every saved staff user is an editor of the
 Lab team. An object none of these names stays without a team, which the database refuses."""
 from __future__ import annotations
 
@@ -38,11 +39,11 @@ def _team_from_parent_or_creator(sender, instance, raw: bool = False, **kwargs) 
     creator = getattr(instance, "created_by", None)
     if (team_id := _parents_team(instance, first)) is not None:
         instance.team_id = team_id
-    elif creator is not None and creator.is_staff:
-        instance.team = team_for_new_object(creator)
     elif (team := team_of_new_objects()) is not None:
         if sender._meta.label != "coding.Codebook" or not instance.shipped:
             instance.team = team
+    elif creator is not None and creator.is_staff:
+        instance.team = team_for_new_object(creator)
     elif (team_id := _parents_team(instance, last)) is not None:
         instance.team_id = team_id
 

@@ -42,7 +42,18 @@ from auditapp.models import MAX_ENDPOINT_SECONDS, Audit, AuditRequest, LLMEndpoi
 from common.api.exports import ExportListAPIView, ModelListExportView
 from common.api.fields import storable_json
 from common.export_rows import Export
-from teams.scoping import TeamChoiceError, team_for_new_object
+from teams import roles
+from teams.api import (
+    EditableTeamField,
+    ExportLogged,
+    TeamScopedMixin,
+    TeamScopedParentMixin,
+    check_role,
+    new_object_team,
+    record_export,
+    scope_relations,
+)
+from teams.scoping import new_objects_in, teams_of, visible
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -78,13 +89,21 @@ class EndpointSerializer(serializers.ModelSerializer):
     api_key_set = serializers.SerializerMethodField(
         help_text=f"Whether the named environment variable is set (always false for a name not starting with "
                   f"{KEY_VARIABLE_PREFIX}: no other variable is looked up).")
+    team = EditableTeamField(
+        required=False,
+        help_text="The id of the team that owns the endpoint (its editors alone see and set its key's variable). On "
+                  "creation, optional: one where you are an editor (default: your only such team, or a new team of "
+                  "your own).")
+    shared_with = serializers.PrimaryKeyRelatedField(
+        many=True, read_only=True, help_text="The teams that may also use it (set in the admin by its owners).")
 
     class Meta:
         model = LLMEndpoint
         fields = ("id", "name", "protocol", "base_url", "api_key_env", "api_key_set", "max_concurrency",
                   "requests_per_minute", "attempt_timeout_s", "deadline_s", "max_attempts", "structured_output",
                   "request_template",
-                  "score_path", "score_min", "score_max", "listed_models", "listed_at", "created_at")
+                  "score_path", "score_min", "score_max", "team", "shared_with", "listed_models", "listed_at",
+                  "created_at")
         read_only_fields = ("listed_models", "listed_at", "created_at")
         extra_kwargs = {"base_url": {"required": False, "allow_blank": True,
                                      "help_text": "The server's URL (an HTTP JSON scorer's: the whole URL it is "
@@ -97,6 +116,28 @@ class EndpointSerializer(serializers.ModelSerializer):
 
     def get_api_key_set(self, endpoint: LLMEndpoint) -> bool:
         return endpoint.api_key() is not None
+
+    def _editor_teams(self) -> set[int] | None:
+        """The teams whose endpoints' key settings the request's user may see (None: every team's)."""
+        if "editor_teams" not in self.context:
+            user = getattr(self.context.get("request"), "user", None)
+            self.context["editor_teams"] = (None if user is not None and user.is_superuser else
+                                            set(teams_of(user, roles.EDITOR).values_list("team_id", flat=True)))
+        return self.context["editor_teams"]
+
+    def to_representation(self, endpoint: LLMEndpoint) -> dict:
+        # A team the endpoint is shared with uses it without learning where its key lives: the variable's name is
+        # the owning team's editors' business (api_key_set still says whether it can be used).
+        data = super().to_representation(endpoint)
+        editor_teams = self._editor_teams()
+        if editor_teams is not None and endpoint.team_id not in editor_teams:
+            data["api_key_env"] = None
+        return data
+
+    def validate_team(self, team):
+        if self.instance is not None and team != self.instance.team:
+            raise serializers.ValidationError("An endpoint's team is not changed through the API.")
+        return team
 
     def validate(self, attrs: dict) -> dict:
         def value(name: str):
@@ -112,19 +153,16 @@ class EndpointSerializer(serializers.ModelSerializer):
         return attrs
 
     def create(self, validated_data: dict) -> LLMEndpoint:
-        # Until this view is scoped by team (teams.api), a new endpoint goes to its creator's team.
-        try:
-            validated_data["team"] = team_for_new_object(self.context["request"].user)
-        except TeamChoiceError as error:
-            raise serializers.ValidationError({"team": [str(error)]}) from error
+        validated_data["team"] = new_object_team(self.context["request"].user, validated_data.pop("team", None))
         endpoint = super().create(validated_data)
         if scorer_kinds.scorer_kind(endpoint.protocol).models_known:
             engine_endpoints.endpoint_list_models(endpoint)
         return endpoint
 
 
-class EndpointListView(generics.ListCreateAPIView):
-    """LLM endpoints; POST registers one (the API key is named by an environment variable, never sent here)."""
+class EndpointListView(TeamScopedMixin, generics.ListCreateAPIView):
+    """The LLM endpoints of your teams and those shared with them; POST registers one in a team where you are an
+    editor (the API key is named by an environment variable, never sent here)."""
 
     serializer_class = EndpointSerializer
     queryset = LLMEndpoint.objects.all()
@@ -146,7 +184,7 @@ class ModelInfoSerializer(serializers.Serializer):
                            f"variable does not start with {KEY_VARIABLE_PREFIX} (named before names were restricted).")
 class EndpointModelsView(APIView):
     def get(self, request, pk: int):
-        endpoint = get_object_or_404(LLMEndpoint, pk=pk)
+        endpoint = get_object_or_404(visible(request.user, LLMEndpoint.objects.all()), pk=pk)
         try:
             models = engine_endpoints.endpoint_list_models(endpoint)
         except EndpointRefused as error:
@@ -200,12 +238,12 @@ class AuditDetailSerializer(AuditSerializer):
 
 
 class AuditListView(ModelListExportView):
-    """Audits, newest first; POST launches one."""
+    """The audits of your teams, newest first; POST launches one."""
 
     serializer_class = AuditSerializer
 
     def get_queryset(self):
-        return audit_list().prefetch_related("models__endpoint", "conditions")
+        return visible(self.request.user, audit_list()).prefetch_related("models__endpoint", "conditions")
 
     def export_rows(self):
         columns = ["id", "name", "paradigm", "study", "status", "status_reason", "replicates", "seed", "use_cache",
@@ -233,32 +271,58 @@ class AuditListView(ModelListExportView):
         except (registry.UnknownParadigm, TypeError):
             return Response({"paradigm": [f"unknown paradigm {name!r}; choose one of: "
                                           f"{', '.join(registry.PARADIGMS)}"]}, status=status.HTTP_400_BAD_REQUEST)
-        data = paradigm.launch_serializer(data=request.data)
+        # Every id the body names (a study, a corpus, an endpoint, recorded scorers) is looked up among what the user
+        # sees: another team's is "does not exist", as one that exists nowhere.
+        data = scope_relations(paradigm.launch_serializer(data=request.data, context={"request": request}),
+                               request.user)
         data.is_valid(raise_exception=True)
         values = dict(data.validated_data)
         structured_output = values.pop("structured_output")
-        with transaction.atomic():
+        team = launch_team(request.user, values)
+        with transaction.atomic(), new_objects_in(team):
             audit = paradigm.launch(values, created_by=request.user)
             launch.audit_structured_output_set(audit=audit, enabled=structured_output)
         return Response(AuditDetailSerializer(audit_list().get(pk=audit.pk)).data, status=status.HTTP_201_CREATED)
 
 
-class AuditScoped:
-    """A view of one audit (``pk`` in the URL); with ``paradigm`` set, an audit of another paradigm is a 404."""
+def launch_team(user, values: dict):
+    """The team of an audit ``user`` launches (``team`` popped from the body's ``values``): its study's, for an audit
+    of a study (another team named is a 400); else the one named, or the user's only team where they edit. The user
+    must be an editor there: 403 for a viewer of the study's team, 400 naming ``team`` for any other team."""
+    requested = values.pop("team", None)
+    study = values.get("study")
+    if study is None:
+        return new_object_team(user, requested)
+    if requested is not None and requested.pk != study.team_id:
+        raise serializers.ValidationError({"team": ["an audit of a study belongs to the study's team"]})
+    check_role(user, study, roles.EDITOR)
+    return study.team
 
+
+class AuditScoped(TeamScopedParentMixin):
+    """A view of one audit (``pk`` in the URL) of your teams, looked up before the handler runs (404 for another
+    team's, 403 for a write below the editor role); with ``paradigm`` set, an audit of another paradigm is a 404."""
+
+    parent_model = Audit
     paradigm: str | None = None
 
     @cached_property
-    def audit(self) -> Audit:
+    def scoped_object(self) -> Audit:
         audits = Audit.objects.all() if self.paradigm is None else Audit.objects.filter(paradigm=self.paradigm)
-        return get_object_or_404(audits, pk=self.kwargs["pk"])
+        return get_object_or_404(visible(self.request.user, audits), pk=self.kwargs["pk"])
+
+    @property
+    def audit(self) -> Audit:
+        return self.scoped_object
 
 
-class AuditDetailView(generics.RetrieveAPIView):
+class AuditExportView(AuditScoped, ExportLogged, ExportListAPIView):
+    """An export of one audit's rows: each answer with rows writes the access log (``export_kind``)."""
+
+
+class AuditDetailView(TeamScopedMixin, generics.RetrieveAPIView):
     serializer_class = AuditDetailSerializer
-
-    def get_queryset(self):
-        return audit_list().prefetch_related("models__endpoint", "conditions")
+    queryset = audit_list().prefetch_related("models__endpoint", "conditions")  # narrowed by TeamScopedMixin
 
 
 @extend_schema(summary="Live progress of an audit", responses={200: dict})
@@ -272,7 +336,9 @@ class AuditProgressView(AuditScoped, APIView):
                            "data version, app version and git commit.")
 class AuditManifestView(AuditScoped, APIView):
     def get(self, request, pk: int):
-        return Response(self.audit.manifest)
+        answer = Response(self.audit.manifest)
+        record_export(request, self.audit, "manifest")
+        return answer
 
 
 class FinishReasonSerializer(serializers.Serializer):
@@ -321,8 +387,9 @@ ParseQualityRowSerializer = type("ParseQualityRowSerializer", (serializers.Seria
                            f"{SHAPE_SAMPLE:,} most recent per cell), a warning when most replies of a cell are "
                            "unparseable or cut off, and the link to the raw unparseable replies. Any paradigm; "
                            "live while the audit runs.")
-class AuditParseQualityView(AuditScoped, ExportListAPIView):
+class AuditParseQualityView(AuditExportView):
     serializer_class = ParseQualityRowSerializer
+    export_kind = "parse-quality"
 
     def export_rows(self):
         return audit_parse_quality(self.audit)
@@ -371,8 +438,9 @@ class ResponseFilterSerializer(serializers.Serializer):
 
 
 @extend_schema(summary="An audit's requests and replies", parameters=[ResponseFilterSerializer])
-class AuditResponsesView(AuditScoped, ExportListAPIView):
+class AuditResponsesView(AuditExportView):
     serializer_class = ResponseRowSerializer
+    export_kind = "responses"
 
     def export_rows(self):
         # A plain dict, so an empty value is a 400 too (a form's QueryDict would read it as "not given").
@@ -394,7 +462,9 @@ class AuditRequestDetailView(AuditScoped, APIView):
         detail = audit_request_detail(audit=self.audit, request_id=request_id)
         if detail is None:
             raise NotFound(f"audit {self.audit.id} has no request {request_id}")
-        return Response(detail)
+        answer = Response(detail)
+        record_export(request, self.audit, "request")
+        return answer
 
 
 class TableRowSerializer(serializers.Serializer):
@@ -422,8 +492,12 @@ class TableRowSchema(OpenApiSerializerExtension):
                                             description="The table's name; GET /api/audits/{id}/tables/ lists them.")],
                description="A table the audit's paradigm declares (e.g. a BITS audit's score_sense, Table 7 of "
                            "seed 001), JSON pages or every row as CSV (?format=csv). 404 names the audit's tables."))
-class AuditTableView(AuditScoped, ExportListAPIView):
+class AuditTableView(AuditExportView):
     serializer_class = TableRowSerializer
+
+    @property
+    def export_kind(self) -> str:  # type: ignore[override]
+        return f"table:{self.kwargs['name']}"
 
     def export_rows(self):
         tables = registry.get(self.audit.paradigm).tables

@@ -1,8 +1,8 @@
 """REST API of corpora (researchers only): list, generate a BITS corpus from seed 001's tables or a spec, upload
 one in the public BITS repository's shape, a corpus's provenance and counts, and its units.
 
-A corpus identical to one already stored (same paradigm and units) is not stored again: the answer is 200 with
-the stored corpus instead of 201. Every list also answers ``?format=csv`` (streamed, never paginated).
+A corpus identical to one its team already stored (same paradigm and units) is not stored again: the answer is 200
+with the stored corpus instead of 201 (another team's identical corpus is neither reused nor revealed). Every list also answers ``?format=csv`` (streamed, never paginated).
 """
 from __future__ import annotations
 
@@ -25,6 +25,11 @@ from auditapp.models import Corpus
 from common.api.exports import ExportListAPIView, ModelListExportView
 from common.api.fields import StrictCharField
 from common.export_rows import Export
+from teams.api import EditableTeamField, ExportLogged, TeamScopedMixin, new_object_team
+from teams.scoping import new_objects_in, visible
+
+TEAM_HELP = ("The id of the corpus's team, one where you are an editor (default: your only such team, or a new team "
+             "of your own). A corpus identical to one of that team's is reused; other teams' corpora never are.")
 
 
 def generated_paradigms() -> list[tuple[str, str]]:
@@ -96,6 +101,7 @@ class CorpusCreateSerializer(serializers.Serializer):
                                        help_text="The paradigm whose corpus is generated (default: the first that "
                                                  "generates corpora).")
     name = StrictCharField(max_length=200)
+    team = EditableTeamField(required=False, allow_null=True, default=None, help_text=TEAM_HELP)
     spec = serializers.DictField(required=False, allow_null=True, default=None,
                                  help_text="The paradigm's generator's parameters; omitted, its paper's tables. BITS: "
                                            "the JSON shape of auditapp/paradigms/bits/seed001_tables.json: templates "
@@ -143,12 +149,12 @@ def stored_response(corpus: Corpus) -> Response:
 
 
 class CorpusListView(ModelListExportView):
-    """Corpora, newest first; POST generates a BITS corpus."""
+    """The corpora of your teams, newest first; POST generates a BITS corpus."""
 
     serializer_class = CorpusSerializer
 
     def get_queryset(self):
-        return corpus_list()
+        return visible(self.request.user, corpus_list())
 
     def export_rows(self):
         fields = [("created_by__username" if c == "created_by" else c) for c in LIST_COLUMNS]
@@ -164,24 +170,23 @@ class CorpusListView(ModelListExportView):
                                "(BITS: seed 001's Tables 3–5). 400 names every problem of the spec and stores "
                                "nothing; 200 returns an identical corpus stored before.")
     def post(self, request):
-        body = CorpusCreateSerializer(data=request.data)
+        body = CorpusCreateSerializer(data=request.data, context={"request": request})
         if not body.is_valid():
             return invalid_body_response(body.errors)
         try:
-            corpus = registry.get(body.validated_data["paradigm"]).corpus_generate(
-                spec=body.validated_data["spec"], name=body.validated_data["name"], created_by=request.user)
+            with new_objects_in(new_object_team(request.user, body.validated_data["team"])):
+                corpus = registry.get(body.validated_data["paradigm"]).corpus_generate(
+                    spec=body.validated_data["spec"], name=body.validated_data["name"], created_by=request.user)
         except CorpusError as error:
             return rejected_response([p.as_dict() for p in error.problems], str(error))
         return stored_response(corpus)
 
 
-class CorpusDetailView(generics.RetrieveAPIView):
+class CorpusDetailView(TeamScopedMixin, generics.RetrieveAPIView):
     """A corpus with its provenance, the counts of its units per factor and its recorded scorers."""
 
     serializer_class = CorpusDetailSerializer
-
-    def get_queryset(self):
-        return corpus_list()
+    queryset = corpus_list()  # narrowed by TeamScopedMixin
 
 
 class UnitRowSerializer(serializers.Serializer):
@@ -200,12 +205,17 @@ class UnitRowSerializer(serializers.Serializer):
 
 
 @extend_schema(summary="A corpus's units", description="One row per unit in corpus order, one column per factor.")
-class CorpusUnitsView(ExportListAPIView):
+class CorpusUnitsView(ExportLogged, ExportListAPIView):
     serializer_class = UnitRowSerializer
+    export_kind = "units"
 
     @cached_property
     def corpus(self) -> Corpus:
-        return get_object_or_404(Corpus, pk=self.kwargs["pk"])
+        return get_object_or_404(visible(self.request.user, Corpus.objects.all()), pk=self.kwargs["pk"])
+
+    @property
+    def scoped_object(self) -> Corpus:
+        return self.corpus
 
     def export_rows(self):
         return corpus_units_export(self.corpus)

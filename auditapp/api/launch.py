@@ -18,6 +18,7 @@ from auditapp.engine.launch import MAX_REPLICATES, ModelChoice
 from auditapp.engine.launch_settings import Setting
 from auditapp.models import LLMEndpoint
 from common.api.fields import storable_json
+from teams.api import EditableTeamField
 
 BIGINT_MAX = 2**63 - 1
 """The largest id or seed the database stores (a 64-bit signed integer); larger ones are a 400, not a 500."""
@@ -33,7 +34,7 @@ class ModelChoiceSerializer(serializers.Serializer):
 
 class LaunchSerializer(serializers.Serializer):
     """The fields of every launch: name, models, replicates, seed, cache, structured output, error budget, parallel
-    tasks."""
+    tasks, team."""
 
     name = serializers.CharField(max_length=200)
     models = ModelChoiceSerializer(many=True)
@@ -46,6 +47,12 @@ class LaunchSerializer(serializers.Serializer):
                                  "the papers' prompts are free text.")
     error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
     parallel_tasks = serializers.IntegerField(default=1, min_value=1, max_value=32)
+    # No default: a body without a team leaves none in the validated values a paradigm's launch takes.
+    team = EditableTeamField(
+        required=False, allow_null=True,
+        help_text="The id of the audit's team, one where you are an editor (default: your only such team, or a new "
+                  "team of your own); an audit of a study belongs to the study's team. You must be an editor of the "
+                  "audit's team, and every endpoint, corpus and study the body names must be one your teams may use.")
 
 
 def model_choices(validated: list[dict]) -> list[ModelChoice]:

@@ -35,6 +35,10 @@ class ExportListAPIView(generics.ListAPIView):
     def export_filename(self) -> str:
         raise NotImplementedError
 
+    def exported(self) -> None:
+        """Called once per answer that carries rows (a JSON page or the CSV), before it is sent: where an app writes
+        its access log (the teams' ``ExportLogged``). Nothing by default."""
+
     # A CSV export streams (DRF returns a StreamingHttpResponse as it is); the stubs' ListModelMixin.list
     # promises a Response.
     def list(self, request: Request, *args: Any,  # type: ignore[override]
@@ -44,6 +48,7 @@ class ExportListAPIView(generics.ListAPIView):
         paginator.check_query(request)
         export = self.export_rows()
         if request.accepted_renderer.format == "csv":
+            self.exported()
             return streaming_csv_response(export.columns, export.iterate(EXPORT_CHUNK_SIZE),
                                           filename=self.export_filename())
         page = paginator.paginate_queryset(export.rows, request, view=self)
@@ -51,7 +56,9 @@ class ExportListAPIView(generics.ListAPIView):
         if export.transform is not None:
             page = [export.transform(row) for row in page]
         records = [dict(zip(export.columns, row, strict=True)) for row in page]
-        return self.get_paginated_response(self.get_serializer(records, many=True).data)
+        response = self.get_paginated_response(self.get_serializer(records, many=True).data)
+        self.exported()
+        return response
 
 
 class ModelListExportView(ExportListAPIView):

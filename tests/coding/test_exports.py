@@ -177,14 +177,14 @@ def test_reading_a_round_takes_a_fixed_number_of_queries(django_assert_max_num_q
     for coding_round in (small, large):
         with django_assert_max_num_queries(8):
             round_codings(coding_round)
-        # The API adds the session's user and the round itself.
-        with django_assert_max_num_queries(10):
+        # The API adds the session's user, the round itself and the access log's entry of the export.
+        with django_assert_max_num_queries(11):
             assert staff_client.get(reverse("api:coding-round-analysis", args=[coding_round.id])).status_code == 200
-        with django_assert_max_num_queries(10):
+        with django_assert_max_num_queries(11):
             response = staff_client.get(reverse("api:coding-round-codings", args=[coding_round.id]),
                                         {"format": "csv"})
             b"".join(response.streaming_content)
-        with django_assert_max_num_queries(10):
+        with django_assert_max_num_queries(11):
             assert staff_client.get(reverse("api:coding-round-codings", args=[coding_round.id])).status_code == 200
 
 

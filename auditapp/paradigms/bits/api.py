@@ -9,6 +9,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.views import APIView
 
 from auditapp.api.corpora import (
+    TEAM_HELP,
     CorpusDetailSerializer,
     CorpusRejectedSerializer,
     invalid_body_response,
@@ -18,6 +19,8 @@ from auditapp.api.corpora import (
 from auditapp.corpus_services import CorpusError
 from auditapp.paradigms.bits.corpora import bits_corpus_upload
 from auditapp.paradigms.bits.upload import UNMATCHED_RULES
+from teams.api import EditableTeamField, new_object_team
+from teams.scoping import new_objects_in
 
 
 class CorpusUploadSerializer(serializers.Serializer):
@@ -31,6 +34,7 @@ class CorpusUploadSerializer(serializers.Serializer):
     unmatched = serializers.ChoiceField(choices=UNMATCHED_RULES, default="report",
                                         help_text="A perturbed sentence whose control is not found: imported and "
                                                   "reported (report) or a problem (refuse).")
+    team = EditableTeamField(required=False, allow_null=True, default=None, help_text=TEAM_HELP)
 
 
 class CorpusUploadView(APIView):
@@ -45,13 +49,14 @@ class CorpusUploadView(APIView):
                                "column of every problem and stores nothing. Each file may hold at most "
                                "CORPUS_UPLOAD_MAX_BYTES to read (16 MiB by default).")
     def post(self, request):
-        body = CorpusUploadSerializer(data=request.data)
+        body = CorpusUploadSerializer(data=request.data, context={"request": request})
         if not body.is_valid():
             return invalid_body_response(body.errors)
         data = body.validated_data
         try:
-            corpus = bits_corpus_upload(perturbed_file=data["perturbed_file"], control_file=data["control_file"],
-                                        name=data["name"], unmatched=data["unmatched"], created_by=request.user)
+            with new_objects_in(new_object_team(request.user, data["team"])):
+                corpus = bits_corpus_upload(perturbed_file=data["perturbed_file"], control_file=data["control_file"],
+                                            name=data["name"], unmatched=data["unmatched"], created_by=request.user)
         except CorpusError as error:
             return rejected_response([p.as_dict() for p in error.problems], str(error))
         return stored_response(corpus)

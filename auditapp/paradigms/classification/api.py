@@ -11,7 +11,7 @@ from rest_framework.exceptions import APIException, NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditapp.api.audits import AuditScoped, TableRowSerializer
+from auditapp.api.audits import AuditExportView, AuditScoped, TableRowSerializer
 from auditapp.models import AuditExtraction, LLMEndpoint
 from auditapp.paradigms.classification.extraction_services import (
     OutcomeSourceError,
@@ -27,8 +27,8 @@ from auditapp.paradigms.classification.selectors import (
     audit_metrics_export,
     audit_robustness_export,
 )
-from common.api.exports import ExportListAPIView
 from common.api.parsers import JSONObjectParser
+from teams.api import scope_relations
 
 PARADIGM = "classification"
 
@@ -76,8 +76,9 @@ MetricRowSerializer = type("MetricRowSerializer", (serializers.Serializer,), {
                            "metric undefined over its items (n = 0, no predicted or no reference positives, κ with "
                            "one class only) is null (empty in CSV), never 0, with its reason in the <metric>_note "
                            "column.")
-class AuditMetricsView(AuditScoped, ExportListAPIView):
+class AuditMetricsView(AuditExportView):
     serializer_class = MetricRowSerializer
+    export_kind = "metrics"
 
     def export_rows(self):
         try:
@@ -108,9 +109,10 @@ class AuditMetricsView(AuditScoped, ExportListAPIView):
                 "study's alternatives are still being computed (their own task after its analysis) the answer is 202 "
                 "with `status: \"computing\"`, when they were asked and a note, in either format; the audit is "
                 "re-scored when they are stored.")
-class AuditRobustnessView(AuditScoped, ExportListAPIView):
+class AuditRobustnessView(AuditExportView):
     paradigm = PARADIGM
     serializer_class = TableRowSerializer
+    export_kind = "robustness"
 
     def list(self, request, *args, **kwargs):
         robustness = (self.audit.analysis or {}).get("robustness") or {}
@@ -197,7 +199,9 @@ class AuditExtractionsView(AuditScoped, APIView):
                                "failed extractor requests, only those). The strict outcomes never change. 400 names "
                                "every problem (a generation parameter of the wrong type included).")
     def post(self, request, pk: int):
-        body = ExtractionCreateSerializer(data=request.data)
+        # The extractor's endpoint is one the user may use (their team's or one shared with it): any other is "does
+        # not exist".
+        body = scope_relations(ExtractionCreateSerializer(data=request.data), request.user)
         body.is_valid(raise_exception=True)
         data = body.validated_data
         extraction, created = extraction_create(audit=self.audit, mode=data["mode"], endpoint=data.get("endpoint"),
@@ -231,9 +235,10 @@ class ExtractionLabelSerializer(serializers.Serializer):
     OpenApiParameter("extraction_id", int, OpenApiParameter.PATH)],
     description="One row per reply the extraction read: its request, strict outcome and raw reply, and the "
                 "extraction's outcome, label and reason (model mode: the extractor request's key and raw answer).")
-class AuditExtractionLabelsView(AuditScoped, ExportListAPIView):
+class AuditExtractionLabelsView(AuditExportView):
     paradigm = PARADIGM
     serializer_class = ExtractionLabelSerializer
+    export_kind = "extraction-labels"
 
     def export_rows(self):
         number = self.kwargs["extraction_id"]

@@ -10,9 +10,8 @@ import json
 
 from rest_framework import generics, serializers
 
-from auditapp.api.audits import AuditScoped
+from auditapp.api.audits import AuditExportView, AuditScoped
 from auditapp.paradigms.self_report.services import PARADIGM, item_answers
-from common.api.exports import ExportListAPIView
 from common.export_rows import Export
 from psychometrics.models import Instrument
 
@@ -64,10 +63,11 @@ class SelfReportScoped(AuditScoped):
     paradigm = PARADIGM
 
 
-class AuditAnswersView(SelfReportScoped, ExportListAPIView):
+class AuditAnswersView(SelfReportScoped, AuditExportView):
     """Item-level answers: one row per model × replicate × form × presented item, parsed from the stored reply."""
 
     serializer_class = AnswerRowSerializer
+    export_kind = "answers"
 
     def export_rows(self):
         return answers_export(self.audit)
@@ -93,10 +93,11 @@ class ScoreRowSerializer(serializers.Serializer):
     content_hash = serializers.CharField(help_text="The instrument definition's sha256.")
 
 
-class AuditScoresView(SelfReportScoped, ExportListAPIView):
+class AuditScoresView(SelfReportScoped, AuditExportView):
     """Scores per model × replicate × form × instrument (empty until the audit is analysed)."""
 
     serializer_class = ScoreRowSerializer
+    export_kind = "scores"
 
     def export_rows(self):
         return scores_export(self.audit)
@@ -128,10 +129,11 @@ class ValidityRowSerializer(serializers.Serializer):
     rule = serializers.CharField(help_text="The validity rule the flags follow.")
 
 
-class AuditValidityView(SelfReportScoped, ExportListAPIView):
+class AuditValidityView(SelfReportScoped, AuditExportView):
     """Validity per model × form, with the rule (empty until the audit is analysed)."""
 
     serializer_class = ValidityRowSerializer
+    export_kind = "validity"
 
     def export_rows(self):
         return validity_export(self.audit)
