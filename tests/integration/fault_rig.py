@@ -33,6 +33,8 @@ from tests.llm_server import LLMServer
 
 POSITIVE_WORDS = ("cure", "disease", "tragedy", "suffer", "burden")
 LAUNCH = """
+from tests import team_defaults
+team_defaults.connect()  # this process's objects go to the suite's team, as the test's own do
 from auditapp.engine import launch as engine_launch
 from auditapp.models import LLMEndpoint
 from auditapp.paradigms.classification import services as classification_services

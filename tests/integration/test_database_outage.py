@@ -14,6 +14,8 @@ from tests.integration.support import REPO, ThrowawayPostgres, gunicorn, product
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 SETUP = """
+from tests import team_defaults
+team_defaults.connect()  # this process's objects go to the suite's team, as the test's own do
 from annotation.models import Item, Study
 from annotation.participation import instructions_read, participant_consent, participants_invite
 study = Study.objects.create(name="Outage", slug="outage", status=Study.Status.OPEN, iat_enabled=False,
