@@ -23,8 +23,9 @@ from auditapp.engine.selectors import audit_progress
 from auditapp.launch_forms import launch_field_order
 from auditapp.llm_clients import EndpointError
 from auditapp.models import Audit, LLMEndpoint, PromptTemplate
+from teams import roles
 from teams.admin_scoping import TeamScopedAdmin, usable
-from teams.scoping import TeamChoiceError
+from teams.scoping import TeamChoiceError, role_on
 
 
 def _url_assumes_http(db_field, **kwargs):
@@ -88,8 +89,21 @@ class LLMEndpointAdmin(TeamScopedAdmin, admin.ModelAdmin):
                                              "text, where in the reply the score is, and the range it must be in; "
                                              "a reply outside it is a failed request with its reason."}),
         ("Models", {"fields": ("model_list", "listed_at")}),
+        ("Sharing", {"fields": ("shared_with",),
+                     "description": "Other teams that may use this endpoint: they see it and launch audits on it, "
+                                    "but do not change it and are not shown its key's variable. Each audit stays "
+                                    "its own team's."}),
     )
+    filter_horizontal = ("shared_with",)
     actions = ["list_models"]
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None or roles.at_least(role_on(request.user, obj), roles.EDITOR):
+            return fieldsets
+        # A team the endpoint is shared with uses it; which variable holds its key is the owning team's business.
+        return [(name, {**options, "fields": tuple(f for f in options["fields"] if f != "api_key_env")})
+                for name, options in fieldsets]
     # A URL typed without a scheme is a local model server's more often than not (http://127.0.0.1:8080).
     formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
 
@@ -100,11 +114,12 @@ class LLMEndpointAdmin(TeamScopedAdmin, admin.ModelAdmin):
 
     @admin.display(description="API key")
     def api_key_status(self, endpoint: LLMEndpoint) -> str:
+        # No variable name here: the list also shows endpoints shared with the user's teams.
         if not endpoint.api_key_env:
             return "none"
         if key_variable_problem(endpoint.api_key_env):
-            return f"${endpoint.api_key_env} REFUSED: rename it {KEY_VARIABLE_PREFIX}…"
-        return f"${endpoint.api_key_env} " + ("set" if endpoint.api_key() else "NOT SET")
+            return f"REFUSED: its variable must be named {KEY_VARIABLE_PREFIX}…"
+        return "set" if endpoint.api_key() else "NOT SET"
 
     @admin.display(description="models")
     def n_models(self, endpoint: LLMEndpoint) -> int:

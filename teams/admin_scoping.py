@@ -70,7 +70,9 @@ def narrow_choices(form: forms.BaseForm, user: Any) -> None:
         if isinstance(field, forms.ModelChoiceField) and field.queryset is not None:
             model = field.queryset.model
             if model is Team:
-                field.queryset = field.queryset.filter(pk__in=editable_teams(user).values("pk"))
+                # A team to put an object in is one's own; the teams an endpoint is shared with are other labs'.
+                if not isinstance(field, forms.ModelMultipleChoiceField):
+                    field.queryset = field.queryset.filter(pk__in=editable_teams(user).values("pk"))
             elif owned(model):
                 field.queryset = usable(user, field.queryset)
 

@@ -2,6 +2,8 @@
 neither learns where its key lives nor may it be used by a team it is not shared with."""
 from __future__ import annotations
 
+import re
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -113,3 +115,30 @@ def test_the_shared_teams_cannot_register_an_endpoint_in_the_lab(two_teams, lab)
     assert response.status_code == 201, response.content
     assert response.json()["team"] == two_teams["a"].id and response.json()["api_key_env"] == "LLM_KEY_X"
     assert LLMEndpoint.objects.get(pk=response.json()["id"]).team == two_teams["a"]
+
+
+def test_the_lab_shares_its_endpoint_in_the_admin_and_a_shared_team_reads_it_without_its_key(two_teams, lab):
+    from django.test import Client
+
+    endpoint, other = lab["endpoint"], Team.objects.create(name="C")
+    lena = Client()
+    lena.force_login(endpoint.team.memberships.get().user)
+    page = lena.get(f"/admin/auditapp/llmendpoint/{endpoint.id}/change/").content.decode()
+    assert 'name="shared_with"' in page and 'name="api_key_env"' in page
+    form = {"name": endpoint.name, "protocol": endpoint.protocol, "base_url": endpoint.base_url,
+            "api_key_env": endpoint.api_key_env, "max_concurrency": 4, "attempt_timeout_s": 60, "deadline_s": 600,
+            "requests_per_minute": "", "max_attempts": 3, "structured_output": "", "request_template": "{}",
+            "score_path": "", "score_min": -1, "score_max": 1,
+            "shared_with": [two_teams["a"].id, other.id]}
+    response = lena.post(f"/admin/auditapp/llmendpoint/{endpoint.id}/change/", form)
+    assert response.status_code == 302, re.findall(r"errorlist[^>]*>(.*?)</ul>", response.content.decode(), re.S)
+    assert set(endpoint.shared_with.values_list("name", flat=True)) == {"A", "C"}
+
+    alice = Client()
+    alice.force_login(two_teams["alice"][0])
+    page = alice.get(f"/admin/auditapp/llmendpoint/{endpoint.id}/change/").content.decode()
+    assert endpoint.name in page and "LLM_KEY_LAB" not in page and 'name="name"' not in page  # read-only
+    assert "LLM_KEY_LAB" not in alice.get("/admin/auditapp/llmendpoint/").content.decode()
+    bob = Client()
+    bob.force_login(two_teams["bob"][0])  # B is no longer among the teams it is shared with
+    assert endpoint.name not in bob.get("/admin/auditapp/llmendpoint/").content.decode()
