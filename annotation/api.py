@@ -40,6 +40,7 @@ from annotation.study_analysis import study_analysis_request
 from auditapp.api.audits import TableRowSerializer
 from common.api.exports import ExportListAPIView
 from common.api.fields import StrictCharField, StrictSlugField
+from common.api.parsers import JSONObjectParser
 from teams.api import EditableTeamField, ExportLogged, TeamScopedMixin, TeamScopedParentMixin, record_export
 from teams.scoping import TeamChoiceError, team_for_new_object
 
@@ -244,6 +245,8 @@ class StudyDetailView(TeamScopedMixin, generics.RetrieveUpdateAPIView):
 
     serializer_class = StudySerializer
     queryset = study_list()
+    # Settings are JSON: a form body holding no field would be an accepted change of nothing.
+    parser_classes = [JSONObjectParser]
 
 
 class StudyScoped(TeamScopedParentMixin):

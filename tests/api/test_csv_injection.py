@@ -148,13 +148,16 @@ def get_paths(ids: dict) -> list[str]:
             pk = ids["codebook"].id
         elif route.startswith("coding-rounds/<int:pk>"):
             pk = ids["coding_round"].id
+        elif route.startswith("teams/"):
+            pk = ids["study"].team_id
         elif route.split("/")[-2] in ("answers", "scores", "validity"):
             pk = ids["self_report"].id
         else:
             pk = ids["audit"].id
         paths.append("/api/" + route.replace("<int:pk>", str(pk)).replace("<str:name>", "metrics")
                      .replace("<str:extraction_id>", str(ids["extraction"].id))
-                     .replace("<int:coder_id>", str(ids["coder"].id)))
+                     .replace("<int:coder_id>", str(ids["coder"].id))
+                     .replace("<int:user_id>", str(ids["study"].team.memberships.values_list("user_id", flat=True)[0])))
     return paths
 
 

@@ -52,13 +52,15 @@ def seeded_ids(audit_tasks_off) -> dict[str, int]:
     lens = coding_round.lenses.get()
     codes = list(lens.codebook.codes.values_list("id", flat=True)[:2])
     return {"study": study.id, "endpoint": endpoint.id, "audit": audit.id, "codebook": codebook.id,
+            "team": study.team_id,
             "coding_round": coding_round.id, "lens": lens.id, "codes": codes,
             "instrument": instruments_sync_shipped()[0].id}
 
 
 def path_id(path: str, ids: dict) -> int:
     """The seeded object a templated path's ``{id}`` names."""
-    kind = {"studies": "study", "audits": "audit", "codebooks": "codebook", "coding-rounds": "coding_round"}
+    kind = {"studies": "study", "audits": "audit", "codebooks": "codebook", "coding-rounds": "coding_round",
+            "teams": "team"}
     return ids[kind[path.split("/")[2]]]
 
 
@@ -78,6 +80,8 @@ def base_body(method: str, path: str, variant: str | None, ids: dict) -> dict:
         ("post", "/api/coding-rounds/{id}/coders/"): {"lens": ids["lens"], "name": "poisoned"},
         ("put", "/api/coding-rounds/{id}/mappings/"): {"mappings": [{"name": "m", "codes": ids["codes"]}]},
         ("post", "/api/corpora/"): {"name": "poisoned", "paradigm": "names"},
+        ("post", "/api/teams/"): {"name": "poisoned"},
+        ("post", "/api/teams/{id}/members/"): {"username": "poisoned", "role": "viewer"},
     }
     return json.loads(json.dumps(bodies.get((method, path), {})))
 
