@@ -45,6 +45,11 @@ class Study(models.Model):
         BINARY = "binary", "0 / 1"
         BINARY_WITH_UNRELATED = "binary_unrelated", "0 / 1, or unrelated / needs more context (-1)"
 
+    class Skipping(models.TextChoices):
+        OFF = "off", "Not allowed: every sentence needs a label"
+        REASSIGN = "reassign", "Allowed: a skipped sentence goes back to other annotators"
+        KEEP = "keep", "Allowed: a skipped sentence is not handed to anyone else"
+
     name = models.CharField(max_length=200)
     slug = models.SlugField(max_length=100, unique=True)
     description = models.TextField(blank=True)
@@ -79,6 +84,18 @@ class Study(models.Model):
     completion_url = models.URLField(
         blank=True, help_text="Optional: where annotators go at the end (e.g. a Prolific completion URL)."
     )
+    no_consent_url = models.URLField(
+        blank=True, help_text="Optional: where a visitor who declines consent goes (e.g. Prolific's URL with the "
+                              "no-consent code). Empty: they see a thank-you page.")
+    estimated_minutes = models.PositiveSmallIntegerField(
+        null=True, blank=True,
+        help_text="The duration shown before consent, in minutes. Empty: estimated from the study's instruments, "
+                  "IAT and items (annotation.duration).")
+
+    skipping = models.CharField(
+        max_length=8, choices=Skipping.choices, default=Skipping.REASSIGN,
+        help_text="Whether annotators may skip a sentence (with a reason), and whether its place goes to someone "
+                  "else. A skipped attention check counts as missed.")
     open_link_token = models.CharField(max_length=64, unique=True, default=new_invite_token, editable=False)
     open_link_enabled = models.BooleanField(
         default=False, help_text="One shared link that creates a participant per visitor, up to the cap."
@@ -205,6 +222,7 @@ class Participant(models.Model):
         ACTIVE = "active", "In progress"
         COMPLETED = "completed", "Completed"
         WITHDRAWN = "withdrawn", "Withdrawn"
+        DECLINED = "declined", "Declined consent"
         IMPORTED = "imported", "Imported with a data file"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="participants")
@@ -230,6 +248,8 @@ class Participant(models.Model):
     started_at = models.DateTimeField(null=True, blank=True, help_text="When consent was given.")
     completed_at = models.DateTimeField(null=True, blank=True)
     withdrawn_at = models.DateTimeField(null=True, blank=True)
+    declined_at = models.DateTimeField(null=True, blank=True,
+                                       help_text="When consent was declined: nothing else is kept of them.")
 
     class Meta:
         ordering = ["study", "pseudonym"]
@@ -262,6 +282,28 @@ class Label(models.Model):
         return f"{self.participant_id} → {self.item_id}: {self.value}"
 
 
+class LabelChange(models.Model):
+    """A label the annotator went back to and changed: the value it had, and when each was given.
+
+    The label row holds the current value; its changes, in order, hold every earlier one, so the
+    first answer and each revision stay in the record (a researcher may analyse first answers only).
+    """
+
+    team_path = "label__item__study__team"
+
+    label = models.ForeignKey(Label, on_delete=models.CASCADE, related_name="changes")
+    previous_value = models.SmallIntegerField(choices=LabelValue.choices)
+    previous_rationale = models.TextField(blank=True)
+    previous_at = models.DateTimeField(help_text="When the replaced value was given.")
+    changed_at = models.DateTimeField(help_text="When it was replaced.")
+
+    class Meta:
+        ordering = ["label", "changed_at", "id"]
+
+    def __str__(self) -> str:
+        return f"label {self.label_id}: {self.previous_value} replaced at {self.changed_at:%Y-%m-%d %H:%M:%S}"
+
+
 class Assignment(models.Model):
     """An item handed to a participant to label, in the participant's own (randomised) order.
 
@@ -276,6 +318,11 @@ class Assignment(models.Model):
     position = models.PositiveIntegerField()
     assigned_at = models.DateTimeField(auto_now_add=True)
     expires_at = models.DateTimeField()
+    skipped_at = models.DateTimeField(null=True, blank=True, help_text="When the annotator skipped it unlabelled.")
+    skip_reason = models.CharField(max_length=500, blank=True)
+    flagged_at = models.DateTimeField(null=True, blank=True,
+                                      help_text="When the annotator flagged the sentence for the researchers.")
+    flag_reason = models.CharField(max_length=500, blank=True)
 
     class Meta:
         ordering = ["participant", "position"]
