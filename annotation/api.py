@@ -31,9 +31,11 @@ from annotation.selectors import (
     study_instrument_responses_export,
     study_item_sets_export,
     study_items_export,
+    study_label_changes_export,
     study_labels_export,
     study_list,
     study_participants_export,
+    study_skips_and_flags_export,
 )
 from annotation.services import item_import_submit
 from annotation.study_analysis import study_analysis_request
@@ -171,6 +173,27 @@ class LabelRowSerializer(serializers.Serializer):
     value = serializers.ChoiceField(choices=LabelValue.choices)
     rationale = serializers.CharField(allow_blank=True)
     created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField(help_text="When the current value was given.")
+    n_changes = serializers.IntegerField(help_text="How often the annotator went back and changed it.")
+    first_value = serializers.ChoiceField(choices=LabelValue.choices, help_text="The value first given.")
+
+
+class LabelChangeRowSerializer(serializers.Serializer):
+    participant = serializers.CharField(help_text="The participant's pseudonym.")
+    item = serializers.CharField(help_text="The item's external id.")
+    previous_value = serializers.ChoiceField(choices=LabelValue.choices, help_text="The value replaced.")
+    previous_rationale = serializers.CharField(allow_blank=True)
+    previous_at = serializers.DateTimeField(help_text="When the replaced value was given.")
+    changed_at = serializers.DateTimeField(help_text="When it was replaced.")
+
+
+class SkipAndFlagRowSerializer(serializers.Serializer):
+    participant = serializers.CharField(help_text="The participant's pseudonym.")
+    item = serializers.CharField(help_text="The item's external id.")
+    skipped_at = serializers.DateTimeField(allow_null=True, help_text="Empty: not skipped (labelled, or not yet).")
+    skip_reason = serializers.CharField(allow_blank=True)
+    flagged_at = serializers.DateTimeField(allow_null=True)
+    flag_reason = serializers.CharField(allow_blank=True)
 
 
 class ItemImportUploadSerializer(serializers.Serializer):
@@ -367,6 +390,22 @@ class StudyLabelsView(StudyExportView):
     serializer_class = LabelRowSerializer
     export_selector = study_labels_export
     export_name = "labels"
+
+
+@extend_schema(summary="A study's changed labels",
+               description="One row per change an annotator made by going back to a sentence: the value replaced.")
+class StudyLabelChangesView(StudyExportView):
+    serializer_class = LabelChangeRowSerializer
+    export_selector = study_label_changes_export
+    export_name = "label-changes"
+
+
+@extend_schema(summary="A study's skipped and flagged sentences",
+               description="One row per annotator and sentence they skipped or flagged, with their reasons.")
+class StudySkipsAndFlagsView(StudyExportView):
+    serializer_class = SkipAndFlagRowSerializer
+    export_selector = study_skips_and_flags_export
+    export_name = "skips-and-flags"
 
 
 def upload_form_rejected(form) -> Response:

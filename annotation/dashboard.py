@@ -22,7 +22,17 @@ from django.db.models import Case, Count, Exists, F, OuterRef, Q, QuerySet, Subq
 from django.urls import reverse
 
 from annotation.analysis import GROUPS
-from annotation.models import AnalysisRun, Item, ItemGroundTruth, ItemSetMember, Label, ParticipantWeight, Study
+from annotation.models import (
+    AnalysisRun,
+    Assignment,
+    Item,
+    ItemGroundTruth,
+    ItemSetMember,
+    Label,
+    LabelChange,
+    ParticipantWeight,
+    Study,
+)
 from annotation.selectors import study_analysis_status
 from psychometrics.models import IATSession, InstrumentScore, StudyInstrument
 
@@ -320,6 +330,16 @@ def robustness_context(study: Study, run: AnalysisRun, *, limit: int) -> dict:
             "crowdkit_seed": stored.get("settings", {}).get("crowdkit_seed")}
 
 
+def annotator_notes(study: Study) -> dict[str, int]:
+    """How many sentences annotators skipped or flagged, and how many labels they went back to and changed."""
+    # Counted over assignments, in one query: only a label given on the page (never an imported one) can change.
+    changed = Exists(LabelChange.objects.filter(label__participant_id=OuterRef("participant_id"),
+                                                label__item_id=OuterRef("item_id")))
+    return Assignment.objects.filter(item__study=study).aggregate(
+        skipped=Count("id", filter=Q(skipped_at__isnull=False)), flagged=Count("id", filter=Q(flagged_at__isnull=False)),
+        changed=Count("id", filter=Q(changed)))
+
+
 def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] | None = None,
                             page_size: int = ITEM_PAGE_SIZE) -> dict:
     """Everything the dashboard shows, from the stored latest analysis; ``run`` is None when there is none.
@@ -330,8 +350,9 @@ def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] |
     queries = queries or {}
     run = AnalysisRun.objects.filter(study=study).first()
     analysis = study_analysis_status(study=study)
+    notes = annotator_notes(study)
     if run is None:
-        return {"study": study, "run": None, "analysis": analysis}
+        return {"study": study, "run": None, "analysis": analysis, "annotator_notes": notes}
     annotators = annotator_rows(study)
     truth = _ground_truth(study)
     contingency = contingency_table(study)
@@ -349,6 +370,7 @@ def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] |
         "study": study,
         "run": run,
         "analysis": analysis,
+        "annotator_notes": notes,
         "annotators": annotators,
         "n_included": sum(1 for a in annotators if a["included"]),
         "n_imported": sum(1 for a in annotators if a["imported"]),

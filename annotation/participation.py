@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import transaction
-from django.db.models import Count, Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
 from annotation.locking import study_lock
-from annotation.models import Assignment, Item, Label, Participant, ParticipantWeight, Study
+from annotation.models import Assignment, Item, Label, LabelChange, Participant, ParticipantWeight, Study
 from annotation.study_analysis import study_analysis_enqueue
 from common.participant_input import InputError, storable_text
 
@@ -261,7 +261,8 @@ def assignments_allocate(*, participant: Participant) -> int:
     attention-check item, in an order randomised for this participant (seeded by their seed).
 
     Items are chosen least-covered first: an item's coverage counts its labels and the unexpired
-    assignments of others who have not labelled it yet (each annotator counted once). The study row is locked for the duration, so two participants
+    assignments of others who have not labelled or skipped it yet (each annotator counted once), and, under
+    the study's ``keep`` skipping, the skips. The study row is locked for the duration, so two participants
     starting at once cannot both take an item's last place.
     """
     study = participant.study
@@ -274,8 +275,11 @@ def assignments_allocate(*, participant: Participant) -> int:
                       .values_list("item_id", "n"))
         labelled_by_holder = Label.objects.filter(participant_id=OuterRef("participant_id"),
                                                   item_id=OuterRef("item_id"))
+        holding = Q(expires_at__gt=now, skipped_at__isnull=True)
+        if study.skipping == Study.Skipping.KEEP:
+            holding |= Q(skipped_at__isnull=False)
         pending = dict(
-            Assignment.objects.filter(item__study=study, expires_at__gt=now).exclude(participant=participant)
+            Assignment.objects.filter(holding, item__study=study).exclude(participant=participant)
             .exclude(Exists(labelled_by_holder)).values("item_id").annotate(n=Count("id")).values_list("item_id", "n"))
         items = Item.objects.filter(study=study, attention_check_answer__isnull=True).values_list("id", "external_id")
         open_items = []
@@ -297,53 +301,190 @@ def assignments_allocate(*, participant: Participant) -> int:
         return len(order)
 
 
+def _labelled(participant: Participant):
+    return Exists(Label.objects.filter(participant=participant, item_id=OuterRef("item_id")))
+
+
+def _pending_assignments(participant: Participant):
+    """The participant's assignments neither labelled nor skipped: what is left to do."""
+    return Assignment.objects.filter(participant=participant, skipped_at__isnull=True).exclude(
+        _labelled(participant))
+
+
 @dataclass(frozen=True)
 class LabellingProgress:
+    """Where the participant is in their sentences: the next one to do (None when all are done), how many
+    are done (labelled or skipped) of ``total``, and the position of the last one done before the next (what
+    "back" opens; None when there is none)."""
+
     assignment: Assignment | None
     done: int
     total: int
+    previous_position: int | None
 
 
 def labelling_progress(*, participant: Participant) -> LabellingProgress:
-    """The next unlabelled assignment in the participant's order, and how many are done."""
+    """The next assignment to do in the participant's order, how many are done, and the one before it."""
     assignments = Assignment.objects.filter(participant=participant)
-    labelled = Exists(Label.objects.filter(participant=participant, item_id=OuterRef("item_id")))
-    counts = assignments.aggregate(total=Count("id"), done=Count("id", filter=Q(labelled)))
-    following = assignments.exclude(labelled).select_related("item").order_by("position").first()
-    return LabellingProgress(following, counts["done"], counts["total"])
+    finished = Q(_labelled(participant)) | Q(skipped_at__isnull=False)
+    counts = assignments.aggregate(total=Count("id"), done=Count("id", filter=finished))
+    following = _pending_assignments(participant).select_related("item").order_by("position").first()
+    earlier = assignments.filter(finished)
+    if following is not None:
+        earlier = earlier.filter(position__lt=following.position)
+    previous = earlier.order_by("-position").values_list("position", flat=True).first()
+    return LabellingProgress(following, counts["done"], counts["total"], previous)
 
 
-def label_submit(*, participant: Participant, item_id: int, value: int, rationale: str = "") -> None:
-    """Store the participant's label for an item assigned to them; a second submission changes nothing.
+@dataclass(frozen=True)
+class ReviewedSentence:
+    """A sentence the participant has done, opened again: their label (None if skipped), the neighbours in
+    their order that are done too (for back and forward), its place (1-based) among ``total``, and how many
+    are done."""
 
-    Keeps the participant's unlabelled assignments alive (their expiry moves on) and completes the
-    participant after their last item.
-    """
-    study = participant.study
-    if value not in study.allowed_label_values:
-        raise FlowError(f"{value} is not a label of this study.")
+    assignment: Assignment
+    label: Label | None
+    number: int
+    total: int
+    done: int
+    previous_position: int | None
+    next_position: int | None
+
+
+def labelling_review(*, participant: Participant, position: int) -> ReviewedSentence | None:
+    """The participant's done sentence at ``position`` in their order, or None when there is none there or it
+    is not done yet (then the page shows the next one to do). "Next" is the following done sentence before the
+    next one to do; None means forward leads to the next one to do."""
+    assignments = Assignment.objects.filter(participant=participant)
+    finished = assignments.filter(Q(_labelled(participant)) | Q(skipped_at__isnull=False))
+    assignment = finished.select_related("item").filter(position=position).first()
+    if assignment is None:
+        return None
+    label = Label.objects.filter(participant=participant, item_id=assignment.item_id).first()
+    pending = _pending_assignments(participant).order_by("position").values_list("position", flat=True).first()
+    previous = finished.filter(position__lt=position).order_by("-position").values_list("position", flat=True).first()
+    following = finished.filter(position__gt=position).order_by("position").values_list("position", flat=True).first()
+    if following is not None and pending is not None and following > pending:
+        following = None
+    return ReviewedSentence(assignment, label, assignments.filter(position__lt=position).count() + 1,
+                            assignments.count(), finished.count(), previous, following)
+
+
+def participant_assignment_position(*, participant: Participant, item_id: int) -> int | None:
+    """Where the item stands in the participant's order (None if it is not theirs)."""
+    return Assignment.objects.filter(participant=participant, item_id=item_id).values_list(
+        "position", flat=True).first()
+
+
+def _note_text(text: str, *, field: str, limit: int) -> str:
+    """A participant's free text (a reason, a flag) made storable, stripped and cut at ``limit``."""
     try:
-        rationale = storable_text(rationale, field="rationale")
+        return storable_text(text, field=field).strip()[:limit]
     except InputError as error:
-        raise FlowError(f"Your reason cannot be saved: {error}") from None
+        raise FlowError(f"Your text cannot be saved: {error}") from None
+
+
+def _assignment_for_write(participant: Participant, item_id: int) -> Assignment | None:
+    """The participant's assignment of the item, or None once they have finished (a post repeated after the last
+    label, which stored it: nothing more changes)."""
+    assignment = Assignment.objects.filter(participant=participant, item_id=item_id).first()
+    if assignment is None:
+        raise FlowError("This sentence is not one of yours.")
+    return None if participant.completed_at is not None else assignment
+
+
+def _flag_set(assignment: Assignment, flag_reason: str | None, now) -> list[str]:
+    """Apply a flag choice to the assignment (None: unchanged; "": no flag; text: flagged for that reason) and
+    return the fields it changed."""
+    if flag_reason is None or flag_reason == assignment.flag_reason:
+        return []
+    assignment.flag_reason = flag_reason
+    assignment.flagged_at = now if flag_reason else None
+    return ["flag_reason", "flagged_at"]
+
+
+def _after_activity(participant: Participant) -> None:
+    """Keep the participant's open assignments alive, and complete them once nothing is left to do."""
+    study = participant.study
+    # Activity moves the expiry on, to within a tenth of the time-out (at most a minute): a participant
+    # labelling every few seconds rewrites their assignment rows about once a minute, not at every label.
+    timeout = timedelta(minutes=study.assignment_timeout_minutes)
+    expires = timezone.now() + timeout
+    Assignment.objects.filter(participant=participant, expires_at__lt=expires - min(timeout / 10,
+                                                                                    timedelta(minutes=1))
+                              ).update(expires_at=expires)
+    if participant.completed_at is None and not _pending_assignments(participant).exists():
+        participant_complete(participant=participant)
+
+
+def label_submit(*, participant: Participant, item_id: int, value: int, rationale: str = "",
+                 flag_reason: str | None = None, revise: bool = False) -> None:
+    """Store the participant's label for an item assigned to them, and complete them after their last item.
+
+    A second submission for an item already labelled changes nothing (a double click, a retried post), unless
+    ``revise``: the participant went back to it, and a different value or reason replaces the label, the
+    replaced one kept as a LabelChange with both times. ``flag_reason`` (None: leave the flag as it is; "": no
+    flag) flags the sentence for the researchers. Labelling a skipped sentence un-skips it.
+    """
+    if value not in participant.study.allowed_label_values:
+        raise FlowError(f"{value} is not a label of this study.")
+    rationale = _note_text(rationale, field="rationale", limit=2000)
+    if flag_reason is not None:
+        flag_reason = _note_text(flag_reason, field="flag", limit=500)
     with participant_locked(participant):
-        if not Assignment.objects.filter(participant=participant, item_id=item_id).exists():
-            raise FlowError("This sentence is not one of yours.")
-        # ON CONFLICT DO NOTHING: a second submission (a double click, a retried post) keeps the first label,
-        # without the savepoint a caught IntegrityError would need.
-        Label.objects.bulk_create([Label(participant=participant, item_id=item_id, value=value,
-                                         rationale=rationale.strip()[:2000])], ignore_conflicts=True)
-        # Activity moves the expiry on, to within a tenth of the time-out (at most a minute): a participant
-        # labelling every few seconds rewrites their assignment rows about once a minute, not at every label.
-        timeout = timedelta(minutes=study.assignment_timeout_minutes)
-        expires = timezone.now() + timeout
-        Assignment.objects.filter(participant=participant, expires_at__lt=expires - min(timeout / 10,
-                                                                                        timedelta(minutes=1))
-                                  ).update(expires_at=expires)
-        unlabelled = Assignment.objects.filter(participant=participant).exclude(
-            Exists(Label.objects.filter(participant=participant, item_id=OuterRef("item_id"))))
-        if participant.completed_at is None and not unlabelled.exists():
-            participant_complete(participant=participant)
+        assignment = _assignment_for_write(participant, item_id)
+        if assignment is None:
+            return
+        now = timezone.now()
+        label = Label.objects.filter(participant=participant, item_id=item_id).first()
+        if label is None:
+            # ON CONFLICT DO NOTHING: two first submissions racing keep one label, without the savepoint a
+            # caught IntegrityError would need.
+            Label.objects.bulk_create([Label(participant=participant, item_id=item_id, value=value,
+                                             rationale=rationale)], ignore_conflicts=True)
+        elif revise and (label.value, label.rationale) != (value, rationale):
+            LabelChange.objects.create(label=label, previous_value=label.value,
+                                       previous_rationale=label.rationale, previous_at=label.updated_at,
+                                       changed_at=now)
+            label.value, label.rationale = value, rationale
+            label.save(update_fields=["value", "rationale", "updated_at"])
+        changed = _flag_set(assignment, flag_reason, now)
+        if assignment.skipped_at is not None:
+            assignment.skipped_at, assignment.skip_reason = None, ""
+            changed += ["skipped_at", "skip_reason"]
+        if changed:
+            assignment.save(update_fields=changed)
+        _after_activity(participant)
+
+
+def label_skip(*, participant: Participant, item_id: int, reason: str, flag_reason: str | None = None) -> None:
+    """Skip an assigned sentence, with the participant's reason, when the study allows skipping.
+
+    A sentence already labelled cannot be skipped (its label stays: change it instead); skipping twice keeps the
+    first reason. Under the study's ``reassign`` rule the skipped sentence no longer holds a place among its
+    annotators, so later participants are given it (``assignments_allocate``); under ``keep`` it does.
+    """
+    if participant.study.skipping == Study.Skipping.OFF:
+        raise FlowError("This study asks for a label for every sentence.")
+    reason = _note_text(reason, field="reason", limit=500)
+    if not reason:
+        raise FlowError("Please say why you skip this sentence.")
+    if flag_reason is not None:
+        flag_reason = _note_text(flag_reason, field="flag", limit=500)
+    with participant_locked(participant):
+        assignment = _assignment_for_write(participant, item_id)
+        if assignment is None:
+            return
+        if Label.objects.filter(participant=participant, item_id=item_id).exists():
+            raise FlowError("You have labelled this sentence; you can change its label but not skip it.")
+        now = timezone.now()
+        changed = _flag_set(assignment, flag_reason, now)
+        if assignment.skipped_at is None:
+            assignment.skipped_at, assignment.skip_reason = now, reason
+            changed += ["skipped_at", "skip_reason"]
+        if changed:
+            assignment.save(update_fields=changed)
+        _after_activity(participant)
 
 
 def participant_complete(*, participant: Participant) -> None:
@@ -353,7 +494,11 @@ def participant_complete(*, participant: Participant) -> None:
     refused (ParticipantWithdrawn).
     """
     with participant_locked(participant):
-        checks = list(Label.objects.filter(participant=participant, item__attention_check_answer__isnull=False)
+        # A skipped attention check counts as missed: skipping must not be a way around the checks.
+        checks = list(Assignment.objects.filter(participant=participant, item__attention_check_answer__isnull=False)
+                      .filter(Q(_labelled(participant)) | Q(skipped_at__isnull=False))
+                      .annotate(value=Subquery(Label.objects.filter(participant=participant,
+                                                                    item_id=OuterRef("item_id")).values("value")[:1]))
                       .values_list("value", "item__attention_check_answer"))
         if checks:
             participant.attention_check_score = sum(v == a for v, a in checks) / len(checks)

@@ -10,16 +10,18 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import pandas as pd
-from django.db.models import Count, Exists, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from annotation.models import (
     AnalysisRun,
     AnalysisState,
+    Assignment,
     Item,
     ItemGroundTruth,
     ItemSetMember,
     Label,
+    LabelChange,
     Participant,
     ParticipantWeight,
     Study,
@@ -61,15 +63,54 @@ def study_items_export(*, study: Study) -> Export:
 
 LABEL_EXPORT = {
     "participant": "participant__pseudonym", "item": "item__external_id", "value": "value",
-    "rationale": "rationale", "created_at": "created_at",
+    "rationale": "rationale", "created_at": "created_at", "updated_at": "updated_at", "n_changes": "n_changes",
+    "first_value": "first_value",
 }
 
 
 def study_labels_export(*, study: Study) -> Export:
-    """The study's labels, one row per label: participant pseudonym, item external id, value, ..."""
-    rows = (Label.objects.filter(item__study=study).order_by("item__position", "item_id", "participant__pseudonym")
+    """The study's labels, one row per label: participant pseudonym, item external id, the current value, and
+    for a label its annotator went back to and changed, how often and the value first given (``first_value``;
+    the changes themselves are :func:`study_label_changes_export`)."""
+    first_change = LabelChange.objects.filter(label_id=OuterRef("pk")).order_by("changed_at", "id")
+    rows = (Label.objects.filter(item__study=study)
+            .annotate(n_changes=_count_of(LabelChange, label_id=OuterRef("pk")),
+                      first_value=Coalesce(Subquery(first_change.values("previous_value")[:1]), "value"))
+            .order_by("item__position", "item_id", "participant__pseudonym")
             .values_list(*LABEL_EXPORT.values()))
     return Export(list(LABEL_EXPORT), rows)
+
+
+LABEL_CHANGE_EXPORT = {
+    "participant": "label__participant__pseudonym", "item": "label__item__external_id",
+    "previous_value": "previous_value", "previous_rationale": "previous_rationale", "previous_at": "previous_at",
+    "changed_at": "changed_at",
+}
+
+
+def study_label_changes_export(*, study: Study) -> Export:
+    """Every change of a label, oldest first within a label: the value and reason it replaced, when that was
+    given and when it was replaced (the value it became is the next change's ``previous_value``, or the label's
+    current value after the last)."""
+    rows = (LabelChange.objects.filter(label__item__study=study)
+            .order_by("label__item__position", "label__item_id", "label__participant__pseudonym", "changed_at", "id")
+            .values_list(*LABEL_CHANGE_EXPORT.values()))
+    return Export(list(LABEL_CHANGE_EXPORT), rows)
+
+
+SKIP_AND_FLAG_EXPORT = {
+    "participant": "participant__pseudonym", "item": "item__external_id", "skipped_at": "skipped_at",
+    "skip_reason": "skip_reason", "flagged_at": "flagged_at", "flag_reason": "flag_reason",
+}
+
+
+def study_skips_and_flags_export(*, study: Study) -> Export:
+    """The sentences annotators skipped or flagged, one row per annotator and sentence, with their reasons."""
+    rows = (Assignment.objects.filter(item__study=study)
+            .filter(Q(skipped_at__isnull=False) | Q(flagged_at__isnull=False))
+            .order_by("item__position", "item_id", "participant__pseudonym")
+            .values_list(*SKIP_AND_FLAG_EXPORT.values()))
+    return Export(list(SKIP_AND_FLAG_EXPORT), rows)
 
 
 PARTICIPANT_COLUMNS = [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from annotation.access import participant_page
@@ -12,11 +13,14 @@ from annotation.participation import (
     FlowError,
     Step,
     instructions_read,
+    label_skip,
     label_submit,
     labelling_progress,
+    labelling_review,
     next_step,
     open_link_check,
     open_link_join,
+    participant_assignment_position,
     participant_complete,
     participant_consent,
     participant_withdraw,
@@ -90,33 +94,76 @@ def _label_choices(study: Study) -> list[tuple[int, str, str]]:
     return choices
 
 
+def _label_page_url(participant, position: int | None = None) -> str:
+    """The labelling page: the next sentence to do, or with ``position`` a done one opened again."""
+    url = reverse("participant:label", args=[participant.invite_token])
+    return url if position is None else f"{url}?at={position}"
+
+
+def _label_post(request: HttpRequest, participant) -> int | None:
+    """Store what the label form sent (a label, a changed label, a skip; a flag with either) and return the
+    position of the sentence it was about when it was a change (so the page moves on from there), else None."""
+    item_id = form_number(request.POST.get("item"), field="item")
+    revise = request.POST.get("revise") == "1"
+    flag_reason = request.POST.get("flag_reason")
+    if flag_reason == "" and not revise:
+        flag_reason = None  # an empty flag field on a first answer is no flag, not the removal of one
+    if request.POST.get("action") == "skip":
+        label_skip(participant=participant, item_id=item_id, reason=request.POST.get("skip_reason", ""),
+                   flag_reason=flag_reason)
+        return None
+    label_submit(participant=participant, item_id=item_id, value=form_number(request.POST.get("value"), field="value"),
+                 rationale=request.POST.get("rationale", ""), flag_reason=flag_reason, revise=revise)
+    return participant_assignment_position(participant=participant, item_id=item_id) if revise else None
+
+
 @require_http_methods(["GET", "POST"])
 @participant_page(step="label")
 def label(request: HttpRequest, participant) -> HttpResponse:
+    """One sentence to label: the next one to do, or (``?at=<position>``) one the participant has done and went
+    back to, to change its label or its flag. After a change the page moves on to the following sentence."""
     error = None
     if request.method == "POST":
         try:
-            label_submit(participant=participant, item_id=form_number(request.POST.get("item"), field="item"),
-                         value=form_number(request.POST.get("value"), field="value"),
-                         rationale=request.POST.get("rationale", ""))
+            revised_position = _label_post(request, participant)
         except InputError:
             error = "Please choose a label."
         except FlowError as refused:
             error = str(refused)
         else:
-            # Straight to the next page (the next item, or done after the last one): the label_submit has
+            # Straight to the next page (the next sentence, or done after the last one): the services have
             # refreshed the participant under their lock, so no detour through resume is needed.
-            return redirect("participant:done" if participant.completed_at else "participant:label",
-                            participant.invite_token)
+            if participant.completed_at:
+                return redirect("participant:done", participant.invite_token)
+            if revised_position is not None:
+                review = labelling_review(participant=participant, position=revised_position)
+                return redirect(_label_page_url(participant, review.next_position if review else None))
+            return redirect(_label_page_url(participant))
+    context = {"participant": participant, "study": participant.study, "error": error,
+               "label_choices": _label_choices(participant.study),
+               "skipping_allowed": participant.study.skipping != Study.Skipping.OFF,
+               "flow_step": step_position(participant=participant, step=Step("label"))}
+    position = request.GET.get("at")
+    if position is not None:
+        review = labelling_review(participant=participant, position=int(position)) if position.isdigit() else None
+        if review is None:
+            return redirect(_label_page_url(participant))
+        return render(request, "participant/label.html", context | {
+            "assignment": review.assignment, "item": review.assignment.item, "label": review.label,
+            "number": review.number, "total": review.total, "done": review.done, "reviewing": True,
+            "back_url": None if review.previous_position is None else _label_page_url(participant,
+                                                                                      review.previous_position),
+            "after_url": _label_page_url(participant, review.next_position)}, status=400 if error else 200)
     progress = labelling_progress(participant=participant)
     if progress.assignment is None:  # nothing left, e.g. a researcher deleted the remaining items
         participant_complete(participant=participant)
         return redirect("participant:resume", participant.invite_token)
-    return render(request, "participant/label.html", {
-        "participant": participant, "study": participant.study, "item": progress.assignment.item,
-        "number": progress.done + 1, "total": progress.total, "label_choices": _label_choices(participant.study),
-        "error": error, "flow_step": step_position(participant=participant, step=Step("label"))},
-        status=400 if error else 200)
+    return render(request, "participant/label.html", context | {
+        "assignment": progress.assignment, "item": progress.assignment.item, "label": None,
+        "number": progress.done + 1, "total": progress.total, "done": progress.done,
+        "back_url": None if progress.previous_position is None else _label_page_url(participant,
+                                                                                    progress.previous_position),
+        "after_url": _label_page_url(participant)}, status=400 if error else 200)
 
 
 @participant_page(step="done")

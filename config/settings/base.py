@@ -215,6 +215,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "StudyStatusEnum": "annotation.models.Study.Status",
         "ParticipantStatusEnum": "annotation.models.Participant.Status",
+        "LabelValueEnum": "annotation.models.LabelValue",
         "ItemImportStatusEnum": "annotation.models.ItemImport.Status",
         "AuditStatusEnum": "auditapp.models.Audit.Status",
         "ParadigmEnum": "auditapp.engine.registry.choices",

@@ -1,7 +1,9 @@
-// The label page: keyboard shortcuts (0, 1, u; ignored while typing a reason), and a label that is kept
-// until the server has acknowledged it. The form is posted with fetch; on a network error or a 5xx (the
-// server or its database is down) it is sent again with backoff, and it is kept in localStorage so that a
-// closed tab sends it when the page is opened again. Without JavaScript the form posts as usual.
+// The label page: keyboard shortcuts (0, 1, u; ignored while typing), and an answer (a label, a changed label,
+// a skip; a flag with either) that is kept until the server has acknowledged it. The form is posted with
+// fetch; on a network error or a 5xx (the server or its database is down) it is sent again with backoff, and
+// it is kept in localStorage so that a closed tab sends it when the page is opened again. Once stored, the page
+// goes where the server would have sent it (the form's data-after-url). Without JavaScript the form posts as
+// usual.
 (function () {
   "use strict";
   const form = document.getElementById("label-form");
@@ -26,47 +28,59 @@
     try { return JSON.parse(localStorage.getItem(storageKey) || "null"); } catch (error) { return null; }
   }
 
-  function postTheFormWithoutScript(fields) {
-    // The server's own answer to a refused label (e.g. a reason it cannot store) is a page: show it.
-    const value = document.createElement("input");
-    value.type = "hidden";
-    value.name = "value";
-    value.value = fields.value;
-    form.querySelector("textarea[name=rationale]").value = fields.rationale;
-    form.appendChild(value);
+  // The answer as the form would post it: every field, and the button that sent it.
+  function answerOf(button) {
+    const entries = [];
+    new FormData(form).forEach((value, name) => {
+      if (name !== "csrfmiddlewaretoken") entries.push([name, String(value)]);
+    });
+    entries.push([button.name, button.value]);
+    return { item: item, url: window.location.pathname + window.location.search, after: form.dataset.afterUrl,
+             entries: entries };
+  }
+
+  function postTheFormWithoutScript(answer) {
+    // The server's own answer to a refused post (e.g. a skip without a reason) is a page: show it.
+    answer.entries.forEach(([name, value]) => {
+      const field = form.querySelector('[name="' + name + '"]:not(button)');
+      if (field) {
+        field.value = value;
+      } else {
+        const hidden = document.createElement("input");
+        hidden.type = "hidden";
+        hidden.name = name;
+        hidden.value = value;
+        form.appendChild(hidden);
+      }
+    });
     form.submit();
   }
 
-  async function send(fields) {
-    sending = true;
-    form.querySelectorAll("button").forEach((button) => { button.disabled = true; });
-    remember(fields);
+  function moveOn(answer) {
+    forget();
+    if (answer.after && answer.after !== window.location.pathname + window.location.search) {
+      window.location.assign(answer.after);
+    } else {
+      window.location.reload();
+    }
+  }
+
+  // Post an answer until the server has decided on it: "stored", "withdrawn" or "refused" (a 4xx page).
+  async function deliver(answer) {
     for (let attempt = 0; ; attempt++) {
       const body = new FormData();
       body.append("csrfmiddlewaretoken", form.querySelector("input[name=csrfmiddlewaretoken]").value);
-      body.append("item", fields.item);
-      body.append("value", fields.value);
-      body.append("rationale", fields.rationale);
+      answer.entries.forEach(([name, value]) => body.append(name, value));
       try {
-        const response = await fetch(form.action || window.location.href, {
+        const response = await fetch(answer.url || window.location.href, {
           method: "POST", credentials: "same-origin", body: body, redirect: "manual",
         });
-        // Stored: the server redirects to the participant's next step.
+        // Stored: the server redirects to the participant's next page.
         if (response.type === "opaqueredirect" || (response.status >= 300 && response.status < 400)) {
-          forget();
-          window.location.reload();
-          return;
+          return "stored";
         }
-        if (response.status === 410) {  // withdrawn meanwhile: nothing more is stored
-          forget();
-          window.location.reload();
-          return;
-        }
-        if (response.status >= 400 && response.status < 500) {
-          forget();
-          postTheFormWithoutScript(fields);
-          return;
-        }
+        if (response.status === 410) return "withdrawn";  // nothing more is stored
+        if (response.status >= 400 && response.status < 500) return "refused";
       } catch (error) { /* network: send again */ }
       status.textContent = "Saving… the study's server has a problem. Your answer is kept and will be " +
         "sent when it is back; you can leave this page open.";
@@ -74,12 +88,43 @@
     }
   }
 
+  async function send(answer) {
+    sending = true;
+    form.querySelectorAll("button").forEach((button) => { button.disabled = true; });
+    remember(answer);
+    const outcome = await deliver(answer);
+    forget();
+    if (outcome === "stored") moveOn(answer);
+    else if (outcome === "withdrawn") window.location.reload();
+    else postTheFormWithoutScript(answer);
+  }
+
+  // An answer kept from a closed tab about another sentence than this page's (e.g. a changed label of an
+  // earlier one): sent without leaving this page. A first label sent twice is stored once by the server.
+  async function sendBehind(answer) {
+    await deliver(answer);
+    status.textContent = "";
+    try {
+      if (JSON.stringify(remembered()) === JSON.stringify(answer)) forget();
+    } catch (error) { /* private mode */ }
+  }
+
   form.addEventListener("submit", (event) => {
     event.preventDefault();
     if (sending) return;
     const button = event.submitter;
-    if (!button || button.name !== "value") return;
-    send({ item: item, value: button.value, rationale: form.querySelector("textarea[name=rationale]").value });
+    if (!button) return;
+    if (button.name === "action" && button.value === "skip") {
+      const reason = form.querySelector("input[name=skip_reason]");
+      if (!reason.value.trim()) {
+        status.textContent = "Please say why you skip this sentence.";
+        reason.focus();
+        return;
+      }
+    } else if (button.name !== "value") {
+      return;
+    }
+    send(answerOf(button));
   });
 
   document.addEventListener("keydown", (event) => {
@@ -92,10 +137,14 @@
     }
   });
 
-  const pending = remembered();
-  if (pending && pending.item === item) {
-    send(pending);
-  } else if (pending) {
-    forget();  // the server has moved on from that item: it was stored
+  let pending = remembered();
+  if (pending && !Array.isArray(pending.entries) && pending.value !== undefined) {
+    // Kept by the page's earlier version: a first label.
+    pending = { item: pending.item, entries: [["item", pending.item], ["value", pending.value],
+                                              ["rationale", pending.rationale || ""]] };
+  }
+  if (pending && Array.isArray(pending.entries)) {
+    if (pending.item === item) send(pending);
+    else sendBehind(pending);
   }
 })();

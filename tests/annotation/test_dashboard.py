@@ -116,7 +116,8 @@ def test_item_set_sizes_count_positive_and_negative(staff):
 
 
 def test_the_context_takes_a_fixed_number_of_queries(study, django_assert_max_num_queries):
-    with django_assert_max_num_queries(10):  # 8, one for the robustness section's flipped items, one for the IAT modalities
+    with django_assert_max_num_queries(11):  # 8, one each for the robustness section's flipped items, the IAT
+        # modalities and the annotators' skips, flags and changes
         context = study_dashboard_context(study=study)
     more = Item.objects.bulk_create([Item(study=study, external_id=f"m{n}", target=f"More {n}.", position=10 + n)
                                      for n in range(20)])
@@ -124,7 +125,8 @@ def test_the_context_takes_a_fixed_number_of_queries(study, django_assert_max_nu
         for pseudonym, value in (("P1", 1), ("P2", 0), ("P3", 1)):
             Label.objects.create(participant=study.participants.get(pseudonym=pseudonym), item=item, value=value)
     study_analysis_compute(study_id=study.id)
-    with django_assert_max_num_queries(10):  # 8, one for the robustness section's flipped items, one for the IAT modalities
+    with django_assert_max_num_queries(11):  # 8, one each for the robustness section's flipped items, the IAT
+        # modalities and the annotators' skips, flags and changes
         context = study_dashboard_context(study=study)
         assert context["disagreements"].total == 21 and len(context["disagreements"].rows) == 21
         assert all(len(row.labels) == 3 for row in context["disagreements"].rows)

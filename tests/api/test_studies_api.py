@@ -70,14 +70,17 @@ def test_labels_json_and_csv_have_the_same_columns_and_rows(api_client, study):
     page = api_client.get(f"/api/studies/{study.id}/labels/").json()
     assert page["count"] == 3
     rows = page["results"]
-    assert list(rows[0]) == ["participant", "item", "value", "rationale", "created_at"]
+    assert list(rows[0]) == ["participant", "item", "value", "rationale", "created_at", "updated_at", "n_changes",
+                             "first_value"]
+    # Imported labels were never changed: their first value is their value.
+    assert all(r["n_changes"] == 0 and r["first_value"] == r["value"] for r in rows)
     assert [(r["participant"], r["item"], r["value"], r["rationale"]) for r in rows] == [
         ("A1", "i1", 1, "slur, in context"), ("A2", "i1", 0, ""), ("A1", "i2", -1, "")]
     csv_rows = read_csv(api_client.get(f"/api/studies/{study.id}/labels/?format=csv"))
     assert [(r["participant"], r["item"], r["value"], r["rationale"]) for r in csv_rows] == [
         ("A1", "i1", "1", "slur, in context"), ("A2", "i1", "0", ""), ("A1", "i2", "-1", "")]
     assert [r["created_at"] for r in csv_rows] == [r["created_at"] for r in rows]
-    assert csv_rows[0]["created_at"].endswith("Z")
+    assert csv_rows[0]["created_at"].endswith("Z") and list(csv_rows[0]) == list(rows[0])
 
 
 def test_csv_by_accept_header(api_client, study):

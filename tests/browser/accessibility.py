@@ -27,13 +27,13 @@ def serious_violations(page: Page) -> list[str]:
 
 
 def unnamed_controls(page: Page) -> list[str]:
-    """The visible controls whose accessible name (as axe computes it, what a screen reader reads) is empty."""
+    """The visible controls (not those in a closed <details>) whose accessible name (as axe computes it, what a screen reader reads) is empty."""
     _inject(page)
     return page.evaluate("""selector => {
         axe.setup(document);
         try {
             return [...document.querySelectorAll(selector)]
-                .filter(el => el.getClientRects().length && !el.disabled)
+                .filter(el => el.checkVisibility() && !el.disabled)
                 .filter(el => !axe.commons.text.accessibleTextVirtual(axe.utils.getNodeFromTree(el)).trim())
                 .map(el => el.outerHTML.slice(0, 120));
         } finally { axe.teardown(); }

@@ -99,3 +99,25 @@ def trials_frame(rows: list[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     frame["pairing"] = frame["pairing"].replace("", None)
     return frame
+
+
+def labelling_study(*, n_items: int = 4, per_annotator: int = 3, per_item: int = 1, check: bool = False,
+                    skipping: str = Study.Skipping.REASSIGN) -> Study:
+    """A study whose flow is consent → instructions → labelling (no instruments, no IAT)."""
+    study = Study.objects.create(name="Nav", slug="nav", status=Study.Status.OPEN, iat_enabled=False,
+                                 items_per_annotator=per_annotator, annotators_per_item=per_item, skipping=skipping)
+    Item.objects.bulk_create([Item(study=study, external_id=f"i{n}", target=f"Target {n}.", position=n)
+                              for n in range(n_items)])
+    if check:
+        Item.objects.create(study=study, external_id="check", target="Choose 'Not ableist'.",
+                            attention_check_answer=0, position=n_items)
+    return study
+
+
+def start_labelling(study: Study) -> tuple[Client, Participant, str]:
+    (participant,) = participants_invite(study=study, count=1)
+    client = Client()
+    base = f"/p/{participant.invite_token}/"
+    assert client.post(base + "consent/", {"consent": "yes"}).status_code == 302
+    assert client.post(base + "instructions/").status_code == 302
+    return client, participant, base + "label/"
