@@ -147,9 +147,11 @@ def new_participant() -> tuple[int, str]:
     """A new open study with the IAT and one consented participant (one per run)."""
     from annotation.models import Study
     from annotation.participation import participant_consent, participants_invite
+    from teams.models import Team
 
     study = Study.objects.create(name="IAT timing benchmark", slug=f"iat-timing-{time.time_ns()}",
-                                 status="open", iat_enabled=True)
+                                 status="open", iat_enabled=True,
+                                 team=Team.objects.get_or_create(name="Benchmarks")[0])
     participant = participants_invite(study=study, count=1)[0]
     participant_consent(participant=participant)
     return participant.pk, participant.invite_token
@@ -208,15 +210,24 @@ class Tapper:
     messages let taps through to the halves)."""
 
     def __init__(self, page):
+        self.page = page
         self.cdp = page.context.new_cdp_session(page)
-        self.points = {}
+        self.points: dict[str, dict] = {}
+        self.aim()
+
+    def aim(self) -> None:
+        """Find the response areas where they are now: the instructions shown between blocks move them."""
         for key, selector in (("e", "#iat-left"), ("i", "#iat-right")):
-            box = page.locator(selector).bounding_box()
-            self.points[key] = {"x": box["x"] + box["width"] / 2, "y": box["y"] + box["height"] * 0.8}
+            box = self.page.locator(selector).bounding_box()
+            self.points.setdefault(key, {}).update(x=box["x"] + box["width"] / 2, y=box["y"] + box["height"] * 0.8)
 
     def tap(self, key: str) -> None:
         self.cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [self.points[key]]})
         self.cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+
+    def start(self) -> None:
+        """Start a block: a whole tap (down and up), as the page wants."""
+        Tapper.tap(self, "e")
 
 
 class TwoThumbs(Tapper):
@@ -249,6 +260,12 @@ class TwoThumbs(Tapper):
         if self.down:
             self._send("touchEnd", self.down)
             self.down = []
+
+    def start(self) -> None:
+        """Lift a thumb still resting from the last block, then tap: a block starts on a tap begun after its
+        instructions appeared."""
+        self.lift()
+        super().start()
 
 
 def run_browser(base: str, token: str, deadline: float, modality: str) -> dict:
@@ -298,15 +315,21 @@ def run_browser(base: str, token: str, deadline: float, modality: str) -> dict:
                     "text => document.getElementById('iat-message').textContent.includes(text)", arg=ready)
                 clock.calibrate()
                 if tapper:
-                    tapper.tap("e")
-                    seen_keys += 1  # the starting tap is on a half, so it is recorded as a response too
+                    tapper.start()
                 else:
                     page.keyboard.press("Space")
-                for trial in block["trials"]:
+                for position, trial in enumerate(block["trials"]):
                     onset = page.wait_for_function(
                         "n => window.__iatBench.onsets.length > n ? window.__iatBench.onsets[n] : null",
                         arg=n, polling="raf").json_value()
                     detected = time.perf_counter()
+                    if position == 0:
+                        # Responses are looked for after everything recorded before the block's first word: the
+                        # starting tap is recorded as a response when it lands on a half, and not when the block's
+                        # instructions cover the halves.
+                        seen_keys = page.evaluate("() => window.__iatBench.keys.length")
+                        if tapper:
+                            tapper.aim()
                     if onset["text"] != trial["stimulus"]:
                         raise RuntimeError(f"trial {n}: page shows {onset['text']!r}, design says {trial['stimulus']!r}")
                     delay = DELAYS_MS[n % len(DELAYS_MS)]
