@@ -8,9 +8,9 @@ not lock out the participants who share it. ``row_by_token`` is that lookup for 
 coder's link in ``coding.access`` uses it too), so one count covers every kind of link. The count lives in
 the cache (Redis in production); while that is unreachable, unknown links are answered 404 uncounted.
 
-A write refused because the participant has withdrawn (ParticipantWithdrawn, raised under the
-participant's row lock) is answered here for every page: 410 with the withdraw page, or JSON for the
-pages' scripts.
+A write refused because the participant has withdrawn or declined consent (ParticipantWithdrawn, raised under the
+participant's row lock) is answered here for every page: 410 with the withdraw (or declined) page, or JSON for
+the pages' scripts.
 """
 from __future__ import annotations
 
@@ -110,5 +110,6 @@ def _withdrawn_response(request: HttpRequest, participant: Participant, message:
     participant.refresh_from_db()
     if request.content_type == "application/json" or "application/json" in request.headers.get("Accept", ""):
         return JsonResponse({"error": message, "withdrawn": True}, status=410)
-    return render(request, "participant/withdraw.html", {"participant": participant, "study": participant.study},
-                  status=410)
+    template = ("participant/declined.html" if participant.status == Participant.Status.DECLINED
+                else "participant/withdraw.html")
+    return render(request, template, {"participant": participant, "study": participant.study}, status=410)

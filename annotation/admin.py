@@ -19,7 +19,7 @@ from annotation.forms import InviteForm, ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import Item, ItemImport, Label, Participant, Study, StudyAnalysisSettings
 from annotation.participation import participants_invite
-from annotation.selectors import study_analysis_status, study_list
+from annotation.selectors import study_analysis_status, study_duration, study_list
 from annotation.services import item_import_submit
 from annotation.study_analysis import study_analysis_enqueue, study_analysis_request
 from common.api.csv_export import streaming_csv_response
@@ -44,17 +44,19 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
     list_filter = ("status", "label_scheme")
     search_fields = ("name", "slug", "description")
     prepopulated_fields = {"slug": ("name",)}
-    readonly_fields = ("analysis", "item_imports", "annotator_imports", "invite_links", "created_at", "updated_at")
+    readonly_fields = ("analysis", "item_imports", "annotator_imports", "invite_links", "estimated_duration",
+                       "created_at", "updated_at")
     inlines = [StudyInstrumentInline, StudyAnalysisSettingsInline]
     formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     fieldsets = [
         (None, {"fields": ("name", "slug", "description", "status")}),
         ("Annotators", {"fields": ("content_warning", "consent_text", "labelling_instructions", "label_scheme",
                                    "annotators_per_item", "items_per_annotator", "assignment_timeout_minutes",
-                                   "attention_check_pass_threshold")}),
+                                   "attention_check_pass_threshold", "skipping", "estimated_minutes",
+                                   "estimated_duration")}),
         ("IAT", {"fields": ("iat_enabled", "keyboard_required", "iat_stimuli")}),
         ("Recruitment", {"fields": ("invite_links", "open_link_enabled", "open_link_cap", "completion_code",
-                                    "completion_url")}),
+                                    "completion_url", "no_consent_url")}),
         ("Data", {"fields": ("analysis", "item_imports", "annotator_imports", "created_at", "updated_at")}),
     ]
 
@@ -85,6 +87,15 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
         messages.success(request, "Recomputation of the analysis queued: a worker computes it now (its state "
                                   "shows under Data when you reload this page).")
         return redirect("admin:annotation_study_change", study.pk)
+
+    @admin.display(description="Duration shown before consent")
+    def estimated_duration(self, study):
+        if not study.pk:
+            return "Save the study first."
+        duration = study_duration(study=study)
+        parts = format_html_join(", ", "{} {} s", ((part.name, round(part.seconds)) for part in duration.parts))
+        source = "as stated above" if duration.stated else "estimated (annotation/duration.py; our own per-part times)"
+        return format_html("About {} minutes, {}: {}", duration.minutes, source, parts)
 
     @admin.display(description="Invite links")
     def invite_links(self, study):

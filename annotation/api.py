@@ -66,10 +66,11 @@ class StudySerializer(serializers.ModelSerializer):
     class Meta:
         model = Study
         fields = ("id", "slug", "name", "description", "status", "label_scheme", "annotators_per_item",
-                  "content_warning", "consent_text", "team", "n_items", "n_participants", "n_labels",
-                  "created_at", "updated_at")
+                  "content_warning", "consent_text", "skipping", "no_consent_url", "estimated_minutes", "team",
+                  "n_items", "n_participants", "n_labels", "created_at", "updated_at")
         read_only_fields = ("status",)
-        extra_kwargs = {"annotators_per_item": {"min_value": 1, "max_value": MAX_ANNOTATORS_PER_ITEM}}
+        extra_kwargs = {"annotators_per_item": {"min_value": 1, "max_value": MAX_ANNOTATORS_PER_ITEM},
+                        "estimated_minutes": {"min_value": 1, "max_value": 24 * 60}}
 
     def validate_team(self, team):
         if self.instance is not None and team != self.instance.team:
@@ -97,6 +98,8 @@ class ParticipantRowSerializer(serializers.Serializer):
     consented_at = serializers.DateTimeField(allow_null=True)
     completed_at = serializers.DateTimeField(allow_null=True)
     withdrawn_at = serializers.DateTimeField(allow_null=True)
+    declined_at = serializers.DateTimeField(allow_null=True, help_text="When consent was declined (nothing else is "
+                                                                       "kept of a participant who declined).")
     aq = serializers.FloatField(allow_null=True, help_text="Total of the study's AQ instrument.")
     aq_social_skill = serializers.FloatField(allow_null=True)
     aq_attention_switching = serializers.FloatField(allow_null=True)

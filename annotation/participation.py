@@ -36,14 +36,16 @@ class FlowError(Exception):
 
 
 class ParticipantWithdrawn(Exception):
-    """A write for a participant who has withdrawn: nothing was stored (the access decorator answers 410)."""
+    """A write for a participant who has withdrawn or declined consent: nothing was stored (the access decorator
+    answers 410)."""
 
-    def __init__(self):
-        super().__init__("You have withdrawn from this study; nothing more is recorded.")
+    def __init__(self, *, declined: bool = False):
+        super().__init__("You did not consent to this study; nothing is recorded." if declined
+                         else "You have withdrawn from this study; nothing more is recorded.")
 
 
 _FLOW_STATE_FIELDS = ("status", "started_at", "read_instructions_at", "completed_at", "withdrawn_at",
-                      "attention_check_score", "attention_checks_passed")
+                      "declined_at", "attention_check_score", "attention_checks_passed")
 
 
 @contextmanager
@@ -59,8 +61,8 @@ def participant_locked(participant: Participant) -> Iterator[Participant]:
     """
     with transaction.atomic():
         current = Participant.objects.select_for_update(no_key=True).get(pk=participant.pk)
-        if current.status == Participant.Status.WITHDRAWN:
-            raise ParticipantWithdrawn()
+        if current.status in (Participant.Status.WITHDRAWN, Participant.Status.DECLINED):
+            raise ParticipantWithdrawn(declined=current.status == Participant.Status.DECLINED)
         for field in _FLOW_STATE_FIELDS:
             setattr(participant, field, getattr(current, field))
         yield participant
@@ -68,7 +70,8 @@ def participant_locked(participant: Participant) -> Iterator[Participant]:
 
 @dataclass(frozen=True)
 class Step:
-    """Where a participant is: ``kind`` is consent, questionnaire, iat, instructions, label, done or withdrawn."""
+    """Where a participant is: ``kind`` is consent, questionnaire, iat, instructions, label, done, withdrawn or
+    declined."""
 
     kind: str
     instrument_id: int | None = None
@@ -80,6 +83,8 @@ def next_step(participant: Participant) -> Step:
 
     if participant.status == Participant.Status.WITHDRAWN:
         return Step("withdrawn")
+    if participant.status == Participant.Status.DECLINED:
+        return Step("declined")
     if participant.started_at is None:
         return Step("consent")
     # One query on every participant page: the study's first instrument the participant has not finished.
@@ -171,7 +176,9 @@ def open_link_check(*, study: Study, prolific_pid: str = "") -> Participant | No
         returning = Participant.objects.filter(study=study, prolific_pid=prolific_pid).first()
         if returning is not None:
             return returning
-    joined = Participant.objects.filter(study=study, via_open_link=True).count()
+    # A visitor who declined consent took no place: they left nothing but the decline.
+    joined = Participant.objects.filter(study=study, via_open_link=True).exclude(
+        status=Participant.Status.DECLINED).count()
     if study.open_link_cap and joined >= study.open_link_cap:
         raise FlowError("This study is full. Thank you for your interest.")
     return None
@@ -198,6 +205,24 @@ def participant_consent(*, participant: Participant) -> None:
             participant.started_at = timezone.now()
             participant.status = Participant.Status.ACTIVE
             participant.save(update_fields=["started_at", "status", "updated_at"])
+
+
+def participant_decline(*, participant: Participant) -> None:
+    """Record that the visitor declined consent, and keep nothing else of them: the panel identifiers an open link
+    stored are cleared, and every later write is refused (``participant_locked``). The row stays, with its
+    pseudonym and the time of the decline, so the study's recruitment numbers stay true. Only possible before
+    consent (afterwards the participant withdraws); declining twice changes nothing."""
+    try:
+        with participant_locked(participant):
+            if participant.started_at is not None:
+                raise FlowError("You have already agreed to take part; you can withdraw instead.")
+            participant.status = Participant.Status.DECLINED
+            participant.declined_at = timezone.now()
+            participant.prolific_pid = participant.prolific_study_id = participant.prolific_session_id = ""
+            participant.save(update_fields=["status", "declined_at", "prolific_pid", "prolific_study_id",
+                                            "prolific_session_id", "updated_at"])
+    except ParticipantWithdrawn:
+        participant.refresh_from_db()
 
 
 def participant_withdraw(*, participant: Participant) -> None:

@@ -13,6 +13,7 @@ import pandas as pd
 from django.db.models import Count, Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
+from annotation.duration import DurationEstimate, duration_estimate
 from annotation.models import (
     AnalysisRun,
     AnalysisState,
@@ -115,7 +116,7 @@ def study_skips_and_flags_export(*, study: Study) -> Export:
 
 PARTICIPANT_COLUMNS = [
     "participant", "team", "status", "n_labels", "created_at", "consented_at", "completed_at", "withdrawn_at",
-    "aq", *[f"aq_{name}" for name in AQ50_SUBSCALES], "aq_tier", "sata", "sata_tier",
+    "declined_at", "aq", *[f"aq_{name}" for name in AQ50_SUBSCALES], "aq_tier", "sata", "sata_tier",
     "iat_d", "iat_d600", "iat_error_rate", "iat_fast_fraction", "iat_flagged_fast", "iat_condition",
     "iat_modality", "attention_check_score", "attention_checks_passed", "trust_raw", "weight",
 ]
@@ -133,8 +134,8 @@ def study_participants_export(*, study: Study) -> Export:
     participants = list(
         Participant.objects.filter(study=study).annotate(n_labels=_count_of(Label, participant=OuterRef("pk")))
         .order_by("pseudonym").values_list("id", "pseudonym", "team", "status", "n_labels", "created_at",
-                                           "started_at", "completed_at", "withdrawn_at", "attention_check_score",
-                                           "attention_checks_passed"))
+                                           "started_at", "completed_at", "withdrawn_at", "declined_at",
+                                           "attention_check_score", "attention_checks_passed"))
     roles = dict(StudyInstrument.objects.filter(study=study).exclude(role=StudyInstrument.Role.OTHER)
                  .values_list("role", "instrument_id"))
     scores = {(p, i): (total, subscales, tier) for p, i, total, subscales, tier in
@@ -146,10 +147,11 @@ def study_participants_export(*, study: Study) -> Export:
            .values_list("participant_id", "d_score", "d600_score", "error_rate", "fast_fraction", "flagged_fast",
                         "condition_index", "input_modality")}
     rows = []
-    for pid, pseudonym, team, status, n_labels, created, consented, completed, withdrawn, att_score, att_ok in participants:
+    for (pid, pseudonym, team, status, n_labels, created, consented, completed, withdrawn, declined, att_score,
+         att_ok) in participants:
         aq_total, aq_sub, aq_tier = scores.get((pid, roles.get("aq")), (None, {}, None))
         sata_total, _, sata_tier = scores.get((pid, roles.get("sata")), (None, {}, None))
-        rows.append((pseudonym, team, status, n_labels, created, consented, completed, withdrawn,
+        rows.append((pseudonym, team, status, n_labels, created, consented, completed, withdrawn, declined,
                      aq_total, *[aq_sub.get(name) for name in AQ50_SUBSCALES], aq_tier or None, sata_total,
                      sata_tier or None, *iat.get(pid, (None,) * 7), att_score, att_ok,
                      *weights.get(pid, (None, None))))
@@ -339,3 +341,17 @@ def study_ground_truth_alternatives_export(*, study: Study, table: str = "labels
                 "weights": ["participant", "weighted", "loo_aq_sata", "loo_aq_iat", "loo_sata_iat", "no_team_norm"]}
     columns = defaults[table]
     return Export(columns, [tuple(record.get(column) for column in columns) for record in records])
+
+
+def study_duration(*, study: Study) -> DurationEstimate:
+    """The duration shown before consent (``annotation.duration``): from the study's instruments, IAT and the
+    sentences one participant labels (their share of the items and every attention check), unless the study
+    states its own."""
+    statements = sum(len(setting.instrument.parsed.items)
+                     for setting in StudyInstrument.objects.filter(study=study).select_related("instrument"))
+    counts = Item.objects.filter(study=study).aggregate(
+        items=Count("id", filter=Q(attention_check_answer__isnull=True)),
+        checks=Count("id", filter=Q(attention_check_answer__isnull=False)))
+    items = min(study.items_per_annotator, counts["items"]) if study.items_per_annotator else counts["items"]
+    return duration_estimate(statements=statements, iat=study.iat_enabled, sentences=items + counts["checks"],
+                             stated_minutes=study.estimated_minutes)

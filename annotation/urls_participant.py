@@ -10,6 +10,7 @@ urlpatterns = [
     path("join/<str:open_token>/", views.join, name="join"),
     path("p/<str:token>/", views.resume, name="resume"),
     path("p/<str:token>/consent/", views.consent, name="consent"),
+    path("p/<str:token>/declined/", views.declined, name="declined"),
     path("p/<str:token>/questionnaire/<int:instrument_id>/", psychometrics_views.questionnaire,
          name="questionnaire"),
     path("p/<str:token>/questionnaire/<int:instrument_id>/answer/", psychometrics_views.answer, name="answer"),

@@ -8,7 +8,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from annotation.access import participant_page
-from annotation.models import LabelValue, Study
+from annotation.models import LabelValue, Participant, Study
 from annotation.participation import (
     FlowError,
     Step,
@@ -23,10 +23,12 @@ from annotation.participation import (
     participant_assignment_position,
     participant_complete,
     participant_consent,
+    participant_decline,
     participant_withdraw,
     step_position,
     step_url,
 )
+from annotation.selectors import study_duration
 from common.participant_input import InputError, form_number, storable_text
 
 
@@ -70,9 +72,19 @@ def consent(request: HttpRequest, participant) -> HttpResponse:
     if request.method == "POST" and request.POST.get("consent") == "yes":
         participant_consent(participant=participant)
         return redirect("participant:resume", participant.invite_token)
+    if request.method == "POST" and request.POST.get("consent") == "no":
+        participant_decline(participant=participant)
+        # Only the study's own stored address, never one from the request.
+        return redirect(participant.study.no_consent_url or reverse("participant:declined",
+                                                                    args=[participant.invite_token]))
     return render(request, "participant/consent.html", {
-        "participant": participant, "study": participant.study,
+        "participant": participant, "study": participant.study, "duration": study_duration(study=participant.study),
         "flow_step": step_position(participant=participant, step=Step("consent"))})
+
+
+@participant_page(step="declined")
+def declined(request: HttpRequest, participant) -> HttpResponse:
+    return render(request, "participant/declined.html", {"participant": participant, "study": participant.study})
 
 
 @require_http_methods(["GET", "POST"])
@@ -174,6 +186,8 @@ def done(request: HttpRequest, participant) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 @participant_page()
 def withdraw(request: HttpRequest, participant) -> HttpResponse:
+    if participant.status == Participant.Status.DECLINED:  # nothing of theirs to withdraw
+        return redirect("participant:declined", participant.invite_token)
     if request.method == "POST" and request.POST.get("confirm") == "yes":
         participant_withdraw(participant=participant)
     return render(request, "participant/withdraw.html", {"participant": participant, "study": participant.study})

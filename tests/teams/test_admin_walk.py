@@ -207,7 +207,7 @@ def test_an_editor_of_several_teams_picks_the_team_of_a_new_study(two_teams):
     form = {"name": "Ed's B study", "slug": "ed-b", "status": "draft", "label_scheme": "binary",
             "annotators_per_item": 3, "items_per_annotator": 10, "assignment_timeout_minutes": 60,
             "attention_check_pass_threshold": 0.5, "open_link_cap": 0, "completion_code": "DONE",
-            "team": two_teams["b"].pk}
+            "skipping": "reassign", "team": two_teams["b"].pk}
     inlines = {"study_instruments-TOTAL_FORMS": 0, "study_instruments-INITIAL_FORMS": 0,
                "analysis_settings-TOTAL_FORMS": 0, "analysis_settings-INITIAL_FORMS": 0}
     response = ed.post(admin_url(Study, "add"), {**form, **inlines})

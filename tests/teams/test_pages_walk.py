@@ -34,7 +34,7 @@ NOT_RESEARCHER_PAGES = {
     "healthz",
     "participant:join", "participant:resume", "participant:consent", "participant:questionnaire",
     "participant:answer", "participant:iat", "participant:iat-block", "participant:instructions",
-    "participant:label", "participant:done", "participant:withdraw",
+    "participant:label", "participant:done", "participant:withdraw", "participant:declined",
     *(f"coder-{way}-{page}" for way in ("link", "account") for page in ("resume", "intro", "excerpt", "save", "done")),
 }
 OWN_WALKS = ("api/", "admin/")  # tests/teams' API and admin walks

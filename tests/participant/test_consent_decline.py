@@ -1,0 +1,120 @@
+"""Declining consent: only the decline is kept, later writes are refused, the panel's no-consent address is used
+when the study has one, and the open link's cap is not used up. The duration is shown before consent."""
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.forms.models import model_to_dict
+from django.test import Client
+
+from annotation.models import Assignment, Label, Participant, Study
+from psychometrics.models import Instrument, InstrumentResponse
+from tests.participant.helpers import flow_study, invite
+
+pytestmark = pytest.mark.django_db
+
+
+def test_declining_keeps_only_the_decline_and_shows_the_thank_you_page():
+    study = flow_study(n_items=6, items_per_annotator=4)
+    (participant,) = invite(study)
+    client = Client()
+    base = f"/p/{participant.invite_token}/"
+    before = model_to_dict(Participant.objects.get(pk=participant.pk))
+    answer = client.post(base + "consent/", {"consent": "no"})
+    assert answer["Location"] == base + "declined/"
+    after = model_to_dict(Participant.objects.get(pk=participant.pk))
+    changed = {field for field in after if after[field] != before[field]}
+    assert changed == {"status", "declined_at"} and after["status"] == "declined"
+    page = client.get(base).get("Location")
+    assert page == base + "declined/"
+    shown = client.get(base + "declined/").content.decode()
+    assert "Nothing about you has been recorded" in shown and "withdraw-link" not in shown
+    # The consent page is not offered again, and consent is refused.
+    assert client.get(base + "consent/")["Location"] == base + "declined/"
+    client.post(base + "consent/", {"consent": "yes"})
+    assert Participant.objects.get(pk=participant.pk).started_at is None
+
+
+def test_every_later_write_is_refused_with_410_and_stores_nothing():
+    from annotation.participation import label_submit, participant_consent
+
+    study = flow_study()
+    (participant,) = invite(study)
+    Client().post(f"/p/{participant.invite_token}/consent/", {"consent": "no"})
+    aq = Instrument.objects.get(slug="aq50")
+    answer = Client().post(f"/p/{participant.invite_token}/questionnaire/{aq.pk}/answer/",
+                           {"item": 1, "response": 0, "rt_ms": 900}, content_type="application/json")
+    assert answer.status_code in (302, 410)
+    from annotation.participation import ParticipantWithdrawn
+
+    declined = Participant.objects.get(pk=participant.pk)
+    with pytest.raises(ParticipantWithdrawn, match="did not consent"):
+        participant_consent(participant=declined)
+    with pytest.raises(ParticipantWithdrawn):
+        label_submit(participant=declined, item_id=study.items.first().pk, value=1)
+    assert not InstrumentResponse.objects.exists() and not Label.objects.exists()
+    assert not Assignment.objects.exists()
+    # Withdrawing is not offered: there is nothing to withdraw.
+    assert Client().get(f"/p/{participant.invite_token}/withdraw/")["Location"].endswith("/declined/")
+
+
+def test_the_study_s_no_consent_address_and_only_it_is_where_the_decline_goes():
+    study = flow_study()
+    study.no_consent_url = "https://app.prolific.com/submissions/complete?cc=NOCONSENT"
+    study.save()
+    (participant,) = invite(study)
+    answer = Client().post(f"/p/{participant.invite_token}/consent/?next=https://evil.example/",
+                           {"consent": "no", "next": "https://evil.example/"})
+    assert answer["Location"] == study.no_consent_url
+
+
+def test_an_open_link_decline_clears_the_panel_identifiers_and_takes_no_place_under_the_cap():
+    study = flow_study()
+    study.open_link_enabled, study.open_link_cap = True, 1
+    study.save()
+    client = Client()
+    joined = client.get(f"/join/{study.open_link_token}/?PROLIFIC_PID=abc&STUDY_ID=s1&SESSION_ID=x9")
+    participant = Participant.objects.get()
+    assert participant.prolific_pid == "abc"
+    client.post(joined["Location"] + "consent/", {"consent": "no"})
+    participant.refresh_from_db()
+    assert (participant.prolific_pid, participant.prolific_study_id, participant.prolific_session_id) == ("", "", "")
+    # The one place under the cap is still free for the next visitor.
+    assert Client().get(f"/join/{study.open_link_token}/?PROLIFIC_PID=def")["Location"].startswith("/p/")
+    assert Participant.objects.filter(status=Participant.Status.DECLINED).count() == 1
+
+
+def test_declining_after_consent_is_refused():
+    study = flow_study()
+    (participant,) = invite(study)
+    client = Client()
+    client.post(f"/p/{participant.invite_token}/consent/", {"consent": "yes"})
+    from annotation.participation import FlowError, participant_decline
+
+    with pytest.raises(FlowError, match="withdraw"):
+        participant_decline(participant=Participant.objects.get(pk=participant.pk))
+    assert Participant.objects.get(pk=participant.pk).status == Participant.Status.ACTIVE
+
+
+def test_the_participants_export_shows_the_decline(api_client):
+    study = flow_study()
+    (participant,) = invite(study)
+    Client().post(f"/p/{participant.invite_token}/consent/", {"consent": "no"})
+    (row,) = api_client.get(f"/api/studies/{study.id}/participants/").json()["results"]
+    assert row["status"] == "declined" and row["declined_at"] and row["consented_at"] is None
+    assert row["n_labels"] == 0 and row["aq"] is None
+
+
+def test_the_consent_page_shows_the_duration_estimated_or_stated():
+    study = flow_study(n_items=6, items_per_annotator=4)  # and one attention check
+    (participant,) = invite(study)
+    page = Client().get(f"/p/{participant.invite_token}/consent/").content.decode()
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", re.search(r'<p id="duration">(.*?)</p>', page, re.S).group(1)))
+    # AQ-50 (50) and the partial SATA (5): 55 × 6 s = 330 s; IAT 390 s; 4 sentences + 1 check = 5 × 15 s = 75 s;
+    # consent 120 s. 915 s = 15.25 min → 16.
+    assert text.startswith("This study takes about 16 minutes: consent and instructions, questionnaires (55")
+    assert "labelling (5 sentences)" in text
+    Study.objects.filter(pk=study.pk).update(estimated_minutes=25)
+    page = Client().get(f"/p/{participant.invite_token}/consent/").content.decode()
+    assert "about <strong>25 minutes</strong>." in page
