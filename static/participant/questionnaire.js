@@ -5,6 +5,9 @@
 // The form's own submit still works without JavaScript.
 // A submit with statements unanswered stays on the page: a summary links each one and the first takes the
 // focus (without JavaScript the server answers with the same summary, keeping every answer given).
+// On a narrow screen the statements are cards, one at a time, with Back and Next and a progress bar; a first
+// answer moves on to the next card after a moment. The time sent with an answer is then the time since its card
+// was shown (on a wide screen, since the page was shown or the previous answer).
 (function () {
   "use strict";
   const form = document.getElementById("questionnaire");
@@ -30,10 +33,102 @@
     } catch (error) { /* private mode: the answers are still retried while the page is open */ }
   }
 
+  const items = [...form.querySelectorAll("li.item")];
+  const answeredCount = () => items.filter((li) => li.querySelector("input:checked")).length;
   function updateCount() {
-    const items = form.querySelectorAll("li.item");
-    const answered = [...items].filter((li) => li.querySelector("input:checked")).length;
-    counter.textContent = answered + " of " + items.length + " answered";
+    counter.textContent = answeredCount() + " of " + items.length + " answered";
+    if (cards) cards.update();
+  }
+
+  // Cards: built once, shown while the screen is narrow (a phone held either way may cross the width).
+  const NARROW = window.matchMedia("(max-width: 600px)");
+  const ADVANCE_MS = 350;
+  let cards = null;
+  function buildCards() {
+    const submit = document.getElementById("questionnaire-submit");
+    const nav = document.createElement("div");
+    nav.className = "card-nav";
+    const place = document.createElement("p");
+    place.className = "card-place";
+    place.id = "card-place";
+    const bar = document.createElement("progress");
+    bar.id = "card-progress";
+    bar.max = items.length;
+    bar.setAttribute("aria-labelledby", "answered-count");
+    const back = document.createElement("button");
+    back.type = "button";
+    back.id = "card-back";
+    back.className = "secondary";
+    back.textContent = "← Back";
+    const next = document.createElement("button");
+    next.type = "button";
+    next.id = "card-next";
+    next.textContent = "Next →";
+    nav.append(back, next);
+    form.querySelector("ol.items").before(place, bar);
+    counter.before(nav);
+    let current = 0;
+    let advancing = null;
+    const state = {
+      get current() { return current; },
+      show(index, focus) {
+        clearTimeout(advancing);
+        current = Math.max(0, Math.min(items.length - 1, index));
+        items.forEach((li, n) => { li.hidden = n !== current; });
+        last = performance.now();
+        state.update();
+        if (focus) {
+          const chosen = items[current].querySelector("input:checked") || items[current].querySelector("input");
+          chosen.focus();
+        }
+      },
+      advanceSoon(from) {
+        clearTimeout(advancing);
+        advancing = setTimeout(() => { if (current === from && from < items.length - 1) state.show(from + 1, true); },
+                               ADVANCE_MS);
+      },
+      update() {
+        place.textContent = "Statement " + (current + 1) + " of " + items.length;
+        bar.value = answeredCount();
+        back.disabled = current === 0;
+        const atEnd = current === items.length - 1;
+        next.hidden = atEnd;
+        submit.hidden = !atEnd && answeredCount() < items.length;
+      },
+      on() {
+        form.classList.add("cards");
+        nav.hidden = place.hidden = bar.hidden = false;
+        const firstOpen = items.findIndex((li) => li.classList.contains("missing") || !li.querySelector("input:checked"));
+        state.show(firstOpen < 0 ? items.length - 1 : firstOpen, false);
+      },
+      off() {
+        clearTimeout(advancing);
+        form.classList.remove("cards");
+        nav.hidden = place.hidden = bar.hidden = true;
+        items.forEach((li) => { li.hidden = false; });
+        submit.hidden = false;
+      },
+    };
+    back.addEventListener("click", () => state.show(current - 1, true));
+    next.addEventListener("click", () => state.show(current + 1, true));
+    // A link of the unanswered summary opens its card.
+    document.addEventListener("click", (event) => {
+      const link = event.target.closest('a[href^="#statement-"]');
+      if (!link || !form.classList.contains("cards")) return;
+      const index = items.findIndex((li) => "#" + li.id === link.getAttribute("href"));
+      if (index < 0) return;
+      event.preventDefault();
+      state.show(index, true);
+    });
+    return state;
+  }
+  function fitToScreen() {
+    if (NARROW.matches) {
+      cards = cards || buildCards();
+      cards.on();
+    } else if (cards) {
+      cards.off();
+    }
   }
 
   // Each answer is sent at once (answers to other items do not wait for each other) and again until
@@ -92,6 +187,8 @@
     if (input.type !== "radio") return;
     const li = input.closest("li.item");
     const now = performance.now();
+    const firstAnswer = !pending[li.dataset.item] && li.dataset.answered !== "yes";
+    li.dataset.answered = "yes";
     li.classList.remove("missing");
     const itemError = li.querySelector(".item-error");
     if (itemError) itemError.remove();
@@ -103,6 +200,7 @@
     store();
     updateCount();
     send(body.item);
+    if (cards && form.classList.contains("cards") && firstAnswer) cards.advanceSoon(items.indexOf(li));
   });
 
   // Answers a closed tab did not get acknowledged: show them and send them now.
@@ -138,6 +236,7 @@
     // textContent and append, not replaceChildren: Safari before 14 has no replaceChildren.
     summary.textContent = "";
     summary.append(heading, list);
+    if (cards && form.classList.contains("cards")) cards.show(items.indexOf(unanswered[0]), false);
     unanswered[0].querySelector("input").focus();
   }
 
@@ -170,6 +269,9 @@
       form.append(input);
     }
   }
+  items.forEach((li) => { if (li.querySelector("input:checked")) li.dataset.answered = "yes"; });
+  fitToScreen();
+  NARROW.addEventListener("change", fitToScreen);
   const markedByServer = form.querySelector("li.item.missing input");
   if (markedByServer) markedByServer.focus();
 })();
