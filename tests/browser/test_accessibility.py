@@ -4,11 +4,12 @@ name on every control; and a questionnaire answered with the keyboard alone."""
 from __future__ import annotations
 
 import pytest
+from django.test import Client
 from playwright.sync_api import expect
 
 from annotation.study_analysis import study_analysis_compute
 from auditapp.engine import analysis
-from psychometrics.models import InstrumentResponse
+from psychometrics.models import Instrument, InstrumentResponse
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
 from tests.browser.accessibility import assert_accessible
 from tests.browser.annotator import answer_questionnaire, consent, label_items, run_iat_blocks, tap_side
@@ -71,6 +72,43 @@ def test_every_participant_page_passes_axe_and_a_questionnaire_needs_only_the_ke
     assert_accessible(page, "done")
     page.click("#withdraw-link")
     assert_accessible(page, "withdrawal")
+    context.close()
+
+
+def test_every_page_after_the_iat_passes_axe_on_a_phone(live_server, chromium):
+    """The questionnaire cards, the labelling instructions, labelling, done and withdrawal at 390×844 by taps
+    (consent, the declined page, the touch IAT and the label page going back have their own tests)."""
+    study = flow_study(n_items=1, items_per_annotator=1, iat=False, attention_check=False)
+    (participant,) = invite(study)
+    context = chromium.new_context(**PHONE)
+    page = context.new_page()
+    page.goto(f"{live_server.url}/p/{participant.invite_token}/")
+    page.locator("#consent-button").tap()
+    expect(page.locator("#card-place")).to_have_text("Statement 1 of 50")
+    assert_accessible(page, "AQ-50 card on a phone")
+    Client().post(f"/p/{participant.invite_token}/questionnaire/{Instrument.objects.get(slug='aq50').pk}/",
+                  {f"item-{n}": 0 for n in range(1, 51)})
+    page.goto(f"{live_server.url}/p/{participant.invite_token}/")
+    expect(page.locator("#card-place")).to_have_text("Statement 1 of 5")
+    assert_accessible(page, "SATA card on a phone")
+    for _ in range(5):
+        page.locator("li.item:not([hidden]) .options label").nth(1).tap()
+        page.wait_for_timeout(450)
+    page.locator("#questionnaire-submit").tap()
+    expect(page.locator("#start-labelling")).to_be_visible()
+    assert_accessible(page, "labelling instructions on a phone")
+    page.locator("#start-labelling").tap()
+    expect(page.locator("#progress")).to_have_text("Sentence 1 of 1")
+    assert_accessible(page, "labelling on a phone")
+    page.locator("#label-1").tap()
+    expect(page.locator("#completion-code")).to_be_visible()
+    assert_accessible(page, "done on a phone")
+    page.locator("#withdraw-link").tap()
+    expect(page.locator("#confirm-withdraw")).to_be_visible()
+    assert_accessible(page, "withdrawal on a phone")
+    page.locator("#confirm-withdraw").tap()
+    expect(page.locator("#withdrawn")).to_be_visible()
+    assert_accessible(page, "withdrawn on a phone")
     context.close()
 
 
