@@ -3,6 +3,8 @@ answer targets of at least 44 px that neither overlap nor touch, a progress bar,
 every answer stored as tapped; on a computer the questionnaire stays one page."""
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -36,7 +38,7 @@ def target_boxes(page: Page) -> list[dict]:
 def assert_targets_large_and_apart(page: Page) -> None:
     boxes = target_boxes(page)
     assert len(boxes) == 4 and min(box["height"] for box in boxes) >= 44, boxes
-    for upper, lower in zip(boxes, boxes[1:], strict=False):
+    for upper, lower in pairwise(boxes):
         assert lower["top"] - upper["bottom"] >= 4, (upper, lower)  # a visible gap: neither overlapping nor touching
 
 
