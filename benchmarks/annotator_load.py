@@ -52,12 +52,14 @@ def build_study(*, annotators: int, items_per_annotator: int, annotators_per_ite
     call_command("migrate", verbosity=0)
     from annotation.models import Item, Study
     from annotation.participation import participants_invite
+    from teams.models import Team
 
     n_items = -(-annotators * items_per_annotator // annotators_per_item)
     study = Study.objects.create(
         name="Annotator load benchmark", slug=f"annotator-load-{time.time_ns()}", status=Study.Status.OPEN,
         iat_enabled=False, content_warning="Benchmark sentences.", consent_text="You agree to take part.",
-        items_per_annotator=items_per_annotator, annotators_per_item=annotators_per_item)
+        items_per_annotator=items_per_annotator, annotators_per_item=annotators_per_item,
+        team=Team.objects.get_or_create(name="Benchmarks")[0])
     Item.objects.bulk_create([Item(study=study, external_id=f"load-{i:06d}", target=f"Benchmark sentence {i}.",
                                    preceding=f"Before {i}.", following=f"After {i}.", position=i)
                               for i in range(n_items)], batch_size=5000)

@@ -52,6 +52,27 @@ def cpu_seconds(process) -> float:
     return total
 
 
+def build_study(n_items: int):
+    """The study the audit reads (its audit and endpoint take its team, "Benchmarks")."""
+    from teams.models import Team
+    from tests.factories import make_audit_study
+
+    return make_audit_study(n_items, n_examples=10, slug=f"throughput-{time.time_ns()}",
+                            team=Team.objects.get_or_create(name="Benchmarks")[0])
+
+
+def launch(study, endpoint, parallel_tasks: int):
+    """The audit of every model × condition, in the study's team with the corpus of its ground truth."""
+    from auditapp.engine import launch as engine_launch
+    from auditapp.paradigms.classification import services as classification_services
+    from teams.scoping import new_objects_in
+
+    with new_objects_in(study.team):
+        return classification_services.audit_create(
+            study=study, name="throughput", conditions=CONDITIONS, n_resamples=200, parallel_tasks=parallel_tasks,
+            models=[engine_launch.ModelChoice(endpoint=endpoint, model=m) for m in MODELS])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--requests", type=int, default=20_000)
@@ -79,21 +100,19 @@ def main() -> None:
     import redis
     from django.core.management import call_command
 
-    from auditapp.engine import launch as engine_launch
     from auditapp.models import Audit, AuditRequest, LLMEndpoint
-    from auditapp.paradigms.classification import services as classification_services
-    from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
+    from tests.factories import AUDIT_POSITIVE_WORDS
     from tests.llm_server import LLMServer
 
     call_command("migrate", verbosity=0)
     redis.Redis.from_url(args.redis_url).flushdb()
     n_items = math.ceil(args.requests / (len(MODELS) * len(CONDITIONS)))
-    study = make_audit_study(n_items, n_examples=10, slug=f"throughput-{time.time_ns()}")
+    study = build_study(n_items)
 
     with LLMServer(latency=args.latency, positive_words=AUDIT_POSITIVE_WORDS) as server:
         endpoint = LLMEndpoint.objects.create(name=f"bench-{time.time_ns()}", protocol="openai",
                                               base_url=server.base_url, max_concurrency=args.concurrency,
-                                              attempt_timeout_s=30, max_attempts=3)
+                                              attempt_timeout_s=30, max_attempts=3, team=study.team)
         worker = subprocess.Popen(
             [str(REPO / ".venv/bin/celery"), "-A", "config", "worker", "--loglevel=WARNING",
              f"--concurrency={args.worker_concurrency}", "--without-mingle", "--without-gossip"],
@@ -105,9 +124,7 @@ def main() -> None:
             worker_cpu_before, server_cpu_before = cpu_seconds(worker_process), cpu_seconds(server_process)
             server.reset_stats()
             wall_start = time.monotonic()
-            audit = classification_services.audit_create(study=study, name="throughput", conditions=CONDITIONS,
-                                          models=[engine_launch.ModelChoice(endpoint=endpoint, model=m) for m in MODELS],
-                                          n_resamples=200, parallel_tasks=args.worker_concurrency)
+            audit = launch(study, endpoint, args.worker_concurrency)
             while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running"]).exists():
                 if worker.poll() is not None:
                     raise SystemExit(f"the worker died:\n{worker.stderr.read()[-3000:]}")

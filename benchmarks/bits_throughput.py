@@ -84,7 +84,7 @@ def llm_run(run: int, args, corpus, texts: list[str]) -> None:
     with LLMServer(latency=args.llm_latency, models=["scorer-null"]) as server:
         endpoint = LLMEndpoint.objects.create(name=f"llm-{time.time_ns()}", protocol="openai",
                                               base_url=server.base_url, max_concurrency=args.llm_concurrency,
-                                              attempt_timeout_s=30, max_attempts=3)
+                                              attempt_timeout_s=30, max_attempts=3, team=corpus.team)
         audit = bits_audit_create(name=f"throughput llm {run}", corpus=corpus, use_cache=False,
                                   models=[ModelChoice(endpoint=endpoint, model="scorer-null")])
         while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running", "analysing"]).exists():
@@ -100,6 +100,17 @@ def llm_run(run: int, args, corpus, texts: list[str]) -> None:
           f"work {work * 1000:.0f} ms = {audit.n_requests / work:.0f} requests/s = {audit.n_requests / work / capacity:.0%} "
           f"of the endpoint's capacity ({capacity:.0f}/s) | launch → completed "
           f"{(audit.analysed_at - audit.created_at).total_seconds() * 1000:.0f} ms")
+
+
+def build_corpus():
+    """The default corpus, in the team "Benchmarks" (the audits take their corpus's team)."""
+    from auditapp.paradigms.bits.corpora import bits_corpus_generate
+    from auditapp.paradigms.bits.services import DEFAULT_CORPUS_NAME
+    from teams.models import Team
+    from teams.scoping import new_objects_in
+
+    with new_objects_in(Team.objects.get_or_create(name="Benchmarks")[0]):
+        return bits_corpus_generate(spec=None, name=DEFAULT_CORPUS_NAME)
 
 
 def environment(args) -> tuple[dict[str, str], str]:
@@ -149,16 +160,16 @@ def main() -> None:
 
     from auditapp.engine.launch import ModelChoice
     from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, CorpusUnit, LLMEndpoint
-    from auditapp.paradigms.bits.corpora import bits_corpus_generate
-    from auditapp.paradigms.bits.services import DEFAULT_CORPUS_NAME, bits_audit_create
+    from auditapp.paradigms.bits.services import bits_audit_create
     from tests.integration.support import celery_worker
 
     call_command("migrate", verbosity=0)
     if args.redis_url:
         redis.Redis.from_url(args.redis_url).flushdb()
-    corpus = bits_corpus_generate(spec=None, name=DEFAULT_CORPUS_NAME)
+    corpus = build_corpus()
     texts = list(CorpusUnit.objects.filter(corpus=corpus).order_by("position").values_list("text", flat=True))
-    endpoint = LLMEndpoint.objects.create(name=f"local-{time.time_ns()}", protocol="local", base_url="")
+    endpoint = LLMEndpoint.objects.create(name=f"local-{time.time_ns()}", protocol="local", base_url="",
+                                          team=corpus.team)
     print(f"backend: {backend}")
     print(f"corpus: {corpus.name}, {len(texts)} sentences; batch size {args.batch_size}, "
           f"{args.parallel_tasks} work task(s), {args.worker_concurrency} worker process(es), cache off")

@@ -71,17 +71,20 @@ def create(models: int, iterations: int, per_transaction: int = REPLIES_PER_TRAN
     from auditapp.paradigms.counterfactual import services as counterfactual_services
     from auditapp.paradigms.counterfactual.prompt import DEFAULT_TEMPLATE
     from auditapp.paradigms.names.adapter import FLAVOUR
+    from teams.models import Team
+    from teams.scoping import new_objects_in
 
     counterfactual_services.enqueue_prepare = lambda audit_id: None  # no worker: this script plays its part
-    endpoint, _ = LLMEndpoint.objects.get_or_create(name="benchmark (never asked)", defaults={
-        "protocol": "openai", "base_url": "http://127.0.0.1:9/v1"})
-    choices = [launch.ModelChoice(endpoint=endpoint, model=f"model-{n:02d}") for n in range(models)]
-    audit = counterfactual_services.counterfactual_audit_create(
-        paradigm="names", design_class=FLAVOUR.design_class, name="benchmark: names at scale", models=choices,
-        corpus=None, material=None, settings={"iterations": iterations, "pairs_per_iteration": 30,
-                                              "reference_group": "White", "analysis": {}},
-        prompt_text=DEFAULT_TEMPLATE, default_corpus_name="benchmark: default names material",
-        units_of=FLAVOUR.units_of)
+    with new_objects_in(Team.objects.get_or_create(name="Benchmarks")[0]):
+        endpoint, _ = LLMEndpoint.objects.get_or_create(name="benchmark (never asked)", defaults={
+            "protocol": "openai", "base_url": "http://127.0.0.1:9/v1"})
+        choices = [launch.ModelChoice(endpoint=endpoint, model=f"model-{n:02d}") for n in range(models)]
+        audit = counterfactual_services.counterfactual_audit_create(
+            paradigm="names", design_class=FLAVOUR.design_class, name="benchmark: names at scale", models=choices,
+            corpus=None, material=None, settings={"iterations": iterations, "pairs_per_iteration": 30,
+                                                  "reference_group": "White", "analysis": {}},
+            prompt_text=DEFAULT_TEMPLATE, default_corpus_name="benchmark: default names material",
+            units_of=FLAVOUR.units_of)
     started = time.perf_counter()
     builder = registry.get("names").builder(audit)
     rows = [AuditRequest(audit=audit, audit_model=p.audit_model, condition=p.condition, unit=p.unit,

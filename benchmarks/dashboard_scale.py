@@ -22,6 +22,28 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 
+def researcher():
+    """The team "Benchmarks", where the studies go, and a researcher who may read them."""
+    from django.contrib.auth import get_user_model
+
+    from teams import roles
+    from teams.models import Membership, Team
+
+    team = Team.objects.get_or_create(name="Benchmarks")[0]
+    user = get_user_model().objects.create_user(f"bench-{time.time_ns()}", password="x", is_staff=True)
+    Membership.objects.create(team=team, user=user, role=roles.VIEWER)
+    return team, user
+
+
+def build_study(team, **sizes):
+    """tests/scale_study.py's study (``sizes``: its arguments), in ``team``."""
+    from teams.scoping import new_objects_in
+    from tests.scale_study import scale_study
+
+    with new_objects_in(team):
+        return scale_study(**sizes, slug=f"bench-{time.time_ns()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--participants", type=int, default=50)
@@ -36,7 +58,6 @@ def main() -> None:
 
     django.setup()
     from django.conf import settings
-    from django.contrib.auth import get_user_model
     from django.core.management import call_command
     from django.db import connection
     from django.test import Client
@@ -45,15 +66,12 @@ def main() -> None:
     settings.ANALYSIS_AUTO_RECOMPUTE = False
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
     call_command("migrate", verbosity=0)
-    from tests.scale_study import scale_study
-
-    user = get_user_model().objects.create_user(f"bench-{time.time_ns()}", password="x", is_staff=True)
+    team, user = researcher()
     client = Client()
     client.force_login(user)
     for with_scores in (True, False):
         started = time.perf_counter()
-        study = scale_study(n_participants=args.participants, n_items=args.items, with_scores=with_scores,
-                            slug=f"bench-{time.time_ns()}")
+        study = build_study(team, n_participants=args.participants, n_items=args.items, with_scores=with_scores)
         print(f"{'with' if with_scores else 'without'} weights: built and analysed in "
               f"{time.perf_counter() - started:.1f} s")
         url = f"/studies/{study.pk}/dashboard/"

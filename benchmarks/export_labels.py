@@ -33,9 +33,12 @@ def build_study(n_labels: int, annotators: int) -> tuple[int, str]:
     call_command("migrate", verbosity=0)
     from annotation.models import Item, Label, Participant, Study
     from auditapp.services import researcher_create
+    from teams import roles
+    from teams.models import Membership, Team
 
     n_items = n_labels // annotators
-    study = Study.objects.create(name="Export benchmark", slug=f"export-benchmark-{time.time_ns()}")
+    team = Team.objects.get_or_create(name="Benchmarks")[0]
+    study = Study.objects.create(name="Export benchmark", slug=f"export-benchmark-{time.time_ns()}", team=team)
     participants = Participant.objects.bulk_create(
         [Participant(study=study, pseudonym=f"A{k + 1}", status=Participant.Status.IMPORTED) for k in range(annotators)])
     batch = 20_000
@@ -47,7 +50,8 @@ def build_study(n_labels: int, annotators: int) -> tuple[int, str]:
             [Label(participant=p, item=item, value=(item.position + k) % 2,
                    rationale="a short reason" if (item.position + k) % 7 == 0 else "")
              for item in items for k, p in enumerate(participants)], batch_size=5000)
-    _, _, token = researcher_create(username=f"bench-{time.time_ns()}")
+    user, _, token = researcher_create(username=f"bench-{time.time_ns()}")
+    Membership.objects.create(team=team, user=user, role=roles.VIEWER)
     return study.id, token
 
 

@@ -49,7 +49,7 @@ def main() -> None:
     slug = f"bench-{time.time_ns()}"
     started = time.perf_counter()
     call_command("simulate_study", participants=args.participants, items=args.items, seed=args.seed, slug=slug,
-                 verbosity=0)
+                 owner_team="Benchmarks", verbosity=0)
     study = Study.objects.get(slug=slug)
     print(f"simulated {args.participants} annotators × {args.items} items "
           f"({Label.objects.filter(item__study=study).count():,} labels) in {time.perf_counter() - started:.1f} s")

@@ -48,10 +48,12 @@ def setup() -> None:
 def throwaway_audit(*, n_requests: int, n_models: int = 1, n_tasks: int = 1, name: str) -> tuple[int, list[int]]:
     """An audit with ``n_requests`` pending requests spread over models × tasks × iterations; (id, request ids)."""
     from auditapp.models import Audit, AuditModel, AuditRequest, LLMEndpoint
+    from teams.models import Team
 
+    team = Team.objects.get_or_create(name="Benchmarks")[0]
     endpoint, _ = LLMEndpoint.objects.get_or_create(name="judgment-storage-benchmark",
-                                                    defaults={"base_url": "http://127.0.0.1:9/v1"})
-    audit = Audit.objects.create(name=name)
+                                                    defaults={"base_url": "http://127.0.0.1:9/v1", "team": team})
+    audit = Audit.objects.create(name=name, team=team)
     models = AuditModel.objects.bulk_create([AuditModel(audit=audit, endpoint=endpoint, model=f"annotator-{m}",
                                                         position=m) for m in range(n_models)])
     tasks = [f"task_{t}" for t in range(n_tasks)]

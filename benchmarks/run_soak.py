@@ -98,11 +98,14 @@ def make_study(var_dir: Path, n_invites: int) -> tuple[int, list[str]]:
     django.setup()
     from annotation.models import Item, Study
     from annotation.participation import participants_invite
+    from teams.scoping import demo_team
 
+    # The team of bin/run's demo researcher, whose API token asks for the recomputations: in a team of its own the
+    # study would be out of the token's sight, and each recomputation a silent 404.
     study = Study.objects.create(
         name="Soak", slug=f"soak-{time.time_ns()}", status=Study.Status.OPEN, iat_enabled=False,
         content_warning="Invented sentences.", consent_text="You agree.", items_per_annotator=8,
-        annotators_per_item=3)
+        annotators_per_item=3, team=demo_team())
     Item.objects.bulk_create([Item(study=study, external_id=f"s{n}", target=f"Soak sentence number {n}.", position=n)
                               for n in range(n_invites * 8 // 3 + 8)])
     participants = participants_invite(study=study, count=n_invites, team="soak")
