@@ -24,6 +24,8 @@ IAT_BLOCKS = 7
 IAT_SECONDS = IAT_TRIALS * 1.0 + IAT_TRIALS * 0.25 + IAT_BLOCKS * 20
 SECONDS_PER_SENTENCE = 15
 CONSENT_AND_INSTRUCTIONS_SECONDS = 120
+# A researcher's own figure: at least a minute (0 would read "about 0 minutes"), at most a day.
+STATED_MINUTES_MIN, STATED_MINUTES_MAX = 1, 24 * 60
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.forms.models import model_to_dict
-from django.test import Client
+from django.test import Client, RequestFactory
 
 from annotation.models import Assignment, Label, Participant, Study
 from annotation.participation import (
@@ -147,3 +149,36 @@ def test_the_consent_page_shows_the_duration_estimated_or_stated():
     Study.objects.filter(pk=study.pk).update(estimated_minutes=25)
     page = Client().get(f"/p/{participant.invite_token}/consent/").content.decode()
     assert "about <strong>25 minutes</strong>." in page
+
+
+def test_the_study_api_reads_and_sets_the_consent_settings_and_refuses_bad_ones(api_client):
+    study = flow_study()
+    url = f"/api/studies/{study.id}/"
+    shown = api_client.get(url).json()
+    assert (shown["no_consent_url"], shown["estimated_minutes"], shown["skipping"]) == ("", None, "reassign")
+    settings = {"no_consent_url": "https://app.prolific.com/submissions/complete?cc=C1", "estimated_minutes": 20,
+                "skipping": "keep"}
+    assert api_client.patch(url, settings, format="json").status_code == 200
+    study.refresh_from_db()
+    assert (study.no_consent_url, study.estimated_minutes, study.skipping) == tuple(settings.values())
+    for bad in ({"no_consent_url": "javascript:alert(1)"}, {"estimated_minutes": 0},
+                {"estimated_minutes": 24 * 60 + 1}, {"skipping": "sometimes"}):
+        response = api_client.patch(url, bad, format="json")
+        assert response.status_code == 400 and set(response.json()) == set(bad), bad
+    assert api_client.patch(url, {"estimated_minutes": None}, format="json").json()["estimated_minutes"] is None
+
+
+def test_the_study_admin_shows_the_estimate_s_parts_and_refuses_zero_minutes(researcher, staff_client):
+    study = flow_study(n_items=6, items_per_annotator=4)  # and one attention check
+    page = staff_client.get(f"/admin/annotation/study/{study.pk}/change/").content.decode()
+    # As on the consent page: 120 + 330 + 390 + 75 = 915 s, 15.25 min, rounded up to 16.
+    assert ("About 16 minutes, estimated (annotation/duration.py; our own per-part times): consent and "
+            "instructions 120 s, questionnaires (55 statements) 330 s, reaction-time task 390 s, labelling "
+            "(5 sentences) 75 s") in page
+    assert 'name="no_consent_url"' in page and 'name="estimated_minutes"' in page
+    request = RequestFactory().get("/admin/")
+    request.user = researcher[0]
+    field = admin.site._registry[Study].get_form(request, study)().fields["estimated_minutes"]
+    with pytest.raises(ValidationError):
+        field.clean(0)
+    assert field.clean(20) == 20
