@@ -9,8 +9,8 @@ coder's link in ``coding.access`` uses it too), so one count covers every kind o
 the cache (Redis in production); while that is unreachable, unknown links are answered 404 uncounted.
 
 A write refused because the participant has withdrawn or declined consent (ParticipantWithdrawn, raised under the
-participant's row lock) is answered here for every page: 410 with the withdraw (or declined) page, or JSON for
-the pages' scripts.
+participant's row lock, or a POST to a page of the flow once it has ended that way) is answered here for every
+page: 410 with the withdraw (or declined) page, or JSON for the pages' scripts.
 """
 from __future__ import annotations
 
@@ -96,6 +96,10 @@ def participant_page(*, step: str | None = None):
                 from annotation.participation import next_step, step_url
 
                 current = next_step(participant)
+                if current.kind in ("withdrawn", "declined") and request.method == "POST":
+                    # A write answered with a redirect would look stored to a page's script (fetch follows it).
+                    return _withdrawn_response(request, participant, str(ParticipantWithdrawn(
+                        declined=current.kind == "declined")))
                 if current.kind != step:
                     return redirect(step_url(participant, current))
             try:

@@ -15,6 +15,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from django.views.decorators.http import require_POST
 
+from annotation.duration import STATED_MINUTES_MAX, STATED_MINUTES_MIN
 from annotation.forms import InviteForm, ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import Item, ItemImport, Label, Participant, Study, StudyAnalysisSettings
@@ -87,6 +88,11 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
         messages.success(request, "Recomputation of the analysis queued: a worker computes it now (its state "
                                   "shows under Data when you reload this page).")
         return redirect("admin:annotation_study_change", study.pk)
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        if db_field.name == "estimated_minutes":  # the range the API accepts too
+            kwargs.update(min_value=STATED_MINUTES_MIN, max_value=STATED_MINUTES_MAX)
+        return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     @admin.display(description="Duration shown before consent")
     def estimated_duration(self, study):

@@ -18,6 +18,7 @@ from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from annotation.duration import STATED_MINUTES_MAX, STATED_MINUTES_MIN
 from annotation.forms import ENCODING_CHOICES, ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import ItemImport, LabelValue, Participant, Study
@@ -70,7 +71,7 @@ class StudySerializer(serializers.ModelSerializer):
                   "n_items", "n_participants", "n_labels", "created_at", "updated_at")
         read_only_fields = ("status",)
         extra_kwargs = {"annotators_per_item": {"min_value": 1, "max_value": MAX_ANNOTATORS_PER_ITEM},
-                        "estimated_minutes": {"min_value": 1, "max_value": 24 * 60}}
+                        "estimated_minutes": {"min_value": STATED_MINUTES_MIN, "max_value": STATED_MINUTES_MAX}}
 
     def validate_team(self, team):
         if self.instance is not None and team != self.instance.team:

@@ -6,8 +6,8 @@ and a study can state its own duration instead (``Study.estimated_minutes``):
 - a questionnaire statement answered on a Likert scale: 6 s (reading a one-line statement and choosing one
   of four or five options; speeding checks in survey research flag answers faster than about 2 s per item,
   and attentive answers take a few seconds);
-- the IAT: 200 trials (``psychometrics.iat.BLOCK_TRIAL_COUNTS``) at about 1 s each with the 250 ms gap, plus
-  seven instruction screens of about 20 s: about 6 minutes;
+- the IAT: 200 trials (the sum of ``psychometrics.iat.BLOCK_TRIAL_COUNTS``, which a test keeps equal) at about
+  1 s each with the 250 ms gap, plus seven instruction screens of about 20 s: 390 s, 6.5 minutes;
 - a sentence to label with its context: 15 s (reading two to three sentences and choosing a label);
 - consent and the labelling instructions: 2 minutes together.
 
@@ -19,9 +19,13 @@ import math
 from dataclasses import dataclass
 
 SECONDS_PER_STATEMENT = 6
-IAT_SECONDS = 200 * 1.0 + 200 * 0.25 + 7 * 20
+IAT_TRIALS = 200
+IAT_BLOCKS = 7
+IAT_SECONDS = IAT_TRIALS * 1.0 + IAT_TRIALS * 0.25 + IAT_BLOCKS * 20
 SECONDS_PER_SENTENCE = 15
 CONSENT_AND_INSTRUCTIONS_SECONDS = 120
+# A researcher's own figure: at least a minute (0 would read "about 0 minutes"), at most a day.
+STATED_MINUTES_MIN, STATED_MINUTES_MAX = 1, 24 * 60
 
 
 @dataclass(frozen=True)

@@ -86,10 +86,12 @@ class StudyContext:
     annotator's existing score comes from (e.g. "taken in the app"): importing over it is an error. ``teams``
     maps each annotator who is in a team other than the default one to that team: a file giving such an
     annotator another team is an error (eq. 5 normalises within a team; change it in the admin first).
+    ``withdrawn`` and ``declined`` name the participants of whom nothing may be stored.
     """
 
     annotators: frozenset[str]
     withdrawn: frozenset[str] = frozenset()
+    declined: frozenset[str] = frozenset()
     instruments: Mapping[str, Instrument] = field(default_factory=dict)
     roles: Mapping[str, str] = field(default_factory=dict)
     held: Mapping[tuple[str, str], str] = field(default_factory=dict)
@@ -236,6 +238,8 @@ def _boolean(text: str) -> bool | str | None:
 def _annotator_problem(name: str, context: StudyContext) -> str | None:
     if name in context.withdrawn:
         return f"annotator '{name}' has withdrawn from this study: their data was deleted and cannot be imported"
+    if name in context.declined:
+        return f"annotator '{name}' declined consent to this study: nothing of theirs can be stored"
     if name not in context.annotators:
         return (f"annotator '{name}' is not in this study: an import never creates annotators; import the items "
                 "with their labels first (columns like A1_Score create annotator A1), or invite the participant")

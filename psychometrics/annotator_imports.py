@@ -74,6 +74,7 @@ def annotator_import_context(*, study: Study) -> StudyContext:
     return StudyContext(
         annotators=frozenset(p for p, status, _ in people if status != Participant.Status.WITHDRAWN),
         withdrawn=frozenset(p for p, status, _ in people if status == Participant.Status.WITHDRAWN),
+        declined=frozenset(p for p, status, _ in people if status == Participant.Status.DECLINED),
         instruments=instruments, roles=roles, held=held,
         teams={p: team for p, _, team in people if team != DEFAULT_TEAM})
 

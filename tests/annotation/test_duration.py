@@ -3,7 +3,8 @@ from __future__ import annotations
 
 import pytest
 
-from annotation.duration import duration_estimate
+from annotation.duration import IAT_BLOCKS, IAT_TRIALS, duration_estimate
+from psychometrics.iat import BLOCK_TRIAL_COUNTS
 
 
 def test_a_study_with_the_aq50_sata_iat_and_ten_sentences():
@@ -32,3 +33,8 @@ def test_a_stated_duration_wins_and_keeps_the_parts_for_the_researcher_to_compar
 def test_negative_counts_are_refused():
     with pytest.raises(ValueError, match="negative"):
         duration_estimate(statements=-1, iat=False, sentences=0)
+
+
+def test_the_iat_part_counts_the_trials_and_blocks_the_iat_runs():
+    # The estimate's own copy of the design (the module stays free of the IAT's code): it must follow the IAT.
+    assert (IAT_TRIALS, IAT_BLOCKS) == (sum(BLOCK_TRIAL_COUNTS), len(BLOCK_TRIAL_COUNTS))

@@ -17,7 +17,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 DESKTOP = {"viewport": {"width": 1366, "height": 900}}
 
 
-@pytest.mark.parametrize(("device", "panel"), [("desktop", False), ("phone", True)])
+@pytest.mark.parametrize("panel", [False, True], ids=["thank-you page", "no-consent URL"])
+@pytest.mark.parametrize("device", ["desktop", "phone"])
 def test_decline_at_consent_stores_only_the_decline(live_server, chromium, device, panel):
     study = flow_study()
     if panel:  # a panel's no-consent address (here a page of the live server, as the network is closed)
@@ -49,4 +50,7 @@ def test_decline_at_consent_stores_only_the_decline(live_server, chromium, devic
     assert {field for field in after if after[field] != before[field]} == {"status", "declined_at"}
     page.goto(f"{live_server.url}/p/{participant.invite_token}/")
     expect(page.locator("h1")).to_have_text("You chose not to take part")
+    if panel:  # the page their link shows from now on offers the way back to the panel
+        expect(page.locator("#no-consent-link")).to_have_attribute("href", study.no_consent_url)
+        assert_accessible(page, f"declined, with the panel's address ({device})")
     context.close()

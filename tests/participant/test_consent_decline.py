@@ -5,12 +5,29 @@ from __future__ import annotations
 import re
 
 import pytest
+from django.contrib import admin
+from django.core.exceptions import ValidationError
 from django.forms.models import model_to_dict
-from django.test import Client
+from django.test import Client, RequestFactory
 
 from annotation.models import Assignment, Label, Participant, Study
-from psychometrics.models import Instrument, InstrumentResponse
-from tests.participant.helpers import flow_study, invite
+from annotation.participation import (
+    FlowError,
+    ParticipantWithdrawn,
+    label_submit,
+    participant_consent,
+    participant_decline,
+)
+from psychometrics.models import (
+    IATSession,
+    IATTrial,
+    Instrument,
+    InstrumentResponse,
+    InstrumentScore,
+    QuestionnaireSession,
+)
+from psychometrics.services import iat_session
+from tests.participant.helpers import flow_study, iat_block_posts, invite
 
 pytestmark = pytest.mark.django_db
 
@@ -37,26 +54,42 @@ def test_declining_keeps_only_the_decline_and_shows_the_thank_you_page():
 
 
 def test_every_later_write_is_refused_with_410_and_stores_nothing():
-    from annotation.participation import label_submit, participant_consent
-
     study = flow_study()
-    (participant,) = invite(study)
-    Client().post(f"/p/{participant.invite_token}/consent/", {"consent": "no"})
+    declining, other = invite(study, count=2)
+    base = f"/p/{declining.invite_token}/"
+    Client().post(base + "consent/", {"consent": "no"})
+    before = model_to_dict(Participant.objects.get(pk=declining.pk))
+    # Real posts, shaped as the pages send them: another participant's IAT design gives a well-formed block.
+    participant_consent(participant=other)
+    block = iat_block_posts({"blocks": iat_session(participant=other).design})[0]
     aq = Instrument.objects.get(slug="aq50")
-    answer = Client().post(f"/p/{participant.invite_token}/questionnaire/{aq.pk}/answer/",
-                           {"item": 1, "response": 0, "rt_ms": 900}, content_type="application/json")
-    assert answer.status_code in (302, 410)
-    from annotation.participation import ParticipantWithdrawn
-
-    declined = Participant.objects.get(pk=participant.pk)
+    item = study.items.first()
+    client = Client()
+    writes = {
+        "answer": client.post(f"{base}questionnaire/{aq.pk}/answer/", {"item": 1, "response": 0, "rt_ms": 900},
+                              content_type="application/json"),
+        "iat block": client.post(base + "iat/block/", block, content_type="application/json"),
+        "label": client.post(base + "label/", {"item": item.pk, "value": 1}),
+        "instructions": client.post(base + "instructions/", {}),
+        "consent": client.post(base + "consent/", {"consent": "yes"}),
+        "decline again": client.post(base + "consent/", {"consent": "no"}),
+    }
+    assert {name: response.status_code for name, response in writes.items()} == dict.fromkeys(writes, 410)
+    assert writes["answer"].json() == {"error": "You did not consent to this study; nothing is recorded.",
+                                       "withdrawn": True}
+    assert "Nothing about you has been recorded" in writes["label"].content.decode()
+    for model in (Label, Assignment, InstrumentResponse, InstrumentScore, QuestionnaireSession, IATSession,
+                  IATTrial):
+        assert not model.objects.filter(participant_id=declining.pk).exists(), model
+    assert model_to_dict(Participant.objects.get(pk=declining.pk)) == before
+    # The services refuse too, for a request that read the participant before the decline.
+    declined = Participant.objects.get(pk=declining.pk)
     with pytest.raises(ParticipantWithdrawn, match="did not consent"):
         participant_consent(participant=declined)
     with pytest.raises(ParticipantWithdrawn):
-        label_submit(participant=declined, item_id=study.items.first().pk, value=1)
-    assert not InstrumentResponse.objects.exists() and not Label.objects.exists()
-    assert not Assignment.objects.exists()
+        label_submit(participant=declined, item_id=item.pk, value=1)
     # Withdrawing is not offered: there is nothing to withdraw.
-    assert Client().get(f"/p/{participant.invite_token}/withdraw/")["Location"].endswith("/declined/")
+    assert Client().get(base + "withdraw/")["Location"].endswith("/declined/")
 
 
 def test_the_study_s_no_consent_address_and_only_it_is_where_the_decline_goes():
@@ -90,8 +123,6 @@ def test_declining_after_consent_is_refused():
     (participant,) = invite(study)
     client = Client()
     client.post(f"/p/{participant.invite_token}/consent/", {"consent": "yes"})
-    from annotation.participation import FlowError, participant_decline
-
     with pytest.raises(FlowError, match="withdraw"):
         participant_decline(participant=Participant.objects.get(pk=participant.pk))
     assert Participant.objects.get(pk=participant.pk).status == Participant.Status.ACTIVE
@@ -118,3 +149,36 @@ def test_the_consent_page_shows_the_duration_estimated_or_stated():
     Study.objects.filter(pk=study.pk).update(estimated_minutes=25)
     page = Client().get(f"/p/{participant.invite_token}/consent/").content.decode()
     assert "about <strong>25 minutes</strong>." in page
+
+
+def test_the_study_api_reads_and_sets_the_consent_settings_and_refuses_bad_ones(api_client):
+    study = flow_study()
+    url = f"/api/studies/{study.id}/"
+    shown = api_client.get(url).json()
+    assert (shown["no_consent_url"], shown["estimated_minutes"], shown["skipping"]) == ("", None, "reassign")
+    settings = {"no_consent_url": "https://app.prolific.com/submissions/complete?cc=C1", "estimated_minutes": 20,
+                "skipping": "keep"}
+    assert api_client.patch(url, settings, format="json").status_code == 200
+    study.refresh_from_db()
+    assert (study.no_consent_url, study.estimated_minutes, study.skipping) == tuple(settings.values())
+    for bad in ({"no_consent_url": "javascript:alert(1)"}, {"estimated_minutes": 0},
+                {"estimated_minutes": 24 * 60 + 1}, {"skipping": "sometimes"}):
+        response = api_client.patch(url, bad, format="json")
+        assert response.status_code == 400 and set(response.json()) == set(bad), bad
+    assert api_client.patch(url, {"estimated_minutes": None}, format="json").json()["estimated_minutes"] is None
+
+
+def test_the_study_admin_shows_the_estimate_s_parts_and_refuses_zero_minutes(researcher, staff_client):
+    study = flow_study(n_items=6, items_per_annotator=4)  # and one attention check
+    page = staff_client.get(f"/admin/annotation/study/{study.pk}/change/").content.decode()
+    # As on the consent page: 120 + 330 + 390 + 75 = 915 s, 15.25 min, rounded up to 16.
+    assert ("About 16 minutes, estimated (annotation/duration.py; our own per-part times): consent and "
+            "instructions 120 s, questionnaires (55 statements) 330 s, reaction-time task 390 s, labelling "
+            "(5 sentences) 75 s") in page
+    assert 'name="no_consent_url"' in page and 'name="estimated_minutes"' in page
+    request = RequestFactory().get("/admin/")
+    request.user = researcher[0]
+    field = admin.site._registry[Study].get_form(request, study)().fields["estimated_minutes"]
+    with pytest.raises(ValidationError):
+        field.clean(0)
+    assert field.clean(20) == 20

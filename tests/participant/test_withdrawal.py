@@ -179,3 +179,16 @@ def test_withdrawal_deletes_the_scores_the_last_analysis_kept_at_once():
                                      high_aq=True, low_aq=False, low_bias=False, high_bias=True)
     participant_withdraw(participant=participant)
     assert not ParticipantWeight.objects.filter(participant_id=participant.pk).exists()
+
+
+def test_a_questionnaire_answer_after_withdrawal_gets_410_not_a_redirect():
+    # A redirect would be followed by the page's fetch and taken as an acknowledged answer.
+    (participant,) = invite(flow_study())
+    participant_consent(participant=participant)
+    aq = Instrument.objects.get(slug="aq50")
+    number = questionnaire_session(participant=participant, instrument=aq).item_order[0]
+    participant_withdraw(participant=participant)
+    response = Client().post(f"/p/{participant.invite_token}/questionnaire/{aq.pk}/answer/",
+                             {"item": number, "response": 0, "rt_ms": 800}, content_type="application/json")
+    assert response.status_code == 410 and response.json()["withdrawn"] is True
+    _nothing_stored_for(participant)

@@ -13,6 +13,7 @@ from django.test import Client
 
 from annotation.item_files import ItemFileError
 from annotation.models import ItemGroundTruth, Participant, ParticipantWeight, Study
+from annotation.participation import participant_decline, participants_invite
 from annotation.selectors import study_iat_trials_export, study_instrument_responses_export
 from annotation.services import items_import_file
 from annotation.study_analysis import study_analysis_compute, study_analysis_run
@@ -204,6 +205,14 @@ def test_withdrawn_annotators_and_studies_without_the_instrument_are_refused(imp
     assert problems(imported_study, csv_bytes(["annotator", "aq"], [["A2", 20]])) == [
         "row 2, column 'annotator': annotator 'A2' has withdrawn from this study: their data was deleted and cannot "
         "be imported"]
+
+
+def test_a_participant_who_declined_consent_gets_no_imported_scores(imported_study):
+    (participant,) = participants_invite(study=imported_study, count=1)
+    participant_decline(participant=participant)
+    assert problems(imported_study, csv_bytes(["annotator", "aq"], [[participant.pseudonym, 20]])) == [
+        f"row 2, column 'annotator': annotator '{participant.pseudonym}' declined consent to this study: nothing "
+        "of theirs can be stored"]
 
 
 def test_an_xlsx_score_file_with_a_column_mapping_imports(imported_study):
