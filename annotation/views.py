@@ -157,7 +157,9 @@ def label(request: HttpRequest, participant) -> HttpResponse:
                "flow_step": step_position(participant=participant, step=Step("label"))}
     position = request.GET.get("at")
     if position is not None:
-        review = labelling_review(participant=participant, position=int(position)) if position.isdigit() else None
+        # A position is a small whole number: anything else (other digits, a number past any column) opens no review.
+        known = position.isascii() and position.isdigit() and len(position) < 10
+        review = labelling_review(participant=participant, position=int(position)) if known else None
         if review is None:
             return redirect(_label_page_url(participant))
         return render(request, "participant/label.html", context | {
