@@ -80,7 +80,7 @@ def test_run_command_serves_the_app_and_the_worker_imports(running_app):
     assert app.count(r"Task annotation.item_import_run\[\S+\] succeeded") == 1
 
     labels = httpx.get(f"{base}/api/studies/{demo['id']}/labels/?format=csv", headers=headers)
-    assert labels.text.splitlines()[0] == "participant,item,value,rationale,created_at"
+    assert labels.text.splitlines()[0] == "participant,item,value,rationale,created_at,updated_at,n_changes,first_value"
     assert len(labels.text.splitlines()) == 1 + 180 + 300
 
     # A script does the same through the API: create a study, upload, poll the import.
