@@ -418,6 +418,11 @@ def _assignment_for_write(participant: Participant, item_id: int) -> Assignment 
     return None if participant.completed_at is not None else assignment
 
 
+def _flag_text(flag_reason: str | None) -> str | None:
+    """A flag's reason made storable (None stays None: the flag is left as it is)."""
+    return None if flag_reason is None else _note_text(flag_reason, field="flag", limit=500)
+
+
 def _flag_set(assignment: Assignment, flag_reason: str | None, now) -> list[str]:
     """Apply a flag choice to the assignment (None: unchanged; "": no flag; text: flagged for that reason) and
     return the fields it changed."""
@@ -454,8 +459,7 @@ def label_submit(*, participant: Participant, item_id: int, value: int, rational
     if value not in participant.study.allowed_label_values:
         raise FlowError(f"{value} is not a label of this study.")
     rationale = _note_text(rationale, field="rationale", limit=2000)
-    if flag_reason is not None:
-        flag_reason = _note_text(flag_reason, field="flag", limit=500)
+    flag_reason = _flag_text(flag_reason)
     with participant_locked(participant):
         assignment = _assignment_for_write(participant, item_id)
         if assignment is None:
@@ -494,8 +498,7 @@ def label_skip(*, participant: Participant, item_id: int, reason: str, flag_reas
     reason = _note_text(reason, field="reason", limit=500)
     if not reason:
         raise FlowError("Please say why you skip this sentence.")
-    if flag_reason is not None:
-        flag_reason = _note_text(flag_reason, field="flag", limit=500)
+    flag_reason = _flag_text(flag_reason)
     with participant_locked(participant):
         assignment = _assignment_for_write(participant, item_id)
         if assignment is None:
