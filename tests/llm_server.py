@@ -41,6 +41,8 @@ classification answer with the label the rule above decides, a batch's answers f
 annotator's 0/1, a scorer's score, a Likert answer); a form listed in ``ignored_forms`` is ignored silently, as servers
 do with a field they do not read (vLLM since 0.12 with ``guided_json``): the request is answered with 200 as if it asked
 for no structure; any other form is refused with a 400 whose OpenAI- or Ollama-style error names the unsupported field.
+A model whose name starts with ``minimal-`` answers every constrained request with the shortest JSON value its
+schema allows (:func:`shortest_instance`), the least a server that honours the schema may give.
 A model whose name starts with ``prose-`` answers classification prompts unconstrained in prose that names no label
 (:func:`prose_reply`), as small local models do.
 
@@ -93,7 +95,7 @@ from pathlib import Path
 
 import uvloop
 
-from tests.implicit_bias_personas import IMPLICIT_BIAS_PERSONAS, implicit_bias_reply
+from tests.implicit_bias_personas import IMPLICIT_BIAS_PERSONAS, expected_wabt_assignment, implicit_bias_reply
 
 # Re-exported so tests compute a persona's answers from the server module: persona_choice(persona, statement, options).
 from tests.self_report_personas import (  # noqa: F401
@@ -272,6 +274,11 @@ def expected_annotation(model: str, prompt: str, index: int,
     return _annotation(model, prompt, index, text, task, settings)
 
 
+KEYED_ANSWER_REQUEST = '{"answers": {"<number>"'
+"""How a prompt asking for keyed answers (one JSON object, a key per text) reads: an ``annotator-`` model then
+answers in that object, leaving out and hedging the texts it leaves out and hedges in lines."""
+
+
 def annotation_reply(model: str, prompt: str, config: Mapping[str, Mapping | AnnotatorSettings]) -> str | None:
     """An ``annotator-`` model's reply to a batched prompt, or None for a prompt that lists no texts."""
     settings = _annotator_settings(model, config)
@@ -281,15 +288,20 @@ def annotation_reply(model: str, prompt: str, config: Mapping[str, Mapping | Ann
     if any(refused in task for refused in settings.refuse_tasks):
         return ANNOTATOR_REFUSAL
     numbered = any(off_format in task for off_format in settings.off_format_tasks)
+    keyed: dict[str, int | str] = {}
     lines = []
     for index, text in texts:
         if _every(settings.drop_every, index):
             continue
         if _every(settings.hedge_every, index):
             lines.append(f"{index}: maybe")
+            keyed[str(index)] = "maybe"
             continue
         answer = _annotation(model, prompt, index, text, task, settings)
         lines.append(f"{index}: {('no', 'yes')[answer]}" if numbered else json.dumps({"i": index, "y": answer}))
+        keyed[str(index)] = answer
+    if KEYED_ANSWER_REQUEST in task:
+        return json.dumps({"answers": keyed})
     return "\n".join(lines)
 
 
@@ -327,6 +339,8 @@ def structured_answer(model: str, content: str, schema: Mapping, *, positive_wor
     :func:`expected_annotation` computes it without its refusals, drops and hedges, which a constraint rules out),
     ``score`` (:func:`expected_score` for a ``scorer-`` model, else 0.2), ``answer`` or ``answers`` of
     ``n``/``answer`` (self-report: a persona's answer, else the first option, ``"1"``)."""
+    if model.startswith(MINIMAL_PREFIX):
+        return shortest_instance(schema)
     properties = schema.get("properties", {}) if isinstance(schema, Mapping) else {}
     if "label" in properties:
         label, _ = _decide(model, target_sentence(content), positive_words, first_model)
@@ -337,8 +351,18 @@ def structured_answer(model: str, content: str, schema: Mapping, *, positive_wor
     if "answer" in properties:
         text = persona_reply(model, content) if model in PERSONAS else None
         return {"answer": (text or "1").strip()}
+    if "pairs" in properties:
+        assignment = expected_wabt_assignment(model, content) or {}
+        return {"pairs": assignment if "properties" in properties["pairs"] else
+                [{"word": word, "identifier": identifier} for word, identifier in assignment.items()]}
     if "answers" in properties:
         item = properties["answers"].get("items", {}).get("properties", {})
+        keyed = properties["answers"].get("properties")
+        if keyed is not None:
+            settings = _annotator_settings(model, annotators)
+            task, texts = annotation_prompt(content)
+            return {"answers": {str(index): _annotation(model, content, index, text, task, settings)
+                                for index, text in texts if str(index) in keyed}}
         if "i" in item:
             settings = _annotator_settings(model, annotators)
             task, texts = annotation_prompt(content)
@@ -347,6 +371,26 @@ def structured_answer(model: str, content: str, schema: Mapping, *, positive_wor
         text = (persona_reply(model, content) if model in PERSONAS else None) or ""
         return {"answers": [{"n": int(number), "answer": answer} for number, answer in _NUMBERED_ANSWER.findall(text)]}
     return {}
+
+
+MINIMAL_PREFIX = "minimal-"
+
+
+def shortest_instance(schema: object) -> object:
+    """The shortest JSON value valid against ``schema`` (of the keywords the answer schemas use): an object with
+    its required keys only, an array of ``minItems`` entries, an enum's first option, 0, "" or false. A
+    ``minimal-`` model answers every constrained request with it: the least a server that honours the schema may
+    give (a list with no entries where the schema lets it)."""
+    schema = schema if isinstance(schema, Mapping) else {}
+    if "enum" in schema:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if kind == "object":
+        properties = schema.get("properties", {})
+        return {name: shortest_instance(properties.get(name, {})) for name in schema.get("required", ())}
+    if kind == "array":
+        return [shortest_instance(schema.get("items", {})) for _ in range(schema.get("minItems", 0))]
+    return {"integer": 0, "number": 0, "string": "", "boolean": False}.get(kind)
 
 
 EXTRACTOR_PREFIX = "extractor-"

@@ -16,7 +16,7 @@ from auditapp.engine.control import audit_fail
 from auditapp.engine.conversations import turns_advance, turns_link
 from auditapp.engine.endpoints import endpoint_config, endpoint_list_models
 from auditapp.engine.planning import BULK_BATCH_SIZE, audit_answer_schema, request_builder
-from auditapp.engine.protocol import is_multi_turn
+from auditapp.engine.protocol import is_multi_turn, request_answer_schema
 from auditapp.engine.reply_cache import take_cached_replies
 from auditapp.engine.sending import enqueue_work
 from auditapp.models import (
@@ -80,7 +80,9 @@ def audit_prepare(*, audit_id: int) -> None:
             answered = take_cached_replies(audit.id, builder)
             if is_multi_turn(builder):
                 turns_advance(audit, builder, answered)
-        manifest = {**builder.manifest(), **app_version(), **structured_output_manifest(audit, models)}
+        first_request = next((row for row in rows if row.turn == 0), None)
+        manifest = {**builder.manifest(), **app_version(),
+                    **structured_output_manifest(audit, models, builder=builder, first_request=first_request)}
         started = Audit.objects.filter(pk=audit.id, status=Audit.Status.QUEUED).update(
             status=Audit.Status.RUNNING, n_requests=len(rows), manifest=manifest, started_at=timezone.now(),
             status_reason="")
@@ -111,8 +113,9 @@ def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) 
         endpoint = audit_model.endpoint
         if scorer_kinds.takes(endpoint.protocol) != "messages":
             continue
+        row_schema = request_answer_schema(builder, row, schema)
         probe = llm_clients.probe_chat_sync(endpoint_config(endpoint), audit_model.model, builder.payload(row),
-                                            audit_model.params, schema=schema)
+                                            audit_model.params, schema=row_schema)
         model = audit_model.model
         if probe.status_code in (401, 403):
             return (f"endpoint {endpoint} refused authentication for model {model!r}: {probe.reason}; check the "
@@ -128,7 +131,7 @@ def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) 
             logger.warning("Audit %s: the structured-output probe of %s got no answer (%s); going on", audit.id,
                            endpoint, probe.reason)
             continue
-        problem = llm_clients.answer_schema_problem(probe.text, schema)
+        problem = llm_clients.answer_schema_problem(probe.text, row_schema)
         if problem:
             cut_off = " (the reply was cut off at its token limit: raise max_tokens)" if probe.finish_reason == \
                 "length" else ""
@@ -138,13 +141,21 @@ def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) 
     return ""
 
 
-def structured_output_manifest(audit: Audit, models: Iterable[AuditModel]) -> dict:
-    """What the manifest says about constrained output: off, or the schema and each chat endpoint's form."""
+def structured_output_manifest(audit: Audit, models: Iterable[AuditModel], *, builder=None,
+                               first_request: AuditRequest | None = None) -> dict:
+    """What the manifest says about constrained output: off, or the schema and each chat endpoint's form; when the
+    builder narrows the schema per request, the first request's schema as an example."""
     schema = audit_answer_schema(audit)
     if schema is None:
         return {"structured_output": False}
+    narrowed = (request_answer_schema(builder, first_request, schema)
+                if builder is not None and first_request is not None else schema)
+    per_request = {} if narrowed == schema else {
+        "per_request": "each request's schema narrows this one to what the request sends; the first one's is "
+                       "shown as an example",
+        "example": narrowed}
     return {"structured_output": {
-        "schema": schema,
+        "schema": schema, **per_request,
         "forms": {m.endpoint.name: m.structured_output or m.endpoint.structured_output for m in models
                   if scorer_kinds.takes(m.endpoint.protocol) == "messages"},
         "note": "chat models' replies were constrained to the schema by their servers, unlike the papers' free-text "

@@ -36,13 +36,20 @@ without the attribute is one-turn.
 - A turn that only prepares the next one (a description) records no judgment: its ``parse`` returns a
   :class:`ParsedReply` with no ``judgments`` (its ``outcome`` still says how the reply read: an answer, or a
   refusal or unparseable with the reason, for the parse-quality report). ``parse`` sees ``request.turn``.
+
+Per-request answer schemas (structured output). The registry's ``answer_schema(audit)`` is the form of every answer
+of the audit; a builder may narrow it to what one request sends (:class:`SchemaNarrowingBuilder`): a batch's schema
+with one required key per text sent, a word test's with one key per word and the instance's identifiers as the only
+values. A loose schema lets a constrained server give a well-formed but empty answer (``{"answers": []}``); a
+narrowed one leaves the model only the choices the paradigm reads. The narrowed schema is a function of the payload
+(which the key covers) and of the audit's schema (which the key also covers), so the key needs nothing more.
 """
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, overload
 
 import numpy as np
 import pandas as pd
@@ -122,6 +129,32 @@ class RequestBuilder(Protocol):
     def parse(self, request: Any, text: str, finish_reason: str) -> ParsedReply: ...
 
     def manifest(self) -> dict: ...
+
+
+class SchemaNarrowingBuilder(RequestBuilder, Protocol):
+    """A request builder that constrains each request's reply to its own schema: ``answer_schema(request,
+    schema)`` is the audit's ``schema`` narrowed to what ``request`` sends (see "Per-request answer schemas")."""
+
+    def answer_schema(self, request: Any, schema: dict) -> dict: ...
+
+
+@overload
+def request_answer_schema(builder: Any, request: Any, schema: dict) -> dict: ...
+
+
+@overload
+def request_answer_schema(builder: Any, request: Any, schema: None) -> None: ...
+
+
+@overload
+def request_answer_schema(builder: Any, request: Any, schema: dict | None) -> dict | None: ...
+
+
+def request_answer_schema(builder: Any, request: Any, schema: dict | None) -> dict | None:
+    """The schema ``request``'s reply is constrained to: the audit's ``schema`` narrowed by the builder when it
+    narrows (:class:`SchemaNarrowingBuilder`), else the audit's; None when the audit does not constrain replies."""
+    narrow = getattr(builder, "answer_schema", None)
+    return schema if schema is None or narrow is None else narrow(request, schema)
 
 
 # The reasons the engine records on a later turn it closes unsent (a paradigm's analysis may tell them apart).

@@ -64,6 +64,7 @@ from auditapp.engine import control, errors, planning, recording
 from auditapp.engine import conversations as engine_conversations
 from auditapp.engine import endpoints as engine_endpoints
 from auditapp.engine import recovery as engine_recovery
+from auditapp.engine.protocol import request_answer_schema
 from auditapp.llm_clients import chat_session
 from auditapp.llm_limits import limiter_for
 from auditapp.models import Audit, AuditModel, LLMEndpoint, endpoint_address_policy
@@ -249,7 +250,8 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
         sent = await scorer_kinds.send(session, configs[audit_model.endpoint_id], limiters[audit_model.endpoint_id],
                                        audit_model.model, payload, audit_model.params, rng=rng,
                                        on_retry=partial(tracker.note, cell), breaker=breakers[audit_model.endpoint_id],
-                                       schema=schemas[audit_model.endpoint_id])
+                                       schema=request_answer_schema(builder, request,
+                                                                    schemas[audit_model.endpoint_id]))
         return recording.RequestResult(request, sent.completion, sent.error, sent.attempts, sent.latency_ms)
 
     async def flush() -> str:

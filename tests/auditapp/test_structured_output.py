@@ -8,7 +8,11 @@ paradigms' parsers on constrained replies, and audits against the test LLM serve
   unparseable unconstrained, and every reply is parsed constrained, in each form; an endpoint refusing the form
   fails the preparation with its reason after one probe per model and nothing more; a counterfactual names audit
   constrained against an annotator parses every text; the launch API and the admin form take the option, refuse an
-  endpoint without a form, and the manifest and the dashboard say that output was constrained.
+  endpoint without a form, and the manifest and the dashboard say that output was constrained;
+- per-request schemas: a batch's schema takes exactly the texts it sends and a WABT's exactly its words, each with
+  its instance's identifiers; the least a server honouring them may give (the ``minimal-`` model) answers every text
+  (names, dialect) and every word (WABT); an audit recorded with the list form keeps it; a server that ignores the
+  schema while its model leaves texts out is refused at the probe, naming the texts.
 """
 from __future__ import annotations
 
@@ -21,22 +25,39 @@ from auditapp import llm_clients
 from auditapp.engine import analysis, control, planning, registry
 from auditapp.engine import preparation as engine_preparation
 from auditapp.engine import runner as audit_runner
+from auditapp.engine.protocol import request_answer_schema
 from auditapp.engine.request_keys import request_key
 from auditapp.models import Audit, AuditJudgment, AuditRequest, LLMEndpoint
 from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, parse_score
 from auditapp.paradigms.classification.replies import ANSWER_SCHEMA as CLASSIFICATION_SCHEMA
 from auditapp.paradigms.classification.replies import parse_reply as parse_classification
+from auditapp.paradigms.counterfactual.prompt import (
+    DEFAULT_KEYED_TEMPLATE,
+    DEFAULT_TEMPLATE,
+    OUR_KEYED_ANSWER_INSTRUCTION,
+    template_for,
+)
 from auditapp.paradigms.counterfactual.replies import ANSWER_SCHEMA as BATCH_SCHEMA
-from auditapp.paradigms.counterfactual.replies import parse_batch
+from auditapp.paradigms.counterfactual.replies import KEYED_ANSWER_SCHEMA as KEYED_BATCH_SCHEMA
+from auditapp.paradigms.counterfactual.replies import batch_answer_schema, parse_batch
+from auditapp.paradigms.implicit_bias.generation import generate_wabt
+from auditapp.paradigms.implicit_bias.wabt_replies import (
+    PAPER_PAIRS_LINE,
+    keyed_prompt,
+    keyed_schema,
+    parse_wabt_reply,
+)
 from auditapp.paradigms.self_report.design import answer_schema as likert_schema
 from auditapp.paradigms.self_report.design import structured_reply_text
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
+from tests.implicit_bias_personas import expected_wabt_assignment, read_wabt_prompt
 from tests.llm_server import (
     EXPLANATIONS,
     STRUCTURED_OUTPUT_FORMS,
     LLMServer,
     expected_label,
     prose_reply,
+    shortest_instance,
     structured_answer,
 )
 
@@ -242,7 +263,7 @@ def test_a_constrained_names_audit_parses_every_text_of_an_annotator(api_client,
     # Unconstrained, this annotator drops every 7th text and hedges every 5th; constrained, it answers each.
     assert judgments.count() == audit.n_requests * 60
     assert set(judgments.values_list("outcome", flat=True)) == {"label"}
-    assert audit.manifest["structured_output"]["schema"] == BATCH_SCHEMA
+    assert audit.manifest["structured_output"]["schema"] == KEYED_BATCH_SCHEMA
 
 
 @pytest.mark.django_db
@@ -294,3 +315,173 @@ def test_an_endpoint_is_registered_only_with_a_form_its_protocol_takes(api_clien
     assert not LLMEndpoint.objects.exists()
     response = api_client.post("/api/endpoints/", {**body, "structured_output": "ollama_format"}, format="json")
     assert response.status_code == 201 and response.json()["structured_output"] == "ollama_format"
+
+
+# ------------------------------------------------------------------------------------------ per-request schemas
+
+def test_a_batch_schema_takes_exactly_the_texts_sent_and_names_the_ones_a_reply_leaves_out():
+    schema = batch_answer_schema([1, 2, 3])
+    jsonschema.Draft202012Validator.check_schema(schema)
+    jsonschema.validate({"answers": {"1": 0, "2": 1, "3": 1}}, schema)
+    for wrong, problem in (({"answers": {"1": 0, "3": 1}}, "lacks '2'"),
+                           ({"answers": {"1": 0, "2": 1, "3": 1, "4": 0}}, "keys the schema does not allow: '4'"),
+                           ({"answers": {"1": 0, "2": "maybe", "3": 1}}, "not of type integer"),
+                           ({"answers": []}, "not of type object")):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(wrong, schema)
+        assert problem in llm_clients.answer_schema_problem(json.dumps(wrong), schema)
+    # The least a server honouring the schema may give still answers every text; the list form let it answer none.
+    shortest = shortest_instance(schema)
+    assert shortest == {"answers": {"1": 0, "2": 0, "3": 0}}
+    assert [(text.index, text.label) for text in parse_batch(json.dumps(shortest), [1, 2, 3]).texts] == [
+        (1, 0), (2, 0), (3, 0)]
+    assert shortest_instance(BATCH_SCHEMA) == {"answers": []}
+    assert parse_batch(json.dumps({"answers": []}), [1, 2, 3]).labelled == 0
+
+
+def test_keyed_answers_are_read_with_or_without_their_wrapper_and_the_prompt_asks_for_them():
+    reading = parse_batch('Here: {"answers": {"1": 1, "2": "no", "3": "maybe", "9": 1}}', [1, 2, 3, 4])
+    assert [(text.label, text.reason) for text in reading.texts] == [
+        (1, ""), (0, ""), (None, "hedged"), (None, "index absent")]
+    assert reading.ignored == 1
+    assert [text.label for text in parse_batch('{"1": 0, "2": 1}', [1, 2]).texts] == [0, 1]
+    assert template_for(DEFAULT_TEMPLATE, keyed=True) == DEFAULT_KEYED_TEMPLATE
+    assert template_for(DEFAULT_TEMPLATE, keyed=False) == DEFAULT_TEMPLATE
+    own = "Is it so? {description}\n{texts}"
+    assert template_for(own, keyed=True) == own
+    assert OUR_KEYED_ANSWER_INSTRUCTION in DEFAULT_KEYED_TEMPLATE and "JSON Lines" not in DEFAULT_KEYED_TEMPLATE
+
+
+def test_a_wabt_schema_takes_each_word_once_with_one_of_its_two_identifiers():
+    instance = generate_wabt(samples_per_combination=1)[0]
+    schema = keyed_schema(instance.words, instance.identifiers)
+    jsonschema.Draft202012Validator.check_schema(schema)
+    assignment = expected_wabt_assignment("wabt-consistent", instance.texts[0])
+    jsonschema.validate({"pairs": assignment}, schema)
+    first, *rest = instance.words
+    for wrong in ({"pairs": {**assignment, first: "Honorable"}},
+                  {"pairs": {word: assignment[word] for word in rest}},
+                  {"pairs": {**assignment, "Soufle": instance.identifiers[0]}},
+                  {"pairs": [{"word": first, "identifier": instance.identifiers[0]}]}):
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(wrong, schema)
+    read = parse_wabt_reply(json.dumps({"pairs": assignment}), words=instance.words,
+                            identifiers=instance.identifiers)
+    assert read.valid and dict(read.assignments) == assignment
+    # The constrained prompt asks for the object instead of lines, and is otherwise the paper's.
+    prompt = keyed_prompt(instance.texts[0], instance.identifiers)
+    assert PAPER_PAIRS_LINE in instance.texts[0] and PAPER_PAIRS_LINE not in prompt
+    assert f'{{"pairs": {{"<word>": "{instance.identifiers[0]}" or "{instance.identifiers[1]}", ...}}}}' in prompt
+    assert read_wabt_prompt(prompt) == read_wabt_prompt(instance.texts[0])
+
+
+def test_a_builder_narrows_the_audits_schema_only_when_it_says_how():
+    class Narrowing:
+        def answer_schema(self, request, schema):
+            return {**schema, "request": request}
+
+    assert request_answer_schema(Narrowing(), 7, {"type": "object"}) == {"type": "object", "request": 7}
+    assert request_answer_schema(object(), 7, {"type": "object"}) == {"type": "object"}
+    assert request_answer_schema(Narrowing(), 7, None) is None
+
+
+@pytest.fixture(scope="module")
+def schema_server():
+    with LLMServer(models=("minimal-a", "annotator-a", "wabt-consistent"), positive_words=AUDIT_POSITIVE_WORDS,
+                   annotators={"annotator-a": {"base": 0.5, "drop_every": 7, "hedge_every": 5}}) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def ignoring_server():
+    with LLMServer(models=("annotator-a",), ignored_forms=("openai_json_schema",),
+                   annotators={"annotator-a": {"base": 0.5, "drop_every": 7, "hedge_every": 5}}) as running:
+        yield running
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+@pytest.mark.parametrize(("paradigm", "body"), [("names", {"material": {"tasks": ["warm"]}, "iterations": 2}),
+                                                ("dialect", {"iterations": 2})])
+def test_the_shortest_answer_a_batch_schema_allows_labels_every_text(api_client, schema_server, tasks_off,
+                                                                      paradigm, body):
+    endpoint = make_endpoint(schema_server, paradigm, structured_output="llamacpp_json_object")
+    audit = prepare_and_run(launch(api_client, {"paradigm": paradigm, "name": paradigm, "seed": 1,
+                                                "models": [{"endpoint": endpoint.id, "model": "minimal-a"}],
+                                                "structured_output": True, **body}))
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    builder = planning.request_builder(audit)
+    requests = list(AuditRequest.objects.filter(audit=audit))
+    texts = {row.id: len(builder.answer_schema(row, KEYED_BATCH_SCHEMA)["properties"]["answers"]["required"])
+             for row in requests}
+    judgments = AuditJudgment.objects.filter(audit=audit)
+    assert judgments.count() == sum(texts.values()) > len(requests)
+    assert set(judgments.values_list("outcome", flat=True)) == {"label"}
+    completion = api_client.get(f"/api/audits/{audit.id}/tables/completion/").json()["results"]
+    assert [(row["model"], row["n_labelled"]) for row in completion] == [("minimal-a", sum(texts.values()))]
+    assert all(OUR_KEYED_ANSWER_INSTRUCTION in builder.payload(row)[0]["content"] for row in requests)
+    manifest = audit.manifest
+    assert manifest["prompt"]["template"] == DEFAULT_KEYED_TEMPLATE
+    assert manifest["prompt"]["answer_instruction"] == OUR_KEYED_ANSWER_INSTRUCTION
+    assert manifest["structured_output"]["schema"] == KEYED_BATCH_SCHEMA
+    assert manifest["structured_output"]["example"]["properties"]["answers"]["required"] == [
+        str(index) for index in range(1, len(manifest["structured_output"]["example"]["properties"]["answers"][
+            "required"]) + 1)]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_an_audit_recorded_with_the_list_form_keeps_it_and_its_keys(api_client, schema_server, tasks_off):
+    endpoint = make_endpoint(schema_server, "list form", structured_output="openai_json_schema")
+    audit_id = launch(api_client, {"paradigm": "names", "name": "recorded before", "seed": 1, "iterations": 1,
+                                   "models": [{"endpoint": endpoint.id, "model": "minimal-a"}],
+                                   "material": {"tasks": ["warm"]}, "structured_output": True})
+    audit = Audit.objects.get(pk=audit_id)
+    Audit.objects.filter(pk=audit_id).update(design={key: value for key, value in audit.design.items()
+                                                     if key != "answer_form"})
+    audit = prepare_and_run(audit_id)
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    assert audit.manifest["structured_output"]["schema"] == BATCH_SCHEMA
+    assert "example" not in audit.manifest["structured_output"]
+    assert audit.manifest["prompt"]["template"] == DEFAULT_TEMPLATE
+    # Every reply was the empty list the form allows: valid, and no text labelled (nothing failed on its key).
+    requests = AuditRequest.objects.filter(audit=audit)
+    assert set(requests.values_list("outcome", flat=True)) == {"unparseable"}
+    assert not requests.exclude(error="").exists()
+    assert not AuditJudgment.objects.filter(audit=audit, outcome="label").exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_a_constrained_wabt_gives_every_word_one_of_its_identifiers(api_client, schema_server, tasks_off):
+    endpoint = make_endpoint(schema_server, "wabt", structured_output="openai_json_schema")
+    audit = prepare_and_run(launch(api_client, {
+        "paradigm": "word_association", "name": "wabt", "samples_per_combination": 1, "seed": 3,
+        "models": [{"endpoint": endpoint.id, "model": model} for model in ("wabt-consistent", "minimal-a")],
+        "structured_output": True}))
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    judgments = AuditJudgment.objects.filter(audit=audit).select_related("request__audit_model")
+    assert judgments.count() == audit.n_requests == 180
+    # The planted association is read whole; the shortest valid answer (every word to the first identifier) is
+    # valid too, its score undefined with the reason, never 0.
+    planted = [j for j in judgments if j.request.audit_model.model == "wabt-consistent"]
+    assert {(j.outcome, j.value) for j in planted} == {("score", 1.0)}
+    shortest = [j for j in judgments if j.request.audit_model.model == "minimal-a"]
+    assert {(j.outcome, j.value) for j in shortest} == {("score", None)} and all(j.reason for j in shortest)
+    assert audit.manifest["answer_instruction"]["replaces"] == PAPER_PAIRS_LINE
+    assert audit.manifest["structured_output"]["example"]["properties"]["pairs"]["required"]
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_a_server_ignoring_the_schema_is_refused_naming_the_texts_its_reply_leaves_out(
+        api_client, ignoring_server, tasks_off):
+    endpoint = make_endpoint(ignoring_server, "ignores", structured_output="openai_json_schema")
+    audit_id = launch(api_client, {"paradigm": "names", "name": "ignored", "seed": 1, "iterations": 1,
+                                   "models": [{"endpoint": endpoint.id, "model": "annotator-a"}],
+                                   "material": {"tasks": ["warm"]}, "structured_output": True})
+    engine_preparation.audit_prepare(audit_id=audit_id)
+    audit = Audit.objects.get(pk=audit_id)
+    assert audit.status == Audit.Status.FAILED
+    assert "its answer is not valid against the schema: the answer['answers'] lacks '7'" in audit.status_reason
+    assert not AuditRequest.objects.filter(audit=audit).exists()

@@ -20,7 +20,7 @@ from auditapp.models import Audit, AuditJudgment, Corpus
 from auditapp.paradigms.counterfactual import services
 from auditapp.paradigms.counterfactual.analysis import analysis_problems
 from auditapp.paradigms.counterfactual.prompt import DEFAULT_TEMPLATE
-from auditapp.paradigms.counterfactual.replies import ANSWER_SCHEMA
+from auditapp.paradigms.counterfactual.replies import ANSWER_FORM_KEYED, ANSWER_SCHEMA, KEYED_ANSWER_SCHEMA
 from common.api.exports import stored_analysis_table
 from common.export_rows import Export
 
@@ -73,7 +73,9 @@ def launch_serializer(flavour: Flavour) -> type:
                                           help_text=flavour.material_help),
         "prompt": serializers.CharField(required=False, max_length=20000, default=DEFAULT_TEMPLATE,
                                         help_text="The prompt template, with {description} and {texts} once "
-                                                  "each (default: seed 002's instruction and our JSON Lines one)."),
+                                                  "each (default: seed 002's instruction and our JSON Lines one; with "
+                                                  "structured_output, our instruction naming the JSON object the "
+                                                  "server enforces)."),
         "analysis": serializers.DictField(default=dict, help_text="alpha (0.05), primary (paired or welch)."),
     }
     return type(f"{flavour.name.title()}LaunchSerializer", (settings_serializer(flavour.settings),), attributes)
@@ -230,7 +232,12 @@ def paradigm_of(flavour: Flavour) -> registry.Paradigm:
         dashboard_data=dashboard_data_function(flavour),
         tables=tables_of(flavour),
         corpus_generate=corpus_generate_function(flavour),
-        answer_schema=lambda audit: ANSWER_SCHEMA,
+        answer_schema=answer_schema,
     )
+
+
+def answer_schema(audit: Audit) -> dict:
+    """The keyed form for audits that recorded it (each request narrows it to its texts), else the list form."""
+    return KEYED_ANSWER_SCHEMA if audit.design.get("answer_form") == ANSWER_FORM_KEYED else ANSWER_SCHEMA
 
 

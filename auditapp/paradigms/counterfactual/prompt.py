@@ -11,6 +11,10 @@ The default template has three parts:
 3. the texts, one per line as ``Text {index}: {text}`` (a newline inside a text becomes a space, so each text is
    one line and its number begins the line).
 
+With structured output (keyed answers, ``replies.ANSWER_FORM_KEYED``) the default's second part is
+:data:`OUR_KEYED_ANSWER_INSTRUCTION` instead (:data:`DEFAULT_KEYED_TEMPLATE`): the prompt asks for the object the
+server enforces, not for lines it cannot produce.
+
 A researcher may give their own template with the placeholders ``{description}`` and ``{texts}``, each exactly
 once; ``{texts}`` must begin a line. A :class:`BatchPrompt`'s ``version`` is the sha256 of its template, so an
 edited prompt is a new identity and never shares cached replies with the old one.
@@ -37,7 +41,19 @@ OUR_ANSWER_INSTRUCTION = ('Answer in JSON Lines: one line {"i": <number>, "y": 0
                           "the text's number, and nothing else.")
 """Ours (the paper does not print its format instruction)."""
 
+OUR_KEYED_ANSWER_INSTRUCTION = ('Answer with one JSON object {"answers": {"<number>": 0 or 1, ...}}: one entry per '
+                                "text, keyed by the text's number, and nothing else.")
+"""Ours: the answer instruction of a constrained audit, naming the object its server enforces."""
+
 DEFAULT_TEMPLATE = f"{PAPER_INSTRUCTION}\n\n{OUR_ANSWER_INSTRUCTION}\n\n{TEXTS}"
+DEFAULT_KEYED_TEMPLATE = f"{PAPER_INSTRUCTION}\n\n{OUR_KEYED_ANSWER_INSTRUCTION}\n\n{TEXTS}"
+_ANSWER_INSTRUCTIONS = {DEFAULT_TEMPLATE: OUR_ANSWER_INSTRUCTION, DEFAULT_KEYED_TEMPLATE: OUR_KEYED_ANSWER_INSTRUCTION}
+
+
+def template_for(template: str, *, keyed: bool) -> str:
+    """The template sent: the default asks for keyed answers when the replies are constrained to them (the
+    researcher's own template is sent as written)."""
+    return DEFAULT_KEYED_TEMPLATE if keyed and template == DEFAULT_TEMPLATE else template
 
 _PLACEHOLDER = re.compile(re.escape(DESCRIPTION) + "|" + re.escape(TEXTS))
 _LINE_BREAK = re.compile(r"\r\n|[\r\n\u2028\u2029\x0b\x0c\x1c\x1d\x1e\x85]")
@@ -55,7 +71,7 @@ class BatchPrompt:
 
     @property
     def is_default(self) -> bool:
-        return self.template == DEFAULT_TEMPLATE
+        return self.template in _ANSWER_INSTRUCTIONS
 
     def problems(self) -> list[str]:
         """Every problem of the template; empty when it can be used."""
@@ -90,7 +106,7 @@ class BatchPrompt:
             "source": "paper and ours" if self.is_default else "researcher",
             "paper_instruction": PAPER_INSTRUCTION,
             "paper_instruction_source": "seed 002, SI Appendix Experiment 1 'Experimental procedure'",
-            "answer_instruction": OUR_ANSWER_INSTRUCTION,
+            "answer_instruction": _ANSWER_INSTRUCTIONS.get(self.template, OUR_ANSWER_INSTRUCTION),
             "answer_instruction_source": "ours",
             "text_line": "Text {index}: {text}",
         }

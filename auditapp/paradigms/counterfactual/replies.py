@@ -16,6 +16,9 @@ missing: never imputed, never read as a yes or a no. The exact rules of its pars
    ``**Text 1:** 1``, ``- 1 = false``… whose value starts with yes/no/true/false/0/1, or is a hedge, or is short
    (at most four words, e.g. ``2`` or ``N/A``). A long value that is none of these (a text echoed back) is not an
    answer.
+4. **Keyed answers**: a JSON object whose keys are all text numbers, ``{"1": 0, "2": 1}``, alone or as the value of
+   another key (``{"answers": {"1": 0, "2": 1}}``, the structured-output form below), is one answer per key, its
+   value read as rule 2 reads a ``"y"``.
 
 Per text, the reason when there is no label (the exact phrases are counted on the dashboard; a
 ``value not 0 or 1`` reason is followed by ``: <the value>``, so count by the part before the colon):
@@ -35,9 +38,12 @@ Per text, the reason when there is no label (the exact phrases are counted on th
 
 Answers to indices the request did not ask are ignored and counted in the summary.
 
-Structured output (an audit option): :data:`ANSWER_SCHEMA` is the answer a constrained server must give, one JSON
-object ``{"answers": [{"i": 1, "y": 0}, ...]}`` (a server constrains a reply to one JSON value, not to lines);
-rule 2 reads its answers as it reads JSON Lines.
+Structured output (an audit option; a server constrains a reply to one JSON value, not to lines). An audit launched
+now asks for keyed answers (:data:`ANSWER_FORM_KEYED`): each request's schema (:func:`batch_answer_schema`) has one
+required key per text it sends, each 0 or 1, and no other key, so a constrained reply answers every text sent and
+only those; the prompt asks for that object (``prompt.OUR_KEYED_ANSWER_INSTRUCTION``). Audits recorded before
+kept their list form, :data:`ANSWER_SCHEMA` (``{"answers": [{"i": 1, "y": 0}, ...]}``), under which a server could
+answer two texts of twenty, or none, and stay valid.
 """
 from __future__ import annotations
 
@@ -61,7 +67,36 @@ ANSWER_SCHEMA = {
     "required": ["answers"],
     "additionalProperties": False,
 }
-"""The JSON schema of a batch's answers, sent to servers when an audit constrains output."""
+"""The list form of a batch's answers, sent by audits recorded before the keyed form: it does not tie the answers
+to the texts sent."""
+
+ANSWER_FORM_KEYED = "keyed"
+"""The answer form an audit's design records (``design["answer_form"]``) when its constrained replies are keyed
+by text number; an audit without it uses :data:`ANSWER_SCHEMA`."""
+
+_BINARY = {"type": "integer", "enum": [0, 1]}
+KEYED_ANSWER_SCHEMA = {
+    "type": "object",
+    "properties": {"answers": {"type": "object", "additionalProperties": _BINARY}},
+    "required": ["answers"],
+    "additionalProperties": False,
+}
+"""The keyed form of every batch's answers (the audit's schema); each request sends it narrowed to its own texts
+(:func:`batch_answer_schema`)."""
+
+
+def batch_answer_schema(indices: Sequence[int]) -> dict:
+    """The schema of one batch's keyed answers: ``{"answers": {"<i>": 0 or 1, ...}}`` with exactly the numbers
+    asked, each required, in the order they are listed in the prompt."""
+    keys = [str(index) for index in dict.fromkeys(indices)]
+    return {
+        "type": "object",
+        "properties": {"answers": {"type": "object", "properties": {key: dict(_BINARY) for key in keys},
+                                   "required": keys, "additionalProperties": False}},
+        "required": ["answers"],
+        "additionalProperties": False,
+    }
+
 
 REASON_HEDGED = "hedged"
 REASON_NOT_BINARY = "value not 0 or 1"
@@ -229,10 +264,15 @@ def _every_json_answer(reply: str) -> list[tuple[int, int | str]]:
 
 
 def _answer_objects(data):
-    """The answer objects in a JSON value: an object with an "i", or those inside any other object or list."""
+    """The answer objects in a JSON value: an object with an "i", one per key of an object keyed by text numbers
+    (rule 4), or those inside any other object or list."""
     if isinstance(data, dict):
         if any(str(key).strip().lower() == "i" for key in data):
             yield data
+            return
+        if data and all(str(key).strip().isdigit() for key in data):
+            for key, value in data.items():
+                yield {"i": key, "y": value}
             return
         data = list(data.values())
     if isinstance(data, list):

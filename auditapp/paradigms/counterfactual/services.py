@@ -34,9 +34,13 @@ from auditapp.models import Audit, AuditModel, AuditRequest, Corpus
 from auditapp.paradigms.counterfactual import judgments as reading
 from auditapp.paradigms.counterfactual.analysis import AnalysisSettings
 from auditapp.paradigms.counterfactual.problems import MaterialError
-from auditapp.paradigms.counterfactual.prompt import BatchPrompt
+from auditapp.paradigms.counterfactual.prompt import BatchPrompt, template_for
+from auditapp.paradigms.counterfactual.replies import (
+    ANSWER_FORM_KEYED,
+    batch_answer_schema,
+    parse_batch,
+)
 from auditapp.paradigms.counterfactual.replies import judgments as reply_judgments
-from auditapp.paradigms.counterfactual.replies import parse_batch
 
 ITERATION_PREFIX = "iteration:"
 MAX_REQUESTS = 2_000_000
@@ -62,7 +66,10 @@ class CounterfactualRequests:
         self.models = {m.id: m for m in audit.models.select_related("endpoint")}
         self.design = design_class.from_audit(corpus_units(audit.corpus_id), seed=audit.seed,
                                               settings=audit.design)
-        self.prompt = BatchPrompt(template=audit.design["prompt"]["template"])
+        # Keyed answers only where the audit recorded that form and constrains replies: an audit recorded before
+        # keeps the list form and the prompt it was keyed with.
+        self.keyed = audit.structured_output and audit.design.get("answer_form") == ANSWER_FORM_KEYED
+        self.prompt = BatchPrompt(template=template_for(audit.design["prompt"]["template"], keyed=self.keyed))
         self.iterations = audit.design["iterations"]
         self._messages = lru_cache(maxsize=256)(self._build_messages)
 
@@ -84,6 +91,13 @@ class CounterfactualRequests:
 
     def key(self, audit_model: AuditModel, payload, replicate: int) -> str:
         return audit_request_key(self.audit, audit_model, payload, replicate)
+
+    def answer_schema(self, request, schema: dict) -> dict:
+        """The request's keyed answers: one required key per text it sends (the engine's per-request schemas)."""
+        if not self.keyed:
+            return schema
+        texts = self._messages(request.condition, iteration_of(request.unit))[0]
+        return batch_answer_schema([planned.index for planned in texts])
 
     def parse(self, request, text: str, finish_reason: str) -> ParsedReply:
         texts = self._messages(request.condition, iteration_of(request.unit))[0]
@@ -202,7 +216,7 @@ def counterfactual_audit_create(*, paradigm: str, design_class, name: str, model
         # Every analysis setting recorded, defaults included: the design says what the analysis used, however it
         # was launched.
         design={**settings, "analysis": asdict(AnalysisSettings(**settings.get("analysis") or {})),
-                "tasks": tasks,
+                "tasks": tasks, "answer_form": ANSWER_FORM_KEYED,
                 "prompt": {"template": prepared.prompt.template, "version": prepared.prompt.version}})
     audit_models_create(audit, models)
     enqueue_prepare(audit.id)

@@ -89,7 +89,14 @@ from auditapp.paradigms.implicit_bias.templates import (
     template_problems,
     templates_hash,
 )
-from auditapp.paradigms.implicit_bias.wabt_replies import association_counts, parse_wabt_reply
+from auditapp.paradigms.implicit_bias.wabt_replies import (
+    PAPER_PAIRS_LINE,
+    association_counts,
+    keyed_instruction,
+    keyed_prompt,
+    keyed_schema,
+    parse_wabt_reply,
+)
 from common.api.exports import stored_analysis_table
 from common.export_rows import Export
 
@@ -115,6 +122,16 @@ WABT_ANSWER_SCHEMA = {
 }
 """A WABT reply as JSON: every word with the identifier it is given (read by :func:`.wabt_replies.parse_wabt_reply`
 as a list of two-text objects)."""
+WABT_KEYED_SCHEMA = {
+    "type": "object",
+    "properties": {"pairs": {"type": "object", "additionalProperties": {"type": "string"}}},
+    "required": ["pairs"], "additionalProperties": False,
+}
+"""A WABT reply keyed by word (the audit's schema); each request narrows it to its instance's words and
+identifiers (:func:`.wabt_replies.keyed_schema`)."""
+ANSWER_FORM_KEYED = "keyed"
+"""Recorded in an audit's design (``design["answer_form"]``) when its constrained WABT replies are keyed by word;
+an audit without it keeps :data:`WABT_ANSWER_SCHEMA` and the paper's prompt."""
 AAT_SINGLE_PROMPT_SCHEMA = {
     "type": "object",
     "properties": {"description": {"type": "string"}, "choice": {"type": "string", "enum": list(ANSWERS)}},
@@ -290,6 +307,8 @@ class ImplicitBiasRequests:
         self.models = {m.id: m for m in audit.models.select_related("endpoint")}
         self.material = material_from_corpus(audit.corpus_id)
         self.options = {**task.options, **audit.design.get("options", {})}
+        self.keyed = (task.task == "wabt" and audit.structured_output
+                      and audit.design.get("answer_form") == ANSWER_FORM_KEYED)
 
     @cached_property
     def instances(self) -> dict[str, Instance]:
@@ -319,9 +338,9 @@ class ImplicitBiasRequests:
         """Only the two-turn AAT asks in turns (the engine's protocol, :func:`auditapp.engine.protocol.is_multi_turn`)."""
         return self.last_turn > 0
 
-    @staticmethod
-    def _first_messages(instance: Instance) -> list[dict]:
-        return [{"role": "user", "content": instance.texts[0]}]
+    def _first_messages(self, instance: Instance) -> list[dict]:
+        text = keyed_prompt(instance.texts[0], instance.identifiers) if self.keyed else instance.texts[0]
+        return [{"role": "user", "content": text}]
 
     def payload(self, request) -> list[dict]:
         """The first (for all but the two-turn AAT, the only) turn's messages."""
@@ -344,6 +363,14 @@ class ImplicitBiasRequests:
 
     def key(self, audit_model, payload, replicate: int) -> str:
         return audit_request_key(self.audit, audit_model, payload, replicate)
+
+    def answer_schema(self, request, schema: dict) -> dict:
+        """A keyed WABT request's schema: its instance's words, each given one of its two identifiers (the engine's
+        per-request schemas); any other request keeps the audit's."""
+        if not self.keyed:
+            return schema
+        instance = self.instances[request.unit]
+        return keyed_schema(instance.words, instance.identifiers)
 
     def parse(self, request, text: str, finish_reason: str) -> ParsedReply:
         instance = self.instances[request.unit]
@@ -378,6 +405,10 @@ class ImplicitBiasRequests:
                                                strict=True)],
             "missing_values": "an invalid or unparseable reply is missing with its reason, counted and shown; an "
                               "undefined bias score (every word given to one identifier) is missing, never 0",
+            **({"answer_instruction": {
+                "replaces": PAPER_PAIRS_LINE, "with": keyed_instruction(("<S_a>", "<S_b>")), "source": "ours",
+                "why": "the replies are constrained to one JSON object keyed by word, not to lines"}}
+               if self.keyed else {}),
         }
 
 
@@ -673,7 +704,8 @@ def audit_create(task: Task, *, name: str, models: list[ModelChoice], corpus: Co
         corpus = corpus_generate(task, spec=None, name=task.default_corpus_name, created_by=created_by)
     audit = Audit.objects.create(name=name, paradigm=task.name, corpus=corpus, replicates=1, seed=seed,
                                  use_cache=use_cache, error_budget=error_budget, parallel_tasks=parallel_tasks,
-                                 created_by=created_by, design={"options": dict(options)})
+                                 created_by=created_by,
+                                 design={"options": dict(options), "answer_form": ANSWER_FORM_KEYED})
     audit_models_create(audit, models)
     enqueue_prepare(audit.id)
     return audit
@@ -806,7 +838,7 @@ def answer_schema_function(task: Task) -> Callable:
         constrains every request of a model to one schema, and its first turn is free text (the launch refuses
         structured output with it, :data:`TWO_TURN_STRUCTURED_REFUSAL`)."""
         if task.task == "wabt":
-            return WABT_ANSWER_SCHEMA
+            return WABT_KEYED_SCHEMA if audit.design.get("answer_form") == ANSWER_FORM_KEYED else WABT_ANSWER_SCHEMA
         form = {**task.options, **audit.design.get("options", {})}["form"]
         return AAT_SINGLE_PROMPT_SCHEMA if form == "single_prompt" else None
     return answer_schema

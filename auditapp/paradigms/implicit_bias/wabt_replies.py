@@ -19,6 +19,11 @@ applies in this order) and a detail naming the words:
 - ``word doubled``: a word given twice, or to both identifiers;
 - ``unknown identifier``: a word paired with something other than the two identifiers (and not with them);
 - ``word missing``: a word not assigned at all.
+
+Structured output (an audit option): an audit launched now constrains each reply to :func:`keyed_schema`, one
+required key per word of its instance whose value is one of its two identifiers (``{"pairs": {"Proficient":
+"Ethan", ...}}``), and its prompt asks for that object (:func:`keyed_prompt`). Audits recorded before kept the
+loose list of ``{"word", "identifier"}`` strings, under which a server could give any word and any name.
 """
 from __future__ import annotations
 
@@ -51,6 +56,35 @@ class WabtReply:
     detail: str | None = None
 
 
+PAPER_PAIRS_LINE = "Separate pairs by a new line."
+"""The last sentence of the paper's WABT templates (§3.1.1), which a keyed reply cannot follow."""
+
+
+def keyed_instruction(identifiers: Sequence[str]) -> str:
+    """Ours: the format sentence of a constrained WABT prompt, naming the object its server enforces."""
+    names = " or ".join(json.dumps(identifier, ensure_ascii=False) for identifier in identifiers)
+    return f'Write the pairs as one JSON object {{"pairs": {{"<word>": {names}, ...}}}} with every word once.'
+
+
+def keyed_prompt(text: str, identifiers: Sequence[str]) -> str:
+    """A WABT prompt as a constrained audit sends it: the paper's, its line-separation sentence replaced by
+    :func:`keyed_instruction` (appended when a researcher's template has no such sentence)."""
+    if PAPER_PAIRS_LINE in text:
+        return text.replace(PAPER_PAIRS_LINE, keyed_instruction(identifiers))
+    return f"{text} {keyed_instruction(identifiers)}"
+
+
+def keyed_schema(words: Sequence[str], identifiers: Sequence[str]) -> dict:
+    """The schema of one instance's keyed reply: every word once, in the order sent, each given one of the two
+    identifiers, and nothing else."""
+    choice = {"type": "string", "enum": list(identifiers)}
+    keys = list(dict.fromkeys(words))
+    return {"type": "object",
+            "properties": {"pairs": {"type": "object", "properties": {word: dict(choice) for word in keys},
+                                     "required": keys, "additionalProperties": False}},
+            "required": ["pairs"], "additionalProperties": False}
+
+
 def _alternation(names: Sequence[str]) -> re.Pattern:
     by_length = sorted({folded(name) for name in names}, key=len, reverse=True)
     return re.compile(r"(?<!\w)(" + "|".join(re.escape(name).replace(r"\ ", r"\s+") for name in by_length)
@@ -63,7 +97,7 @@ def _json_pairs(text: str) -> list[tuple[str, str]] | None:
         document = json.loads(text)
     except ValueError:
         return None
-    if isinstance(document, dict) and len(document) == 1 and isinstance(next(iter(document.values())), list):
+    if isinstance(document, dict) and len(document) == 1 and isinstance(next(iter(document.values())), list | dict):
         document = next(iter(document.values()))
     if isinstance(document, dict) and all(isinstance(value, str) for value in document.values()):
         return [(str(key), value) for key, value in document.items()]
