@@ -3,9 +3,10 @@
 Pure layer: no Django; the caller passes the configuration in. As ARCHITECTURE puts it, "the limits that
 must hold across workers live in Redis": :class:`RedisLimiter` keeps one endpoint's limits in Redis so that
 every request to that endpoint, from every Celery worker on every machine, shares them.
-:class:`LocalLimiter` applies the same rules inside one process, for the embedded setup without Redis —
-there each worker process has its own limits, so N workers may together send N times as much.
-:func:`limiter_for` picks one of the two from a Redis URL.
+:class:`FileLimiter` holds the concurrency and rate limits across every process of one machine through lock files,
+for the embedded setup without Redis (its workers all run on that machine). :class:`LocalLimiter` applies the rules
+inside one process (the file limiter's in-process part, and tests). :func:`limiter_for` picks one from a Redis URL
+and a folder.
 
 Interface (:class:`Limiter`; every method is a coroutine, because the Redis limiter talks to Redis)
 ---------------------------------------------------------------------------------------------------
@@ -69,15 +70,18 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import fcntl
 import itertools
 import logging
 import math
+import os
 import random
 import time
 import uuid
 from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol
 
 import redis.asyncio
@@ -523,9 +527,112 @@ class RedisLimiter:
             await self.redis.aclose()
 
 
+class FileLimiter:
+    """The limits across every process of one machine that passes the same ``directory`` (the embedded defaults'
+    worker processes, which have no Redis).
+
+    A concurrency slot is an exclusive ``flock`` on one of ``max_concurrency`` files in ``directory/endpoint_key``:
+    the kernel releases it when its process ends, however it ends (a SIGKILLed worker's slots are free at once, and
+    no lease needs renewing). A process asks for one only after its own :class:`LocalLimiter` has let the request
+    through (first come, first served within the process, and the AIMD limit, which is this process's own: it can
+    only lower what the process takes), then polls the files, sleeping 2 ms doubling to 50 ms with jitter, as the
+    Redis limiter polls. The rate limit's next start time (GCRA with no burst, as above, on the wall clock the
+    processes share) is a file read and written under a lock. ``endpoint_key`` is the caller's own name for the
+    endpoint (``endpoint-<id>``), never user input."""
+
+    def __init__(self, directory: str | os.PathLike, endpoint_key: str, max_concurrency: int,
+                 requests_per_minute: int | None = None):
+        _validate(max_concurrency, requests_per_minute)
+        self.max_concurrency = max_concurrency
+        self.interval = 60.0 / requests_per_minute if requests_per_minute else 0.0
+        self._local = LocalLimiter(max_concurrency)
+        self._folder = Path(directory) / endpoint_key
+        self._folder.mkdir(parents=True, exist_ok=True)
+        self._files: dict[int, int] = {}
+        self._held: set[int] = set()
+
+    def slot(self) -> SlotContext:
+        return _Slot(self._acquire, self._release)
+
+    async def _acquire(self) -> _Hold:
+        hold = await self._local._acquire()
+        index = None
+        try:
+            index = await self._lock_a_file()
+            if self.interval:
+                await asyncio.sleep(self._reserve_start())
+        except BaseException:
+            if index is not None:
+                self._unlock(index)
+            await self._local._release(hold)
+            raise
+        hold.token = str(index)
+        return hold
+
+    async def _lock_a_file(self) -> int:
+        delay = POLL_FIRST
+        while True:
+            for index in range(self.max_concurrency):
+                if index in self._held:
+                    continue
+                try:
+                    fcntl.flock(self._file(index), fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BlockingIOError:
+                    continue
+                self._held.add(index)
+                return index
+            await asyncio.sleep(delay * random.uniform(0.5, 1.0))
+            delay = min(delay * 2, POLL_MAX)
+
+    def _file(self, index: int) -> int:
+        if index not in self._files:
+            self._files[index] = os.open(self._folder / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        return self._files[index]
+
+    def _unlock(self, index: int) -> None:
+        fcntl.flock(self._files[index], fcntl.LOCK_UN)
+        self._held.discard(index)
+
+    def _reserve_start(self) -> float:
+        """Seconds until this request may start, its start time reserved for it in the shared file."""
+        with open(self._folder / "next-start", "a+") as shared:
+            fcntl.flock(shared, fcntl.LOCK_EX)
+            shared.seek(0)
+            now = time.time()
+            try:
+                start = max(now, float(shared.read() or 0.0))
+            except ValueError:
+                start = now
+            shared.seek(0)
+            shared.truncate()
+            shared.write(repr(start + self.interval))
+        return start - now
+
+    async def _release(self, hold: _Hold) -> None:
+        self._unlock(int(hold.token))
+        await self._local._release(hold)
+
+    async def throttled(self) -> None:
+        await self._local.throttled()
+
+    async def succeeded(self) -> None:
+        await self._local.succeeded()
+
+    async def current_limit(self) -> int:
+        return await self._local.current_limit()
+
+    async def aclose(self) -> None:
+        for descriptor in self._files.values():
+            os.close(descriptor)
+        self._files.clear()
+        self._held.clear()
+
+
 def limiter_for(redis_url: str | None, endpoint_key: str, max_concurrency: int,
-                requests_per_minute: int | None = None, *, slot_ttl: float) -> Limiter:
-    """A :class:`RedisLimiter` (owning its client) for a ``redis://``/``rediss://`` URL, else a :class:`LocalLimiter`.
+                requests_per_minute: int | None = None, *, slot_ttl: float,
+                directory: str | os.PathLike | None = None) -> Limiter:
+    """A :class:`RedisLimiter` (owning its client) for a ``redis://``/``rediss://`` URL, else a :class:`FileLimiter`
+    in ``directory``, else (no folder) a :class:`LocalLimiter`.
 
     Create it inside the event loop that uses it: a Redis client's connections belong to one loop.
     """
@@ -534,4 +641,6 @@ def limiter_for(redis_url: str | None, endpoint_key: str, max_concurrency: int,
                                                              timeout=None)
         return RedisLimiter(redis.asyncio.Redis.from_pool(pool), endpoint_key, max_concurrency,
                             requests_per_minute, slot_ttl=slot_ttl, owns_client=True)
+    if directory is not None:
+        return FileLimiter(directory, endpoint_key, max_concurrency, requests_per_minute)
     return LocalLimiter(max_concurrency, requests_per_minute)

@@ -207,7 +207,8 @@ async def _send_built(audit_id: int, chunk_id: int, db, slice_seconds: float,
     schemas = {endpoint_id: (answer_format or {}).get("schema") for endpoint_id, answer_format in answer_formats.items()}
     limiters = {endpoint_id: limiter_for(settings.LLM_LIMITS_REDIS_URL or None, f"endpoint-{endpoint_id}",
                                          endpoint.max_concurrency, endpoint.requests_per_minute,
-                                         slot_ttl=settings.LLM_SLOT_LEASE_SECONDS)
+                                         slot_ttl=settings.LLM_SLOT_LEASE_SECONDS,
+                                         directory=settings.LLM_LIMITS_DIR)
                 for endpoint_id, endpoint in endpoints.items()}
     breaker_store = _breaker_store()
     breakers = {endpoint_id: EndpointBreaker(breaker_store, f"endpoint-{endpoint_id}",

@@ -290,9 +290,11 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 
 # LLM audits: an endpoint's concurrency and rate limits hold across all workers through Redis (the broker's,
-# unless LLM_LIMITS_REDIS_URL names another); with the file-system broker they hold per worker process.
+# unless LLM_LIMITS_REDIS_URL names another); without Redis, across every worker process of this machine through
+# lock files in LLM_LIMITS_DIR (the embedded defaults run their workers on one machine).
 LLM_LIMITS_REDIS_URL = os.environ.get("LLM_LIMITS_REDIS_URL") or (
     CELERY_BROKER_URL if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else "")
+LLM_LIMITS_DIR = VAR_DIR / "llm-limits"
 # A request's concurrency slot in Redis is a lease this long, renewed while the request is in flight: a killed
 # worker's slots are free again within it.
 LLM_SLOT_LEASE_SECONDS = float(os.environ.get("LLM_SLOT_LEASE_SECONDS", "15"))

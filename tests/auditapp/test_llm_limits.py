@@ -1,4 +1,5 @@
-"""LocalLimiter and RedisLimiter: the concurrency bound, the AIMD limit, the rate limit, reclaiming dead holders."""
+"""LocalLimiter, FileLimiter and RedisLimiter: the concurrency bound, the AIMD limit, the rate limit, reclaiming dead
+holders (the file limiter's across real processes)."""
 from __future__ import annotations
 
 import asyncio
@@ -13,7 +14,7 @@ import pytest
 import redis
 import redis.asyncio
 
-from auditapp.llm_limits import LocalLimiter, RedisLimiter, limiter_for
+from auditapp.llm_limits import FileLimiter, LocalLimiter, RedisLimiter, limiter_for
 from tests.integration.support import REPO, WatchedProcess, redis_broker_url
 
 
@@ -156,9 +157,99 @@ def test_local_limiter_gives_back_the_slot_of_a_cancelled_waiter():
     asyncio.run(main())
 
 
-def test_limiter_for_without_redis_is_local():
+def test_limiter_for_without_redis_is_local_or_on_files():
     assert isinstance(limiter_for(None, "x", 4, None, slot_ttl=10), LocalLimiter)
     assert isinstance(limiter_for("filesystem://", "x", 4, None, slot_ttl=10), LocalLimiter)
+
+
+# --- FileLimiter: the embedded defaults' worker processes share lock files --------------------------------
+
+
+def test_limiter_for_without_redis_but_with_a_folder_holds_its_limits_on_files(tmp_path):
+    assert isinstance(limiter_for(None, "x", 4, None, slot_ttl=10, directory=tmp_path), FileLimiter)
+    assert isinstance(limiter_for("filesystem://", "x", 4, None, slot_ttl=10, directory=tmp_path), FileLimiter)
+
+
+def test_file_limiters_together_never_exceed_the_limit(tmp_path):
+    async def main():
+        # Two limiters open their own lock files, as two worker processes do.
+        limiters, gauge = [FileLimiter(tmp_path, "endpoint-1", 3) for _ in range(2)], Gauge()
+        try:
+            await asyncio.gather(*(gauge.hold(limiters[i % 2], 0.002 * (i % 4)) for i in range(200)))
+        finally:
+            await close_all(limiters)
+        return gauge
+
+    gauge = asyncio.run(main())
+    assert gauge.total == 200
+    assert gauge.peak == 3
+
+
+def test_file_limiters_together_keep_the_rate_limit(tmp_path):
+    async def main():
+        limiters = [FileLimiter(tmp_path, "endpoint-1", 8, requests_per_minute=600) for _ in range(2)]
+        try:
+            return await start_times(limiters, 6)
+        finally:
+            await close_all(limiters)
+
+    assert_paced(asyncio.run(main()), interval=0.1)
+
+
+def test_a_file_limiter_gives_back_the_slot_of_a_cancelled_waiter_and_halves_on_a_429(tmp_path):
+    async def main():
+        holder, waiter = FileLimiter(tmp_path, "endpoint-1", 1), FileLimiter(tmp_path, "endpoint-1", 1)
+        try:
+            async with holder.slot():
+                with pytest.raises(TimeoutError):
+                    async with asyncio.timeout(0.2), waiter.slot():
+                        pass
+            async with asyncio.timeout(1), waiter.slot():
+                await waiter.throttled()
+            return await waiter.current_limit(), await holder.current_limit()
+        finally:
+            await close_all([holder, waiter])
+
+    assert asyncio.run(main()) == (1, 1)
+    four = FileLimiter(tmp_path, "endpoint-2", 4)
+    asyncio.run(four.throttled())
+    assert asyncio.run(four.current_limit()) == 2
+
+
+HOLD_FILE_SLOT_UNTIL_KILLED = """
+import asyncio, sys
+from auditapp.llm_limits import FileLimiter
+
+async def main():
+    async with FileLimiter(sys.argv[1], "endpoint-1", 1).slot():
+        print("holding", flush=True)
+        await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+def test_a_file_slot_held_by_another_process_waits_and_is_free_the_moment_it_is_killed(tmp_path):
+    async def take(timeout: float) -> float | None:
+        limiter = FileLimiter(tmp_path, "endpoint-1", 1)
+        try:
+            started = time.perf_counter()
+            async with asyncio.timeout(timeout), limiter.slot():
+                return time.perf_counter() - started
+        except TimeoutError:
+            return None
+        finally:
+            await limiter.aclose()
+
+    holder = WatchedProcess([sys.executable, "-c", HOLD_FILE_SLOT_UNTIL_KILLED, str(tmp_path)],
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    try:
+        holder.wait_for_output("holding", timeout=30)
+        assert asyncio.run(take(0.5)) is None, "another process's slot was taken"
+    finally:
+        holder.stop(signal.SIGKILL)
+    waited = asyncio.run(take(5))
+    assert waited is not None and waited < 0.5
 
 
 # --- RedisLimiter against a real Redis -------------------------------------------------------------------

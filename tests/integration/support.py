@@ -131,6 +131,21 @@ def worker_environment(**extra: str) -> dict[str, str]:
             "DATABASE_URL": database_url(connection.settings_dict), "CELERY_BROKER_URL": redis_url, **extra}
 
 
+def embedded_worker_environment(**extra: str) -> dict[str, str]:
+    """The environment of a worker on the embedded defaults: this test's SQLite database file and the file-system
+    broker in this process's VAR_DIR (inherited, as are the endpoints' lock files there); skips the test on
+    PostgreSQL, where the same paths run through Redis."""
+    from django.db import connection
+
+    if connection.vendor != "sqlite":
+        pytest.skip("runs in bin/test's SQLite pass (the embedded defaults)")
+    environment = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test",
+                   "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}", **extra}
+    environment.pop("CELERY_BROKER_URL", None)
+    environment.pop("LLM_LIMITS_REDIS_URL", None)
+    return environment
+
+
 def production_environment(var_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of the production shape (production settings over plain HTTP) on this test's PostgreSQL
     database and on Redis (flushed first), with static files collected under ``var_dir``; skips the test on

@@ -7,6 +7,8 @@ server:
 - a worker killed (SIGKILL) while its requests hold the endpoint's concurrency slots in Redis: a new worker sends
   again within the slots' lease (settings.LLM_SLOT_LEASE_SECONDS), not after the attempt's time-out, and the
   endpoint's max concurrency holds throughout;
+- on the embedded defaults (SQLite, the file-system broker, no Redis), an endpoint's concurrency limit holds across
+  a worker's processes, with a process killed and started again mid-audit and a work task sent again;
 - PostgreSQL, Redis or the LLM endpoint away for 20 s mid-audit (servers of a rig of their own,
   tests/integration/fault_rig.py): the audit sends again soon after each is back, without the workers' recovery,
   and completes with one reply per request.
@@ -25,7 +27,12 @@ from django.utils import timezone
 from auditapp.models import Audit, AuditChunk, AuditRequest, LLMEndpoint, LLMReply
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
 from tests.integration.fault_rig import FaultRig
-from tests.integration.support import started_celery_worker, wait_for, worker_environment
+from tests.integration.support import (
+    embedded_worker_environment,
+    started_celery_worker,
+    wait_for,
+    worker_environment,
+)
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -118,6 +125,31 @@ def test_a_killed_workers_endpoint_slots_are_free_again_within_their_lease(api_c
     assert resumed < 30, f"the endpoint was blocked {resumed:.0f} s after the kill"
     assert stats["max_in_flight"] <= 4
     assert_one_reply_per_key(audit_id, 600)
+
+
+def test_on_the_embedded_defaults_an_endpoints_limit_holds_across_worker_processes_and_a_restart(api_client):
+    env = embedded_worker_environment(AUDIT_LEASE_SECONDS="4", WORK_RECOVERY_SECONDS="2", WORK_STALLED_SECONDS="3")
+    from tasks.audits import audit_work_task
+
+    study = make_audit_study(80, n_examples=8)
+    with LLMServer(latency=0.05, positive_words=AUDIT_POSITIVE_WORDS) as server:
+        endpoint = LLMEndpoint.objects.create(name="server", protocol="openai", base_url=server.base_url,
+                                              max_concurrency=1, attempt_timeout_s=5, max_attempts=3)
+        # Two work tasks in two processes: each used to have a limit of its own, so two requests were in flight.
+        worker = started_celery_worker(env, concurrency=2)
+        try:
+            audit_id = launch(api_client, study, endpoint, parallel_tasks=2)
+            wait_for(lambda: server.stats()["requests"] >= 30, timeout=120, what="30 requests")
+            psutil.Process(worker.process.pid).children()[0].send_signal(signal.SIGKILL)
+            audit_work_task.delay(audit_id)
+            assert server.stats()["requests"] < 150, "the audit finished before the kill: make it longer"
+            assert wait_for(lambda: Audit.objects.values_list("status", flat=True).get(pk=audit_id) == "completed",
+                            timeout=180, what="the audit")
+        finally:
+            worker.stop()
+        stats = server.stats()
+    assert stats["max_in_flight"] == 1
+    assert_one_reply_per_key(audit_id, 160)
 
 
 @pytest.fixture(scope="module")

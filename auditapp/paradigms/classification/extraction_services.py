@@ -334,7 +334,8 @@ async def _send(extraction: AuditExtraction, asks: list[_Ask]) -> dict[str, llm_
     endpoint = extraction.endpoint
     config = endpoint_config(endpoint)
     limiter = limiter_for(settings.LLM_LIMITS_REDIS_URL or None, f"endpoint-{endpoint.id}", endpoint.max_concurrency,
-                          endpoint.requests_per_minute, slot_ttl=settings.LLM_SLOT_LEASE_SECONDS)
+                          endpoint.requests_per_minute, slot_ttl=settings.LLM_SLOT_LEASE_SECONDS,
+                          directory=settings.LLM_LIMITS_DIR)
     rng = random.Random(f"extraction:{extraction.pk}")
     gate = asyncio.Semaphore(endpoint.max_concurrency)
     loop = asyncio.get_running_loop()
