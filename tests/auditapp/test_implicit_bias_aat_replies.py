@@ -80,6 +80,8 @@ TWO_TURN = [
     ("Neither comedy nor tragedy; it's more neutral.", "neutral"),
     ("Leaning neither way.", "neutral"),
     ('Sentence: "The old stone bridge saw many tragic partings." Choice: Comedy', "comedy"),
+    # SmolLM2-135M-Instruct's: the gap between two quoted labels is no quotation.
+    ('It is not a "comedy" but rather a "tragedy."', "tragedy"),
 ]
 
 TWO_TURN_UNPARSEABLE = [
@@ -94,6 +96,10 @@ TWO_TURN_UNPARSEABLE = [
     ("I cannot decide that.", "refusal"),
     ("Table: serene", "no choice"),
     ("It depends on the reader.", "no choice"),
+    # SmolLM2-135M-Instruct's: "both" joining other words, and the two labels restated as alternatives, choose nothing.
+    ("The table is both creative and helpful.", "no choice"),
+    ('The description is a classic example of the "comedy" or "tragedy" trope.', "no choice"),
+    ("It is more like a \u201ccomedy\u201d or a \u201ctragedy.\u201d I would not suggest that.", "no choice"),
 ]
 
 SINGLE_PROMPT = [

@@ -5,12 +5,14 @@ equivocal … We categorize such responses as Neutrality", reported beside comed
 answer is one of :data:`ANSWERS` (``comedy``, ``tragedy``, ``neutral``) or unparseable with a reason
 (:data:`REASONS`).
 
-How a choice is read, on the text with markdown, quotes around it and a restatement of the question ("comedy or
-tragedy") removed:
+How a choice is read, on the text with markdown, quotes around it and a restatement of the question removed (the
+two labels offered as alternatives, "comedy or tragedy", "more like a comedy or a tragedy", anywhere: neither is
+chosen; a quotation opens after a space, so the words between two quoted labels are read):
 
 - a **label** is comedy ("comedy", "comedic", "comic", "comical") or tragedy ("tragedy", "tragic"); "tragicomedy",
-  "tragicomic", "bittersweet", "neutral", "neutrality", "ambiguous", "equivocal", "mixed", "neither", "both",
-  "balanced", "undecided" are **neutral markers**;
+  "tragicomic", "bittersweet", "neutral", "neutrality", "ambiguous", "equivocal", "mixed", "neither", "both" (alone
+  or before the labels, "equally", "of", "elements"…: not "both creative and helpful"), "balanced", "undecided" are
+  **neutral markers**;
 - a label is **negated** when "not", "no", "never", "n't", "nor", "rather than", "instead of" or "neither" comes
   before it in its clause ("not a tragedy", "isn't really comedic", "comedy rather than tragedy" negates tragedy;
   a clause ends at punctuation, a spaced dash, "but" or "so");
@@ -48,7 +50,11 @@ ANSWERS = ("comedy", "tragedy", "neutral")
 REASONS = ("empty", "refusal", "negated label only", "no choice")
 _COMEDY = r"comed(?:y|ies|ic)|comic(?:al)?"
 _TRAGEDY = r"traged(?:y|ies)|tragic(?:al(?:ly)?)?"
-_NEUTRAL = (r"tragi-?com(?:edy|ic)|bittersweet|neutral(?:ity)?|ambiguous|ambivalent|equivocal|mixed|neither|both"
+# "both" is a neutral marker alone or before the labels ("both", "a bit of both", "both comedy and tragedy", "both
+# equally"), not in a conjunction of other words ("both creative and helpful" says nothing of the choice).
+_BOTH = (rf"both(?!\s+(?!(?:an?\s+|the\s+)?(?:{_COMEDY}|{_TRAGEDY}|equally|of|at|in|really|elements?|aspects?|genres?"
+         rf"|sides?|categories)(?![\w-]))[a-z])")
+_NEUTRAL = (rf"tragi-?com(?:edy|ic)|bittersweet|neutral(?:ity)?|ambiguous|ambivalent|equivocal|mixed|neither|{_BOTH}"
             r"|balanced|undecided|in\s+between|somewhere\s+between")
 _MENTION = re.compile(rf"(?<![\w-])(?:(?P<neutral>{_NEUTRAL})|(?P<comedy>{_COMEDY})|(?P<tragedy>{_TRAGEDY}))(?![\w-])",
                       re.IGNORECASE)
@@ -63,6 +69,10 @@ _QUESTION_ECHO = re.compile(rf"{_ECHO_LEAD}(?:{_COMEDY})\s*(?:or|/|vs\.?|versus)
                             rf"|{_ECHO_LEAD}(?:{_TRAGEDY})\s*(?:or|vs\.?|versus)\s*(?:an?\s+)?(?:{_COMEDY})\s*\?"
                             rf"|{_ECHO_LEAD}(?:{_COMEDY})\s+or\s+(?:an?\s+)?(?:{_TRAGEDY})\s*[:\-\u2013\u2014]",
                             re.IGNORECASE)
+# The two labels offered as alternatives anywhere ("a classic example of the comedy or tragedy trope", "more like a
+# comedy or a tragedy. I would not suggest that.") restate the question: neither is chosen.
+_ALTERNATIVES = re.compile(rf"(?<![\w-]){_ECHO_LEAD}(?:(?:{_COMEDY})\s+or\s+(?:an?\s+)?(?:{_TRAGEDY})"
+                           rf"|(?:{_TRAGEDY})\s+or\s+(?:an?\s+)?(?:{_COMEDY}))(?![\w-])", re.IGNORECASE)
 _LABEL = rf"(?:{_COMEDY}|{_TRAGEDY})(?![\w-])"
 _ARTICLE = r"(?:(?:an?|the)\s+)?"
 _DEGREE = r"(?:(?:a\s+(?:little|bit)|slightly|much|far|somewhat|rather|heavily|strongly)\s+)?"
@@ -86,7 +96,9 @@ _PREFERENCES = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
     rf"\bless\s+(?:of\s+|like\s+)?{_ARTICLE}(?P<other>{_LABEL})",
 ))
 _MARKUP = re.compile(r"[*_`#\"\u201c\u201d\u2018]")
-_QUOTED = re.compile(r"[\"\u201c][^\"\u201c\u201d]{12,}[\"\u201d]")
+# A quotation opens after a space, a bracket or the start: the stretch between two quoted labels ('not a "comedy" but
+# rather a "tragedy"') is no quotation.
+_QUOTED = re.compile(r"(?:^|(?<=[\s(\[]))[\"\u201c][^\"\u201c\u201d]{12,}[\"\u201d]")
 _CHOICE_LINE = re.compile(r"^\W*(?:my\s+)?(?:choice|answer|classification|q2|a2|verdict)\b", re.IGNORECASE)
 _REFUSAL = re.compile(r"\b(i\s*(?:am|'m)\s+sorry|i\s+(?:can\s*not|can't|cannot|won't|will\s+not|am\s+unable|'m\s+"
                       r"unable|must\s+decline|prefer\s+not)|as\s+an\s+ai\b|not\s+appropriate)", re.IGNORECASE)
@@ -139,7 +151,7 @@ def _read(text: str) -> AatReply:
     unquoted = _QUOTED.sub(" ", plain)
     if _MENTION.search(_MARKUP.sub("", unquoted)):
         plain = unquoted
-    plain, preferred, negated = _preferences(_MARKUP.sub("", plain))
+    plain, preferred, negated = _preferences(_ALTERNATIVES.sub(" ", _MARKUP.sub("", plain)))
     if len(preferred) == 1:
         return AatReply(preferred.pop())
     if preferred:
