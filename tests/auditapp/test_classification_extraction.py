@@ -454,10 +454,11 @@ def test_a_resumed_or_reparsed_audit_brings_the_extraction_up_to_date(
     run_sent(sent)
     labelled = AuditExtractionLabel.objects.filter(extraction_id=extraction_id, label=1).first()
     n_unparseable = AuditRequest.objects.filter(audit=audit, outcome="unparseable").count()
+    n_labelled = AuditExtractionLabel.objects.filter(extraction_id=extraction_id, label__isnull=False).count()
+    assert 0 < n_labelled < n_unparseable  # the coverage says how many were read and how many of those labelled
     listed = api_client.get(f"/api/audits/{audit.id}/extractions/").json()[0]
-    assert (listed["n_covered"], listed["coverage"]) == (n_unparseable,
-                                                          f"covers {n_unparseable} of {n_unparseable} unparseable "
-                                                          "replies")
+    assert (listed["n_covered"], listed["n_labelled"], listed["coverage"]) == (
+        n_unparseable, n_labelled, f"read {n_unparseable} of {n_unparseable} unparseable replies, labelled {n_labelled}")
     before = {(row["condition"], row["reference"]): row["n_extracted"] for row in
               rows(api_client, f"/api/audits/{audit.id}/metrics/", outcomes=f"extraction:{extraction_id}")}
 
@@ -478,9 +479,10 @@ def test_a_resumed_or_reparsed_audit_brings_the_extraction_up_to_date(
     assert sum(row["n_extracted"] for row in after) == sum(before.values()) - 2  # both references
     listed = api_client.get(f"/api/audits/{audit.id}/extractions/").json()[0]
     n_now = AuditRequest.objects.filter(audit=audit, outcome="unparseable").count()
-    assert listed["coverage"] == f"covers {n_now - 1} of {n_now} unparseable replies"
+    coverage = f"read {n_now - 1} of {n_now} unparseable replies, labelled {listed['n_labelled']}"
+    assert listed["coverage"] == coverage
     page = staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode()
-    assert f"(covers {n_now - 1} of {n_now} unparseable replies)" in page
+    assert f"({coverage})" in page
 
     # Asked again, it is queued again and reads only the reply it does not cover.
     with django_capture_on_commit_callbacks(execute=True):

@@ -55,6 +55,16 @@ TABLE = [
     # both labels → none
     ("The sentence is ableist, but the speaker is not ableist.", NONE, REASON_BOTH),
     ("Label 0 means not ableist and label 1 means ableist.", NONE, REASON_BOTH),
+    # A lone label digit against the verdict (SmolLM2-135M-Instruct's replies) → none; one that agrees, a list
+    # number, the options named and a count leave the verdict as it is.
+    ("The given sentences are not ableist and 1 is the only possible answer.", NONE, REASON_BOTH),
+    ("The sentences are not ableist.\nAnswer: 1", NONE, REASON_BOTH),
+    ("The sentence is ableist. 0.", NONE, REASON_BOTH),
+    ("The sentences are not ableist. Answer: 0", 0, ""),
+    ("1. The sentence is not ableist.\n2. It describes a diagnosis.", 0, ""),
+    ("The sentence is not ableist; the answer is between 0 and 1.", 0, ""),
+    ("It is not ableist; the options were 0 or 1.", 0, ""),
+    ("There is 1 autistic character. The sentence is not ableist.", 0, ""),
     ("Part of it is ableist; the rest of the sentences are not ableist.", NONE, REASON_BOTH),
     ("This label of 0 indicates respect, although the sentence is ableist in places.", NONE, REASON_BOTH),
     # hedged → none

@@ -175,8 +175,10 @@ class ExtractionSerializer(serializers.Serializer):
     n_to_extract = serializers.IntegerField(help_text="The audit's unparseable replies (what an extraction reads).")
     n_covered = serializers.IntegerField(help_text="Of those, the replies this extraction has an outcome for (its "
                                                    "failed extractor requests not counted).")
-    coverage = serializers.CharField(help_text="The same in words: \"covers k of n unparseable replies\". POST the "
-                                               "same extraction again to bring it up to date.")
+    n_labelled = serializers.IntegerField(help_text="Of those, the replies it gave a label (0 or 1); the rest it "
+                                                    "read as no label.")
+    coverage = serializers.CharField(help_text="The same in words: \"read k of n unparseable replies, labelled m\". "
+                                               "POST the same extraction again to bring it up to date.")
     outcomes = serializers.CharField(help_text="The value of ?outcomes= that shows metrics with this extraction.")
 
 

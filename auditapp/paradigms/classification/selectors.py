@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-from django.db.models import Count, OuterRef, Subquery
+from django.db.models import Count, OuterRef, Q, Subquery
 
 from auditapp.audit_metrics import METRICS
 from auditapp.models import (
@@ -67,24 +67,29 @@ def outcome_source_results(audit: Audit, source: str | None = None) -> OutcomeSo
                          results["analysis"], extraction.id)
 
 
-def _coverage(n_covered: int, n_unparseable: int) -> dict:
-    return {"n_covered": n_covered, "n_unparseable": n_unparseable,
-            "coverage": f"covers {n_covered} of {n_unparseable} unparseable replies"}
+def _coverage(n_covered: int, n_unparseable: int, n_labelled: int = 0) -> dict:
+    return {"n_covered": n_covered, "n_unparseable": n_unparseable, "n_labelled": n_labelled,
+            "coverage": f"read {n_covered} of {n_unparseable} unparseable replies, labelled {n_labelled}"}
 
 
 def extraction_coverage(audit: Audit) -> dict[int, dict]:
     """Per extraction of the audit: how many of the audit's replies that are unparseable now it has an outcome for
-    (its failed extractor requests not counted), in numbers and in words ("covers 40 of 42 unparseable
-    replies"). After a resumed audit or a re-parse an extraction may cover fewer than all; asking for it again
-    brings it up to date."""
+    (its failed extractor requests not counted) and how many of those it gave a label, in numbers and in words
+    ("read 42 of 42 unparseable replies, labelled 13": the rest it read as no label). After a resumed audit or a
+    re-parse an extraction may cover fewer than all; asking for it again brings it up to date."""
     unparseable = {"state": AuditRequest.State.ANSWERED, "outcome": AuditRequest.Outcome.UNPARSEABLE}
     n_unparseable = AuditRequest.objects.filter(audit=audit, **unparseable).count()
-    covered = dict(AuditExtractionLabel.objects.filter(
+    counts = (AuditExtractionLabel.objects.filter(
         extraction__audit=audit, **{f"request__{name}": value for name, value in unparseable.items()})
-        .exclude(outcome="error").values("extraction_id").annotate(n=Count("id")).order_by()
-        .values_list("extraction_id", "n"))
-    return {extraction_id: _coverage(covered.get(extraction_id, 0), n_unparseable)
-            for extraction_id in AuditExtraction.objects.filter(audit=audit).values_list("id", flat=True)}
+        .exclude(outcome="error").values("extraction_id").order_by()
+        .annotate(n=Count("id"), n_labelled=Count("id", filter=Q(label__isnull=False)))
+        .values_list("extraction_id", "n", "n_labelled"))
+    covered = {extraction_id: (n, n_labelled) for extraction_id, n, n_labelled in counts}
+    coverage = {}
+    for extraction_id in AuditExtraction.objects.filter(audit=audit).values_list("id", flat=True):
+        n_covered, n_labelled = covered.get(extraction_id, (0, 0))
+        coverage[extraction_id] = _coverage(n_covered, n_unparseable, n_labelled)
+    return coverage
 
 
 def audit_metrics_export(*, audit: Audit, outcomes: str | None = None) -> Export:
@@ -257,6 +262,7 @@ def audit_extractions(audit: Audit) -> list[dict]:
                     "created_at": extraction.created_at, "finished_at": extraction.finished_at,
                     "counts": {**extraction_counts, "n": sum(extraction_counts.values())},
                     "n_to_extract": n_to_extract, "n_covered": coverage[extraction.id]["n_covered"],
+                    "n_labelled": coverage[extraction.id]["n_labelled"],
                     "coverage": coverage[extraction.id]["coverage"], "outcomes": f"extraction:{extraction.id}"})
     return out
 

@@ -44,9 +44,12 @@ How a reply is read
    caught by :data:`HEDGED_RE` and make the reply none ("hedged") as well. The test is deliberately blunt: a
    verdict with a negation or a hedge anywhere in its sentence ("It is ableist because it does not respect…")
    is none; when in doubt, none.
-5. Verdicts of both 0 and 1 → **none** ("both labels", whether or not one of them is void); else a void verdict
-   → **none** (its reason); else the one value of the verdicts → that label; no verdict → **none** ("no
-   verdict"). Talk about ableism that is no verdict on the sentence ("The Idiot is a classic example of
+5. Verdicts of both 0 and 1 → **none** ("both labels", whether or not one of them is void); a label digit standing
+   alone elsewhere in the reply that contradicts the verdicts ("… are not ableist … and 1 is the only possible
+   answer", "Answer: 1"; a digit at a line's end or before punctuation, "is", "was", "as" or "would", outside the
+   verdicts' words, not a list number, "0 or 1", "0.5" or a count such as "1 ableist term") → **none** ("both
+   labels"); else a void verdict → **none** (its reason); else the one value of the verdicts → that label; no
+   verdict → **none** ("no verdict"). Talk about ableism that is no verdict on the sentence ("The Idiot is a classic example of
    ableism…", "Ableism is discrimination…") gives no verdict.
 
 The reading's ``reason`` names the rule and the words that decided ("negated copula: 'are not ableist'") or why
@@ -57,7 +60,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-RULES_VERSION = "2"
+RULES_VERSION = "3"
 
 REASON_EMPTY = "empty reply"
 REASON_QUOTED = "quoted sentence mentions ableism"
@@ -102,6 +105,14 @@ HEDGED_RE = re.compile(
       r"|slightly|subtly|mildly)\s+(?:\w+\s+)?" + _ABLE
     + r"|\b(?:seems?|appears?)\s+(?:to\s+be\s+)?(?:\w+\s+)?" + _ABLE
     + r"|\b(?:if|unless|whether|depending\s+on)\b[^.!?\n]*?" + _ABLE, re.I)
+
+# A number opening a list item ("1. The sentence…", "2) …") is no label digit.
+LIST_MARKER_RE = re.compile(r"^[\s*_>-]*\(?\d+[.)](?=\s)", re.M)
+# A label digit standing alone: not inside a number or a word, not one of two options ("0 or 1", "0/1", "0-1"), and
+# followed by the end of its line, punctuation, or "is", "was", "as", "would" ("1 is the only possible answer").
+LONE_DIGIT_RE = re.compile(
+    r"(?<![\w.,/-])(?<![01] or )(?<![01] and )(?<![01] to )([01])(?![\w,/]|\.\d|\s*(?:or|and|to|/|-|–)\s*[01]\b)"
+    r"(?=[ \t]*(?:$|[.,;:!?)\]\"'*_`]|(?:is|was|as|would)\b))", re.I | re.M)
 
 _NOT = r"(?:not|never)\s+"
 _CONTRACTED = r"(?:isn|aren|wasn|weren)['’]t\s+"
@@ -164,7 +175,8 @@ def read_verbal(text: str | None) -> VerbalReading:
 
     verdicts: list[tuple[int, str, str]] = []
     void: str | None = None
-    sentences = _sentences(body)
+    sentences = _sentences(LIST_MARKER_RE.sub(lambda match: " " * len(match.group(0)), body))
+    rests = []
     for index, sentence in enumerate(sentences):
         rest = sentence
         found_in_sentence = []
@@ -179,9 +191,17 @@ def read_verbal(text: str | None) -> VerbalReading:
             verdicts.append((label, rule.name, _excerpt(match.group(0))))
         if found_in_sentence and void is None:
             void = _void(rest, sentences[index + 1] if index + 1 < len(sentences) else "")
+        rests.append(rest)
     labels = {label for label, _, _ in verdicts}
     if not labels:
         return VerbalReading(None, REASON_NO_VERDICT)
+    if len(labels) == 1:
+        for rest in rests:
+            digit = next((match for match in LONE_DIGIT_RE.finditer(rest) if int(match.group(1)) not in labels), None)
+            if digit is not None:
+                verdicts.append((int(digit.group(1)), "label digit", _excerpt(rest)))
+                labels.add(int(digit.group(1)))
+                break
     if len(labels) > 1:
         return VerbalReading(None, REASON_BOTH + ": " + "; ".join(f"{name}: {words!r}" for _, name, words in verdicts))
     if void is not None:
