@@ -368,6 +368,11 @@ ParseQualityRowSerializer = type("ParseQualityRowSerializer", (serializers.Seria
     "condition_name": serializers.CharField(), "n_requests": serializers.IntegerField(),
     "answered": serializers.IntegerField(), "failed": serializers.IntegerField(), "pending": serializers.IntegerField(),
     **_outcome_fields(),
+    "n_units": serializers.IntegerField(help_text="The units (texts, words, items) the cell's answered requests asked "
+                                                  "about: a batch request asks about many."),
+    "n_units_answered": serializers.IntegerField(help_text="Of those, the units with a label or score."),
+    "share_units_answered": serializers.FloatField(allow_null=True, help_text="n_units_answered / n_units (null "
+                                                                              "without units)."),
     "truncated": serializers.IntegerField(help_text="Answered replies cut off at the token limit."),
     "truncated_note": serializers.CharField(allow_blank=True),
     "finish_reasons": FinishReasonSerializer(many=True),

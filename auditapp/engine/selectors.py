@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from auditapp.engine import parse_quality, registry
 from auditapp.engine.conversations import conversation_payload, conversations_before
-from auditapp.engine.protocol import NoFollowUp
+from auditapp.engine.protocol import NoFollowUp, Outcome
 from auditapp.models import Audit, AuditChunk, AuditJudgment, AuditRequest, distinct_model_names
 from auditapp.worker_status import worker_status
 from common.export_rows import Export
@@ -169,14 +169,15 @@ def _cell_key(row: dict) -> tuple[int, str]:
 
 
 def audit_parse_quality(audit: Audit) -> Export:
-    """Per model × condition (issue 16): the requests' outcome counts and shares (of all the cell's requests, the
-    waiting ones as "pending"), the finish reasons of the replies with those cut off at the token limit flagged,
+    """Per model × condition: the requests' outcome counts and shares (of all the cell's requests, the waiting ones
+    as "pending"), the units its requests asked about and how many of them were answered (a batch request asks about
+    many texts, and is unparseable when any of them is), the finish reasons of the replies with those cut off at the token limit flagged,
     the most frequent shapes (:func:`auditapp.engine.parse_quality.reply_shape`) of the :data:`SHAPE_SAMPLE` most recent
     unparseable replies, a warning once a cell's replies are mostly unparseable or cut off, and the address of
     the cell's unparseable replies.
 
-    Three queries whatever the audit's size: the outcome counts grouped by cell, the finish reasons grouped by
-    cell, and the unparseable sample (a window function numbers each cell's unparseable replies, newest first)."""
+    Four queries whatever the audit's size: the outcome counts grouped by cell, the judgments grouped by cell, the
+    finish reasons grouped by cell, and the unparseable sample (a window function numbers each cell's unparseable replies, newest first)."""
     outcomes = list(AuditRequest.Outcome.values)
     finished = ~Q(state=AuditRequest.State.PENDING)
     answered = Q(state=AuditRequest.State.ANSWERED)
@@ -190,6 +191,11 @@ def audit_parse_quality(audit: Audit) -> Export:
         unparseable_or_truncated=Count("id", filter=answered & (Q(outcome=AuditRequest.Outcome.UNPARSEABLE)
                                                                  | Q(reply__finish_reason__in=parse_quality.TRUNCATED))),
         **{f"n_{outcome}": Count("id", filter=finished & Q(outcome=outcome)) for outcome in outcomes}).order_by()}
+    # A request may ask about many units (a batch of texts): the units answered say how much of it was read.
+    units = {(row["request__audit_model_id"], row["request__condition"]): row for row in (
+        AuditJudgment.objects.filter(audit=audit).values("request__audit_model_id", "request__condition")
+        .annotate(n_units=Count("id"), n_units_answered=Count("id", filter=Q(outcome__in=Outcome.ANSWERED)))
+        .order_by())}
     finish_reasons: dict[tuple[int, str], list[dict]] = {}
     for row in (requests.filter(reply__isnull=False).values("audit_model_id", "condition", "reply__finish_reason")
                 .annotate(n=Count("id")).order_by("-n", "reply__finish_reason")):
@@ -223,7 +229,11 @@ def audit_parse_quality(audit: Audit) -> Export:
                 n = cell.get("pending" if outcome == "pending" else f"n_{outcome}", 0)
                 record[f"n_{outcome}"] = n
                 record[f"share_{outcome}"] = n / total if total else None
+            cell_units = units.get((audit_model.id, condition), {})
+            n_units, n_units_answered = cell_units.get("n_units", 0), cell_units.get("n_units_answered", 0)
             record.update({
+                "n_units": n_units, "n_units_answered": n_units_answered,
+                "share_units_answered": n_units_answered / n_units if n_units else None,
                 "truncated": n_truncated,
                 "truncated_note": f"{n_truncated} {parse_quality.RAISE_MAX_TOKENS}" if n_truncated else "",
                 "finish_reasons": finish_reasons.get((audit_model.id, condition), []),
@@ -248,6 +258,7 @@ def parse_quality_columns() -> list[str]:
     outcomes = [*AuditRequest.Outcome.values, "pending"]
     return ["model_id", "model", "condition", "condition_name", "n_requests", "answered", "failed", "pending",
             *(name for outcome in outcomes for name in (f"n_{outcome}", f"share_{outcome}")),
+            "n_units", "n_units_answered", "share_units_answered",
             "truncated", "truncated_note", "finish_reasons", "unparseable_shapes", "shapes_sampled", "shapes_note",
             "warning", "unparseable_replies_url"]
 

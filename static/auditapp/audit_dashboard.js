@@ -235,6 +235,8 @@
       tr.appendChild(element("td", row.model));
       tr.appendChild(conditionCell(row.condition));
       tr.appendChild(element("td", row.n_requests, "num"));
+      tr.appendChild(element("td", row.n_units ? row.n_units_answered + " of " + row.n_units + " (" +
+                                  Math.round(100 * row.share_units_answered) + "%)" : "—", "num units-answered"));
       OUTCOME_COLUMNS.forEach(function (outcomes) {
         var td = element("td", share(row, outcomes), "num");
         td.setAttribute("data-outcome", outcomes[0]);
@@ -273,7 +275,7 @@
     });
     if (!page.results.length) {
       var empty = element("td", "No requests yet.", "empty");
-      empty.colSpan = 11;
+      empty.colSpan = 12;
       body.appendChild(document.createElement("tr")).appendChild(empty);
     }
     warnings.hidden = !warnings.childNodes.length;
@@ -287,7 +289,7 @@
         var body = document.querySelector("#parse-quality-table tbody");
         body.textContent = "";
         var cell = element("td", "Parse quality not available: " + error.message, "empty");
-        cell.colSpan = 11;
+        cell.colSpan = 12;
         body.appendChild(document.createElement("tr")).appendChild(cell);
       });
   }

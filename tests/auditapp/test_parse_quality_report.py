@@ -77,7 +77,7 @@ def report(audit: Audit) -> dict[str, dict]:
 def test_the_report_counts_outcomes_finish_reasons_and_shapes_in_a_fixed_number_of_queries(
         django_assert_max_num_queries):
     audit = planted({"zs": ZS, "cot": COT})
-    with django_assert_max_num_queries(5):
+    with django_assert_max_num_queries(6):
         cells = report(audit)
     zs, cot = cells["zs"], cells["cot"]
     assert (zs["n_requests"], zs["answered"], zs["failed"], zs["pending"]) == (30, 28, 1, 1)

@@ -485,3 +485,22 @@ def test_a_server_ignoring_the_schema_is_refused_naming_the_texts_its_reply_leav
     assert audit.status == Audit.Status.FAILED
     assert "its answer is not valid against the schema: the answer['answers'] lacks '7'" in audit.status_reason
     assert not AuditRequest.objects.filter(audit=audit).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_parse_quality_counts_the_units_a_batch_answered_beside_its_requests(api_client, schema_server, tasks_off):
+    """Free, the annotator leaves out every 7th text and hedges every 5th: every batch request is unparseable,
+    though most of its texts are labelled; the report says both, in the completion's units."""
+    endpoint = make_endpoint(schema_server, "free")
+    audit = prepare_and_run(launch(api_client, {"paradigm": "names", "name": "free", "seed": 1, "iterations": 2,
+                                                "models": [{"endpoint": endpoint.id, "model": "annotator-a"}],
+                                                "material": {"tasks": ["warm"]}}))
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    [cell] = api_client.get(f"/api/audits/{audit.id}/parse-quality/").json()["results"]
+    [completion] = api_client.get(f"/api/audits/{audit.id}/tables/completion/").json()["results"]
+    # 1 to 60 per batch: 8 multiples of 7 left out, and 12 multiples of 5 hedged of which 35 is also left out.
+    assert (cell["n_requests"], cell["n_unparseable"]) == (2, 2)
+    assert (cell["n_units"], cell["n_units_answered"]) == (120, 2 * (60 - 8 - 11)) == (
+        completion["n_asked"], completion["n_labelled"])
+    assert cell["share_units_answered"] == pytest.approx(82 / 120)
