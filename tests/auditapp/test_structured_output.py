@@ -30,6 +30,7 @@ from auditapp.engine.request_keys import request_key
 from auditapp.models import Audit, AuditJudgment, AuditRequest, LLMEndpoint
 from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, parse_score
 from auditapp.paradigms.classification.replies import ANSWER_SCHEMA as CLASSIFICATION_SCHEMA
+from auditapp.paradigms.classification.replies import DEFAULT_ANSWER_ORDER
 from auditapp.paradigms.classification.replies import parse_reply as parse_classification
 from auditapp.paradigms.counterfactual.prompt import (
     DEFAULT_KEYED_TEMPLATE,
@@ -504,3 +505,35 @@ def test_parse_quality_counts_the_units_a_batch_answered_beside_its_requests(api
     assert (cell["n_units"], cell["n_units_answered"]) == (120, 2 * (60 - 8 - 11)) == (
         completion["n_asked"], completion["n_labelled"])
     assert cell["share_units_answered"] == pytest.approx(82 / 120)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_the_classification_answer_order_is_a_recorded_setting_the_schema_follows(api_client, server, tasks_off):
+    study = make_audit_study(6, n_examples=2)
+    endpoint = make_endpoint(server, "order", structured_output="openai_json_schema")
+
+    def body(**extra) -> dict:
+        return {"name": "order", "study": study.id, "conditions": ["zs"], "n_resamples": 100,
+                "models": [{"endpoint": endpoint.id, "model": "prose-a"}], "structured_output": True, **extra}
+
+    keys = {}
+    for order, first in (("label_first", "label"), ("explanation_first", "explanation")):
+        audit = prepare_and_run(launch(api_client, body(answer_order=order)))
+        assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+        assert audit.design["answer_order"] == audit.manifest["answer_order"] == order
+        # "required" keeps its order in any database (PostgreSQL's jsonb sorts an object's keys).
+        assert audit.manifest["structured_output"]["schema"]["required"][0] == first
+        assert next(iter(registry.get("classification").answer_schema(audit)["properties"])) == first
+        requests = AuditRequest.objects.filter(audit=audit)
+        assert {row.outcome for row in requests} == {"label"}
+        keys[order] = set(requests.values_list("key", flat=True))
+    assert not keys["label_first"] & keys["explanation_first"]  # never each other's cached replies
+
+    default = Audit.objects.get(pk=launch(api_client, body()))
+    assert default.design["answer_order"] == DEFAULT_ANSWER_ORDER
+    refused = api_client.post("/api/audits/", body(answer_order="label_last"), format="json")
+    assert refused.status_code == 400 and "answer_order" in refused.json()
+    # An audit recorded before the setting keeps the label first, so its requests still match their keys.
+    legacy = Audit(paradigm="classification", design={"evaluation_set": {}})
+    assert registry.get("classification").answer_schema(legacy) == CLASSIFICATION_SCHEMA

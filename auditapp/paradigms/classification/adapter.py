@@ -23,7 +23,13 @@ from auditapp.paradigms.classification.extraction_services import (
     extractions_recover,
 )
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
-from auditapp.paradigms.classification.replies import ANSWER_SCHEMA
+from auditapp.paradigms.classification.replies import (
+    ANSWER_ORDER_MEASURED,
+    DEFAULT_ANSWER_ORDER,
+    EXPLANATION_FIRST,
+    LABEL_FIRST,
+    answer_schema,
+)
 from auditapp.paradigms.classification.selectors import (
     audit_dashboard_data,
     audit_metrics_export,
@@ -57,6 +63,11 @@ SETTINGS = (
     Setting("sample", "integer", default=None, minimum=1, maximum=BIGINT_MAX,
             help="Classify a random sample of this many items of the set, drawn with the audit's seed (e.g. 100 for "
                  "a pilot; more than the set has is refused)."),
+    Setting("answer_order", "choice", default=DEFAULT_ANSWER_ORDER,
+            choices=((LABEL_FIRST, "Label, then explanation"), (EXPLANATION_FIRST, "Explanation, then label")),
+            help="With structured output: the order of the answer's fields, which a constrained model writes in "
+                 "that order (with the label first it commits before it explains). Default: "
+                 + ANSWER_ORDER_MEASURED),
     Setting("allow_overlap", "boolean", default=False,
             help="Launch even when the evaluation set shares items with the ICL examples of the chosen conditions "
                  "(refused by default, naming how many and a few ids)."),
@@ -194,6 +205,6 @@ PARADIGM = registry.Paradigm(
                    "of each outcome, and Δκ (seed 000 Tables 1–2).", lambda audit: audit_metrics_export(audit=audit))},
     api_urls=api_urls,
     after_migrate=classification_services.templates_sync_defaults,
-    answer_schema=lambda audit: ANSWER_SCHEMA,
+    answer_schema=lambda audit: answer_schema(audit.design.get("answer_order", LABEL_FIRST)),
     explained_replies=explained_replies,
 )

@@ -45,7 +45,10 @@ reply that only refuses is a refusal even if it names both labels ("I cannot cla
 
 Structured output (an audit option): :data:`ANSWER_SCHEMA` is the answer a constrained server must give,
 ``{"label": 0 or 1, "explanation": "..."}``; such a reply is read by rule 2. Both keys are required, because
-OpenAI's strict mode requires every property it lists.
+OpenAI's strict mode requires every property it lists. A constrained model writes the fields in the schema's order,
+so the order is a choice with an effect: with the label first the model commits before it explains, with the
+explanation first it reasons before it labels (:data:`EXPLANATION_FIRST_SCHEMA`; an audit's ``answer_order``
+setting, :func:`answer_schema`).
 
 ``explanation`` is the reply without the label and its key (JSON: the explanation field; a leading
 ``Explanation:`` / ``Reason:`` key is dropped), whitespace collapsed; a verbal label ("I would label this
@@ -68,7 +71,33 @@ ANSWER_SCHEMA = {
     "required": ["label", "explanation"],
     "additionalProperties": False,
 }
-"""The JSON schema of a classification answer, sent to servers when an audit constrains output."""
+"""The JSON schema of a classification answer with the label first (the order of audits recorded before the
+``answer_order`` setting)."""
+
+EXPLANATION_FIRST_SCHEMA = {
+    "type": "object",
+    "properties": {"explanation": {"type": "string"}, "label": {"type": "integer", "enum": [0, 1]}},
+    "required": ["explanation", "label"],
+    "additionalProperties": False,
+}
+"""The same answer with the explanation first: the model reasons before it labels."""
+
+LABEL_FIRST, EXPLANATION_FIRST = "label_first", "explanation_first"
+ANSWER_ORDERS = {LABEL_FIRST: ANSWER_SCHEMA, EXPLANATION_FIRST: EXPLANATION_FIRST_SCHEMA}
+
+
+DEFAULT_ANSWER_ORDER = EXPLANATION_FIRST
+ANSWER_ORDER_MEASURED = (
+    "explanation first. Measured on SmolLM2-135M-Instruct (Q4_1, llama.cpp, constrained, temperature 0) with seed "
+    "000's zero-shot prompt over the 24 demo sentences: with the label first it labelled all 24 as 0; with the "
+    "explanation first 22 as 0 and 1 as 1 (1 reply unparseable); agreement with the majority label 0.54 and 0.57, "
+    "both near the base rate. A small sample of a small model: measure your own.")
+"""Why the default is what it is (shown in the setting's help)."""
+
+
+def answer_schema(answer_order: str) -> dict:
+    """The schema of a constrained answer whose fields come in ``answer_order`` (a key of :data:`ANSWER_ORDERS`)."""
+    return ANSWER_ORDERS[answer_order]
 
 REASON_EMPTY = "empty reply"
 REASON_TRUNCATED = "truncated"

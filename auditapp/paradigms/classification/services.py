@@ -36,6 +36,7 @@ from auditapp.paradigms.classification import analysis as classification
 from auditapp.paradigms.classification import evaluation as evaluation_sets
 from auditapp.paradigms.classification import robustness as classification_robustness
 from auditapp.paradigms.classification.prompts import CONDITIONS, DEFAULT_TEMPLATES
+from auditapp.paradigms.classification.replies import DEFAULT_ANSWER_ORDER, LABEL_FIRST
 
 PARADIGM = "classification"
 EXAMPLE_SETS = {"icl_a": "icl_a", "icl_b": "icl_b"}
@@ -211,7 +212,8 @@ def _launch_plan(*, study: Study, models: list[ModelChoice], conditions: list[st
 def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditions: list[str],
                  replicates: int = 1, seed: int = 0, use_cache: bool = True, error_budget: float = 0.2,
                  unparsed: str = Audit.Unparsed.EXCLUDE, n_resamples: int = 2000, parallel_tasks: int = 1,
-                 evaluation: EvaluationSet | None = None, created_by=None) -> Audit:
+                 evaluation: EvaluationSet | None = None, answer_order: str = DEFAULT_ANSWER_ORDER,
+                 created_by=None) -> Audit:
     """Record an audit of a study's current ground truth over an evaluation set (default ``all``) and have a
     worker prepare and run it. Only the evaluation set's items are snapshot (corpus and AuditItem rows), so only
     they are asked about and the metrics are computed over them. Each condition's ICL examples are snapshot too
@@ -228,7 +230,7 @@ def audit_create(*, study: Study, name: str, models: list[ModelChoice], conditio
     audit = Audit.objects.create(study=study, name=name, paradigm=PARADIGM, replicates=replicates, seed=seed,
                                  use_cache=use_cache, error_budget=error_budget, unparsed=unparsed,
                                  n_resamples=n_resamples, parallel_tasks=parallel_tasks, created_by=created_by,
-                                 design={"evaluation_set": plan.record},
+                                 design={"evaluation_set": plan.record, "answer_order": answer_order},
                                  corpus=ground_truth_corpus(study, truth, created_by=created_by,
                                                             evaluation=plan.record))
     audit_models_create(audit, models)
@@ -363,6 +365,7 @@ def _classification_manifest(audit: Audit, builder: ClassificationRequests) -> d
         "unparsed": audit.unparsed,
         "n_resamples": audit.n_resamples,
         "messages": "one user message holding the condition's prompt; no system prompt",
+        **({"answer_order": audit.design.get("answer_order", LABEL_FIRST)} if audit.structured_output else {}),
         "templates": [{"condition": c.condition, "name": c.template.name, "content_hash": c.template.content_hash,
                        "text": c.template.text, "note": c.template.note, "source": c.template.source,
                        "example_set": c.example_set,
