@@ -127,6 +127,7 @@ def test_a_killed_workers_endpoint_slots_are_free_again_within_their_lease(api_c
     assert_one_reply_per_key(audit_id, 600)
 
 
+@pytest.mark.embedded
 def test_on_the_embedded_defaults_an_endpoints_limit_holds_across_worker_processes_and_a_restart(api_client):
     env = embedded_worker_environment(AUDIT_LEASE_SECONDS="4", WORK_RECOVERY_SECONDS="2", WORK_STALLED_SECONDS="3")
     from tasks.audits import audit_work_task

@@ -11,6 +11,7 @@ How a reply is read
 1. ``<think>`` blocks are set aside. Quoted text (``"…"``, ``“…”``) and echoed prompt lines (``Target sentence:
    …``) are the sentence being judged, not a verdict: if one of them mentions ableism ("ableist", "ableism",
    "anti-autistic") the reply is **none** ("quoted sentence mentions ableism"); otherwise they are blanked out.
+   "can be labeled as such" after a verdict restates it and is blanked too (its "can" is no hedge).
 2. The rest is cut into sentences at ``. ! ?`` and line ends (a full stop between two digits, "0.7", is a decimal
    point, not a sentence end). Each rule is matched inside one sentence.
 3. Verdict rules (:data:`RULES`), negated ones first; a negated verdict's words are blanked before the
@@ -106,6 +107,9 @@ HEDGED_RE = re.compile(
     + r"|\b(?:seems?|appears?)\s+(?:to\s+be\s+)?(?:\w+\s+)?" + _ABLE
     + r"|\b(?:if|unless|whether|depending\s+on)\b[^.!?\n]*?" + _ABLE, re.I)
 
+# "… are not ableist and can be labeled as such" restates the verdict; its "can" is no hedge.
+AS_SUCH_RE = re.compile(r"\b(?:and\s+)?can\s+be\s+(?:label(?:l)?ed|classified|marked|categori[sz]ed)\s+as\s+such\b",
+                        re.I)
 # A number opening a list item ("1. The sentence…", "2) …") is no label digit.
 LIST_MARKER_RE = re.compile(r"^[\s*_>-]*\(?\d+[.)](?=\s)", re.M)
 # A label digit standing alone: not inside a number or a word, not one of two options ("0 or 1", "0/1", "0-1"), and
@@ -169,6 +173,7 @@ def read_verbal(text: str | None) -> VerbalReading:
         if ABLEISM_RE.search(quoted.group(0)):
             return VerbalReading(None, f"{REASON_QUOTED}: {_excerpt(quoted.group(0))!r}")
     body = QUOTED_RE.sub(lambda match: " " * len(match.group(0)), body)
+    body = AS_SUCH_RE.sub(lambda match: " " * len(match.group(0)), body)
     hedged = HEDGED_RE.search(body)
     if hedged:
         return VerbalReading(None, f"{REASON_HEDGED}: {_excerpt(hedged.group(0))!r}")

@@ -6,14 +6,15 @@ answer is one of :data:`ANSWERS` (``comedy``, ``tragedy``, ``neutral``) or unpar
 (:data:`REASONS`).
 
 How a choice is read, on the text with markdown, quotes around it and a restatement of the question removed (the
-two labels offered as alternatives, "comedy or tragedy", "more like a comedy or a tragedy", anywhere: neither is
-chosen; a quotation opens after a space, so the words between two quoted labels are read):
+two labels offered as alternatives, "comedy or tragedy", "more like a comedy or a tragedy", "I can choose between
+comedy and tragedy", anywhere: neither is chosen; a quotation opens after a space, so the words between two quoted labels are read):
 
 - a **label** is comedy ("comedy", "comedic", "comic", "comical") or tragedy ("tragedy", "tragic"); "tragicomedy",
   "tragicomic", "bittersweet", "neutral", "neutrality", "ambiguous", "equivocal", "mixed", "neither", "both" (alone
   or before the labels, "equally", "of", "elements"…: not "both creative and helpful"), "balanced", "undecided" are
   **neutral markers**;
-- a label is **negated** when "not", "no", "never", "n't", "nor", "rather than", "instead of" or "neither" comes
+- a label is **negated** when "not", "no", "never", "n't", "nor", "rather than", "instead of", "nothing to do
+  with" or "neither" comes
   before it in its clause ("not a tragedy", "isn't really comedic", "comedy rather than tragedy" negates tragedy;
   a clause ends at punctuation, a spaced dash, "but" or "so");
 - a **stated preference** decides, like "X rather than Y": a comparison ("more comedy than tragedy", "more of a
@@ -58,7 +59,7 @@ _NEUTRAL = (rf"tragi-?com(?:edy|ic)|bittersweet|neutral(?:ity)?|ambiguous|ambiva
             r"|balanced|undecided|in\s+between|somewhere\s+between")
 _MENTION = re.compile(rf"(?<![\w-])(?:(?P<neutral>{_NEUTRAL})|(?P<comedy>{_COMEDY})|(?P<tragedy>{_TRAGEDY}))(?![\w-])",
                       re.IGNORECASE)
-_NEGATION = re.compile(r"(?<!\w)(?:not|no|never|nor|neither|rather\s+than|instead\s+of"
+_NEGATION = re.compile(r"(?<!\w)(?:not|no|never|nor|neither|rather\s+than|instead\s+of|nothing\s+to\s+do\s+with"
                        r"|(?:is|are|was|were|do|does|did|ca|could|would|should|wo|ai|has|have)n'?t)(?!\w)",
                        re.IGNORECASE)
 _CLAUSE_BREAK = re.compile(r"[.;:!?,\n()\u2014\u2013]|\s-\s|\bbut\b|\bso\b", re.IGNORECASE)
@@ -71,8 +72,11 @@ _QUESTION_ECHO = re.compile(rf"{_ECHO_LEAD}(?:{_COMEDY})\s*(?:or|/|vs\.?|versus)
                             re.IGNORECASE)
 # The two labels offered as alternatives anywhere ("a classic example of the comedy or tragedy trope", "more like a
 # comedy or a tragedy. I would not suggest that.") restate the question: neither is chosen.
+_CHOOSE_BETWEEN = r"(?:choos(?:e|es|ing)|chose|decid(?:e|es|ing)|pick(?:s|ing)?|select(?:s|ing)?)\s+between\s+"
 _ALTERNATIVES = re.compile(rf"(?<![\w-]){_ECHO_LEAD}(?:(?:{_COMEDY})\s+or\s+(?:an?\s+)?(?:{_TRAGEDY})"
-                           rf"|(?:{_TRAGEDY})\s+or\s+(?:an?\s+)?(?:{_COMEDY}))(?![\w-])", re.IGNORECASE)
+                           rf"|(?:{_TRAGEDY})\s+or\s+(?:an?\s+)?(?:{_COMEDY}))(?![\w-])"
+                           rf"|\b{_CHOOSE_BETWEEN}(?:an?\s+)?(?:{_COMEDY}|{_TRAGEDY})\s+(?:and|or)\s+(?:an?\s+)?"
+                           rf"(?:{_COMEDY}|{_TRAGEDY})(?![\w-])", re.IGNORECASE)
 _LABEL = rf"(?:{_COMEDY}|{_TRAGEDY})(?![\w-])"
 _ARTICLE = r"(?:(?:an?|the)\s+)?"
 _DEGREE = r"(?:(?:a\s+(?:little|bit)|slightly|much|far|somewhat|rather|heavily|strongly)\s+)?"
