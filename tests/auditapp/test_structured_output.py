@@ -537,3 +537,16 @@ def test_the_classification_answer_order_is_a_recorded_setting_the_schema_follow
     # An audit recorded before the setting keeps the label first, so its requests still match their keys.
     legacy = Audit(paradigm="classification", design={"evaluation_set": {}})
     assert registry.get("classification").answer_schema(legacy) == CLASSIFICATION_SCHEMA
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.integration
+def test_the_shortest_answer_a_classification_schema_allows_is_a_label(api_client, schema_server, tasks_off):
+    study = make_audit_study(8, n_examples=2)
+    endpoint = make_endpoint(schema_server, "shortest", structured_output="openai_json_schema")
+    audit = prepare_and_run(launch(api_client, {
+        "name": "shortest", "study": study.id, "conditions": ["zs", "cot"], "n_resamples": 100,
+        "models": [{"endpoint": endpoint.id, "model": "minimal-a"}], "structured_output": True}))
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    requests = AuditRequest.objects.filter(audit=audit)
+    assert requests.count() == 16 and {(row.outcome, row.label) for row in requests} == {("label", 0)}
