@@ -10,6 +10,7 @@ from auditapp.api import audits as audit_api
 from auditapp.api import corpora as corpus_api
 from auditapp.engine import registry
 from coding import api_urls as coding_api_urls
+from config import api_root
 from psychometrics import api as psychometrics_api
 from teams import team_api
 
@@ -18,6 +19,7 @@ admin.site.site_title = "auditapp"
 admin.site.index_title = "Studies, participants and audits"
 
 api_patterns = [
+    path("", api_root.ApiRootView.as_view(), name="root"),
     path("studies/", annotation_api.StudyListView.as_view(), name="study-list"),
     path("studies/<int:pk>/", annotation_api.StudyDetailView.as_view(), name="study-detail"),
     path("studies/<int:pk>/items/", annotation_api.StudyItemsView.as_view(), name="study-items"),
@@ -38,6 +40,7 @@ api_patterns = [
          name="study-skips-and-flags"),
     path("studies/<int:pk>/imports/", annotation_api.StudyImportsView.as_view(), name="study-imports"),
     path("imports/<int:pk>/", annotation_api.ItemImportDetailView.as_view(), name="import-detail"),
+    path("studies/<int:pk>/instruments/", psychometrics_api.StudyInstrumentsView.as_view(), name="study-instruments"),
     path("studies/<int:pk>/annotator-imports/", psychometrics_api.StudyAnnotatorImportsView.as_view(),
          name="study-annotator-imports"),
     path("annotator-imports/<int:pk>/", psychometrics_api.AnnotatorImportDetailView.as_view(),

@@ -11,8 +11,9 @@ from annotation.api import ImportRejectedSerializer, StudyScoped, upload_file_re
 from annotation.item_files import ItemFileError
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.forms import ENCODING_CHOICES, AnnotatorImportForm
-from psychometrics.models import AnnotatorImport
+from psychometrics.models import AnnotatorImport, Instrument, StudyInstrument
 from psychometrics.selectors import study_annotator_imports
+from psychometrics.services import StudyInstrumentChoice, study_instruments_set
 from teams.api import TeamScopedMixin
 
 # AnnotatorImportForm.clean_columns: parts separated by commas or lines, each blank or "field=column" with neither
@@ -77,3 +78,59 @@ class AnnotatorImportDetailView(TeamScopedMixin, generics.RetrieveAPIView):
 
     serializer_class = AnnotatorImportSerializer
     queryset = AnnotatorImport.objects.defer("content")
+
+
+class StudyInstrumentSerializer(serializers.Serializer):
+    instrument = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all(),
+                                                    help_text="An instrument's id (GET /api/instruments/).")
+    slug = serializers.CharField(source="instrument.slug", read_only=True)
+    name = serializers.CharField(source="instrument.name", read_only=True)
+    role = serializers.ChoiceField(choices=StudyInstrument.Role.choices, default=StudyInstrument.Role.OTHER,
+                                   help_text="Which score the analysis reads it as: aq and sata feed the trust "
+                                             "weights; at most one instrument of each.")
+    position = serializers.IntegerField(min_value=0, max_value=1000, required=False,
+                                        help_text="Its place in the flow (default: its place in the list).")
+    randomise_items = serializers.BooleanField(default=False, help_text="A new item order for every participant.")
+
+
+class StudyInstrumentsBodySerializer(serializers.Serializer):
+    instruments = serializers.ListField(child=serializers.DictField(), max_length=50,
+                                        help_text="The study's instruments in flow order (StudyInstrument).")
+
+
+class StudyInstrumentsView(StudyScoped, generics.ListAPIView):
+    """The questionnaires of a study's flow, in order, with the role the analysis reads each as; PUT replaces them."""
+
+    serializer_class = StudyInstrumentSerializer
+
+    def get_queryset(self):
+        return StudyInstrument.objects.filter(study=self.study).select_related("instrument").order_by("position", "id")
+
+    @extend_schema(request=StudyInstrumentsBodySerializer, responses={200: StudyInstrumentSerializer(many=True)},
+                   summary="Replace a study's instruments",
+                   description="`{\"instruments\": [...]}`, the whole list in flow order: each instrument at most "
+                               "once, at most one with role aq and one with sata (400 naming the entry otherwise). "
+                               "Refused with 409 once a participant has answers or scores on the study's "
+                               "instruments.")
+    def put(self, request, *args, **kwargs):
+        body = StudyInstrumentsBodySerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+        entries = StudyInstrumentSerializer(data=request.data["instruments"], many=True)
+        if not entries.is_valid():
+            return Response({"instruments": entries.errors}, status=status.HTTP_400_BAD_REQUEST)
+        problems = {}
+        seen_instruments, seen_roles = set(), set()
+        for index, entry in enumerate(entries.validated_data):
+            if entry["instrument"].pk in seen_instruments:
+                problems[str(index)] = [f"instrument {entry['instrument'].pk} is listed twice"]
+            if entry["role"] != StudyInstrument.Role.OTHER and entry["role"] in seen_roles:
+                problems.setdefault(str(index), []).append(f"a second instrument with role {entry['role']!r}")
+            seen_instruments.add(entry["instrument"].pk)
+            seen_roles.add(entry["role"])
+        if problems:
+            return Response({"instruments": problems}, status=status.HTTP_400_BAD_REQUEST)
+        stored = study_instruments_set(study=self.study, choices=[
+            StudyInstrumentChoice(instrument=entry["instrument"], role=entry["role"],
+                                  position=entry.get("position", index), randomise_items=entry["randomise_items"])
+            for index, entry in enumerate(entries.validated_data)])
+        return Response(StudyInstrumentSerializer(stored, many=True).data)

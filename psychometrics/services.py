@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from annotation.models import Participant
 from annotation.participation import participant_locked
+from common.errors import StateConflict
 from common.participant_input import PageWrite
 from psychometrics import iat as iat_design
 from psychometrics import instruments as instrument_format
@@ -76,6 +77,41 @@ def instrument_upload(*, content: bytes, uploaded_by=None) -> Instrument:
 def instruments_sync_shipped() -> list[Instrument]:
     """Store the instruments shipped in ``psychometrics/instruments/`` (AQ-50, partial SATA) if missing."""
     return [instrument_store(parsed=parsed, shipped=True) for parsed in instrument_format.shipped_instruments()]
+
+
+class StudyInstrumentsFixed(StateConflict):
+    """A study's instruments are fixed once a participant has answers or scores on them."""
+
+
+@dataclasses.dataclass(frozen=True)
+class StudyInstrumentChoice:
+    """One instrument of a study's flow: which, its role for the analysis (aq, sata, other), its position and
+    whether each participant gets its items in an order of their own."""
+
+    instrument: Instrument
+    role: str = StudyInstrument.Role.OTHER
+    position: int = 0
+    randomise_items: bool = False
+
+
+@transaction.atomic
+def study_instruments_set(*, study, choices: list[StudyInstrumentChoice]) -> list[StudyInstrument]:
+    """Replace the study's instruments with ``choices``, all at once. Refused (StudyInstrumentsFixed, a conflict)
+    once a participant of the study has a questionnaire answer or a score (taken or imported): those were given
+    to the instruments as they were. The caller has checked that no instrument and no role other than "other"
+    comes twice (the database refuses them too)."""
+    type(study).objects.select_for_update().filter(pk=study.pk).first()
+    participants = Participant.objects.filter(study=study)
+    answered = (QuestionnaireSession.objects.filter(participant__in=participants).exists()
+                or InstrumentResponse.objects.filter(participant__in=participants).exists()
+                or InstrumentScore.objects.filter(participant__in=participants).exists())
+    if answered:
+        raise StudyInstrumentsFixed("the study's instruments are fixed: participants have answers or scores on them "
+                                    "(answered in the study or imported)")
+    StudyInstrument.objects.filter(study=study).delete()
+    return StudyInstrument.objects.bulk_create([
+        StudyInstrument(study=study, instrument=choice.instrument, role=choice.role, position=choice.position,
+                        randomise_items=choice.randomise_items) for choice in choices])
 
 
 def questionnaire_session(*, participant: Participant, instrument: Instrument) -> QuestionnaireSession:

@@ -166,7 +166,6 @@ class EndpointListView(TeamScopedMixin, generics.ListCreateAPIView):
 
     serializer_class = EndpointSerializer
     queryset = LLMEndpoint.objects.all()
-    pagination_class = None
 
 
 class ModelInfoSerializer(serializers.Serializer):
@@ -406,7 +405,7 @@ class AuditParseQualityView(AuditExportView):
 class ResponseRowSerializer(serializers.Serializer):
     key = serializers.CharField(help_text="sha256 of endpoint model, digest, parameters, messages, replicate.")
     model = serializers.CharField()
-    model_label = serializers.CharField(allow_blank=True)
+    model_label = serializers.CharField(allow_blank=True, help_text="The model's label, or its name when it has none.")
     condition = serializers.CharField()
     item = serializers.CharField(allow_null=True, help_text="The item's external id (classification).")
     unit = serializers.CharField(allow_blank=True, help_text="Self-report: item:<position> or batch (the condition "

@@ -95,14 +95,18 @@ RESPONSE_EXPORT = {
 
 
 _STATE_AT, _OUTCOME_AT = list(RESPONSE_EXPORT).index("state"), list(RESPONSE_EXPORT).index("outcome")
+_MODEL_AT, _MODEL_LABEL_AT = list(RESPONSE_EXPORT).index("model"), list(RESPONSE_EXPORT).index("model_label")
 
 
 def _response_row(row: tuple) -> tuple:
-    """A waiting request has no outcome yet: it reads "pending"."""
-    if row[_STATE_AT] != AuditRequest.State.PENDING:
+    """A waiting request has no outcome yet: it reads "pending". A model without a label of its own shows its name
+    in ``model_label`` (as the metrics export does)."""
+    if row[_STATE_AT] != AuditRequest.State.PENDING and row[_MODEL_LABEL_AT]:
         return row
     values = list(row)
-    values[_OUTCOME_AT] = "pending"
+    if row[_STATE_AT] == AuditRequest.State.PENDING:
+        values[_OUTCOME_AT] = "pending"
+    values[_MODEL_LABEL_AT] = row[_MODEL_LABEL_AT] or row[_MODEL_AT]
     return tuple(values)
 
 

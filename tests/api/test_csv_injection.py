@@ -124,7 +124,7 @@ def get_paths(ids: dict) -> list[str]:
     for pattern in api_patterns:
         assert isinstance(pattern, URLPattern)
         route = str(pattern.pattern)
-        if route in ("schema/", "docs/", "redoc/") or "<str:action>" in route:
+        if route in ("", "schema/", "docs/", "redoc/") or "<str:action>" in route:  # "": the root, names routes
             continue
         if not hasattr(getattr(pattern.callback, "view_class", None), "get"):
             continue  # no GET (corpora/upload/, a round's coders and mappings)

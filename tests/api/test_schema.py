@@ -177,7 +177,8 @@ def test_the_schema_documents_the_error_answers(client):
     assert {"200", "400", "401", "403", "404", "406"} <= set(study)
     assert set(study["404"]["content"]) == {"application/json", "text/csv"}
     assert {"201", "400", "401", "403", "406"} <= set(paths["/api/audits/"]["post"]["responses"])
-    assert "404" not in paths["/api/instruments/"]["get"]["responses"]
+    assert "404" not in paths["/api/"]["get"]["responses"]  # no id in its path, no pages
+    assert "404" in paths["/api/instruments/"]["get"]["responses"]  # paginated: no such page
     action = paths["/api/audits/{id}/{action}/"]["post"]
     assert action["operationId"] == "audits_action" and "409" in action["responses"]
     assert [sorted(p["schema"].get("enum", [])) for p in action["parameters"] if p["name"] == "action"] == [

@@ -105,10 +105,10 @@ def test_a_key_in_an_llm_key_variable_is_sent_and_never_shown(api_client, monkey
     endpoint = LLMEndpoint.objects.get()
     assert endpoint.api_key() == "sk-secret"
     assert engine_endpoints.endpoint_config(endpoint).api_key == "sk-secret"
-    listed = api_client.get("/api/endpoints/").json()
+    listed = api_client.get("/api/endpoints/").json()["results"]
     assert listed[0]["api_key_set"] is True and "sk-secret" not in str(listed)
     monkeypatch.delenv("LLM_KEY_HOSTED")
-    assert api_client.get("/api/endpoints/").json()[0]["api_key_set"] is False
+    assert api_client.get("/api/endpoints/").json()["results"][0]["api_key_set"] is False
 
 
 def test_an_endpoint_stored_before_names_were_restricted_is_never_asked(api_client, client, researcher, listener,
@@ -119,7 +119,7 @@ def test_an_endpoint_stored_before_names_were_restricted_is_never_asked(api_clie
     assert endpoint.api_key() is None
     assert engine_endpoints.endpoint_config(endpoint).api_key is None
 
-    listed = api_client.get("/api/endpoints/").json()
+    listed = api_client.get("/api/endpoints/").json()["results"]
     assert listed[0]["api_key_set"] is False
     response = api_client.get(f"/api/endpoints/{endpoint.id}/models/")
     assert response.status_code == 400

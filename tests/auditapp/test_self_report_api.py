@@ -22,7 +22,7 @@ def rows_of(response) -> list[dict]:
 
 
 def test_the_instruments_are_listed_for_researchers_only(api_client, shipped_instruments):
-    listed = {row["slug"]: row for row in api_client.get("/api/instruments/").json()}
+    listed = {row["slug"]: row for row in api_client.get("/api/instruments/").json()["results"]}
     assert listed["aq50"]["n_items"] == 50 and listed["aq50"]["id"] == shipped_instruments["aq50"].id
     assert listed["sata_partial"]["partial"] is True
     other = APIClient()

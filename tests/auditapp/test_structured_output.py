@@ -505,6 +505,9 @@ def test_parse_quality_counts_the_units_a_batch_answered_beside_its_requests(api
     assert (cell["n_units"], cell["n_units_answered"]) == (120, 2 * (60 - 8 - 11)) == (
         completion["n_asked"], completion["n_labelled"])
     assert cell["share_units_answered"] == pytest.approx(82 / 120)
+    # A model launched without a label shows its name in the responses' model_label.
+    responses = api_client.get(f"/api/audits/{audit.id}/responses/").json()["results"]
+    assert {row["model_label"] for row in responses} == {"annotator-a"}
 
 
 @pytest.mark.django_db(transaction=True)

@@ -184,3 +184,40 @@ def test_deleting_imports_from_the_admin_list_goes_through_the_same_service(staf
     assert response.status_code == 302 and not AnnotatorImport.objects.exists()
     assert sent == [study.pk]
     assert set(study.participants.values_list("team", flat=True)) == {"default"}
+
+
+def test_a_script_attaches_instruments_through_the_api_then_imports_scores(api_client, shipped_instruments, sent,
+                                                                           django_capture_on_commit_callbacks):
+    """No admin needed: the study's instruments are set with PUT, listed, and fixed once scores are imported."""
+    study = make_study(slug="scripted")
+    items_import_file(study=study, filename="autalic.csv", content=autalic_file())
+    url = f"/api/studies/{study.pk}/instruments/"
+    aq, sata = shipped_instruments["aq50"], shipped_instruments["sata_partial"]
+    refused = api_client.put(url, {"instruments": [{"instrument": aq.pk, "role": "aq"},
+                                                   {"instrument": sata.pk, "role": "aq"}, {"instrument": aq.pk}]},
+                             format="json")
+    assert refused.status_code == 400
+    assert refused.json() == {"instruments": {"1": ["a second instrument with role 'aq'"],
+                                              "2": [f"instrument {aq.pk} is listed twice"]}}
+    unknown = api_client.put(url, {"instruments": [{"instrument": 999999}]}, format="json")
+    assert unknown.status_code == 400 and "instruments" in unknown.json()
+    assert api_client.put(url, {"instruments": "aq"}, format="json").status_code == 400
+    assert not StudyInstrument.objects.filter(study=study).exists()
+
+    stored = api_client.put(url, {"instruments": [{"instrument": aq.pk, "role": "aq"},
+                                                  {"instrument": sata.pk, "role": "sata", "randomise_items": True}]},
+                            format="json")
+    assert stored.status_code == 200, stored.content
+    listed = api_client.get(url).json()
+    assert [(row["slug"], row["role"], row["position"], row["randomise_items"]) for row in listed["results"]] == [
+        ("aq50", "aq", 0, False), ("sata_partial", "sata", 1, True)] == [
+        (row["slug"], row["role"], row["position"], row["randomise_items"]) for row in stored.json()]
+
+    with django_capture_on_commit_callbacks(execute=True):
+        imported = api_client.post(f"/api/studies/{study.pk}/annotator-imports/",
+                                   {"kind": "scores", "file": SimpleUploadedFile("scores.csv", SCORES),
+                                    "columns": "aq=AQ_total"}, format="multipart")
+    assert imported.status_code == 201, imported.content
+    fixed = api_client.put(url, {"instruments": [{"instrument": aq.pk, "role": "aq"}]}, format="json")
+    assert fixed.status_code == 409 and "fixed" in fixed.json()["detail"]
+    assert StudyInstrument.objects.filter(study=study).count() == 2

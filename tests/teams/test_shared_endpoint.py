@@ -53,7 +53,7 @@ def test_two_teams_launch_on_one_shared_endpoint_and_see_only_their_own_audits(
     alice, bob = client_of(two_teams["alice"][1]), client_of(two_teams["bob"][1])
     endpoint = lab["endpoint"]
     for client in (alice, bob):
-        listed = client.get("/api/endpoints/").json()
+        listed = client.get("/api/endpoints/").json()["results"]
         assert [e["id"] for e in listed] == [endpoint.id]
         assert listed[0]["api_key_env"] is None, "a team it is shared with does not learn where its key lives"
         assert listed[0]["shared_with"] == sorted([two_teams["a"].id, two_teams["b"].id])
@@ -75,7 +75,7 @@ def test_two_teams_launch_on_one_shared_endpoint_and_see_only_their_own_audits(
 
     # The lab's owner sees the endpoint with its key's variable, and no team's audits.
     lena = client_of(lab["lena"])
-    assert lena.get("/api/endpoints/").json()[0]["api_key_env"] == "LLM_KEY_LAB"
+    assert lena.get("/api/endpoints/").json()["results"][0]["api_key_env"] == "LLM_KEY_LAB"
     assert lena.get("/api/audits/").json()["results"] == []
 
 
@@ -86,7 +86,7 @@ def test_an_endpoint_not_shared_with_the_team_does_not_exist_for_it(two_teams, l
     with new_objects_in(team_c):
         study = make_audit_study(12, n_examples=3, name="C's study")
     carl_client = client_of(token)
-    assert carl_client.get("/api/endpoints/").json() == []
+    assert carl_client.get("/api/endpoints/").json()["results"] == []
     assert carl_client.get(f"/api/endpoints/{lab['endpoint'].id}/models/").status_code == 404
     response = launch(carl_client, study.id, lab["endpoint"].id, "C's audit")
     assert response.status_code == 400 and "models" in response.json(), response.content

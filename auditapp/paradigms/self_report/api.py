@@ -32,7 +32,6 @@ class InstrumentListView(generics.ListAPIView):
 
     serializer_class = InstrumentSerializer
     queryset = Instrument.objects.all()
-    pagination_class = None
 
 
 ANSWER_COLUMNS = ["model_id", "model", "replicate", "form", "unit", "position", "kind", "source", "number", "keying",

@@ -1,0 +1,24 @@
+"""``GET /api/``: where a script starts. Every resource it names answers at its address, and it lists every
+registered paradigm."""
+from __future__ import annotations
+
+import pytest
+
+from auditapp.engine import registry
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_root_names_every_resource_at_an_address_that_answers(api_client, client):
+    root = client.get("/api/")  # anyone may read it: it names routes, not data
+    assert root.status_code == 200
+    body = root.json()
+    assert {"studies", "instruments", "endpoints", "corpora", "audits", "teams", "schema"} <= set(body["resources"])
+    assert [paradigm["name"] for paradigm in body["paradigms"]] == list(registry.PARADIGMS)
+    for name, resource in body["resources"].items():
+        assert resource["url"].startswith("http://testserver/api/") and resource["description"], name
+        answer = api_client.get(resource["url"].removeprefix("http://testserver"))
+        assert answer.status_code == 200, (name, answer.status_code)
+        if name not in ("schema", "docs"):
+            assert set(answer.json()) == {"count", "next", "previous", "results"}, name  # every list paginated alike
+    assert client.get("/api/studies/").status_code in (401, 403)
