@@ -143,8 +143,10 @@ class BitsAnalysis:
     templates: tuple[str, ...]
 
     def to_dict(self) -> dict:
-        """JSON-ready: each table as a list of records (NaN → None), the notes, the settings, the orders."""
+        """JSON-ready: each table as a list of records (NaN → None) and its columns (so an empty table keeps its
+        header), the notes, the settings, the orders."""
         return {"tables": {name: table_records(frame) for name, frame in self.tables.items()},
+                "columns": {name: [str(column) for column in frame.columns] for name, frame in self.tables.items()},
                 "notes": list(self.notes), "settings": self.settings.to_dict(), "groups": list(self.groups),
                 "templates": list(self.templates)}
 
