@@ -242,6 +242,17 @@ def _kappa_notes(preds, reference, unparsed: UnparsedRule, name: str) -> list[st
     return [f"κ({name}) is undefined: {reason}" if reason else "" for reason in reasons]
 
 
+FLOAT_NOISE = 1e-12
+"""A difference of two κ values smaller than this is rounding, not a gap: it is stored as 0 (the same κ computed
+against two references that agree came out as −1.1e-16, which a reader takes for a value)."""
+
+
+def without_float_noise(values):
+    """``values`` with every entry within :data:`FLOAT_NOISE` of 0 set to 0.0 (NaN stays NaN)."""
+    array = np.asarray(values, dtype=float)
+    return np.where(np.abs(array) < FLOAT_NOISE, 0.0, array)
+
+
 def _mean_of_finite(values: np.ndarray) -> float:
     finite = values[np.isfinite(values)]
     return float(finite.mean()) if finite.size else float("nan")
@@ -258,7 +269,7 @@ def kappa_gap(preds, majority, weighted, *, unparsed: UnparsedRule = "exclude", 
     preds = np.asarray(preds, dtype=float)
     majority, weighted = np.asarray(majority, dtype=float), np.asarray(weighted, dtype=float)
     kappa_m, kappa_w = _kappas(preds, majority, weighted, unparsed)
-    delta = kappa_m - kappa_w
+    delta = without_float_noise(kappa_m - kappa_w)
     cells = np.isfinite(delta)
     cell_notes = ["; ".join(note for note in pair if note) for pair in
                   zip(_kappa_notes(preds, majority, unparsed, "majority"),
@@ -293,7 +304,8 @@ def kappa_gap(preds, majority, weighted, *, unparsed: UnparsedRule = "exclude", 
     else:
         notes["mean_delta"] = "no cell has a defined Δκ (κ is undefined against a reference in every cell)"
         notes["bootstrap"] = notes["mean_delta"]
-    return KappaGap(delta=delta, mean_delta=_mean_of_finite(delta), t_statistic=t_statistic, p_value=p_value,
+    return KappaGap(delta=delta, mean_delta=float(without_float_noise(_mean_of_finite(delta))),
+                    t_statistic=t_statistic, p_value=p_value,
                     df=df, bootstrap_ci=bootstrap_ci, cell_notes=cell_notes, notes=notes)
 
 

@@ -17,6 +17,7 @@ from auditapp.audit_metrics import (
     kappa_gap,
     metrics_from_counts,
     undefined_reasons,
+    without_float_noise,
 )
 
 
@@ -200,3 +201,13 @@ def test_delta_kappa_is_undefined_where_either_kappa_is():
     assert nothing.notes["mean_delta"].startswith("no cell has a defined Δκ")
     assert nothing.cell_notes[0] == ("κ(weighted) is undefined: no items with both a reference label and a "
                                      "parsed label")
+
+
+def test_a_difference_within_float_noise_of_zero_is_stored_as_zero():
+    # κ against two references that agree can differ by rounding alone (−1.1e-16 was shown as a value).
+    assert without_float_noise([-1.1e-16, 3e-13, 0.25, -0.5]).tolist() == [0.0, 0.0, 0.25, -0.5]
+    assert np.isnan(without_float_noise([np.nan])[0])
+    preds = np.array([[1, 0, 1, 0, 1, 1], [0, 0, 1, 1, 1, 0]], dtype=float)
+    reference = np.array([1, 0, 1, 1, 0, 1], dtype=float)
+    gap = kappa_gap(preds, reference, reference.copy(), n_resamples=100)
+    assert gap.delta.tolist() == [0.0, 0.0] and gap.mean_delta == 0.0

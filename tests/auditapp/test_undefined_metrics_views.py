@@ -21,7 +21,16 @@ from django.utils import timezone
 
 from annotation.models import Item
 from auditapp.engine import analysis as engine_analysis
-from auditapp.models import Audit, AuditCondition, AuditItem, AuditModel, AuditRequest, LLMEndpoint, LLMReply
+from auditapp.models import (
+    Audit,
+    AuditCondition,
+    AuditItem,
+    AuditMetric,
+    AuditModel,
+    AuditRequest,
+    LLMEndpoint,
+    LLMReply,
+)
 from auditapp.paradigms.classification import services as classification_services
 from tests.factories import make_study
 
@@ -177,6 +186,11 @@ def test_the_dashboard_shows_a_dash_and_the_reason_for_every_undefined_metric(st
     for name in METRICS:
         assert undefined[("cot", "weighted", name)].startswith("no item with a reference label got a parsed label")
     assert "t-test undefined: the paired t-test needs at least two cells with a defined Δκ (there is 1)." in html
+    # Table 1's row mean is over the one defined cell and says so; each defined cell shows its n.
+    heat = html[html.index('id="kappa-table"'):html.index('id="f1-table"')]
+    zs = AuditMetric.objects.get(audit=degenerate, condition="zs", reference="weighted").values
+    assert zs["n"] > 0 and f'<span class="n">n = {zs["n"]}</span>' in heat
+    assert '<span class="undefined-note">mean of 1 of 2 cells</span>' in heat
     # The mean is over the one cell with a Δκ, and says so (the cell with every reply unparseable has none).
     assert "Mean Δκ over the 1 model × condition cells with a defined Δκ (of 2):" in " ".join(html.split())
     assert not math.isnan(degenerate.analysis["kappa_gap"]["mean_delta"])

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from auditapp.audit_metrics import METRICS, UnparsedRule, classification_metrics, kappa_gap
+from auditapp.audit_metrics import METRICS, UnparsedRule, classification_metrics, kappa_gap, without_float_noise
 from auditapp.paradigms.classification.prompts import PromptTemplate, format_examples, render
 from auditapp.paradigms.classification.replies import ParsedReply, parse_reply
 
@@ -156,7 +156,7 @@ def _means(table: pd.DataFrame, gap: dict, by: str, order: Sequence) -> list[dic
             part = table[(table[by] == key) & (table["reference"] == reference)]
             for name in ("kappa", "f1"):
                 row[f"{name}_{reference}"] = _nanmean(part[name])
-        row["delta_kappa"] = _nanmean(deltas.loc[deltas[by] == key, "delta_kappa"])
+        row["delta_kappa"] = float(without_float_noise(_nanmean(deltas.loc[deltas[by] == key, "delta_kappa"])))
         out.append(row)
     return out
 

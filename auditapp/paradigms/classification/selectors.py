@@ -114,7 +114,9 @@ def audit_metrics_export(*, audit: Audit, outcomes: str | None = None) -> Export
 
 def _heatmap(metrics: dict, models: list, conditions: list[str], name: str) -> dict:
     """A models × conditions table of one metric against the weighted ground truth (seed 000 Tables 1–2):
-    values with CIs, the best condition per row (the paper's bold), row means and column means."""
+    values with CIs and each cell's n (the items it is computed over), the best condition per row (the paper's
+    bold), row means and column means. A mean averages the defined cells only; ``mean_note`` and
+    ``column_notes`` say so when a cell was left out ("mean of 5 of 7 cells")."""
     rows = []
     names = distinct_model_names(models)
     for model in models:
@@ -126,13 +128,22 @@ def _heatmap(metrics: dict, models: list, conditions: list[str], name: str) -> d
                      "low": [cell.get(f"{name}_low") for cell in cells],
                      "high": [cell.get(f"{name}_high") for cell in cells],
                      "notes": [_note(cell, name) for cell in cells],
+                     "n": [cell.get("n") for cell in cells],
                      "best": [v is not None and v == best for v in values],
-                     "mean": sum(finite) / len(finite) if finite else None})
-    column_means = []
+                     "mean": sum(finite) / len(finite) if finite else None,
+                     "mean_note": _partial_mean_note(len(finite), len(values))})
+    column_means, column_notes = [], []
     for index in range(len(conditions)):
         column = [row["values"][index] for row in rows if row["values"][index] is not None]
         column_means.append(sum(column) / len(column) if column else None)
-    return {"metric": name, "reference": "weighted", "rows": rows, "column_means": column_means}
+        column_notes.append(_partial_mean_note(len(column), len(rows)))
+    return {"metric": name, "reference": "weighted", "rows": rows, "column_means": column_means,
+            "column_notes": column_notes}
+
+
+def _partial_mean_note(n_defined: int, n_cells: int) -> str:
+    """"" when a mean is over every cell; else how many it averages (the undefined ones are left out)."""
+    return "" if n_defined in (0, n_cells) else f"mean of {n_defined} of {n_cells} cells"
 
 
 def _note(values: dict, name: str) -> str:
