@@ -139,6 +139,14 @@ def test_truncated_with_label_is_a_label():
         "label", 1, "the sentence")
 
 
+def test_a_json_answer_cut_at_the_token_limit_keeps_its_explanation_so_far_and_no_broken_json():
+    cut = parse_reply('{"label": 1, "explanation": "The sentence calls autism a', finish_reason="length")
+    assert cut == ParsedReply("label", 1, "The sentence calls autism a … (cut off at the token limit)")
+    assert parse_reply('{"label": 0, "expl', finish_reason="length") == ParsedReply("label", 0, "")
+    unclosed = parse_reply('{"label": 0, "explanation": "It quotes \\"cure\\" only"', finish_reason="stop")
+    assert unclosed.explanation == 'It quotes "cure" only'
+
+
 def test_finish_reason_stop_changes_nothing():
     assert parse_reply("No idea.", finish_reason="stop").reason == "no label"
     assert parse_reply("0", finish_reason="stop").label == 0

@@ -99,6 +99,7 @@ def answer_schema(answer_order: str) -> dict:
     """The schema of a constrained answer whose fields come in ``answer_order`` (a key of :data:`ANSWER_ORDERS`)."""
     return ANSWER_ORDERS[answer_order]
 
+EXPLANATION_FIELD_RE = re.compile(r'"explanation"\s*:\s*"((?:[^"\\]|\\.)*)', re.S)
 REASON_EMPTY = "empty reply"
 REASON_TRUNCATED = "truncated"
 REASON_NO_LABEL = "no label"
@@ -245,7 +246,9 @@ def parse_reply(text: str | None, finish_reason: str | None = None) -> ParsedRep
     if candidates:
         if len({match.group(1) for match, _ in candidates}) == 1:
             match, cut = min(candidates, key=lambda candidate: candidate[0].start())
-            return ParsedReply("label", int(match.group(1)), _explanation(plain, match, cut=cut))
+            explanation = (_broken_json_explanation(plain, truncated) if plain.startswith("{")
+                           else _explanation(plain, match, cut=cut))
+            return ParsedReply("label", int(match.group(1)), explanation)
         conflict = True
     else:
         words = [(match, True) for regex in (LEADING_WORD_RE, KEYED_WORD_RE) for match in regex.finditer(plain)]
@@ -267,6 +270,21 @@ def parse_reply(text: str | None, finish_reason: str | None = None) -> ParsedRep
     if conflict or len({match.group(1) for match in STANDALONE_DIGIT_RE.finditer(plain)}) == 2:
         return ParsedReply("unparseable", None, explanation, REASON_BOTH_LABELS)
     return ParsedReply("unparseable", None, explanation, REASON_NO_LABEL)
+
+
+def _broken_json_explanation(plain: str, truncated: bool) -> str:
+    """The explanation of a JSON answer that is not valid JSON (cut at the token limit, say): what its
+    ``explanation`` field holds so far, marked when it was cut off; "" without the field. Never the broken JSON
+    around it (``{" , "expl``)."""
+    field = EXPLANATION_FIELD_RE.search(plain)
+    if field is None:
+        return ""
+    try:
+        text = json.loads(f'"{field.group(1)}"')
+    except ValueError:
+        text = field.group(1)
+    text = _collapse(text)
+    return f"{text} … (cut off at the token limit)" if truncated and text else text
 
 
 def _set_aside_thinking(text: str) -> tuple[str, str]:
