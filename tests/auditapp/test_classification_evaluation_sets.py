@@ -375,3 +375,21 @@ def test_an_audit_from_before_the_snapshot_reads_the_live_set_and_its_manifest_s
     assert {e.label for e in builder.examples["icl_a"]} == {1}
     assert builder.manifest()["templates"][0]["examples_source"] == (
         "the live item set (audit created before example snapshots)")
+
+
+def test_an_empty_example_set_is_refused_with_why_it_is_empty(api_client, study_with_sets, endpoint, prepare_sent):
+    study = study_with_sets
+    ItemSetMember.objects.filter(study=study, set_name__in=("icl_a", "high_aq")).delete()
+    response = launch(api_client, study, endpoint, conditions=["zs", "icl_a"])
+    assert response.status_code == 400
+    detail = response.json()["detail"]
+    assert ("condition icl_a needs the study's example set 'icl_a', which is empty: it is drawn from the high_aq test "
+            "set (items every high-AQ annotator labelled alike, with enough labels each), which is empty too") in detail
+    # A source test set that is all the analysis's evaluation set: the examples, which never overlap it, are none.
+    ItemSetMember.objects.filter(study=study, set_name__in=("icl_b", "low_aq")).delete()
+    ItemSetMember.objects.bulk_create([ItemSetMember(study=study, set_name="low_aq", item=item, label=0)
+                                       for item in Item.objects.filter(study=study).order_by("position")[:3]])
+    response = launch(api_client, study, endpoint, conditions=["icl_b"])
+    assert response.status_code == 400
+    assert "drawn from the low_aq test set, whose 3 items are all left out" in response.json()["detail"]
+    assert not Audit.objects.exists() and not prepare_sent

@@ -40,6 +40,8 @@ from auditapp.paradigms.classification.replies import DEFAULT_ANSWER_ORDER, LABE
 
 PARADIGM = "classification"
 EXAMPLE_SETS = {"icl_a": "icl_a", "icl_b": "icl_b"}
+# The test set each example set is drawn from, and its annotators (annotation.analysis, seed 000 §3.4).
+EXAMPLE_SOURCES = {"icl_a": ("high_aq", "high-AQ"), "icl_b": ("low_aq", "low-AQ")}
 RECENT_MESSAGES = 2048
 
 
@@ -189,6 +191,19 @@ def audit_problems(*, study: Study, models: list[ModelChoice], conditions: list[
                         seed=seed).problems
 
 
+def _empty_example_set_reason(study: Study, example_set: str) -> str:
+    """Why an ICL example set has no item: its source test set is empty, or all of it is the analysis's evaluation
+    set (examples never overlap the items they classify)."""
+    source, group = EXAMPLE_SOURCES[example_set]
+    n_source = ItemSetMember.objects.filter(study=study, set_name=source).count()
+    if n_source:
+        return (f"it is drawn from the {source} test set, whose {n_source} items are all left out as the study "
+                "analysis's evaluation set (examples never overlap the items they classify)")
+    return (f"it is drawn from the {source} test set (items every {group} annotator labelled alike, with enough "
+            f"labels each), which is empty too: the study needs more labels from {group} annotators (AQ scores "
+            "decide the groups), or choose conditions without examples")
+
+
 def _launch_plan(*, study: Study, models: list[ModelChoice], conditions: list[str], replicates: int,
                  error_budget: float, unparsed: str, evaluation: EvaluationSet, seed: int) -> EvaluationPlan:
     problems = launch_problems(models=models, replicates=replicates, error_budget=error_budget)
@@ -202,7 +217,8 @@ def _launch_plan(*, study: Study, models: list[ModelChoice], conditions: list[st
     for condition in conditions:
         example_set = EXAMPLE_SETS.get(condition)
         if example_set and not ItemSetMember.objects.filter(study=study, set_name=example_set).exists():
-            problems.append(f"condition {condition} needs the study's example set {example_set!r}, which is empty")
+            problems.append(f"condition {condition} needs the study's example set {example_set!r}, which is empty: "
+                            + _empty_example_set_reason(study, example_set))
     plan = evaluation_plan(study=study, evaluation=evaluation, conditions=conditions, seed=seed)
     plan.problems = problems + plan.problems
     return plan
