@@ -41,6 +41,8 @@ classification answer with the label the rule above decides, a batch's answers f
 annotator's 0/1, a scorer's score, a Likert answer); a form listed in ``ignored_forms`` is ignored silently, as servers
 do with a field they do not read (vLLM since 0.12 with ``guided_json``): the request is answered with 200 as if it asked
 for no structure; any other form is refused with a 400 whose OpenAI- or Ollama-style error names the unsupported field.
+With ``context_words`` set, a prompt of more words than that is refused with 400 and the message OpenAI and vLLM
+give for a prompt longer than the model's context ("This model's maximum context length is …").
 A model whose name starts with ``minimal-`` answers every constrained request with the shortest JSON value its
 schema allows (:func:`shortest_instance`), the least a server that honours the schema may give.
 A model whose name starts with ``prose-`` answers classification prompts unconstrained in prose that names no label
@@ -450,6 +452,7 @@ class Config:
     annotators: str = "{}"
     structured_forms: tuple[str, ...] = STRUCTURED_OUTPUT_FORMS
     ignored_forms: tuple[str, ...] = ()
+    context_words: int = 0
 
 
 class Stats:
@@ -583,6 +586,11 @@ class App:
         model = request["model"]
         if model not in self.models:
             self._reply(conn, path, 404, f"model '{model}' not found", keep_alive)
+            return
+        prompt_words = sum(len(_text(message.get("content")).split()) for message in request["messages"])
+        if config.context_words and prompt_words > config.context_words:
+            self._reply(conn, path, 400, f"This model's maximum context length is {config.context_words} tokens. "
+                                         f"However, your messages resulted in {prompt_words} tokens.", keep_alive)
             return
         structure = requested_structure(path, request)
         if structure is not None and structure[0] in config.ignored_forms:
@@ -869,6 +877,8 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="comma list of the structured-output forms honoured ('none': refuse every one)")
     parser.add_argument("--ignored-forms", type=_forms, default=(),
                         help="comma list of structured-output forms ignored silently (answered unconstrained)")
+    parser.add_argument("--context-words", type=int, default=0,
+                        help="a prompt of more words than this is refused with 400, as a model's context (0: none)")
     parser.add_argument("--exit-on-stdin-eof", action="store_true", help="stop when stdin closes (for LLMServer)")
     return parser.parse_args(argv)
 
@@ -880,7 +890,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                     permanent_error_rate=args.permanent_error_rate, bad_request_rate=args.bad_request_rate,
                     models=args.models, positive_words=args.positive_words, seed=args.seed, api_key=args.api_key,
                     score_effects=args.score_effects, annotators=args.annotators,
-                    structured_forms=args.structured_forms, ignored_forms=args.ignored_forms)
+                    structured_forms=args.structured_forms, ignored_forms=args.ignored_forms,
+                    context_words=args.context_words)
     uvloop.run(serve(config, args.port, args.exit_on_stdin_eof))
     return 0
 
@@ -896,7 +907,7 @@ class LLMServer:
                  models: Sequence[str] = DEFAULT_MODELS, positive_words: Sequence[str] = DEFAULT_POSITIVE_WORDS,
                  seed: int = 0, api_key: str | None = None, score_effects: dict | None = None,
                  annotators: dict | None = None, structured_forms: Sequence[str] = STRUCTURED_OUTPUT_FORMS,
-                 ignored_forms: Sequence[str] = (), ready_timeout: float = 20.0):
+                 ignored_forms: Sequence[str] = (), context_words: int = 0, ready_timeout: float = 20.0):
         self.args = ["--port", str(port), "--latency", repr(latency), "--fault-rate", repr(fault_rate),
                      "--fault-kinds", ",".join(fault_kinds), "--retry-after", repr(retry_after),
                      "--hang-seconds", repr(hang_seconds), "--permanent-error-rate", repr(permanent_error_rate),
@@ -904,7 +915,8 @@ class LLMServer:
                      "--positive-words", ",".join(positive_words), "--seed", str(seed),
                      "--score-effects", json.dumps(score_effects or {}), "--annotators", json.dumps(annotators or {}),
                      "--structured-forms", ",".join(structured_forms) or "none",
-                     "--ignored-forms", ",".join(ignored_forms) or "none", "--exit-on-stdin-eof"]
+                     "--ignored-forms", ",".join(ignored_forms) or "none", "--context-words", str(context_words),
+                     "--exit-on-stdin-eof"]
         if api_key is not None:
             self.args += ["--api-key", api_key]
         self.models = tuple(models)

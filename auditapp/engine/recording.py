@@ -10,12 +10,12 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Min, Q, QuerySet
+from django.db.models import Count, Min, Q, QuerySet
 from django.utils import timezone
 
 from auditapp import llm_clients
 from auditapp.engine.conversations import CONVERSATION_FIELDS, ClaimedRequest, conversations_before, turns_advance
-from auditapp.engine.errors import WAITING_NOTE
+from auditapp.engine.errors import WAITING_NOTE, failure_advice
 from auditapp.engine.judgments import concrete_field, judgments_copy_new, judgments_create
 from auditapp.engine.planning import BULK_BATCH_SIZE
 from auditapp.engine.protocol import TURN_ENDED_MARK, ParsedReply, is_multi_turn
@@ -280,10 +280,21 @@ def chunk_renew(*, chunk_id: int, audit_id: int, retry_state: dict) -> str:
         if failed > audit.error_budget * audit.n_requests:
             stopped = Audit.objects.filter(pk=audit_id, status=Audit.Status.RUNNING).update(
                 status=Audit.Status.STOPPED,
-                status_reason=f"error budget exceeded: {failed} of {audit.n_requests} requests failed "
-                              f"(more than {audit.error_budget:.0%}); fix the endpoint, then resume or retry failed")
+                status_reason=_budget_reason(audit_id, failed, audit.n_requests, audit.error_budget))
             return Audit.Status.STOPPED if stopped else Audit.objects.get(pk=audit_id).status
     return audit.status
+
+
+def _budget_reason(audit_id: int, failed: int, n_requests: int, error_budget: float) -> str:
+    """Why an audit stopped on its error budget: how many failed, the most frequent error and what to do about it
+    (one grouped query, run once, when the audit stops)."""
+    top = (AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.FAILED).values("error")
+           .annotate(n=Count("id")).order_by("-n", "error").first())
+    error = (top or {}).get("error") or ""
+    most = f"; most often ({top['n']} of them): {error[:200]}" if top else ""
+    advice = failure_advice(error)
+    return (f"error budget exceeded: {failed} of {n_requests} requests failed (more than {error_budget:.0%})"
+            f"{most}. {advice[0].upper()}{advice[1:]}, then resume or retry failed")
 
 
 def chunk_release(*, chunk_id: int) -> None:

@@ -15,6 +15,7 @@ from auditapp.engine import analysis, control, planning, preparation, recording
 from auditapp.engine import launch as engine_launch
 from auditapp.engine import recovery as engine_recovery
 from auditapp.engine import runner as audit_runner
+from auditapp.engine.errors import failure_advice
 from auditapp.models import Audit, AuditMetric, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.classification import services as classification_services
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
@@ -124,6 +125,33 @@ def test_rerun_sends_nothing_and_a_second_audit_takes_cached_replies(server, no_
     assert server.stats()["bodies"] == 20
 
 
+def test_prompts_longer_than_the_models_context_stop_the_audit_saying_so(no_tasks):
+    study = make_audit_study(12, n_examples=2)
+    with LLMServer(context_words=20, positive_words=AUDIT_POSITIVE_WORDS) as short:
+        endpoint = make_endpoint(short, max_attempts=1, max_concurrency=2)
+        audit = classification_services.audit_create(study=study, name="context", conditions=["zs"],
+                                                     error_budget=0.2,
+                                                     models=[engine_launch.ModelChoice(endpoint=endpoint,
+                                                                                       model="model-a")])
+        preparation.audit_prepare(audit_id=audit.id)
+        assert audit_runner.audit_work(audit.id) == "stopped"
+    audit.refresh_from_db()
+    assert "This model's maximum context length is 20 tokens" in audit.status_reason
+    assert "The prompts are longer than the model's context: serve the model with a longer context" in \
+        audit.status_reason
+
+
+def test_failure_advice_reads_the_error_the_way_servers_word_it():
+    assert failure_advice("failed after 1 attempts: HTTP 400: Requested tokens (5000) exceed context window of "
+                          "4096").startswith("the prompts are longer than the model's context")
+    assert failure_advice("HTTP 400: the request exceeds the available context size, try increasing it") \
+        .startswith("the prompts are longer")
+    assert failure_advice("failed after 3 attempts: HTTP 401: bad key").startswith("the endpoint refused the API key")
+    assert failure_advice("HTTP 404: model 'x' not found").startswith("the model or the path was not found")
+    assert failure_advice("failed after 5 attempts: HTTP 429: slow down").startswith("the endpoint's rate limit")
+    assert failure_advice("connection refused") == "check the endpoint and the model"
+
+
 def test_error_budget_stops_the_audit_and_retry_failed_finishes_it(no_tasks):
     study = make_audit_study(30, n_examples=2)
     with LLMServer(permanent_error_rate=1.0, positive_words=AUDIT_POSITIVE_WORDS) as broken:
@@ -134,6 +162,8 @@ def test_error_budget_stops_the_audit_and_retry_failed_finishes_it(no_tasks):
         assert audit_runner.audit_work(audit.id) == "stopped"
     audit.refresh_from_db()
     assert audit.status == Audit.Status.STOPPED and "error budget exceeded" in audit.status_reason
+    assert "; most often (" in audit.status_reason and "HTTP 500" in audit.status_reason
+    assert audit.status_reason.endswith("Check the endpoint and the model, then resume or retry failed")
     failed = AuditRequest.objects.filter(audit=audit, state="failed")
     assert failed.count() > 6 and all(r.error.startswith("failed after 1 attempts: HTTP 500") for r in failed)
     assert AuditRequest.objects.filter(audit=audit, state="pending", chunk__isnull=True).count() == 30 - failed.count()
