@@ -56,6 +56,17 @@ async def start_times(limiters, n_per_limiter: int) -> tuple[list[float], float]
     return sorted(times), lag
 
 
+async def held_together(limiters, n: int) -> Gauge:
+    """``n`` short holds spread over the limiters at once (closed after): the gauge of how many were held together."""
+    gauge = Gauge()
+    try:
+        await asyncio.gather(*(gauge.hold(limiters[i % len(limiters)], 0.002 * (i % 4)) for i in range(n)))
+    finally:
+        for limiter in limiters:
+            await limiter.aclose()
+    return gauge
+
+
 def assert_paced(times_and_lag: tuple[list[float], float], *, interval: float) -> None:
     """Starts that keep ``interval`` apart. A start woken late by a stalled event loop comes closer to the next one,
     by at most the loop's lateness: the gaps are checked against that, and the whole span is not shortened by it."""
@@ -171,16 +182,8 @@ def test_limiter_for_without_redis_but_with_a_folder_holds_its_limits_on_files(t
 
 
 def test_file_limiters_together_never_exceed_the_limit(tmp_path):
-    async def main():
-        # Two limiters open their own lock files, as two worker processes do.
-        limiters, gauge = [FileLimiter(tmp_path, "endpoint-1", 3) for _ in range(2)], Gauge()
-        try:
-            await asyncio.gather(*(gauge.hold(limiters[i % 2], 0.002 * (i % 4)) for i in range(200)))
-        finally:
-            await close_all(limiters)
-        return gauge
-
-    gauge = asyncio.run(main())
+    # Two limiters open their own lock files, as two worker processes do.
+    gauge = asyncio.run(held_together([FileLimiter(tmp_path, "endpoint-1", 3) for _ in range(2)], 200))
     assert gauge.total == 200
     assert gauge.peak == 3
 
@@ -288,16 +291,8 @@ async def close_all(limiters) -> None:
 
 @pytest.mark.integration
 def test_redis_limiters_together_never_exceed_the_limit(redis_url, endpoint_key):
-    async def main():
-        limiters, gauge = two_workers(redis_url, endpoint_key, 5), Gauge()
-        try:
-            # More tasks than each client's connection pool: the pool makes them queue, not fail.
-            await asyncio.gather(*(gauge.hold(limiters[i % 2], 0.002 * (i % 4)) for i in range(300)))
-        finally:
-            await close_all(limiters)
-        return gauge
-
-    gauge = asyncio.run(main())
+    # More tasks than each client's connection pool: the pool makes them queue, not fail.
+    gauge = asyncio.run(held_together(two_workers(redis_url, endpoint_key, 5), 300))
     assert gauge.total == 300
     assert gauge.peak == 5
 
