@@ -144,12 +144,19 @@ def test_on_the_embedded_defaults_an_endpoints_limit_holds_across_worker_process
             psutil.Process(worker.process.pid).children()[0].send_signal(signal.SIGKILL)
             audit_work_task.delay(audit_id)
             assert server.stats()["requests"] < 150, "the audit finished before the kill: make it longer"
-            assert wait_for(lambda: Audit.objects.values_list("status", flat=True).get(pk=audit_id) == "completed",
-                            timeout=180, what="the audit")
+            most = 0
+
+            def finished():
+                nonlocal most
+                most = max(most, live_holds(audit_id))
+                return Audit.objects.values_list("status", flat=True).get(pk=audit_id) == "completed"
+
+            assert wait_for(finished, timeout=180, interval=0.1, what="the audit")
         finally:
             worker.stop()
         stats = server.stats()
     assert stats["max_in_flight"] == 1
+    assert most <= 2, f"{most} work tasks held the audit at once (parallel_tasks 2)"
     assert_one_reply_per_key(audit_id, 160)
 
 
