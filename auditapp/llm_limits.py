@@ -538,7 +538,8 @@ class FileLimiter:
     only lower what the process takes), then polls the files, sleeping 2 ms doubling to 50 ms with jitter, as the
     Redis limiter polls. The rate limit's next start time (GCRA with no burst, as above, on the wall clock the
     processes share) is a file read and written under a lock. ``endpoint_key`` is the caller's own name for the
-    endpoint (``endpoint-<id>``), never user input."""
+    endpoint (``endpoint-<id>``), never user input; two deployments that share a folder (and endpoint ids) share
+    their limits, so each has its own VAR_DIR. POSIX only (``fcntl``), as the embedded defaults are."""
 
     def __init__(self, directory: str | os.PathLike, endpoint_key: str, max_concurrency: int,
                  requests_per_minute: int | None = None):
@@ -590,7 +591,9 @@ class FileLimiter:
         return self._files[index]
 
     def _unlock(self, index: int) -> None:
-        fcntl.flock(self._files[index], fcntl.LOCK_UN)
+        # After aclose() the file is closed, which gave its lock back already.
+        if index in self._files:
+            fcntl.flock(self._files[index], fcntl.LOCK_UN)
         self._held.discard(index)
 
     def _reserve_start(self) -> float:

@@ -124,7 +124,7 @@ async def soak(app: App, args, token: str, study_id: int, invites: list[str], fi
 
     headers = {"Authorization": f"Token {token}"}
     api = httpx.AsyncClient(base_url=app.base, headers=headers, timeout=60)
-    endpoints = (await api.get("/api/endpoints/")).json()
+    endpoints = (await api.get("/api/endpoints/")).json()["results"]
     local = next(e for e in endpoints if e["protocol"] == "local")
     timings: dict[str, list[float]] = defaultdict(list)
     rng = random.Random(7)

@@ -9,6 +9,7 @@ from rest_framework.response import Response
 
 from annotation.api import ImportRejectedSerializer, StudyScoped, upload_file_rejected, upload_form_rejected
 from annotation.item_files import ItemFileError
+from common.api.parsers import JSONObjectParser
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.forms import ENCODING_CHOICES, AnnotatorImportForm
 from psychometrics.models import AnnotatorImport, Instrument, StudyInstrument
@@ -94,19 +95,25 @@ class StudyInstrumentSerializer(serializers.Serializer):
 
 
 class StudyInstrumentsBodySerializer(serializers.Serializer):
-    instruments = serializers.ListField(child=serializers.DictField(), max_length=50,
-                                        help_text="The study's instruments in flow order (StudyInstrument).")
+    instruments = StudyInstrumentSerializer(many=True, max_length=50,
+                                            help_text="The study's instruments in flow order.")
+
+
+class StudyInstrumentsReplySerializer(serializers.Serializer):
+    instruments = StudyInstrumentSerializer(many=True, help_text="The study's instruments as stored, in flow order.")
 
 
 class StudyInstrumentsView(StudyScoped, generics.ListAPIView):
-    """The questionnaires of a study's flow, in order, with the role the analysis reads each as; PUT replaces them."""
+    """The questionnaires of a study's flow, in order, with the role the analysis reads each as; PUT replaces them
+    (a JSON body only: a list of objects has no form encoding)."""
 
     serializer_class = StudyInstrumentSerializer
+    parser_classes = [JSONObjectParser]
 
     def get_queryset(self):
         return StudyInstrument.objects.filter(study=self.study).select_related("instrument").order_by("position", "id")
 
-    @extend_schema(request=StudyInstrumentsBodySerializer, responses={200: StudyInstrumentSerializer(many=True)},
+    @extend_schema(request=StudyInstrumentsBodySerializer, responses={200: StudyInstrumentsReplySerializer},
                    summary="Replace a study's instruments",
                    description="`{\"instruments\": [...]}`, the whole list in flow order: each instrument at most "
                                "once, at most one with role aq and one with sata (400 naming the entry otherwise). "
@@ -115,12 +122,10 @@ class StudyInstrumentsView(StudyScoped, generics.ListAPIView):
     def put(self, request, *args, **kwargs):
         body = StudyInstrumentsBodySerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        entries = StudyInstrumentSerializer(data=request.data["instruments"], many=True)
-        if not entries.is_valid():
-            return Response({"instruments": entries.errors}, status=status.HTTP_400_BAD_REQUEST)
+        entries = body.validated_data["instruments"]
         problems = {}
         seen_instruments, seen_roles = set(), set()
-        for index, entry in enumerate(entries.validated_data):
+        for index, entry in enumerate(entries):
             if entry["instrument"].pk in seen_instruments:
                 problems[str(index)] = [f"instrument {entry['instrument'].pk} is listed twice"]
             if entry["role"] != StudyInstrument.Role.OTHER and entry["role"] in seen_roles:
@@ -132,5 +137,5 @@ class StudyInstrumentsView(StudyScoped, generics.ListAPIView):
         stored = study_instruments_set(study=self.study, choices=[
             StudyInstrumentChoice(instrument=entry["instrument"], role=entry["role"],
                                   position=entry.get("position", index), randomise_items=entry["randomise_items"])
-            for index, entry in enumerate(entries.validated_data)])
-        return Response(StudyInstrumentSerializer(stored, many=True).data)
+            for index, entry in enumerate(entries)])
+        return Response({"instruments": StudyInstrumentSerializer(stored, many=True).data})

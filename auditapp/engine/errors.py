@@ -32,6 +32,7 @@ class AuditStateError(AuditError, StateConflict):
 # What a researcher can do about the most frequent error of an audit stopped by its error budget, by what the
 # error says (first match wins); anything else: look at the endpoint.
 _FAILURE_ADVICE = (
+    (re.compile(r"HTTP 429\b"), "the endpoint's rate limit: lower its max concurrency or set requests per minute"),
     (re.compile(r"context (?:length|window|size)|maximum context|n_ctx|too many tokens|prompt is too long"
                 r"|input is too long|exceeds? (?:the )?(?:available )?context", re.I),
      "the prompts are longer than the model's context: serve the model with a longer context (llama.cpp: "
@@ -39,7 +40,6 @@ _FAILURE_ADVICE = (
     (re.compile(r"HTTP 40[13]\b"), "the endpoint refused the API key: check the endpoint's key variable"),
     (re.compile(r"HTTP 404\b"), "the model or the path was not found: check the model's name and the endpoint's "
                                 "base URL"),
-    (re.compile(r"HTTP 429\b"), "the endpoint's rate limit: lower its max concurrency or set requests per minute"),
 )
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.core.cache import cache
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum, Window
 from django.db.models.functions import RowNumber
 from django.urls import reverse
@@ -172,6 +173,28 @@ def _cell_key(row: dict) -> tuple[int, str]:
     return row["audit_model_id"], row["condition"]
 
 
+UNITS_CACHE_SECONDS = 30
+
+
+def _units_answered(audit: Audit) -> dict[tuple[int, str], dict]:
+    """Per cell, the units its requests asked about and those answered (a batch request asks about many texts).
+    It reads every judgment, millions for a large names audit, so while the audit runs the dashboard's 5-second
+    polls share one reading per :data:`UNITS_CACHE_SECONDS`; a finished audit is read afresh."""
+    # The creation time too: a database made again (tests, a restore) gives an id to another audit.
+    key = f"parse-quality-units:{audit.id}:{audit.created_at.timestamp()}"
+    running = audit.status == Audit.Status.RUNNING
+    cached = cache.get(key) if running else None
+    if cached is not None:
+        return cached
+    units = {(row["request__audit_model_id"], row["request__condition"]): row for row in (
+        AuditJudgment.objects.filter(audit=audit).values("request__audit_model_id", "request__condition")
+        .annotate(n_units=Count("id"), n_units_answered=Count("id", filter=Q(outcome__in=Outcome.ANSWERED)))
+        .order_by())}
+    if running:
+        cache.set(key, units, UNITS_CACHE_SECONDS)
+    return units
+
+
 def audit_parse_quality(audit: Audit) -> Export:
     """Per model × condition: the requests' outcome counts and shares (of all the cell's requests, the waiting ones
     as "pending"), the units its requests asked about and how many of them were answered (a batch request asks about
@@ -180,8 +203,9 @@ def audit_parse_quality(audit: Audit) -> Export:
     unparseable replies, a warning once a cell's replies are mostly unparseable or cut off, and the address of
     the cell's unparseable replies.
 
-    Four queries whatever the audit's size: the outcome counts grouped by cell, the judgments grouped by cell, the
-    finish reasons grouped by cell, and the unparseable sample (a window function numbers each cell's unparseable replies, newest first)."""
+    Four queries whatever the audit's size: the outcome counts grouped by cell, the judgments grouped by cell
+    (shared for 30 s while the audit runs), the finish reasons grouped by cell, and the unparseable sample (a window
+    function numbers each cell's unparseable replies, newest first)."""
     outcomes = list(AuditRequest.Outcome.values)
     finished = ~Q(state=AuditRequest.State.PENDING)
     answered = Q(state=AuditRequest.State.ANSWERED)
@@ -195,11 +219,7 @@ def audit_parse_quality(audit: Audit) -> Export:
         unparseable_or_truncated=Count("id", filter=answered & (Q(outcome=AuditRequest.Outcome.UNPARSEABLE)
                                                                  | Q(reply__finish_reason__in=parse_quality.TRUNCATED))),
         **{f"n_{outcome}": Count("id", filter=finished & Q(outcome=outcome)) for outcome in outcomes}).order_by()}
-    # A request may ask about many units (a batch of texts): the units answered say how much of it was read.
-    units = {(row["request__audit_model_id"], row["request__condition"]): row for row in (
-        AuditJudgment.objects.filter(audit=audit).values("request__audit_model_id", "request__condition")
-        .annotate(n_units=Count("id"), n_units_answered=Count("id", filter=Q(outcome__in=Outcome.ANSWERED)))
-        .order_by())}
+    units = _units_answered(audit)
     finish_reasons: dict[tuple[int, str], list[dict]] = {}
     for row in (requests.filter(reply__isnull=False).values("audit_model_id", "condition", "reply__finish_reason")
                 .annotate(n=Count("id")).order_by("-n", "reply__finish_reason")):

@@ -149,6 +149,7 @@ def test_failure_advice_reads_the_error_the_way_servers_word_it():
     assert failure_advice("failed after 3 attempts: HTTP 401: bad key").startswith("the endpoint refused the API key")
     assert failure_advice("HTTP 404: model 'x' not found").startswith("the model or the path was not found")
     assert failure_advice("failed after 5 attempts: HTTP 429: slow down").startswith("the endpoint's rate limit")
+    assert failure_advice("HTTP 429: too many tokens per minute").startswith("the endpoint's rate limit")
     assert failure_advice("connection refused") == "check the endpoint and the model"
 
 

@@ -308,6 +308,15 @@ def test_the_admin_form_takes_pasted_and_uploaded_ids_and_a_sample(staff_client,
     assert audit.design["evaluation_set"]["sample"] == 4
 
 
+@pytest.mark.parametrize("order", ["label_first", "explanation_first"])
+def test_the_admin_form_records_the_answer_order_chosen(staff_client, study_with_sets, endpoint, prepare_sent,
+                                                        order):
+    assert 'name="answer_order"' in staff_client.get(ADD).content.decode()
+    response = staff_client.post(ADD, admin_form(study_with_sets, endpoint, answer_order=order))
+    assert response.status_code == 302, response.content.decode()[-3000:]
+    assert Audit.objects.get(name="from the admin").design["answer_order"] == order
+
+
 def test_the_admin_form_names_an_overlap_and_stores_nothing(staff_client, study_with_sets, endpoint, prepare_sent):
     response = staff_client.post(ADD, admin_form(study_with_sets, endpoint, evaluation_set="item_set",
                                                  item_set="high_aq"))
@@ -391,5 +400,5 @@ def test_an_empty_example_set_is_refused_with_why_it_is_empty(api_client, study_
                                        for item in Item.objects.filter(study=study).order_by("position")[:3]])
     response = launch(api_client, study, endpoint, conditions=["icl_b"])
     assert response.status_code == 400
-    assert "drawn from the low_aq test set, whose 3 items are all left out" in response.json()["detail"]
+    assert "drawn from the low_aq test set, which has 3 items but gave none" in response.json()["detail"]
     assert not Audit.objects.exists() and not prepare_sent

@@ -65,6 +65,10 @@ TABLE = [
     ("The sentence is not ableist; the answer is between 0 and 1.", 0, ""),
     ("It is not ableist; the options were 0 or 1.", 0, ""),
     ("There is 1 autistic character. The sentence is not ableist.", 0, ""),
+    ("The sentence is not ableist. Step 1: read the sentence.", 0, ""),
+    ("It is not ableist [1].", 0, ""),
+    ("This is not ableist. I give it a 0 out of 1.", 0, ""),
+    ("The sentence is ableist. Confidence: 0.", 1, ""),
     ("Part of it is ableist; the rest of the sentences are not ableist.", NONE, REASON_BOTH),
     ("This label of 0 indicates respect, although the sentence is ableist in places.", NONE, REASON_BOTH),
     # hedged → none

@@ -208,3 +208,13 @@ def test_answers_numbered_from_zero_are_matched_to_no_text():
     reading = parse_batch('{"i": 0, "y": 1}\n{"i": 1, "y": 0}\n{"i": 2, "y": 1}', [1, 2, 3])
     assert reading.labelled == 0
     assert {text.reason for text in reading.texts} == {"numbered from 0"}
+
+
+def test_keyed_answers_take_ascii_numbers_and_scalar_values_only():
+    # "¹" passes str.isdigit() but int() refuses it: never an index, and never a crash that rolls back a chunk.
+    reading = parse_batch('{"¹": 0, "²": 1}', [1, 2])
+    assert [text.label for text in reading.texts] == [None, None]
+    assert parse_batch('{"i": "¹", "y": 1}', [1]).texts[0].label is None
+    # An object keyed by numbers whose values are answer objects is read by their "i", not by its keys.
+    nested = parse_batch('{"answers": {"0": {"i": 1, "y": 0}, "1": {"i": 2, "y": 1}}}', [1, 2])
+    assert [(text.index, text.label) for text in nested.texts] == [(1, 0), (2, 1)]

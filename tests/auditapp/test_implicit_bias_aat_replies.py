@@ -80,6 +80,12 @@ TWO_TURN = [
     ("Neither comedy nor tragedy; it's more neutral.", "neutral"),
     ("Leaning neither way.", "neutral"),
     ('Sentence: "The old stone bridge saw many tragic partings." Choice: Comedy', "comedy"),
+    # The labels offered with a word of doubt are an equivocal answer (§4.3: Neutrality), unless one is chosen.
+    ("It could be either a comedy or a tragedy.", "neutral"),
+    ("It could be a comedy or a tragedy, depending on how you see it.", "neutral"),
+    ("Comedy or tragedy, I cannot tell.", "neutral"),
+    ("Both funny and sad.", "neutral"),
+    ("Could be read as comedy or tragedy, but I choose tragedy.", "tragedy"),
     # SmolLM2-135M-Instruct's: the gap between two quoted labels is no quotation.
     ('It is not a "comedy" but rather a "tragedy."', "tragedy"),
 ]

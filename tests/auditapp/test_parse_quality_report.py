@@ -9,6 +9,8 @@ import io
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
@@ -79,6 +81,10 @@ def test_the_report_counts_outcomes_finish_reasons_and_shapes_in_a_fixed_number_
     audit = planted({"zs": ZS, "cot": COT})
     with django_assert_max_num_queries(6):
         cells = report(audit)
+    # While the audit runs, a poll within 30 s shares the judgments' reading (millions of rows for a names audit).
+    with CaptureQueriesContext(connection) as again:
+        assert report(audit) == cells
+    assert not any("auditapp_auditjudgment" in query["sql"] for query in again.captured_queries)
     zs, cot = cells["zs"], cells["cot"]
     assert (zs["n_requests"], zs["answered"], zs["failed"], zs["pending"]) == (30, 28, 1, 1)
     assert (zs["n_label"], zs["n_unparseable"], zs["n_refusal"], zs["n_error"], zs["n_pending"], zs["n_score"]) == (

@@ -31,6 +31,7 @@ from auditapp.models import Audit, AuditJudgment, AuditRequest, LLMEndpoint
 from auditapp.paradigms.bits.llm_scoring import DEFAULT_PROMPTS, parse_score
 from auditapp.paradigms.classification.replies import ANSWER_SCHEMA as CLASSIFICATION_SCHEMA
 from auditapp.paradigms.classification.replies import DEFAULT_ANSWER_ORDER
+from auditapp.paradigms.classification.replies import answer_schema as classification_answer_schema
 from auditapp.paradigms.classification.replies import parse_reply as parse_classification
 from auditapp.paradigms.counterfactual.prompt import (
     DEFAULT_KEYED_TEMPLATE,
@@ -223,7 +224,7 @@ def test_prose_is_unparseable_free_and_every_reply_parses_constrained_in_each_fo
         # Constrained replies never came from, nor went to, the free audit's cache.
         assert not ({row.key for row in requests} & free_keys) and not requests.filter(from_cache=True).exists()
         assert audit.manifest["structured_output"]["forms"] == {endpoint.name: form}
-        assert audit.manifest["structured_output"]["schema"] == CLASSIFICATION_SCHEMA
+        assert audit.manifest["structured_output"]["schema"] == classification_answer_schema(DEFAULT_ANSWER_ORDER)
 
 
 @pytest.mark.django_db(transaction=True)

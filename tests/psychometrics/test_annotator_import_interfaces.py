@@ -211,7 +211,7 @@ def test_a_script_attaches_instruments_through_the_api_then_imports_scores(api_c
     listed = api_client.get(url).json()
     assert [(row["slug"], row["role"], row["position"], row["randomise_items"]) for row in listed["results"]] == [
         ("aq50", "aq", 0, False), ("sata_partial", "sata", 1, True)] == [
-        (row["slug"], row["role"], row["position"], row["randomise_items"]) for row in stored.json()]
+        (row["slug"], row["role"], row["position"], row["randomise_items"]) for row in stored.json()["instruments"]]
 
     with django_capture_on_commit_callbacks(execute=True):
         imported = api_client.post(f"/api/studies/{study.pk}/annotator-imports/",

@@ -147,7 +147,8 @@ def launch_from_form(form: ClassificationLaunchForm, user) -> Audit:
         study=data["study"], name=data["name"], models=form.model_choices(), conditions=data["conditions"],
         replicates=data["replicates"], seed=data["seed"], use_cache=data["use_cache"],
         error_budget=data["error_budget"], unparsed=data["unparsed"], n_resamples=data["n_resamples"],
-        parallel_tasks=data["parallel_tasks"], evaluation=form.evaluation(), created_by=user)
+        parallel_tasks=data["parallel_tasks"], evaluation=form.evaluation(),
+        answer_order=data.get("answer_order") or DEFAULT_ANSWER_ORDER, created_by=user)
 
 
 def dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:

@@ -43,8 +43,9 @@ Precedence (first that applies wins)
 So a clear label wins over refusal words ("I'm sorry, but this is ableist. Label: 1" → label 1), and a
 reply that only refuses is a refusal even if it names both labels ("I cannot classify this as 0 or 1").
 
-Structured output (an audit option): :data:`ANSWER_SCHEMA` is the answer a constrained server must give,
-``{"label": 0 or 1, "explanation": "..."}``; such a reply is read by rule 2. Both keys are required, because
+Structured output (an audit option): a constrained server must give ``{"explanation": "...", "label": 0 or 1}``
+(:data:`EXPLANATION_FIRST_SCHEMA`, the default) or ``{"label": 0 or 1, "explanation": "..."}`` (:data:`ANSWER_SCHEMA`);
+such a reply is read by rule 2. Both keys are required, because
 OpenAI's strict mode requires every property it lists. A constrained model writes the fields in the schema's order,
 so the order is a choice with an effect: with the label first the model commits before it explains, with the
 explanation first it reasons before it labels (:data:`EXPLANATION_FIRST_SCHEMA`; an audit's ``answer_order``
@@ -91,7 +92,8 @@ ANSWER_ORDER_MEASURED = (
     "explanation first. Measured on SmolLM2-135M-Instruct (Q4_1, llama.cpp, constrained, temperature 0) with seed "
     "000's zero-shot prompt over the 24 demo sentences: with the label first it labelled all 24 as 0; with the "
     "explanation first 22 as 0 and 1 as 1 (1 reply unparseable); agreement with the majority label 0.54 and 0.57, "
-    "both near the base rate. A small sample of a small model: measure your own.")
+    "both near the base rate. A small sample of a small model: measure your own. With the explanation first, give "
+    "max_tokens room for it: a reply cut before its label has none.")
 """Why the default is what it is (shown in the setting's help)."""
 
 

@@ -197,8 +197,9 @@ def _empty_example_set_reason(study: Study, example_set: str) -> str:
     source, group = EXAMPLE_SOURCES[example_set]
     n_source = ItemSetMember.objects.filter(study=study, set_name=source).count()
     if n_source:
-        return (f"it is drawn from the {source} test set, whose {n_source} items are all left out as the study "
-                "analysis's evaluation set (examples never overlap the items they classify)")
+        return (f"it is drawn from the {source} test set, which has {n_source} items but gave none: they are the "
+                "study analysis's evaluation set, which examples never overlap, or the analysis has not drawn the "
+                "sets since (compute the study's analysis again)")
     return (f"it is drawn from the {source} test set (items every {group} annotator labelled alike, with enough "
             f"labels each), which is empty too: the study needs more labels from {group} annotators (AQ scores "
             "decide the groups), or choose conditions without examples")

@@ -48,7 +48,8 @@ How a reply is read
 5. Verdicts of both 0 and 1 → **none** ("both labels", whether or not one of them is void); a label digit standing
    alone elsewhere in the reply that contradicts the verdicts ("… are not ableist … and 1 is the only possible
    answer", "Answer: 1"; a digit at a line's end or before punctuation, "is", "was", "as" or "would", outside the
-   verdicts' words, not a list number, "0 or 1", "0.5" or a count such as "1 ableist term") → **none** ("both
+   verdicts' words, not a list number, "0 or 1", "0.5", a count such as "1 ableist term", a legend ("1: ableist"),
+   a reference ("[1]") or a number of something else ("Step 1", "Confidence: 0", "0 out of 1")) → **none** ("both
    labels"); else a void verdict → **none** (its reason); else the one value of the verdicts → that label; no
    verdict → **none** ("no verdict"). Talk about ableism that is no verdict on the sentence ("The Idiot is a classic example of
    ableism…", "Ableism is discrimination…") gives no verdict.
@@ -115,8 +116,11 @@ LIST_MARKER_RE = re.compile(r"^[\s*_>-]*\(?\d+[.)](?=\s)", re.M)
 # A label digit standing alone: not inside a number or a word, not one of two options ("0 or 1", "0/1", "0-1"), and
 # followed by the end of its line, punctuation, or "is", "was", "as", "would" ("1 is the only possible answer").
 LONE_DIGIT_RE = re.compile(
-    r"(?<![\w.,/-])(?<![01] or )(?<![01] and )(?<![01] to )([01])(?![\w,/]|\.\d|\s*(?:or|and|to|/|-|–)\s*[01]\b)"
-    r"(?=[ \t]*(?:$|[.,;:!?)\]\"'*_`]|(?:is|was|as|would)\b))", re.I | re.M)
+    r"(?<![\w.,/\[-])(?<![01] or )(?<![01] and )(?<![01] to )([01])(?![\w,/]|\.\d|\s*(?:or|and|to|/|-|–)\s*[01]\b)"
+    r"(?![ \t]*:[ \t]*[A-Za-z])(?=[ \t]*(?:$|[.,;:!?)\]\"'*_`]|(?:is|was|as|would)\b))", re.I | re.M)
+# A digit that numbers or measures something else ("Step 1:", "Confidence: 0", "0 out of 1") is no label either.
+NUMBERING_BEFORE_RE = re.compile(r"\b(?:step|reason|note|point|version|example|rule|text|item|sentence|part|option"
+                                 r"|level|confidence|score|probability|rating|out\s+of)\W{0,3}$", re.I)
 
 _NOT = r"(?:not|never)\s+"
 _CONTRACTED = r"(?:isn|aren|wasn|weren)['’]t\s+"
@@ -202,7 +206,8 @@ def read_verbal(text: str | None) -> VerbalReading:
         return VerbalReading(None, REASON_NO_VERDICT)
     if len(labels) == 1:
         for rest in rests:
-            digit = next((match for match in LONE_DIGIT_RE.finditer(rest) if int(match.group(1)) not in labels), None)
+            digit = next((match for match in LONE_DIGIT_RE.finditer(rest) if int(match.group(1)) not in labels
+                          and not NUMBERING_BEFORE_RE.search(rest, 0, match.start())), None)
             if digit is not None:
                 verdicts.append((int(digit.group(1)), "label digit", _excerpt(rest)))
                 labels.add(int(digit.group(1)))

@@ -133,6 +133,8 @@ _REFUSAL = re.compile(
     r"\bI\s*(?:can ?not|can't|won't|will not|am (?:not able|unable)|'m (?:not able|unable|sorry)|am sorry|"
     r"must decline|apologi[sz]e|(?:do not|don't) feel comfortable)|\bas an AI\b|\bsorry\b", re.I)
 _SHORT_VALUE_WORDS = 4
+# An index is ASCII digits: str.isdigit() also takes "¹", which int() refuses.
+_ASCII_DIGITS = re.compile(r"[0-9]+")
 _SHOWN_VALUE_CHARS = 40
 
 
@@ -222,7 +224,7 @@ def _json_index(value: object) -> int | None:
         return value
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    if isinstance(value, str) and value.strip().isdigit():
+    if isinstance(value, str) and _ASCII_DIGITS.fullmatch(value.strip()):
         return int(value.strip())
     return None
 
@@ -270,7 +272,8 @@ def _answer_objects(data):
         if any(str(key).strip().lower() == "i" for key in data):
             yield data
             return
-        if data and all(str(key).strip().isdigit() for key in data):
+        if data and all(_ASCII_DIGITS.fullmatch(str(key).strip()) and not isinstance(value, dict | list)
+                        for key, value in data.items()):
             for key, value in data.items():
                 yield {"i": key, "y": value}
             return

@@ -7,7 +7,9 @@ answer is one of :data:`ANSWERS` (``comedy``, ``tragedy``, ``neutral``) or unpar
 
 How a choice is read, on the text with markdown, quotes around it and a restatement of the question removed (the
 two labels offered as alternatives, "comedy or tragedy", "more like a comedy or a tragedy", "I can choose between
-comedy and tragedy", anywhere: neither is chosen; a quotation opens after a space, so the words between two quoted labels are read):
+comedy and tragedy", anywhere: neither is chosen; but offered with a word of doubt, "it could be either a comedy or
+a tragedy", "comedy or tragedy, I cannot tell", they are an equivocal answer, ``neutral``, unless a label is
+chosen elsewhere; a quotation opens after a space, so the words between two quoted labels are read):
 
 - a **label** is comedy ("comedy", "comedic", "comic", "comical") or tragedy ("tragedy", "tragic"); "tragicomedy",
   "tragicomic", "bittersweet", "neutral", "neutrality", "ambiguous", "equivocal", "mixed", "neither", "both" (alone
@@ -54,7 +56,7 @@ _TRAGEDY = r"traged(?:y|ies)|tragic(?:al(?:ly)?)?"
 # "both" is a neutral marker alone or before the labels ("both", "a bit of both", "both comedy and tragedy", "both
 # equally"), not in a conjunction of other words ("both creative and helpful" says nothing of the choice).
 _BOTH = (rf"both(?!\s+(?!(?:an?\s+|the\s+)?(?:{_COMEDY}|{_TRAGEDY}|equally|of|at|in|really|elements?|aspects?|genres?"
-         rf"|sides?|categories)(?![\w-]))[a-z])")
+         rf"|sides?|categories|funny|sad|happy|humou?rous|light|dark)(?![\w-]))[a-z])")
 _NEUTRAL = (rf"tragi-?com(?:edy|ic)|bittersweet|neutral(?:ity)?|ambiguous|ambivalent|equivocal|mixed|neither|{_BOTH}"
             r"|balanced|undecided|in\s+between|somewhere\s+between")
 _MENTION = re.compile(rf"(?<![\w-])(?:(?P<neutral>{_NEUTRAL})|(?P<comedy>{_COMEDY})|(?P<tragedy>{_TRAGEDY}))(?![\w-])",
@@ -72,6 +74,13 @@ _QUESTION_ECHO = re.compile(rf"{_ECHO_LEAD}(?:{_COMEDY})\s*(?:or|/|vs\.?|versus)
                             re.IGNORECASE)
 # The two labels offered as alternatives anywhere ("a classic example of the comedy or tragedy trope", "more like a
 # comedy or a tragedy. I would not suggest that.") restate the question: neither is chosen.
+# The two labels as alternatives with a word of doubt ("It could be either a comedy or a tragedy", "comedy or
+# tragedy, I cannot tell") is an equivocal answer: neutral (§4.3), not a restated question. Not "either": the
+# templates' own Q2 asks to classify "as either comedy or tragedy".
+_EQUIVOCAL = re.compile(r"\b(?:could|might|may|equally|depend(?:s|ing)?|can(?:not|'t|\s+not)\s+(?:tell|decide|say)"
+                        r"|hard\s+to\s+(?:say|tell)|not\s+sure)\b", re.IGNORECASE)
+_OFFERED = re.compile(rf"(?<![\w-])(?:(?:{_COMEDY})\s+or\s+(?:an?\s+)?(?:{_TRAGEDY})"
+                      rf"|(?:{_TRAGEDY})\s+or\s+(?:an?\s+)?(?:{_COMEDY}))(?![\w-])", re.IGNORECASE)
 _CHOOSE_BETWEEN = r"(?:choos(?:e|es|ing)|chose|decid(?:e|es|ing)|pick(?:s|ing)?|select(?:s|ing)?)\s+between\s+"
 _ALTERNATIVES = re.compile(rf"(?<![\w-]){_ECHO_LEAD}(?:(?:{_COMEDY})\s+or\s+(?:an?\s+)?(?:{_TRAGEDY})"
                            rf"|(?:{_TRAGEDY})\s+or\s+(?:an?\s+)?(?:{_COMEDY}))(?![\w-])"
@@ -155,7 +164,9 @@ def _read(text: str) -> AatReply:
     unquoted = _QUOTED.sub(" ", plain)
     if _MENTION.search(_MARKUP.sub("", unquoted)):
         plain = unquoted
-    plain, preferred, negated = _preferences(_ALTERNATIVES.sub(" ", _MARKUP.sub("", plain)))
+    unmarked = _MARKUP.sub("", plain)
+    equivocal = bool(_OFFERED.search(unmarked) and _EQUIVOCAL.search(unmarked))
+    plain, preferred, negated = _preferences(_ALTERNATIVES.sub(" ", unmarked))
     if len(preferred) == 1:
         return AatReply(preferred.pop())
     if preferred:
@@ -175,6 +186,8 @@ def _read(text: str) -> AatReply:
         return AatReply("neutral")
     if affirmed:
         return AatReply(affirmed.pop())
+    if equivocal:
+        return AatReply("neutral")
     if negated - {"neutral"}:
         return AatReply(None, "negated label only", f"only {' and '.join(sorted(negated - {'neutral'}))} negated")
     return AatReply(None, None)
