@@ -56,6 +56,20 @@ async def start_times(limiters, n_per_limiter: int) -> tuple[list[float], float]
     return sorted(times), lag
 
 
+async def seconds_to_a_slot(make_limiter, timeout: float) -> float | None:
+    """Seconds until a limiter made here (in this event loop, as a Redis limiter must be) grants a slot; None if
+    not within ``timeout``. The limiter is closed after."""
+    limiter = make_limiter()
+    try:
+        started = time.perf_counter()
+        async with asyncio.timeout(timeout), limiter.slot():
+            return time.perf_counter() - started
+    except TimeoutError:
+        return None
+    finally:
+        await limiter.aclose()
+
+
 async def held_together(limiters, n: int) -> Gauge:
     """``n`` short holds spread over the limiters at once (closed after): the gauge of how many were held together."""
     gauge = Gauge()
@@ -231,25 +245,17 @@ asyncio.run(main())
 
 
 def test_a_file_slot_held_by_another_process_waits_and_is_free_the_moment_it_is_killed(tmp_path):
-    async def take(timeout: float) -> float | None:
-        limiter = FileLimiter(tmp_path, "endpoint-1", 1)
-        try:
-            started = time.perf_counter()
-            async with asyncio.timeout(timeout), limiter.slot():
-                return time.perf_counter() - started
-        except TimeoutError:
-            return None
-        finally:
-            await limiter.aclose()
+    def take(timeout: float) -> float | None:
+        return asyncio.run(seconds_to_a_slot(lambda: FileLimiter(tmp_path, "endpoint-1", 1), timeout))
 
     holder = WatchedProcess([sys.executable, "-c", HOLD_FILE_SLOT_UNTIL_KILLED, str(tmp_path)],
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
         holder.wait_for_output("holding", timeout=30)
-        assert asyncio.run(take(0.5)) is None, "another process's slot was taken"
+        assert take(0.5) is None, "another process's slot was taken"
     finally:
         holder.stop(signal.SIGKILL)
-    waited = asyncio.run(take(5))
+    waited = take(5)
     assert waited is not None and waited < 0.5
 
 
@@ -383,27 +389,19 @@ def test_the_slot_of_a_killed_process_is_free_again_within_its_lease(redis_url, 
 
     lease = settings.LLM_SLOT_LEASE_SECONDS
 
-    async def take(timeout: float) -> float | None:
-        """Seconds until a slot is granted, None if not within ``timeout``."""
-        limiter = limiter_for(redis_url, endpoint_key, 1, slot_ttl=lease)
-        try:
-            started = time.perf_counter()
-            async with asyncio.timeout(timeout), limiter.slot():
-                return time.perf_counter() - started
-        except TimeoutError:
-            return None
-        finally:
-            await limiter.aclose()
+    def take(timeout: float) -> float | None:
+        return asyncio.run(seconds_to_a_slot(lambda: limiter_for(redis_url, endpoint_key, 1, slot_ttl=lease),
+                                             timeout))
 
     holder = WatchedProcess([sys.executable, "-c", HOLD_UNTIL_KILLED, redis_url, endpoint_key, str(lease)],
                             env={**os.environ, "PYTHONPATH": str(REPO)})
     try:
         holder.wait_for_output("holding", timeout=30)
         time.sleep(lease * 1.2)
-        assert asyncio.run(take(0.5)) is None, "the living holder's slot lapsed"
+        assert take(0.5) is None, "the living holder's slot lapsed"
     finally:
         holder.stop(signal.SIGKILL)
-    waited = asyncio.run(take(lease + 10))
+    waited = take(lease + 10)
     assert waited is not None and waited < lease + 5
 
 
