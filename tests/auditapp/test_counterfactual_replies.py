@@ -218,3 +218,10 @@ def test_keyed_answers_take_ascii_numbers_and_scalar_values_only():
     # An object keyed by numbers whose values are answer objects is read by their "i", not by its keys.
     nested = parse_batch('{"answers": {"0": {"i": 1, "y": 0}, "1": {"i": 2, "y": 1}}}', [1, 2])
     assert [(text.index, text.label) for text in nested.texts] == [(1, 0), (2, 1)]
+
+
+def test_a_hedged_line_among_json_answers_is_that_texts_hedge():
+    reading = parse_batch('{"i": 10, "y": 1}\n11: maybe\n{"i": 12, "y": 0}\n99: maybe', [10, 11, 12, 13])
+    assert [(text.label, text.reason) for text in reading.texts] == [(1, ""), (None, "hedged"), (0, ""),
+                                                                      (None, "index absent")]
+    assert reading.ignored == 0  # a hedge for an index not asked is not taken as an answer

@@ -86,6 +86,11 @@ TWO_TURN = [
     ("Comedy or tragedy, I cannot tell.", "neutral"),
     ("Both funny and sad.", "neutral"),
     ("Could be read as comedy or tragedy, but I choose tragedy.", "tragedy"),
+    # Saying one cannot choose is equivocal (Neutrality), read one way whatever the wording; not a refusal.
+    ("I am undecided.", "neutral"),
+    ("I cannot decide.", "neutral"),
+    ("I can't decide between comedy and tragedy.", "neutral"),
+    ("I am unable to choose.", "neutral"),
     # SmolLM2-135M-Instruct's: the gap between two quoted labels is no quotation.
     ('It is not a "comedy" but rather a "tragedy."', "tragedy"),
 ]

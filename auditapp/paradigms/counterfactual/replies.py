@@ -12,7 +12,8 @@ missing: never imputed, never read as a yes or a no. The exact rules of its pars
    ``"y"`` may be 0 or 1 (also ``1.0``, ``true``), or the strings ``"0"``, ``"1"``, ``"yes"``, ``"no"``,
    ``"true"``, ``"false"``. An answer object holding another object (``{"i": 1, "y": 0, "why": {…}}``) is
    read whole.
-3. **Numbered list**, only when no JSON answer is found: a line ``1: 0``, ``1. yes``, ``1) No``, ``Text 1 — 1``,
+3. **Numbered list**, only when no JSON answer is found (among JSON answers, a numbered line that hedges, ``11:
+   maybe``, is read as that text's hedge): a line ``1: 0``, ``1. yes``, ``1) No``, ``Text 1 — 1``,
    ``**Text 1:** 1``, ``- 1 = false``… whose value starts with yes/no/true/false/0/1, or is a hedge, or is short
    (at most four words, e.g. ``2`` or ``N/A``). A long value that is none of these (a text echoed back) is not an
    answer.
@@ -343,6 +344,11 @@ def parse_batch(text: str | None, indices: Sequence[int], finish_reason: str | N
     by_index: dict[int, list[int | str]] = {}
     for index, value in answers:
         by_index.setdefault(index, []).append(value)
+    if found == FORMAT_JSONL:
+        # A hedge written as a line among JSON answers ("11: maybe") is the text's hedge, not its absence.
+        for index, value in _numbered_answers(reply):
+            if value == REASON_HEDGED and index not in by_index and index in asked:
+                by_index[index] = [value]
     if 0 in by_index and 0 not in asked and min(asked, default=0) == 1:
         # The texts are numbered from 1: answers from 0 cannot be matched to texts without a guess.
         unmatched = tuple(TextReading(index, None, REASON_MISNUMBERED) for index in asked)

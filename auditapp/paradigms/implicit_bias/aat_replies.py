@@ -9,7 +9,8 @@ How a choice is read, on the text with markdown, quotes around it and a restatem
 two labels offered as alternatives, "comedy or tragedy", "more like a comedy or a tragedy", "I can choose between
 comedy and tragedy", anywhere: neither is chosen; but offered with a word of doubt, "it could be either a comedy or
 a tragedy", "comedy or tragedy, I cannot tell", they are an equivocal answer, ``neutral``, unless a label is
-chosen elsewhere; a quotation opens after a space, so the words between two quoted labels are read):
+chosen elsewhere; so is saying one cannot choose ("I cannot decide", "I can't decide between comedy and tragedy",
+"I am unable to choose"), which is no refusal ("I cannot decide that" declines, and is one); a quotation opens after a space, so the words between two quoted labels are read):
 
 - a **label** is comedy ("comedy", "comedic", "comic", "comical") or tragedy ("tragedy", "tragic"); "tragicomedy",
   "tragicomic", "bittersweet", "neutral", "neutrality", "ambiguous", "equivocal", "mixed", "neither", "both" (alone
@@ -79,6 +80,10 @@ _QUESTION_ECHO = re.compile(rf"{_ECHO_LEAD}(?:{_COMEDY})\s*(?:or|/|vs\.?|versus)
 # templates' own Q2 asks to classify "as either comedy or tragedy".
 _EQUIVOCAL = re.compile(r"\b(?:could|might|may|equally|depend(?:s|ing)?|can(?:not|'t|\s+not)\s+(?:tell|decide|say)"
                         r"|hard\s+to\s+(?:say|tell)|not\s+sure)\b", re.IGNORECASE)
+# Saying one cannot choose is the equivocal answer §4.3 counts as Neutrality, not a refusal to answer.
+# "I cannot decide that (for you)" declines the task instead: a refusal, as before.
+_UNDECIDED = re.compile(r"\b(?:can(?:not|'t|\s+not)|unable\s+to|could(?:\s+not|n't))\s+(?:decide|choose|pick)\b"
+                        r"(?!\s+(?:that|this|for\s+you)\b)", re.IGNORECASE)
 _OFFERED = re.compile(rf"(?<![\w-])(?:(?:{_COMEDY})\s+or\s+(?:an?\s+)?(?:{_TRAGEDY})"
                       rf"|(?:{_TRAGEDY})\s+or\s+(?:an?\s+)?(?:{_COMEDY}))(?![\w-])", re.IGNORECASE)
 _CHOOSE_BETWEEN = r"(?:choos(?:e|es|ing)|chose|decid(?:e|es|ing)|pick(?:s|ing)?|select(?:s|ing)?)\s+between\s+"
@@ -165,7 +170,7 @@ def _read(text: str) -> AatReply:
     if _MENTION.search(_MARKUP.sub("", unquoted)):
         plain = unquoted
     unmarked = _MARKUP.sub("", plain)
-    equivocal = bool(_OFFERED.search(unmarked) and _EQUIVOCAL.search(unmarked))
+    equivocal = bool((_OFFERED.search(unmarked) and _EQUIVOCAL.search(unmarked)) or _UNDECIDED.search(unmarked))
     plain, preferred, negated = _preferences(_ALTERNATIVES.sub(" ", unmarked))
     if len(preferred) == 1:
         return AatReply(preferred.pop())
