@@ -98,6 +98,21 @@ class StudyInstrumentsBodySerializer(serializers.Serializer):
     instruments = StudyInstrumentSerializer(many=True, max_length=50,
                                             help_text="The study's instruments in flow order.")
 
+    def validate_instruments(self, entries: list[dict]) -> list[dict]:
+        """Each instrument once, and at most one instrument per role but "other"; the problems by entry index."""
+        problems: dict[str, list[str]] = {}
+        seen_instruments, seen_roles = set(), set()
+        for index, entry in enumerate(entries):
+            if entry["instrument"].pk in seen_instruments:
+                problems[str(index)] = [f"instrument {entry['instrument'].pk} is listed twice"]
+            if entry["role"] != StudyInstrument.Role.OTHER and entry["role"] in seen_roles:
+                problems.setdefault(str(index), []).append(f"a second instrument with role {entry['role']!r}")
+            seen_instruments.add(entry["instrument"].pk)
+            seen_roles.add(entry["role"])
+        if problems:
+            raise serializers.ValidationError(problems)
+        return entries
+
 
 class StudyInstrumentsReplySerializer(serializers.Serializer):
     instruments = StudyInstrumentSerializer(many=True, help_text="The study's instruments as stored, in flow order.")
@@ -123,17 +138,6 @@ class StudyInstrumentsView(StudyScoped, generics.ListAPIView):
         body = StudyInstrumentsBodySerializer(data=request.data)
         body.is_valid(raise_exception=True)
         entries = body.validated_data["instruments"]
-        problems = {}
-        seen_instruments, seen_roles = set(), set()
-        for index, entry in enumerate(entries):
-            if entry["instrument"].pk in seen_instruments:
-                problems[str(index)] = [f"instrument {entry['instrument'].pk} is listed twice"]
-            if entry["role"] != StudyInstrument.Role.OTHER and entry["role"] in seen_roles:
-                problems.setdefault(str(index), []).append(f"a second instrument with role {entry['role']!r}")
-            seen_instruments.add(entry["instrument"].pk)
-            seen_roles.add(entry["role"])
-        if problems:
-            return Response({"instruments": problems}, status=status.HTTP_400_BAD_REQUEST)
         stored = study_instruments_set(study=self.study, choices=[
             StudyInstrumentChoice(instrument=entry["instrument"], role=entry["role"],
                                   position=entry.get("position", index), randomise_items=entry["randomise_items"])
