@@ -35,7 +35,8 @@ def audit_progress(audit: Audit) -> dict:
     """Per model × condition: answered, failed, waiting, from cache, retries, rate (requests finished per
     second over the last minute), requests waiting to retry now, and an ETA; then the totals; the endpoints a live
     worker finds unreachable (its requests held until they answer), each with since when (ISO 8601); and whether
-    any worker is alive (:mod:`auditapp.worker_status`)."""
+    any worker is alive (:mod:`auditapp.worker_status`); and when the results were last computed (``analysed_at``,
+    ISO 8601 or None), which a dashboard waiting for a recomputation watches."""
     now = timezone.now()
     since = now - RATE_WINDOW
     rows = (AuditRequest.objects.filter(audit=audit).values("audit_model_id", "condition")
@@ -70,6 +71,7 @@ def audit_progress(audit: Audit) -> dict:
                                 for key in ("answered", "failed", "waiting", "cached", "recent", "retried")},
                            sum(retrying_now.values()))
     return {"status": audit.status, "status_reason": audit.status_reason, "n_requests": audit.n_requests,
+            "analysed_at": audit.analysed_at.isoformat() if audit.analysed_at else None,
             "last_retry_reason": last_reason, "live_workers": live.count(), "worker": worker_status().as_json(),
             "totals": totals, "cells": cells,
             "unreachable_endpoints": [{"endpoint": endpoint, **seen} for endpoint, seen in sorted(unreachable.items())]}

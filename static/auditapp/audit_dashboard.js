@@ -27,12 +27,16 @@
     "resume": "Resumed: only the requests still waiting are sent.",
     "cancel": "Cancelled.",
     "retry-failed": "The failed requests are sent again.",
-    "reparse": "The stored replies were parsed again; a worker recomputes the metrics. Reload the page when it is done."
+    "reparse": "The stored replies were parsed again; a worker recomputes the metrics, and this page reloads with them."
   };
 
   var status = data.audit.status;
   var failedCount = 0;
   var timer = null;
+  // After "Re-parse and recompute" the page polls until the results were computed again (analysed_at changes).
+  var analysedAt;
+  var awaitingAnalysis = false;
+  var warningCount = 0;
   var statusLabels = {};
   Array.prototype.forEach.call(document.querySelectorAll("#status-labels [data-status]"), function (li) {
     statusLabels[li.getAttribute("data-status")] = li.textContent;
@@ -105,6 +109,42 @@
     node.className = "message" + (kind ? " " + kind : "");
     node.hidden = !text;
   }
+
+  // ------------------------------------------------------------------------------ table of contents
+
+  // The page's sections (each a section with an id and an h2) as links in a bar that stays at the top.
+  (function () {
+    var toc = document.getElementById("toc");
+    var headings = root.querySelectorAll("section[id]:not(#drilldown) > h2");
+    if (!toc || headings.length < 2) { return; }
+    var list = toc.querySelector("ul");
+    Array.prototype.forEach.call(headings, function (heading) {
+      var link = element("a", heading.textContent.replace(/\s+/g, " ").trim());
+      link.href = "#" + heading.parentNode.id;
+      list.appendChild(document.createElement("li")).appendChild(link);
+    });
+    toc.hidden = false;
+  }());
+
+  // ------------------------------------------------------------------------------------ status strip
+
+  // Failed requests or a row whose replies are mostly unparseable need the researcher's attention even once the
+  // audit is done: said in the status strip, above the folded tables (a completed audit's results stay first).
+  function renderAttention() {
+    var parts = [];
+    if (failedCount) { parts.push(failedCount + " request" + (failedCount === 1 ? "" : "s") + " failed"); }
+    if (warningCount) {
+      parts.push(warningCount + (warningCount === 1 ? " row's replies are" : " rows' replies are") +
+                 " mostly unparseable or cut off");
+    }
+    var node = document.getElementById("status-attention");
+    var folded = !document.getElementById("status-details").open;
+    node.textContent = parts.length ? "Needs attention: " + parts.join("; ") + " (" + (folded ? "unfold" : "see") +
+                                      " the progress and parse quality below)." : "";
+    node.hidden = !parts.length;
+  }
+
+  document.getElementById("status-details").addEventListener("toggle", renderAttention);
 
   // ----------------------------------------------------------------------------------------- progress
 
@@ -201,6 +241,12 @@
     }).join(" ");
     unreachable.hidden = !outages.length;
     setStatus(progress.status, progress.status_reason);
+    renderAttention();
+    if (analysedAt === undefined) { analysedAt = progress.analysed_at; }
+    if (awaitingAnalysis && (progress.analysed_at !== analysedAt || progress.status === "failed")) {
+      awaitingAnalysis = false;
+      if (progress.analysed_at !== analysedAt) { window.location.reload(); }
+    }
   }
 
   // ------------------------------------------------------------------------------------ parse quality
@@ -279,6 +325,8 @@
       body.appendChild(document.createElement("tr")).appendChild(empty);
     }
     warnings.hidden = !warnings.childNodes.length;
+    warningCount = warnings.childNodes.length;
+    renderAttention();
   }
 
   function refreshParseQuality(force) {
@@ -314,7 +362,7 @@
   }
 
   function schedule() {
-    if (timer === null && POLLED.indexOf(status) >= 0) { timer = window.setTimeout(poll, POLL_MS); }
+    if (timer === null && (awaitingAnalysis || POLLED.indexOf(status) >= 0)) { timer = window.setTimeout(poll, POLL_MS); }
   }
 
   function refreshNow() {
@@ -331,6 +379,7 @@
       message("", "");
       request(button.getAttribute("data-url"), { method: "POST" }).then(function (audit) {
         message(DONE_MESSAGES[action] || "Done.", "ok");
+        if (action === "reparse") { awaitingAnalysis = true; }
         if (audit && audit.status) { setStatus(audit.status, audit.status_reason); }
       }, function (error) {
         message(error.message, "error");

@@ -6,6 +6,7 @@ from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.test import Client
+from playwright.sync_api import expect
 
 from tests.factories import make_researcher
 
@@ -38,3 +39,31 @@ def screenshot_if_asked(page, variable: str) -> None:
     if os.environ.get(variable):
         page.wait_for_timeout(300)
         page.screenshot(path=os.environ[variable], full_page=True)
+
+
+def open_status_details(page) -> None:
+    """Unfold a dashboard's per-row progress and parse quality, which a completed audit's page folds away."""
+    summary = page.locator("#status-details > summary")
+    if page.locator("#status-details").get_attribute("open") is None:
+        summary.click()
+
+
+def assert_results_first(page) -> None:
+    """A completed audit's page at 1440×900 opens on its results: the first results section's heading (the first
+    section after the status strip) is on the first screen, the per-row progress and parse quality are folded away,
+    and the bar of the page's sections is there and stays at the top when the page scrolls."""
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.evaluate("window.scrollTo(0, 0)")
+    heading = page.locator("#progress-section ~ section h2").first
+    box = heading.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= 900, f"first result heading at {box}"
+    assert page.locator("#status-details").get_attribute("open") is None
+    toc = page.locator("#toc")
+    expect(toc).to_be_visible()
+    first_link = toc.locator("a").nth(1)  # the first after the progress
+    target = first_link.get_attribute("href")
+    assert target == "#" + heading.evaluate("h => h.parentNode.id")
+    page.evaluate("window.scrollTo(0, document.body.scrollHeight)")
+    toc_box = toc.bounding_box()
+    assert toc_box is not None and abs(toc_box["y"]) < 1, "the section bar stays at the top"
+    page.evaluate("window.scrollTo(0, 0)")

@@ -21,7 +21,7 @@ from tests.auditapp.test_audit_dashboard_view import (
     build_audit,
     expected_metrics,
 )
-from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from tests.browser.staff import assert_results_first, logged_in_page, outside_requests, screenshot_if_asked
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -45,6 +45,7 @@ def test_completed_audit_tables_figures_and_drill_down(live_server, browser_cont
 
     expect(page.locator("#figure-1 .main-svg").first).to_be_attached()
     expect(page.locator("#chart-scatter .main-svg").first).to_be_attached()
+    assert_results_first(page)
     assert page.locator("#figure-1 .barlayer .point").count() == 2  # one bar per model
     assert page.locator("#chart-scatter .scatterlayer .point").count() == 4  # model × condition, weighted
     # The hostile name is text in Figure 1's axis, the scatter's legend and its point labels: no bold, no link.

@@ -18,7 +18,7 @@ from auditapp.paradigms.bits.analysis import AnalysisSettings, analyse
 from auditapp.paradigms.bits.corpus import corpus_frame, generate, paper_spec
 from tests.auditapp.test_bits_analysis import planted_scores
 from tests.auditapp.test_bits_dashboard_page import bits_audit
-from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from tests.browser.staff import assert_results_first, logged_in_page, outside_requests, screenshot_if_asked
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -46,6 +46,7 @@ def test_finished_bits_audit_draws_its_heatmap_distributions_and_tables(live_ser
 
     # Figure 1: one row per scorer, one column per group and the control, every cell annotated.
     expect(page.locator("#bits-heatmap .main-svg").first).to_be_attached()
+    assert_results_first(page)
     expect(page.locator("#bits-heatmap .heatmaplayer .hm")).to_have_count(1)
     assert page.locator("#bits-heatmap .xtick text").all_text_contents() == [
         "PWD:C", "PWD:SD", "PWoD", "NRMA", "control"]

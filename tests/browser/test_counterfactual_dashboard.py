@@ -14,7 +14,13 @@ from playwright.sync_api import expect
 
 from auditapp.models import LLMEndpoint
 from tests.auditapp.test_counterfactual_audit import ANNOTATORS, run
-from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from tests.browser.staff import (
+    assert_results_first,
+    logged_in_page,
+    open_status_details,
+    outside_requests,
+    screenshot_if_asked,
+)
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -55,6 +61,7 @@ def test_names_and_dialect_dashboards_draw_figures_tables_and_drill_down(live_se
     expect(panels).to_have_count(4)  # Arab, Asian, Black, Hispanic against White
     for index in range(4):
         expect(panels.nth(index).locator(".main-svg").first).to_be_attached()
+    assert_results_first(page)
     black = page.locator('.figure-1-panel[data-group="Black"]')
     expect(black.locator(".ytick text")).to_have_count(2)  # the two tasks
     assert HOSTILE_LABEL in black.locator(".legendtext").all_text_contents()
@@ -66,6 +73,7 @@ def test_names_and_dialect_dashboards_draw_figures_tables_and_drill_down(live_se
 
     # Drill-down: a progress row's replies, then one reply's whole request.
     expect(page.locator("#progress-text")).not_to_have_text("Loading the progress…")
+    open_status_details(page)
     page.locator("#progress-table tbody tr").first.click()
     expect(page.locator("#drill-table tbody tr").first).to_be_visible()
     detail = page.locator("#drill-table tbody tr").first.locator("details.request-detail")
@@ -80,6 +88,7 @@ def test_names_and_dialect_dashboards_draw_figures_tables_and_drill_down(live_se
     expect(figure_two).to_have_count(3)
     for index in range(3):
         expect(figure_two.nth(index).locator(".main-svg").first).to_be_attached()
+    assert_results_first(page)
     expect(page.locator("#cells-table tbody tr")).to_have_count(3)
     expect(page.locator('#cells-table tr[data-task="professional_tone"]')).to_have_class("significant")
 

@@ -17,7 +17,13 @@ from playwright.sync_api import expect
 
 from auditapp.models import LLMEndpoint
 from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run
-from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from tests.browser.staff import (
+    assert_results_first,
+    logged_in_page,
+    open_status_details,
+    outside_requests,
+    screenshot_if_asked,
+)
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -57,6 +63,7 @@ def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, bro
                               .get_attribute("style") or "")
         assert "stroke-dasharray" in reference.get_attribute("style")
     expect(page.locator("#figure-3-section .help")).to_contain_text("the dashed line at 0")
+    assert_results_first(page)
     drawn = page.evaluate("""() => Array.from(document.querySelectorAll(".radar-panel")).map(node => {
         const reference = node.data[node.data.length - 1];
         return {name: reference.name, dash: reference.line.dash, r: reference.r,
@@ -72,6 +79,7 @@ def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, bro
 
     # Drill-down: a progress row's replies, then one reply's request: its prompt, reply and parse.
     expect(page.locator("#progress-text")).not_to_have_text("Loading the progress…")
+    open_status_details(page)
     page.locator("#progress-table tbody tr").first.click()
     expect(page.locator("#drill-table tbody tr").first).to_be_visible()
     row = page.locator("#drill-table tbody tr").first
@@ -86,6 +94,7 @@ def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, bro
     bars = page.locator(".bars-panel")
     expect(bars).to_have_count(1)
     expect(bars.first.locator(".main-svg").first).to_be_attached()
+    assert_results_first(page)
     expect(bars.first.locator(".barlayer .trace")).to_have_count(3)  # comedy, tragedy, neutral stacked
     expect(page.locator("#table-5 tbody tr")).to_have_count(1)
     # 20 combinations × 3 templates = 60 conversations of two turns, 120 requests.
@@ -94,6 +103,7 @@ def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, bro
 
     # A second turn's drill-down: the whole conversation as sent, and the first turn it continues.
     expect(page.locator("#progress-text")).not_to_have_text("Loading the progress…")
+    open_status_details(page)
     page.locator("#progress-table tbody tr").first.click()
     expect(page.locator("#drill-table tbody tr").first).to_be_visible()
     second = page.locator("#drill-table details.request-detail",

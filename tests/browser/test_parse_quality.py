@@ -20,6 +20,9 @@ def test_parse_quality_section_warns_and_opens_the_unparseable_replies(live_serv
     expect(rows).to_have_count(2)
     expect(page.locator("#parse-quality-warnings li")).to_have_count(1)
     expect(page.locator("#parse-quality-warnings")).to_contain_text("16 of 28 answered replies are unparseable")
+    expect(page.locator("#status-attention")).to_have_text(
+        "Needs attention: 1 request failed; 1 row's replies are mostly unparseable or cut off (see the progress "
+        "and parse quality below).")
     zs = page.locator('#parse-quality-table tr[data-condition="zs"]')
     expect(zs).to_have_class("warning")
     expect(zs.locator('td[data-outcome="unparseable"]')).to_have_text("14 (47%)")

@@ -14,7 +14,13 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.auditapp.test_self_report_dashboard_view import HOSTILE_LABEL, build_personas_audit
-from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from tests.browser.staff import (
+    assert_results_first,
+    logged_in_page,
+    open_status_details,
+    outside_requests,
+    screenshot_if_asked,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -30,6 +36,7 @@ def test_completed_self_report_audit_draws_figure_2_and_its_tables(live_server, 
 
     # Figure 2, AQ-50: one bar per model with both scores (persona-refuse has none), in the models' order.
     expect(page.locator("#figure-2-0 .main-svg").first).to_be_attached()
+    assert_results_first(page)
     bars = page.locator("#figure-2-0 .barlayer .point")
     expect(bars).to_have_count(4)
     ticks = page.locator("#figure-2-0 .xtick text").all_text_contents()
@@ -108,6 +115,7 @@ def test_progress_rows_name_forms_and_open_their_replies(live_server, browser_co
     expect(masked.locator(".code")).to_have_text("masked")
     expect(rows.nth(1).locator("td").nth(1)).to_contain_text("Original: Autism-Spectrum Quotient (AQ-50)")
 
+    open_status_details(page)
     rows.nth(0).click()
     expect(page.locator("#drill-title")).to_have_text(
         "persona-refuse · Masked: all instruments' items with filler and dummy items")
