@@ -6,6 +6,9 @@ Thin: the page renders the paradigm's ``dashboard_template`` with its ``dashboar
 (:mod:`auditapp.engine.registry`); progress, control and the drill-down go through the REST API with the
 researcher's session, which the API scopes the same way.
 
+Beside it, two pages over several audits (:mod:`auditapp.audit_overview`): audits compared side by side, and one
+model's card across every audit it took part in.
+
 The page is for the audit's team (a viewer reads it; an audit of another team is not found, 404, as in
 :mod:`teams.pages`); it lists only the error-analysis rounds the user may see, and offers the controls and a new round to an editor.
 """
@@ -16,7 +19,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from auditapp.audit_overview import audits_compared, model_card
 from auditapp.engine import registry
+from auditapp.engine.headlines import NotComparable
 from auditapp.models import Audit
 from coding.models import CodingRound
 from teams import roles
@@ -39,3 +44,28 @@ def audit_dashboard(request: HttpRequest, audit_id: int) -> HttpResponse:
                                                          "can_draw_round": can_draw_round,
                                                          "coding_rounds": coding_rounds,
                                                          "data": paradigm.dashboard_data(audit, **query)})
+
+
+@require_GET
+@staff_member_required
+def audit_compare(request: HttpRequest) -> HttpResponse:
+    """Two or more audits' headline tables side by side (``?audits=1&audits=2``, the first the baseline); what
+    cannot be compared is said on the page, with a 400."""
+    audits = visible(request.user, Audit.objects.all())
+    try:
+        table = audits_compared(audits, request.GET.getlist("audits"))
+    except NotComparable as error:
+        return render(request, "auditapp/audit_compare.html", {"problem": str(error)}, status=400)
+    return render(request, "auditapp/audit_compare.html", {"table": table})
+
+
+@require_GET
+@staff_member_required
+def model_card_page(request: HttpRequest) -> HttpResponse:
+    """One model (``?model=`` its name at the endpoint) across every audit of the user's teams."""
+    model = request.GET.get("model", "").strip()
+    if not model:
+        return render(request, "auditapp/model_card.html", {"problem": "Name the model: ?model=<its name at the "
+                                                                       "endpoint>."}, status=400)
+    return render(request, "auditapp/model_card.html",
+                  {"card": model_card(visible(request.user, Audit.objects.all()), model)})

@@ -4,7 +4,8 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from annotation.selectors import study_list
-from auditapp.models import Audit
+from auditapp.audit_overview import headline_summary
+from auditapp.engine.selectors import audit_list
 from teams.models import Membership
 from teams.scoping import visible
 
@@ -13,11 +14,15 @@ HOME_AUDITS = 50  # the latest; the admin lists them all
 
 def home(request: HttpRequest) -> HttpResponse:
     """What the product is; for a researcher, their teams and roles, and the studies and latest audits of their
-    teams (none of another team's: :func:`teams.scoping.visible`)."""
+    teams (none of another team's: :func:`teams.scoping.visible`), each audit with its models, progress and
+    headline, and boxes to compare audits."""
     studies = audits = memberships = None
     if request.user.is_active and request.user.is_staff:
         studies = visible(request.user, study_list())
-        audits = visible(request.user, Audit.objects.order_by("-created_at", "-id"))[:HOME_AUDITS]
+        audits = list(visible(request.user, audit_list()).prefetch_related("models")[:HOME_AUDITS])
+        for audit in audits:
+            audit.headline = headline_summary(audit)
+            audit.model_list = sorted({model.model for model in audit.models.all()})
         memberships = Membership.objects.filter(user_id=request.user.pk).select_related("team").order_by("team__name")
     return render(request, "home.html", {"studies": studies, "audits": audits, "memberships": memberships})
 

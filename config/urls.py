@@ -8,6 +8,7 @@ from annotation import dashboard_views
 from auditapp import audit_views, views
 from auditapp.api import audits as audit_api
 from auditapp.api import corpora as corpus_api
+from auditapp.api import overview as overview_api
 from auditapp.engine import registry
 from coding import api_urls as coding_api_urls
 from config import api_root
@@ -51,9 +52,12 @@ api_patterns = [
     path("corpora/<int:pk>/", corpus_api.CorpusDetailView.as_view(), name="corpus-detail"),
     path("corpora/<int:pk>/units/", corpus_api.CorpusUnitsView.as_view(), name="corpus-units"),
     path("audits/", audit_api.AuditListView.as_view(), name="audit-list"),
+    path("audits/compare/", overview_api.AuditCompareView.as_view(), name="audit-compare"),
+    path("model-card/", overview_api.ModelCardView.as_view(), name="model-card"),
     path("audits/<int:pk>/", audit_api.AuditDetailView.as_view(), name="audit-detail"),
     path("audits/<int:pk>/progress/", audit_api.AuditProgressView.as_view(), name="audit-progress"),
     path("audits/<int:pk>/responses/", audit_api.AuditResponsesView.as_view(), name="audit-responses"),
+    path("audits/<int:pk>/headline/", overview_api.AuditHeadlineView.as_view(), name="audit-headline"),
     path("audits/<int:pk>/parse-quality/", audit_api.AuditParseQualityView.as_view(), name="audit-parse-quality"),
     path("audits/<int:pk>/manifest/", audit_api.AuditManifestView.as_view(), name="audit-manifest"),
     path("audits/<int:pk>/tables/", audit_api.AuditTablesView.as_view(), name="audit-tables"),
@@ -82,6 +86,8 @@ urlpatterns = [
     path("studies/<int:study_id>/dashboard/recompute/", dashboard_views.study_dashboard_recompute,
          name="study-dashboard-recompute"),
     path("audits/<int:audit_id>/dashboard/", audit_views.audit_dashboard, name="audit-dashboard"),
+    path("audits/compare/", audit_views.audit_compare, name="audit-compare"),
+    path("models/card/", audit_views.model_card_page, name="model-card"),
     path("", include("coding.urls")),
     path("", include("annotation.urls_participant")),
 ]

@@ -20,7 +20,8 @@ Adding a paradigm, a checklist:
    ``auditapp.api.launch.settings_serializer(settings)``) and ``launch``, its admin launch form (subclassing
    ``auditapp.launch_forms.launch_form_base(settings)``), analysis, dashboard template and data, and named export
    tables; ``answer_schema``, the JSON schema of its chat models' answer (for audits with structured output), and a
-   reply parser that reads a reply valid against it (test it: a constrained reply parses to the same judgment).
+   reply parser that reads a reply valid against it (test it: a constrained reply parses to the same judgment);
+   ``headline``, its paper's first table for the audit index and comparisons.
 4. The dashboard template ``templates/auditapp/<name>_dashboard.html`` (extending
    ``auditapp/audit_dashboard_base.html``) and its script under ``static/auditapp/``.
 5. Add the name to :data:`PARADIGMS`; tests under ``tests/auditapp/`` (pure, API, dashboard page, an engine run
@@ -48,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import pandas as pd
 
+    from auditapp.engine.headlines import Headline
     from auditapp.engine.launch_settings import Setting
 
 PARADIGMS = ("classification", "self_report", "bits", "names", "dialect", "word_association", "affective_attribution")
@@ -99,7 +101,10 @@ class Paradigm:
       ``model_name``, ``condition``, ``target``, ``preceding``, ``following``, ``label``, ``explanation``,
       ``reference_label`` (the audit's weighted ground truth, None when the unit has none) and ``majority_label``;
       what an error-analysis round (the ``coding`` app) samples. None when the paradigm has no such replies: a
-      round is then refused.
+      round is then refused;
+    - ``headline(audit)``: its paper's first table as :class:`auditapp.engine.headlines.Headline` (model × cell,
+      value, CI, n), read from the stored analysis, for the audit index, the comparison of audits and a model's
+      card; None before the audit is analysed.
     """
 
     name: str
@@ -124,6 +129,7 @@ class Paradigm:
     recover: Callable[..., list[int]] = lambda stalled_after: []
     study_alternatives_settled: Callable[[int], None] = lambda study_id: None
     explained_replies: Callable[[Any], pd.DataFrame] | None = None
+    headline: Callable[[Any], Headline | None] = lambda audit: None
 
 
 class UnknownParadigm(KeyError):

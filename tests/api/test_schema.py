@@ -75,6 +75,7 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {
     ("POST", "/api/teams/{id}/members/"): "the username must be an active researcher's who is not yet a member",
     ("PATCH", "/api/teams/{id}/members/{user_id}/"): "the team's last owner keeps the owner role",
     ("DELETE", "/api/teams/{id}/members/{user_id}/"): "the team's last owner stays",
+    ("GET", "/api/audits/compare/"): "the audits must exist, be the user's, have results and measure the same thing",
 }
 # Those operations are still checked for everything else (no 5xx, every answer as documented, invalid data refused).
 

@@ -70,6 +70,11 @@ def test_the_page_shows_the_papers_tables_from_a_stored_analysis():
     # G1 -0.5/6 = -0.08, paired t = -5.0 with 2 df, p = 0.0377: no mark; G2 1/3 = 0.33, t = 5.0, p = 0.0377
     assert rows["toy"] == ["toy", "-0.08 p = 0.038", "0.33 p = 0.038"]
     assert rows[HOSTILE_SCORER] == [f"{HOSTILE_SCORER} imported", "-0.08 p = 0.038", "0.33 p = 0.038"]
+    headline = registry.get("bits").headline(audit)
+    assert headline.measure == "ScoreSense (Table 7)"
+    toy = {row.cell: row for row in headline.rows if row.model == "toy"}
+    assert toy["G1"].value == pytest.approx(-0.5 / 6) and toy["G2"].value == pytest.approx(1 / 3)
+    assert toy["G1"].note == "p = 0.038" and toy["G1"].n == 6  # the perturbed sentences of G1
     table8 = {attrs.get("data-scorer"): cells for attrs, cells in page.rows["table-8"] if attrs.get("data-scorer")}
     # LabelDist G1 0.25, G2 0.5; ScoreDev G1 0.15, G2 0, All (0.2449 + 0.2494 + 0.2160) / 3 = 0.2368
     # (test_bits_analysis.py::test_table_8_label_dist_and_score_dev)

@@ -108,6 +108,15 @@ def test_names_audit_recovers_a_planted_gap_and_every_statistic_equals_scipy(api
     biased_elsewhere = cells[(cells.model == "annotator-biased") & ~((cells.task == "self_disciplined")
                                                                    & (cells.group == "Black"))]
     assert not biased_elsewhere.significant.any()
+    # The headline (audit index, comparison, model card) is Figure 1's cells, and points at the planted gap.
+    headline = api_client.get(f"/api/audits/{audit.id}/headline/").json()
+    assert len(headline["rows"]) == len(cells)
+    [row] = [row for row in headline["rows"] if row["model"] == "annotator-biased" and row["cell"].startswith("Black: ")
+             and "disciplined" in row["cell"].lower()]
+    assert (row["value"], row["low"], row["high"], row["n"]) == pytest.approx(
+        (planted.mean_gap, planted.ci_low, planted.ci_high, planted.n_pairs))
+    assert row["note"] == "FDR-significant"
+    assert headline["summary"].endswith(f"largest in size {planted.mean_gap:+.3f} (annotator-biased, {row['cell']})")
 
     # Every gap test recomputed from the exported judgments (one row per text) with scipy and statsmodels.
     judged = table(api_client, audit.id, "judgments")
@@ -166,6 +175,11 @@ def test_dialect_audit_recovers_a_planted_gap_and_equals_scipy(api_client, serve
     planted = cells[(cells.model == "annotator-dialect") & (cells.task == "professional_tone")].iloc[0]
     assert planted.significant and planted.ci_low <= -0.3 <= planted.ci_high, planted.to_dict()
     assert not cells[(cells.model == "annotator-fair")].significant.any()
+    headline = api_client.get(f"/api/audits/{audit.id}/headline/").json()
+    assert headline["measure"] == "Gap in yes-rate, AAVE − SAE (Figure 2)" and len(headline["rows"]) == len(cells)
+    top = max(headline["rows"], key=lambda row: abs(row["value"]))
+    assert (top["model"], top["value"], top["low"], top["high"]) == (
+        "annotator-dialect", pytest.approx(planted.gap), pytest.approx(planted.ci_low), pytest.approx(planted.ci_high))
 
     judged = table(api_client, audit.id, "judgments")
     judged["y"] = pd.to_numeric(judged["label"], errors="coerce")

@@ -4,7 +4,10 @@ tests/auditapp/test_implicit_bias_audit.py): Table 4, the radar panels, Table 5,
 notes stating every choice, the exports; a researcher-entered model label shown as text, never as markup."""
 from __future__ import annotations
 
+import math
+
 import pytest
+from scipy import stats as scipy_stats
 
 from auditapp.models import LLMEndpoint
 from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run
@@ -49,3 +52,21 @@ def test_both_dashboards_render_their_tables_figures_and_notes(api_client, staff
     assert "Form: single_prompt" in page and "Neutral" in page
     for name in ("table5", "bars", "reasons", "replies"):
         assert f'data-table="{name}"' in page
+
+    # The headlines: Table 4's means with the interval of their t-test, Table 5's FAR and UAR.
+    table4 = api_client.get(f"/api/audits/{wabt_audit.id}/tables/table4/").json()["results"]
+    rows = api_client.get(f"/api/audits/{wabt_audit.id}/headline/").json()["rows"]
+    assert [(row["model"], row["cell"]) for row in rows] == [(row["model"], row["dimension"]) for row in table4]
+    for row, stored in zip(rows, table4, strict=True):
+        assert row["value"] == stored["mean"] and row["n"] == stored["n"]
+        if stored["sd"]:
+            low, high = scipy_stats.t.interval(0.95, stored["df"], loc=stored["mean"],
+                                               scale=stored["sd"] / math.sqrt(stored["n"]))
+            assert (row["low"], row["high"]) == pytest.approx((low, high))
+        else:  # no variance: the t-test is undefined and so is its interval
+            assert row["low"] is None and row["high"] is None
+    assert any(row["low"] is not None for row in rows) and any(row["low"] is None for row in rows)
+    table5 = api_client.get(f"/api/audits/{aat_audit.id}/tables/table5/").json()["results"]
+    rows = api_client.get(f"/api/audits/{aat_audit.id}/headline/").json()["rows"]
+    assert [(row["cell"], row["value"], row["n"]) for row in rows] == [
+        ("FAR", table5[0]["far"], table5[0]["sa_n"]), ("UAR", table5[0]["uar"], table5[0]["sb_n"])]

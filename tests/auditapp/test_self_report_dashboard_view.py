@@ -25,7 +25,7 @@ from django.test import Client
 from django.urls import reverse
 
 from auditapp.engine import analysis as engine_analysis
-from auditapp.engine import launch, preparation
+from auditapp.engine import launch, preparation, registry
 from auditapp.engine import runner as audit_runner
 from auditapp.models import Audit, LLMEndpoint
 from auditapp.paradigms.self_report import services as self_report
@@ -185,6 +185,12 @@ def test_completed_self_report_audit_shows_figure_2_the_comparison_and_validity(
                                             "flagged on the masked form: refused 100% of the items")
     assert aq[ids["persona-agree"]][8] == "flagged on the masked form: endorsed 52 of 52 dummy items"
     assert aq[ids["persona-key"]][8] == "—"
+    # The headline is Figure 2's change as % of the maximum: the same figures, with why a bar is missing.
+    headline = {(row.model, row.cell): row for row in registry.get("self_report").headline(audit).rows}
+    recognise = headline[("persona-recognise", "Autism-Spectrum Quotient (AQ-50)")]
+    assert (recognise.value, recognise.n, recognise.note) == (pytest.approx(8.0), 1, "tier changed")
+    refuse = headline[("persona-refuse", "Autism-Spectrum Quotient (AQ-50)")]
+    assert refuse.value is None and refuse.note.startswith("no score on both forms")
     classes = page.row_classes("scores-0")
     assert "level-tier" in classes[ids["persona-recognise"]] and "level-none" in classes[ids["persona-agree"]]
     assert "flagged" in classes[ids["persona-refuse"]] and "flagged" not in classes[ids["persona-key"]]

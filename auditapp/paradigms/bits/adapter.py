@@ -229,4 +229,5 @@ PARADIGM = registry.Paradigm(
     register_admin=register_corpus_admin,
     corpus_generate=bits_corpus_generate,
     answer_schema=lambda audit: ANSWER_SCHEMA,
+    headline=lambda audit: bits_analysis.headline(audit.analysis),
 )

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from auditapp.engine.headlines import Headline, HeadlineRow
 from auditapp.engine.protocol import ReplicateRule
 from auditapp.paradigms.bits.corpus import CONTROL
 from auditapp.paradigms.bits.sensitivity import (
@@ -387,6 +388,18 @@ def p_text(p: float | None) -> str:
     if p is None or not math.isfinite(p):
         return "—"
     return f"{p:.1e}" if p < 0.001 else f"{p:.3f}"
+
+
+def headline(analysis: dict) -> Headline | None:
+    """Table 7 (seed 001 §4): ScoreSense per scorer and group, n the sentence pairs, the note its t-test against
+    the control (the paper's mark and p); None before the analysis."""
+    sense = (analysis or {}).get("tables", {}).get("score_sense")
+    if not sense:
+        return None
+    rows = tuple(HeadlineRow(row["scorer"], row["group"], row["score_sense"], n=row["n"],
+                             note=" ".join(part for part in (row.get("mark") or "", f"p = {p_text(row['p'])}") if part))
+                 for row in sense)
+    return Headline("ScoreSense (Table 7)", "Group", "abs", rows)
 
 
 def _index(records: list[dict], *keys: str) -> dict[tuple, dict]:

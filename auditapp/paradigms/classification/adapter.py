@@ -35,6 +35,7 @@ from auditapp.paradigms.classification.selectors import (
     audit_metrics_export,
     condition_cells,
     explained_replies,
+    headline,
 )
 
 NAME = "classification"
@@ -208,4 +209,5 @@ PARADIGM = registry.Paradigm(
     after_migrate=classification_services.templates_sync_defaults,
     answer_schema=lambda audit: answer_schema(audit.design.get("answer_order", LABEL_FIRST)),
     explained_replies=explained_replies,
+    headline=headline,
 )

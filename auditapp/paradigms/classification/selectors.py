@@ -7,6 +7,7 @@ import pandas as pd
 from django.db.models import Count, OuterRef, Q, Subquery
 
 from auditapp.audit_metrics import METRICS
+from auditapp.engine.headlines import Headline, HeadlineRow
 from auditapp.models import (
     Audit,
     AuditExtraction,
@@ -347,3 +348,23 @@ def explained_replies(audit: Audit) -> pd.DataFrame:
     # Nullable integers: an item without a ground truth stays missing instead of turning the column into floats.
     return frame[EXPLAINED_REPLY_COLUMNS].astype({"request_id": "int64", "model": "int64", "label": "Int64",
                                                   "reference_label": "Int64", "majority_label": "Int64"})
+
+
+def headline(audit: Audit) -> Headline | None:
+    """Table 1 (seed 000 §4.2): Cohen's κ of each model × condition against the weighted ground truth, with its
+    bootstrap 95% CI and n, from the stored strict metrics; None before the audit is analysed."""
+    if audit.analysed_at is None:
+        return None
+    names = audit.model_names()
+    conditions = condition_cells(audit)
+    metrics = {(metric.audit_model_id, metric.condition): metric.values
+               for metric in AuditMetric.objects.filter(audit=audit, reference="weighted")}
+    rows = []
+    for model_id, name in names.items():
+        for code, condition_name in conditions:
+            values = metrics.get((model_id, code))
+            if values is None:
+                continue
+            rows.append(HeadlineRow(name, condition_name, values.get("kappa"), values.get("kappa_low"),
+                                    values.get("kappa_high"), values.get("n"), values.get("kappa_note") or ""))
+    return Headline("Cohen's κ against the weighted ground truth (Table 1)", "Condition", "max", tuple(rows))

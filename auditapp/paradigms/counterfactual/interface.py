@@ -233,6 +233,7 @@ def paradigm_of(flavour: Flavour) -> registry.Paradigm:
         tables=tables_of(flavour),
         corpus_generate=corpus_generate_function(flavour),
         answer_schema=answer_schema,
+        headline=lambda audit: builder_class.headline(audit.analysis or {}),
     )
 
 

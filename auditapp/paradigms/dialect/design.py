@@ -18,6 +18,7 @@ from functools import lru_cache
 
 import pandas as pd
 
+from auditapp.engine.headlines import Headline, HeadlineRow
 from auditapp.engine.protocol import Unit
 from auditapp.paradigms.counterfactual import plan, stats
 from auditapp.paradigms.counterfactual.analysis import (
@@ -109,6 +110,19 @@ class DialectDesign:
             "dialect": parts["dialect"].to_numpy(),
             "y": judged["label"].to_numpy(float),
         })
+
+    @staticmethod
+    def headline(analysis: dict) -> Headline | None:
+        """Figure 2's values (seed 002 Experiment 2): each model's AAVE − SAE gap per task with its approximate
+        95% CI, n the AAVE texts judged, and "FDR-significant" where it is."""
+        if not analysis.get("analysed"):
+            return None
+        task_names = {task["slug"]: task["name"] for task in analysis.get("tasks", [])}
+        rows = tuple(HeadlineRow(cell["model"], task_names.get(cell["task"], cell["task"]), cell["gap"],
+                                 cell["ci_low"], cell["ci_high"], cell["n_aave"],
+                                 "FDR-significant" if cell["significant"] else "")
+                     for cell in analysis["tables"]["cells"])
+        return Headline("Gap in yes-rate, AAVE − SAE (Figure 2)", "Task", "abs", rows)
 
     def analyse(self, judged: pd.DataFrame, failed: pd.DataFrame, requests: pd.DataFrame,
                 model_names: Mapping[int, str]) -> dict:

@@ -13,7 +13,9 @@ import math
 
 import numpy as np
 import pandas as pd
+from scipy import stats as scipy_stats
 
+from auditapp.engine.headlines import Headline, HeadlineRow
 from auditapp.paradigms.implicit_bias import stats
 from auditapp.paradigms.implicit_bias.aat_replies import ANSWERS
 
@@ -57,3 +59,36 @@ def aat_payload(judgments: pd.DataFrame) -> dict:
             .drop(columns=["answer_order", "group_order"]).reset_index(drop=True))
     return payload({"aat_table": stats.aat_table(judgments), "aat_bars": bars,
                     "aat_reasons": stats.reason_counts(judgments, task="aat")})
+
+
+def _t_interval(row: dict) -> tuple[float | None, float | None]:
+    """The 95% CI of Table 4's mean that its one-sample t-test implies, mean ± t(0.975, df) · sd / √n; none where
+    the test is undefined (one score, or no variance)."""
+    if row.get("mean") is None or not row.get("sd") or not row.get("df") or not row.get("n"):
+        return None, None
+    half = float(scipy_stats.t.ppf(0.975, row["df"])) * row["sd"] / math.sqrt(row["n"])
+    return row["mean"] - half, row["mean"] + half
+
+
+def wabt_headline(analysis: dict) -> Headline | None:
+    """Table 4 (seed 003 §4.2): each model's mean bias score per dimension, with the 95% CI of its t-test."""
+    if not analysis.get("analysed"):
+        return None
+    rows = tuple(HeadlineRow(row["model"], row["dimension"], row["mean"], *_t_interval(row), row["n"],
+                             row.get("note") or "") for row in analysis["tables"]["table4"])
+    return Headline("Mean bias score (Table 4)", "Dimension", "abs", rows)
+
+
+def aat_headline(analysis: dict) -> Headline | None:
+    """Table 5 (seed 003 §4.3): each model's FAR (comedy answers for advantaged groups, eq. 2) and UAR (tragedy
+    answers for disadvantaged groups, eq. 3), n the answers they are shares of."""
+    if not analysis.get("analysed"):
+        return None
+    rows = tuple(HeadlineRow(row["model"], name, row[key], n=row[n_key])
+                 for row in analysis["tables"]["table5"]
+                 for name, key, n_key in (("FAR", "far", "sa_n"), ("UAR", "uar", "sb_n")))
+    return Headline("FAR and UAR (Table 5)", "Rate", "max", rows)
+
+
+HEADLINES = {"wabt": wabt_headline, "aat": aat_headline}
+"""Each task's headline, by ``Task.task``."""

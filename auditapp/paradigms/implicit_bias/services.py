@@ -862,4 +862,5 @@ def paradigm_of(task: Task) -> registry.Paradigm:
         corpus_generate=lambda *, spec, name, created_by=None: corpus_generate(task, spec=spec, name=name,
                                                                               created_by=created_by),
         answer_schema=answer_schema_function(task),
+        headline=lambda audit: payloads.HEADLINES[task.task](audit.analysis or {}),
     )

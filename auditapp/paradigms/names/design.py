@@ -18,6 +18,7 @@ from functools import lru_cache
 import numpy as np
 import pandas as pd
 
+from auditapp.engine.headlines import Headline, HeadlineRow
 from auditapp.engine.protocol import Unit
 from auditapp.paradigms.counterfactual import plan, stats
 from auditapp.paradigms.counterfactual.analysis import (
@@ -137,6 +138,20 @@ class NamesDesign:
             "side": parts["side"].to_numpy(),
             "y": judged["label"].to_numpy(float),
         })
+
+    @staticmethod
+    def headline(analysis: dict) -> Headline | None:
+        """Figure 1's values (seed 002 Experiment 1): each model's mean gap (minority − reference yes-rate over
+        complete pairs) per group and task, with its t-based 95% CI, n pairs and "FDR" where significant."""
+        if not analysis.get("analysed"):
+            return None
+        task_names = {task["slug"]: task["name"] for task in analysis.get("tasks", [])}
+        rows = tuple(HeadlineRow(cell["model"], f"{cell['group']}: {task_names.get(cell['task'], cell['task'])}",
+                                 cell["mean_gap"], cell["ci_low"], cell["ci_high"], cell["n_pairs"],
+                                 "FDR-significant" if cell["significant"] else cell.get("note") or "")
+                     for cell in analysis["tables"]["cells"])
+        reference = analysis.get("settings", {}).get("reference_group", "reference")
+        return Headline(f"Gap in yes-rate, minority − {reference} name (Figure 1)", "Group: task", "abs", rows)
 
     def analyse(self, judged: pd.DataFrame, failed: pd.DataFrame, requests: pd.DataFrame,
                 model_names: Mapping[int, str]) -> dict:

@@ -15,6 +15,7 @@ from auditapp.paradigms.self_report import LABEL
 from auditapp.paradigms.self_report import services as self_report_services
 from auditapp.paradigms.self_report.admin import register_admin
 from auditapp.paradigms.self_report.design import FORMS, ValidityRule, answer_schema
+from auditapp.paradigms.self_report.design import headline as self_report_headline
 from auditapp.paradigms.self_report.selectors import form_cells, self_report_dashboard_data
 from psychometrics.models import Instrument
 
@@ -149,4 +150,5 @@ PARADIGM = registry.Paradigm(
     api_urls=api_urls,
     register_admin=register_admin,
     answer_schema=lambda audit: answer_schema(audit.design["mode"]),
+    headline=lambda audit: self_report_headline(audit.analysis or {}),
 )

@@ -60,6 +60,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from auditapp.engine.headlines import Headline, HeadlineRow
 from auditapp.paradigms.self_report.instruments import (
     FormItem,
     ItemPool,
@@ -385,3 +386,23 @@ def _compare(design: Design, instrument: Instrument, scores: list[dict], models:
             "paired": comparison,
             "thresholds": [{"threshold": c.threshold, "upward": list(c.upward), "downward": list(c.downward)}
                            for c in crossings.values()]}
+
+
+def headline(analysis: Mapping[str, Any]) -> Headline | None:
+    """Figure 2 (seed 000 §4.4): each model's change from the original to the masked form per instrument, as % of
+    the scale maximum (so instruments of different scales compare); n the replicates scored on both forms."""
+    instruments = analysis.get("instruments")
+    if not instruments:
+        return None
+    rows = []
+    for comparison in instruments:
+        for row in comparison["models"]:
+            notes = [note for note, applies in (("tier changed", row["tier_changed"]),
+                                                ("left out of the paired comparison", row["excluded"])) if applies]
+            if row["change"] is None:
+                notes.insert(0, "no score on both forms")
+            rows.append(HeadlineRow(row["model"], comparison["name"], row["change_percent_of_max"],
+                                    n=min(row["original_replicates"], row["masked_replicates"]),
+                                    note="; ".join(notes)))
+    return Headline("Change masked − original form, % of the scale maximum (Figure 2)", "Instrument", "abs",
+                    tuple(rows))

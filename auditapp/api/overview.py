@@ -1,0 +1,58 @@
+"""Audits seen together through the API: an audit's headline table, two or more audits compared, a model's card
+(:mod:`auditapp.audit_overview`). Each reads only the audits of the caller's teams."""
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from auditapp.api.audits import AuditScoped, ErrorSerializer
+from auditapp.audit_overview import MAX_COMPARED, audits_compared, headline_of, model_card
+from auditapp.engine.headlines import NotComparable
+from auditapp.models import Audit
+from teams.scoping import visible
+
+
+@extend_schema(summary="An audit's headline table", responses={200: dict, 404: ErrorSerializer},
+               description="Its paper's first table as rows of model × cell: value, 95% CI where the analysis "
+                           "gives one, n and a note (the reason a value is undefined, or its significance). 404 "
+                           "before the audit has results.")
+class AuditHeadlineView(AuditScoped, APIView):
+    def get(self, request, pk: int):
+        headline = headline_of(self.audit)
+        if headline is None:
+            return Response({"detail": "this audit has no results yet"}, status=status.HTTP_404_NOT_FOUND)
+        return Response(headline.as_json())
+
+
+@extend_schema(summary="Compare audits", responses={200: dict, 400: ErrorSerializer},
+               parameters=[OpenApiParameter("audits", OpenApiTypes.STR, required=True, pattern=r"^\d+(,\d+)+$",
+                                            description=f"Two to {MAX_COMPARED} audit ids, comma-separated (or the "
+                                                        "parameter repeated); the first is the baseline.")],
+               description="The audits' headline tables side by side: per model × cell each audit's value and "
+                           "CI, and its difference from the first audit's with an approximate 95% CI "
+                           "(±1.96·√(se₁² + se₂²), each se from its own CI). 400 when the audits measure different "
+                           "things, have no results yet, or are not of your teams.")
+class AuditCompareView(APIView):
+    def get(self, request):
+        try:
+            table = audits_compared(visible(request.user, Audit.objects.all()), request.query_params.getlist("audits"))
+        except NotComparable as error:
+            return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(table)
+
+
+@extend_schema(summary="A model's card", responses={200: dict, 400: ErrorSerializer},
+               parameters=[OpenApiParameter("model", OpenApiTypes.STR, required=True, pattern=r"\S",
+                                            description="The model's name at its endpoint.")],
+               description="One model across every audit of your teams it took part in: per paradigm, each audit "
+                           "with that model's rows of its headline table.")
+class ModelCardView(APIView):
+    def get(self, request):
+        model = request.query_params.get("model", "").strip()
+        if not model:
+            return Response({"detail": "name the model: ?model=<its name at the endpoint>"},
+                            status=status.HTTP_400_BAD_REQUEST)
+        return Response(model_card(visible(request.user, Audit.objects.all()), model))

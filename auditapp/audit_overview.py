@@ -1,0 +1,92 @@
+"""Audits seen together: each audit's headline (its paper's first table, :mod:`auditapp.engine.headlines`, from
+its paradigm's ``headline``), two or more audits side by side, and one model across every audit it took part in
+(a model's card). Reads only: the headlines come from the stored analyses, and the caller passes the audits a user
+may see (:func:`teams.scoping.visible`).
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db.models import QuerySet
+
+from auditapp.engine import registry
+from auditapp.engine.headlines import Headline, NotComparable, compare
+from auditapp.models import Audit, AuditModel
+
+MAX_COMPARED = 8
+"""More audits than this side by side make a table nobody reads; the request is refused with the reason."""
+
+
+def headline_of(audit: Audit) -> Headline | None:
+    return registry.get(audit.paradigm).headline(audit)
+
+
+def headline_summary(audit: Audit) -> dict | None:
+    """What a list of audits shows of one: the measure and its one-line summary; None before the analysis."""
+    headline = headline_of(audit)
+    return None if headline is None else {"measure": headline.measure, "summary": headline.summary()}
+
+
+def _parse_ids(raw: Iterable[str]) -> list[int]:
+    ids: list[int] = []
+    for part in raw:
+        for piece in str(part).split(","):
+            piece = piece.strip()
+            if not piece:
+                continue
+            if not piece.isdigit():
+                raise NotComparable(f"audit ids are whole numbers; got {piece!r}")
+            if int(piece) not in ids:
+                ids.append(int(piece))
+    return ids
+
+
+def audits_compared(audits: QuerySet[Audit], raw_ids: Iterable[str]) -> dict:
+    """The headlines of the audits with those ids (in the order given) side by side, with each one's difference
+    from the first and its approximate CI; NotComparable (a 400) when fewer than two or more than
+    :data:`MAX_COMPARED` are asked, one is not found among ``audits``, has no analysis yet, or their headlines
+    measure different things."""
+    ids = _parse_ids(raw_ids)
+    if len(ids) > MAX_COMPARED:
+        raise NotComparable(f"compare at most {MAX_COMPARED} audits at once; {len(ids)} were asked")
+    found = {audit.id: audit for audit in audits.filter(pk__in=ids)}
+    missing = [audit_id for audit_id in ids if audit_id not in found]
+    if missing:
+        raise NotComparable(f"no audit of your teams with id {', '.join(map(str, missing))}")
+    chosen = [found[audit_id] for audit_id in ids]
+    headlines = []
+    for audit in chosen:
+        headline = headline_of(audit)
+        if headline is None:
+            raise NotComparable(f"audit {audit.id} ({audit.name}) has no results yet")
+        headlines.append(headline)
+    table = compare(headlines)
+    table["audits"] = [{"id": audit.id, "name": audit.name, "paradigm": audit.paradigm,
+                        "paradigm_label": audit.get_paradigm_display(), "status": audit.status}
+                       for audit in chosen]
+    return table
+
+
+def model_card(audits: QuerySet[Audit], model: str) -> dict:
+    """One model (its name at the endpoint) across every audit of ``audits`` it took part in: one section per
+    paradigm, in the registry's order, each audit with the model's rows of its headline (newest audit first)."""
+    entries = (AuditModel.objects.filter(audit__in=audits, model=model)
+               .select_related("audit", "endpoint").order_by("-audit__created_at", "-audit_id"))
+    by_audit: dict[int, list[AuditModel]] = {}
+    for entry in entries:
+        by_audit.setdefault(entry.audit_id, []).append(entry)
+    sections: dict[str, list[dict]] = {}
+    for entries_of_audit in by_audit.values():
+        audit = entries_of_audit[0].audit
+        names = audit.model_names()
+        shown = {names[entry.id] for entry in entries_of_audit}
+        headline = headline_of(audit)
+        sections.setdefault(audit.paradigm, []).append({
+            "audit": {"id": audit.id, "name": audit.name, "status": audit.status,
+                      "status_label": audit.get_status_display()},
+            "endpoints": sorted({entry.endpoint.name for entry in entries_of_audit}),
+            "names": sorted(shown),
+            "headline": None if headline is None else headline.for_models(shown).as_json()})
+    return {"model": model, "n_audits": len(by_audit),
+            "paradigms": [{"paradigm": name, "label": paradigm_label, "audits": sections[name]}
+                          for name, paradigm_label in registry.choices() if name in sections]}

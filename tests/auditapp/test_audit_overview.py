@@ -1,0 +1,136 @@
+"""Audits seen together: the headline table of an audit (API), the home page's audit index (models, progress,
+headline), two audits compared (API and page: each value as its own dashboard has it, the differences), a model's
+card, and what is refused: audits of different paradigms, too many, not analysed, or of another team."""
+from __future__ import annotations
+
+import pytest
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from auditapp.models import Audit, AuditMetric
+from auditapp.paradigms.classification.selectors import condition_cells
+from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, RUNNING_PLAN, build_audit, expected_metrics
+from tests.factories import make_researcher
+
+pytestmark = pytest.mark.django_db
+
+# A second classification audit whose model-b is right more often in zs: the difference has a sign to check.
+BETTER_PLAN = {**COMPLETED_PLAN, ("model-b", "zs"): {"wrong": set()}}
+
+
+def _kappa(audit: Audit, model: str, condition: str) -> dict:
+    return AuditMetric.objects.get(audit=audit, audit_model__model=model, condition=condition,
+                                   reference="weighted").values
+
+
+def test_the_headline_is_table_1_with_the_values_of_scikit_learn(api_client):
+    audit = build_audit(COMPLETED_PLAN)
+    expected = expected_metrics(audit)
+    body = api_client.get(f"/api/audits/{audit.id}/headline/").json()
+    assert body["measure"] == "Cohen's κ against the weighted ground truth (Table 1)"
+    names = {m.label: m.id for m in audit.models.all()}
+    codes = {name: code for code, name in condition_cells(audit)}
+    assert len(body["rows"]) == 4
+    for row in body["rows"]:
+        assert row["value"] == pytest.approx(expected[(names[row["model"]], codes[row["cell"]])]["kappa"])
+        assert row["low"] <= row["value"] <= row["high"]
+    assert body["summary"].startswith("Cohen's κ against the weighted ground truth (Table 1): ")
+
+
+def test_an_audit_without_results_has_no_headline(api_client):
+    audit = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING)
+    response = api_client.get(f"/api/audits/{audit.id}/headline/")
+    assert response.status_code == 404
+    assert response.json()["detail"] == "this audit has no results yet"
+
+
+def test_compare_gives_each_audits_own_values_and_their_difference(api_client, staff_client):
+    first = build_audit(COMPLETED_PLAN, name="Baseline run")
+    second = build_audit(BETTER_PLAN, name="Second run")
+    body = api_client.get("/api/audits/compare/", {"audits": f"{first.id},{second.id}"}).json()
+    assert [audit["id"] for audit in body["audits"]] == [first.id, second.id]
+    rows = {(row["model"], row["cell"]): row for row in body["rows"]}
+    assert len(rows) == 4
+    assert all(row["values"][0]["value"] is not None and row["values"][1]["value"] is not None
+               for row in rows.values())
+    cell_b = rows[("Model B", dict(condition_cells(first))["zs"])]
+    kappa_first = _kappa(first, "model-b", "zs")["kappa"]
+    kappa_second = _kappa(second, "model-b", "zs")["kappa"]
+    assert kappa_second > kappa_first
+    assert cell_b["values"][0]["value"] == pytest.approx(kappa_first)
+    assert cell_b["values"][1]["value"] == pytest.approx(kappa_second)
+    assert cell_b["differences"][0]["value"] == pytest.approx(kappa_second - kappa_first)
+    assert cell_b["differences"][0]["low"] < cell_b["differences"][0]["value"] < cell_b["differences"][0]["high"]
+    # The page shows the same numbers.
+    html = staff_client.get(reverse("audit-compare"), {"audits": [first.id, second.id]}).content.decode()
+    assert f"{kappa_second - kappa_first:.3f}" in html
+    assert f'href="{reverse("audit-dashboard", args=[first.id])}"' in html
+
+
+def test_what_cannot_be_compared_is_refused_with_the_reason(api_client, staff_client):
+    audit = build_audit(COMPLETED_PLAN)
+    running = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING, name="Still running")
+    other_paradigm = Audit.objects.create(name="A BITS audit", paradigm="bits", status=Audit.Status.COMPLETED,
+                                          analysis={"tables": {"score_sense": [
+                                              {"scorer": "VADER", "group": "PWD", "score_sense": -0.2, "n": 10,
+                                               "p": 0.01, "mark": "*"}]}})
+    cases = {
+        f"{audit.id}": "two or more",
+        f"{audit.id},{running.id}": "has no results yet",
+        f"{audit.id},{other_paradigm.id}": "measure different things",
+        f"{audit.id},999999": "no audit of your teams with id 999999",
+        f"{audit.id},x": "whole numbers",
+        ",".join(str(n) for n in range(1, 10)): "at most 8",
+    }
+    for ids, reason in cases.items():
+        response = api_client.get("/api/audits/compare/", {"audits": ids})
+        assert response.status_code == 400, ids
+        assert reason in response.json()["detail"], (ids, response.json())
+    page = staff_client.get(reverse("audit-compare"), {"audits": [audit.id, other_paradigm.id]})
+    assert page.status_code == 400
+    assert "measure different things" in page.content.decode()
+
+
+def test_another_teams_audits_are_neither_compared_nor_on_a_model_card():
+    from teams.models import Team
+
+    first = build_audit(COMPLETED_PLAN)
+    second = build_audit(BETTER_PLAN)
+    Audit.objects.filter(pk__in=[first.id, second.id]).update(team=Team.objects.create(name="Another lab"))
+    _, token = make_researcher("outsider-overview")  # of the tests' own team only
+    outsider = APIClient()
+    outsider.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    response = outsider.get("/api/audits/compare/", {"audits": f"{first.id},{second.id}"})
+    assert response.status_code == 400 and "no audit of your teams" in response.json()["detail"]
+    assert outsider.get("/api/model-card/", {"model": "model-a"}).json()["n_audits"] == 0
+    assert outsider.get(f"/api/audits/{first.id}/headline/").status_code == 404
+
+
+def test_a_models_card_has_its_rows_of_every_audit_it_took_part_in(api_client, staff_client):
+    first = build_audit(COMPLETED_PLAN, name="Card run 1")
+    second = build_audit(BETTER_PLAN, name="Card run 2")
+    card = api_client.get("/api/model-card/", {"model": "model-b"}).json()
+    assert card["n_audits"] == 2
+    [section] = card["paradigms"]
+    assert section["paradigm"] == "classification"
+    assert [entry["audit"]["id"] for entry in section["audits"]] == [second.id, first.id]  # newest first
+    for entry, audit in zip(section["audits"], (second, first), strict=True):
+        assert {row["model"] for row in entry["headline"]["rows"]} == {"Model B"}
+        values = sorted(row["value"] for row in entry["headline"]["rows"])
+        assert values == pytest.approx(sorted(_kappa(audit, "model-b", c)["kappa"] for c in ("zs", "cot")))
+    assert api_client.get("/api/model-card/").status_code == 400
+    html = staff_client.get(reverse("model-card"), {"model": "model-b"}).content.decode()
+    assert "Card run 1" in html and "Card run 2" in html
+
+
+def test_the_home_page_lists_audits_with_models_progress_and_headline(staff_client):
+    done = build_audit(COMPLETED_PLAN, name="Finished audit")
+    running = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING, name="Running audit")
+    html = staff_client.get(reverse("home")).content.decode()
+    assert 'id="compare-form"' in html
+    assert f'value="{done.id}"' in html and f'value="{running.id}"' in html
+    assert f'{reverse("model-card")}?model=model-a' in html
+    finished = running.requests.filter(state__in=["answered", "failed"]).count()
+    assert f"{round(100 * finished / running.n_requests)}% of {running.n_requests}" in html
+    assert "Cohen&#x27;s κ against the weighted ground truth (Table 1): " in html
+    assert "no results yet" in html
