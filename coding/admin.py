@@ -153,6 +153,18 @@ class AuditPickForm(forms.Form):
         self.fields["audit"].queryset = usable(user, _explained_audits())
 
 
+def selection_initial(query) -> dict:
+    """A round's starting settings from the audit dashboard's error browser (?eligible=disagree&models_included=…
+    &conditions_included=…): only what a round can draw from; the form checks every value again on submit."""
+    initial: dict = {}
+    if query.get("eligible") in CodingRound.Eligible.values:
+        initial["eligible"] = query["eligible"]
+    for name in ("models_included", "conditions_included"):
+        if query.getlist(name):
+            initial[name] = query.getlist(name)
+    return initial
+
+
 class RoundCreateForm(forms.Form):
     """The settings of a new round of one audit (seed 000 §3.4: 99 excerpts across models and conditions)."""
 
@@ -265,7 +277,8 @@ class CodingRoundAdmin(TeamScopedAdmin, admin.ModelAdmin):
         if audit is None:
             return self._page(request, "admin/coding/codinground/pick_audit.html",
                               {"title": "Draw an error-analysis round", "form": AuditPickForm(user=request.user)})
-        form = RoundCreateForm(request.POST or None, audit=audit, user=request.user)
+        form = RoundCreateForm(request.POST or None, audit=audit, user=request.user,
+                               initial=selection_initial(request.GET))
         status = 200
         if request.method == "POST":
             if form.is_valid():

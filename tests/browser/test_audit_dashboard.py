@@ -222,3 +222,42 @@ def test_the_dashboard_says_when_no_worker_is_alive_and_when_one_is_again(live_s
     WorkerHeartbeat.objects.filter(hostname="celery@gone").update(seen_at=timezone.now())
     expect(banner).to_be_hidden(timeout=6000)  # the next poll of the progress
     assert problems == []
+
+
+def test_the_error_browser_filters_searches_and_pages(live_server, browser_context, api_client):
+    audit = build_audit(COMPLETED_PLAN)
+    page, problems, _ = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+    browser = page.locator("#error-browser")
+    rows = browser.locator("#error-table tbody tr")
+    expect(rows).to_have_count(50)  # the first page of 64 finished requests
+    expect(page.locator("#error-count")).to_have_text("64 replies match; showing 1–50.")
+    page.locator("#error-next").click()
+    expect(rows).to_have_count(14)
+
+    browser.get_by_label("Show").select_option("weighted")
+    wrong = api_client.get(f"/api/audits/{audit.id}/judged-replies/", {"disagrees": "weighted"}).json()
+    expect(rows).to_have_count(wrong["count"])
+    shown = set(rows.evaluate_all("rows => rows.map(r => Number(r.dataset.request))"))
+    assert shown == {row["request_id"] for row in wrong["results"]}
+    expect(browser.locator("td.correct[data-correct=false]")).to_have_count(wrong["count"])
+    model_b = audit.models.get(model="model-b")
+    browser.get_by_label("Model").select_option(str(model_b.id))
+    expected = api_client.get(f"/api/audits/{audit.id}/judged-replies/",
+                              {"disagrees": "weighted", "model": model_b.id}).json()["count"]
+    expect(rows).to_have_count(expected)
+    assert 0 < expected < wrong["count"]
+    round_link = page.locator("#error-round")
+    expect(round_link).to_have_attribute("href", re.compile(rf"eligible=disagree&models_included={model_b.id}"))
+    expect(page.locator("#error-export")).to_have_attribute(
+        "href", re.compile(rf"disagrees=weighted&model={model_b.id}&ordering=item&format=csv"))
+
+    browser.get_by_label("Show").select_option("")
+    browser.get_by_label("Model").select_option("")
+    browser.get_by_label("Search").fill("sentence 12")
+    browser.get_by_role("button", name="Show").click()
+    expect(rows).to_have_count(4)
+    expect(rows.locator("td.text")).to_have_text(["Sentence 12."] * 4)
+    round_link.click()
+    expect(page.locator('select[name="eligible"]')).to_have_value("parsed")
+    assert problems == []

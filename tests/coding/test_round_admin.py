@@ -49,6 +49,20 @@ def test_the_add_form_preselects_the_shipped_lenses_and_lists_completed_audits_o
     assert staff_client.get(f"{ADD}?audit={paused.id}").status_code == 400
 
 
+def test_the_error_browsers_selection_starts_the_form(staff_client, audit):
+    model = audit.models.get(model="model-b")
+    form = staff_client.get(f"{ADD}?audit={audit.id}&eligible=disagree&models_included={model.id}"
+                            "&conditions_included=cot").content.decode()
+    assert re.search(r'<option value="disagree" selected>', form)
+    assert re.search(rf'<input type="checkbox" name="models_included" value="{model.id}"[^>]* checked', form)
+    assert re.search(r'<input type="checkbox" name="conditions_included" value="cot"[^>]* checked', form)
+    other = audit.models.get(model="model-a")
+    assert not re.search(rf'<input type="checkbox" name="models_included" value="{other.id}"[^>]* checked', form)
+    # A value a round cannot take is not carried over; the form checks everything again when it is sent.
+    form = staff_client.get(f"{ADD}?audit={audit.id}&eligible=everything").content.decode()
+    assert re.search(r'<option value="parsed" selected>', form)
+
+
 def test_a_round_is_drawn_from_the_form(staff_client, audit):
     response = draw(staff_client, audit, show_condition="on")
     coding_round = CodingRound.objects.get()

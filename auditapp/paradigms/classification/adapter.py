@@ -174,12 +174,14 @@ def api_urls() -> list:
     from auditapp.paradigms.classification.api import (
         AuditExtractionLabelsView,
         AuditExtractionsView,
+        AuditJudgedRepliesView,
         AuditMetricsView,
         AuditRobustnessView,
     )
 
     return [path("audits/<int:pk>/metrics/", AuditMetricsView.as_view(), name="audit-metrics"),
             path("audits/<int:pk>/robustness/", AuditRobustnessView.as_view(), name="audit-robustness"),
+            path("audits/<int:pk>/judged-replies/", AuditJudgedRepliesView.as_view(), name="audit-judged-replies"),
             path("audits/<int:pk>/extractions/", AuditExtractionsView.as_view(), name="audit-extractions"),
             path("audits/<int:pk>/extractions/<str:extraction_id>/labels/", AuditExtractionLabelsView.as_view(),
                  name="audit-extraction-labels")]

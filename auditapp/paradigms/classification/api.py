@@ -1,4 +1,5 @@
-"""REST API of classification audits: the metrics export (``/api/audits/{id}/metrics/``, JSON and ``?format=csv``,
+"""REST API of classification audits: the replies item by item for the error browser
+(``/api/audits/{id}/judged-replies/``), the metrics export (``/api/audits/{id}/metrics/``, JSON and ``?format=csv``,
 under an outcome source ``?outcomes=strict|extraction:<id>``) and the second-pass extractions
 (``/api/audits/{id}/extractions/``: record one, list them with their counts, export one's labels)."""
 from __future__ import annotations
@@ -12,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from auditapp.api.audits import AuditExportView, AuditScoped, TableRowSerializer
-from auditapp.models import AuditExtraction, LLMEndpoint
+from auditapp.models import AuditExtraction, AuditRequest, LLMEndpoint
 from auditapp.paradigms.classification.extraction_services import (
     OutcomeSourceError,
     extraction_create,
@@ -20,12 +21,14 @@ from auditapp.paradigms.classification.extraction_services import (
 )
 from auditapp.paradigms.classification.selectors import (
     EXTRACTION_COUNTS,
+    JUDGED_ORDERINGS,
     METRIC_VALUES,
     ROBUSTNESS_TABLES,
     audit_extraction_labels_export,
     audit_extractions,
     audit_metrics_export,
     audit_robustness_export,
+    judged_replies_export,
 )
 from common.api.parsers import JSONObjectParser
 from teams.api import scope_relations
@@ -253,3 +256,59 @@ class AuditExtractionLabelsView(AuditExportView):
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-extraction-{self.kwargs['extraction_id']}.csv"
+
+
+class JudgedReplyRowSerializer(serializers.Serializer):
+    request_id = serializers.IntegerField(help_text="GET /api/audits/{id}/requests/{request_id}/ gives it whole.")
+    model = serializers.CharField()
+    model_label = serializers.CharField(help_text="The model's label, or its name when it has none.")
+    condition = serializers.CharField()
+    replicate = serializers.IntegerField()
+    item = serializers.CharField(help_text="The item's external id.")
+    preceding = serializers.CharField(allow_blank=True)
+    text = serializers.CharField(help_text="The sentence judged.")
+    following = serializers.CharField(allow_blank=True)
+    weighted_label = serializers.IntegerField(allow_null=True, help_text="The audit's snapshot of the weighted "
+                                                                         "ground truth (null: the item has none).")
+    majority_label = serializers.IntegerField(allow_null=True)
+    label = serializers.IntegerField(allow_null=True, help_text="The model's label (null: none was read).")
+    correct = serializers.BooleanField(allow_null=True, help_text="label = weighted_label; null without either.")
+    explanation = serializers.CharField(allow_blank=True)
+    outcome = serializers.CharField(help_text="label, refusal, unparseable or error.")
+    parse_reason = serializers.CharField(allow_blank=True)
+
+
+class JudgedReplyFilterSerializer(serializers.Serializer):
+    """The error browser's filters; any other value is a 400 naming it."""
+
+    model = serializers.IntegerField(required=False, min_value=1, max_value=2 ** 63 - 1,
+                                     help_text="Only this audit model (id).")
+    condition = serializers.RegexField(r"^[A-Za-z0-9_:-]{1,40}$", required=False, help_text="Only this condition.")
+    outcome = serializers.ChoiceField(required=False, choices=AuditRequest.Outcome.values, help_text="Only this outcome.")
+    disagrees = serializers.ChoiceField(required=False, choices=["weighted", "majority"],
+                                        help_text="Only labelled replies whose label differs from this reference "
+                                                  "(\"weighted\": the wrong ones).")
+    q = serializers.CharField(required=False, max_length=200, help_text="The sentence or the explanation contains "
+                                                                        "this (case-insensitive).")
+    ordering = serializers.ChoiceField(required=False, default="item",
+                                       choices=[*JUDGED_ORDERINGS, *(f"-{name}" for name in JUDGED_ORDERINGS)],
+                                       help_text="Sort by item (default), model, condition or outcome; - reverses.")
+
+
+@extend_schema(summary="An audit's replies item by item (the error browser)", parameters=[JudgedReplyFilterSerializer],
+               description="One row per finished request: the sentence and its context, the weighted and majority "
+                           "labels, the model's label, whether it is right (against the weighted ground truth), its "
+                           "explanation and outcome; filtered and sorted. JSON pages, or every row with ?format=csv.")
+class AuditJudgedRepliesView(AuditExportView):
+    serializer_class = JudgedReplyRowSerializer
+    export_kind = "judged replies"
+    paradigm = PARADIGM
+
+    def export_rows(self):
+        filters = JudgedReplyFilterSerializer(data={key: value for key, value in self.request.query_params.items()
+                                                    if key not in ("page", "page_size", "format")})
+        filters.is_valid(raise_exception=True)
+        return judged_replies_export(audit=self.audit, **filters.validated_data)
+
+    def export_filename(self) -> str:
+        return f"audit-{self.audit.id}-judged-replies.csv"

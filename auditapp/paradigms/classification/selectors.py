@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-from django.db.models import Count, OuterRef, Q, Subquery
+from django.db.models import Count, F, OuterRef, Q, Subquery
 
 from auditapp.audit_metrics import METRICS
 from auditapp.engine.headlines import Headline, HeadlineRow
@@ -368,3 +368,57 @@ def headline(audit: Audit) -> Headline | None:
             rows.append(HeadlineRow(name, condition_name, values.get("kappa"), values.get("kappa_low"),
                                     values.get("kappa_high"), values.get("n"), values.get("kappa_note") or ""))
     return Headline("Cohen's κ against the weighted ground truth (Table 1)", "Condition", "max", tuple(rows))
+
+
+JUDGED_COLUMNS = ["request_id", "model", "model_label", "condition", "replicate", "item", "preceding", "text",
+                  "following", "weighted_label", "majority_label", "label", "correct", "explanation", "outcome",
+                  "parse_reason"]
+JUDGED_ORDERINGS = {"item": ("item__position", "item_id", "audit_model__position", "condition", "replicate"),
+                    "model": ("audit_model__position", "audit_model_id", "condition", "item__position", "replicate"),
+                    "condition": ("condition", "audit_model__position", "item__position", "replicate"),
+                    "outcome": ("outcome", "audit_model__position", "condition", "item__position", "replicate")}
+"""The error browser's sorts (each ends in a unique key, so pages never overlap); "-name" reverses one."""
+
+
+_CORRECT_AT = JUDGED_COLUMNS.index("correct")
+
+
+def _judged_row(row: tuple) -> tuple:
+    """Inserts ``correct``: the label equals the weighted ground truth (None without a label or a ground truth);
+    the model's label is its name when it has none."""
+    weighted, label = row[JUDGED_COLUMNS.index("weighted_label")], row[JUDGED_COLUMNS.index("label")]
+    correct = None if weighted is None or label is None else label == weighted
+    return (*row[:2], row[2] or row[1], *row[3:_CORRECT_AT], correct, *row[_CORRECT_AT:])
+
+
+def judged_replies_export(*, audit: Audit, model: int | None = None, condition: str | None = None,
+                          outcome: str | None = None, disagrees: str | None = None, q: str = "",
+                          ordering: str = "item") -> Export:
+    """The error browser: one row per finished request (each replicate its own row) with the sentence and its
+    context, the audit's snapshot of the weighted and majority labels, the model's label, whether it is right
+    (against the weighted ground truth), its explanation and outcome. Narrowed to one model, condition or outcome;
+    ``disagrees`` "weighted" or "majority": labelled replies whose label differs from that reference (an item
+    without it is left out); ``q``: the sentence or the explanation contains it (case-insensitive); sorted by
+    ``ordering`` (:data:`JUDGED_ORDERINGS`). One query, the references as correlated subqueries."""
+    snapshot = AuditItem.objects.filter(audit=OuterRef("audit"), item=OuterRef("item"))
+    rows = (AuditRequest.objects.filter(audit=audit, item__isnull=False)
+            .exclude(state=AuditRequest.State.PENDING)
+            .annotate(weighted_label=Subquery(snapshot.values("weighted_label")[:1]),
+                      majority_label=Subquery(snapshot.values("majority_label")[:1])))
+    if model is not None:
+        rows = rows.filter(audit_model_id=model)
+    if condition is not None:
+        rows = rows.filter(condition=condition)
+    if outcome is not None:
+        rows = rows.filter(outcome=outcome)
+    if disagrees is not None:
+        reference = f"{disagrees}_label"
+        rows = rows.filter(label__isnull=False, **{f"{reference}__isnull": False}).exclude(label=F(reference))
+    if q:
+        rows = rows.filter(Q(item__target__icontains=q) | Q(explanation__icontains=q))
+    keys = JUDGED_ORDERINGS[ordering.removeprefix("-")]
+    rows = rows.order_by(*(f"-{key}" if ordering.startswith("-") else key for key in keys), "id")
+    return Export(JUDGED_COLUMNS, rows.values_list(
+        "id", "audit_model__model", "audit_model__label", "condition", "replicate", "item__external_id",
+        "item__preceding", "item__target", "item__following", "weighted_label", "majority_label", "label",
+        "explanation", "outcome", "parse_reason"), _judged_row)
