@@ -52,6 +52,8 @@ if TYPE_CHECKING:
 
 PARADIGMS = ("classification", "self_report", "bits", "names", "dialect", "word_association", "affective_attribution")
 DEFAULT = PARADIGMS[0]
+CHAT = ("messages",)
+"""What most paradigms accept: chat LLMs only (:attr:`Paradigm.accepts`)."""
 """The paradigm of a launch that names none (the API's and the admin's default)."""
 
 
@@ -79,6 +81,10 @@ class Paradigm:
       problem);
     - ``launch_form``: the admin's launch form (a ModelForm of Audit; the admin shows its fields in
       ``auditapp.launch_forms.launch_field_order``) and ``launch_from_form(form, user)``;
+    - ``accepts``: the payloads its request builder makes, as scorer kinds take them
+      (``auditapp.scorer_kinds.takes``: ``messages`` for chat LLMs, ``text`` for HTTP JSON scorers, ``texts`` for
+      the local VADER and TextBlob): its launch form offers only the models of endpoints that take one of them
+      (the form's ``accepts``, which the conformance suite checks is this), and its launch refuses any other;
     - ``dashboard_template`` and ``dashboard_data(audit)``; ``dashboard_query``: the query parameters of the
       dashboard's URL passed on to ``dashboard_data`` as keyword arguments (e.g. which outcomes the metrics use);
     - ``tables``: named exports under ``/api/audits/{id}/tables/{name}/``; ``api_urls()`` its own routes;
@@ -115,6 +121,7 @@ class Paradigm:
     dashboard_template: str
     dashboard_data: Callable[..., dict]
     tables: Mapping[str, Table] = field(default_factory=dict)
+    accepts: tuple[str, ...] = CHAT
     api_urls: Callable[[], list] = list
     register_admin: Callable[[Any], None] = lambda site: None
     after_migrate: Callable[[], None] = lambda: None
