@@ -91,7 +91,8 @@ def duration_words(seconds: float | None) -> str:
     if seconds < 60:
         return "under a minute"
     if seconds < 3600:
-        return f"about {round(seconds / 60)} minutes"
+        minutes = round(seconds / 60)
+        return f"about {minutes} minute{'' if minutes == 1 else 's'}"
     if seconds < 2 * 86400:
         return f"about {seconds / 3600:.1f} hours"
     return f"about {seconds / 86400:.1f} days"
