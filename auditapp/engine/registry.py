@@ -18,7 +18,8 @@ Adding a paradigm, a checklist:
 3. ``auditapp/paradigms/<name>/adapter.py``: ``PARADIGM = Paradigm(...)`` with its settings (each declared once,
    :class:`auditapp.engine.launch_settings.Setting`), its launch serializer (subclassing
    ``auditapp.api.launch.settings_serializer(settings)``) and ``launch``, its admin launch form (subclassing
-   ``auditapp.launch_forms.launch_form_base(settings)``), analysis, dashboard template and data, and named export
+   ``auditapp.launch_forms.launch_form_base(settings, accepts=...)``, with the ``accepts`` it gives the registry
+   entry and its launch's ``launch_problems``), analysis, dashboard template and data, and named export
    tables; ``answer_schema``, the JSON schema of its chat models' answer (for audits with structured output), and a
    reply parser that reads a reply valid against it (test it: a constrained reply parses to the same judgment).
 4. The dashboard template ``templates/auditapp/<name>_dashboard.html`` (extending
