@@ -11,7 +11,8 @@ all workers):
 
 Endpoints are asked side by side (the work is leased in an order that interleaves the models), so the audit takes
 about as long as its slowest endpoint. The estimate leaves out retries, back-off and a worker's own overhead (it is
-a floor), and counts every request as sent (a request answered from the reply cache takes no time). An endpoint
+a floor); the caller gives each endpoint the requests it will send (a request answered from the reply cache takes no
+time, and is left out). An endpoint
 with no reply yet and no rate limit has no estimate; one with a rate limit but no reply yet has only the rate
 limit's floor.
 """

@@ -11,7 +11,8 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import islice
 
 from django.db import transaction
 
@@ -22,14 +23,17 @@ from auditapp.models import Audit, AuditModel, AuditRequest, LLMReply
 
 LATENCY_SAMPLE = 200
 """How many of an endpoint's most recent replies its latency is the median of."""
-MAX_CACHE_LOOKUP = 500_000
-"""Above this many requests the preview does not look their keys up among the stored replies (it would take long)."""
+MAX_COUNTED = 100_000
+"""The most requests a preview plans (about 20 s of a web request on a small machine; seed 002's names experiment is
+74,100): past it the preview says "more than", its counts and time are floors, and the launch still plans them
+all."""
 
 
 @dataclass(frozen=True)
 class ModelPlan:
-    """One model of the audit: its name in tables, its endpoint, its planned requests and how many of them are
-    already answered by a stored reply (taken from the cache, not sent; None: not looked up)."""
+    """One model of the audit: its name in tables, its endpoint, its planned requests (of the first
+    :data:`MAX_COUNTED` when the audit plans more) and how many of them are already answered by a stored reply
+    (taken from the cache, not sent; None: not looked up, as past that many)."""
 
     name: str
     endpoint: str
@@ -42,6 +46,9 @@ class LaunchPreview:
     models: tuple[ModelPlan, ...]
     estimate: AuditEstimate
     use_cache: bool
+    complete: bool = True
+    """False when the audit plans more than :data:`MAX_COUNTED` requests: the counts stop there."""
+    limit: int = MAX_COUNTED
 
     @property
     def total(self) -> int:
@@ -74,17 +81,24 @@ def launch_preview(launch: Callable[[], Audit]) -> LaunchPreview:
 def _preview_of(audit: Audit) -> LaunchPreview:
     models = list(audit.models.select_related("endpoint").order_by("position"))
     _pin_listed_digests(models)
-    planned = list(planned_requests(audit))
+    planned = list(islice(planned_requests(audit), MAX_COUNTED + 1))
+    complete = len(planned) <= MAX_COUNTED
+    planned = planned[:MAX_COUNTED]
     counts = Counter(request.audit_model.id for request in planned)
     keys: dict[int, list[str]] = {}
     for request in planned:
         if request.key:  # a later turn's key depends on a reply not given yet
             keys.setdefault(request.audit_model.id, []).append(request.key)
-    cached = _stored_counts(keys) if audit.use_cache and len(planned) <= MAX_CACHE_LOOKUP else None
+    cached = _stored_counts(keys) if audit.use_cache and complete else None
     plans = tuple(ModelPlan(name=model.display_name, endpoint=model.endpoint.name, requests=counts[model.id],
                             cached=None if cached is None else cached.get(model.id, 0)) for model in models)
-    return LaunchPreview(models=plans, estimate=audit_estimate(_endpoint_loads(audit, models, counts)),
-                         use_cache=audit.use_cache)
+    # A request the cache answers takes no time: only the others are timed.
+    to_send = Counter({model_id: n - (cached or {}).get(model_id, 0) for model_id, n in counts.items()})
+    estimate = audit_estimate(_endpoint_loads(audit, models, to_send))
+    if not complete:
+        estimate = replace(estimate, floor_only=True)
+    return LaunchPreview(models=plans, estimate=estimate, use_cache=audit.use_cache, complete=complete,
+                         limit=MAX_COUNTED)
 
 
 def _pin_listed_digests(models: list[AuditModel]) -> None:

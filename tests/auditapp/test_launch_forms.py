@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from auditapp.engine import endpoints, preparation, registry
+from auditapp.engine import endpoints, launch_preview, preparation, registry
 from auditapp.llm_clients import ModelInfo
-from auditapp.models import Audit, AuditRequest, Corpus, LLMEndpoint
+from auditapp.models import Audit, AuditRequest, Corpus, LLMEndpoint, LLMReply
 from auditapp.paradigms.classification import services as classification_services
 from auditapp.paradigms.counterfactual.tasks import NAMES_TASKS, tasks_asked
 from tests.factories import make_audit_study
@@ -237,6 +237,34 @@ def test_a_rate_limit_gives_the_preview_a_floor_of_the_sending_time(staff_client
     estimate = response.context["launch_preview"].estimate
     assert estimate.seconds == 100 and estimate.floor_only
     assert "at least about 2 minutes" in response.content.decode()
+
+
+def test_the_preview_finds_stored_replies_and_times_the_endpoint_by_its_latency(staff_client, chat, listed_only):
+    form = names_form(f"{chat.id}:model-a", only_tasks=["hireable"], iterations=2)
+    staff_client.post(f"{ADD}?paradigm=names", form)
+    earlier = Audit.objects.get()
+    preparation.audit_prepare(audit_id=earlier.id)
+    first = AuditRequest.objects.filter(audit=earlier).order_by("id").first()
+    reply = LLMReply.objects.create(key=first.key, text='{"i": 1, "y": 0}', latency_ms=2000, attempts=1)
+    AuditRequest.objects.filter(pk=first.pk).update(reply=reply, state=AuditRequest.State.ANSWERED)
+    response = staff_client.post(f"{ADD}?paradigm=names", {**form, "name": "again", "_preview": "Preview"})
+    preview = response.context["launch_preview"]
+    # The same two requests, one of them already answered: the cache takes it.
+    assert [(model.requests, model.cached) for model in preview.models] == [(2, 1)]
+    # The one request to send, 4 at a time, 2 s each: 0.5 s.
+    assert preview.estimate.seconds == pytest.approx(0.5) and not preview.estimate.floor_only
+    assert "4 at a time, 2.00 s each" in response.content.decode()
+
+
+def test_a_preview_past_its_limit_says_more_than_and_gives_floors(staff_client, chat, monkeypatch):
+    monkeypatch.setattr(launch_preview, "MAX_COUNTED", 5)
+    response = staff_client.post(f"{ADD}?paradigm=names", {
+        **names_form(f"{chat.id}:model-a", only_tasks=["hireable", "credible"], iterations=3), "_preview": "Preview"})
+    preview = response.context["launch_preview"]
+    assert not preview.complete and preview.total == 5 and preview.estimate.floor_only
+    page = response.content.decode()
+    assert '<td id="launch-preview-total">more than 5</td>' in page and "More than 5 requests" in page
+    assert "not looked up" in page
 
 
 def test_launching_changed_options_previews_them_again(staff_client, chat):
