@@ -10,7 +10,8 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.http import Http404
+from django.db.models import Count, OuterRef, Subquery
+from django.http import Http404, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
@@ -19,10 +20,12 @@ from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, EndpointRefused, key_var
 from auditapp.engine import control, errors, registry
 from auditapp.engine import endpoints as engine_endpoints
 from auditapp.engine import launch as engine_launch
+from auditapp.engine.duration import duration_words
+from auditapp.engine.launch_preview import launch_preview
 from auditapp.engine.selectors import audit_progress
-from auditapp.launch_forms import launch_field_order
+from auditapp.launch_forms import PREVIEW, launch_field_order
 from auditapp.llm_clients import EndpointError
-from auditapp.models import Audit, LLMEndpoint, PromptTemplate
+from auditapp.models import Audit, AuditRequest, LLMEndpoint, PromptTemplate
 from teams import roles
 from teams.admin_scoping import TeamScopedAdmin, usable
 from teams.scoping import TeamChoiceError, role_on
@@ -169,10 +172,12 @@ class PromptTemplateAdmin(admin.ModelAdmin):
 
 @admin.register(Audit)
 class AuditAdmin(TeamScopedAdmin, admin.ModelAdmin):
-    """Every audit. "Add" launches one: a picker of the registered paradigms (``?paradigm=<name>``, default
-    classification) above the chosen paradigm's launch form (its adapter's)."""
+    """Every audit, each with its status, progress and a link to its dashboard. "Add" launches one: a picker of the
+    registered paradigms (``?paradigm=<name>``, default classification) above the chosen paradigm's launch form (its
+    adapter's), whose *Preview* shows the requests the launch would plan and how long sending them should take
+    (:mod:`auditapp.engine.launch_preview`); a launched audit opens its dashboard."""
 
-    list_display = ("name", "paradigm", "study", "status", "n_requests", "created_at", "dashboard_link")
+    list_display = ("name", "paradigm", "study", "status", "progress_summary", "created_at", "dashboard_link")
     list_filter = ("paradigm", "status")
     actions = ["pause", "resume", "cancel", "retry_failed"]
     readonly_fields = ("name", "study", "corpus", "paradigm", "status", "status_reason", "progress",
@@ -203,6 +208,14 @@ class AuditAdmin(TeamScopedAdmin, admin.ModelAdmin):
     def get_readonly_fields(self, request, obj=None):
         return self.readonly_fields if obj else ()
 
+    def get_queryset(self, request):
+        # The finished requests of the listed audits only: a subquery per row of the page, not a count over every
+        # audit's requests.
+        finished = (AuditRequest.objects.filter(audit=OuterRef("pk"), state__in=(
+            AuditRequest.State.ANSWERED, AuditRequest.State.FAILED)).order_by().values("audit")
+            .annotate(n=Count("id")).values("n"))
+        return super().get_queryset(request).annotate(n_finished=Subquery(finished))
+
     def offers_team(self, request, obj=None) -> bool:
         # A launched audit goes to its study's team (else its launcher's): the launch forms pick no team.
         return False
@@ -221,23 +234,62 @@ class AuditAdmin(TeamScopedAdmin, admin.ModelAdmin):
             return launch_field_order(self.launch_paradigm(request).launch_form)
         return self.readonly_fields
 
-    def save_model(self, request, obj, form, change):
-        if change:
-            return
+    def launch(self, request, form) -> Audit:
+        """Record the audit of a valid launch form (the paradigm's launch, then structured output), for the launch
+        itself and for its preview."""
         try:
             audit = self.launch_paradigm(request).launch_from_form(form, request.user)
         except TeamChoiceError as error:  # no study to take a team from, and the launcher edits several teams
             raise PermissionDenied(str(error)) from error
-        engine_launch.audit_structured_output_set(audit=audit, enabled=form.cleaned_data.get("structured_output", False))
-        obj.pk = audit.pk
+        engine_launch.audit_structured_output_set(audit=audit,
+                                                  enabled=form.cleaned_data.get("structured_output", False))
+        return audit
+
+    def save_model(self, request, obj, form, change):
+        if change:
+            return
+        obj.pk = self.launch(request, form).pk
 
     def save_related(self, request, form, formsets, change):
         if change:
             super().save_related(request, form, formsets, change)
 
+    def render_change_form(self, request, context, add=False, change=False, form_url="", obj=None):
+        if add:
+            context.update(self.preview_context(request, context["adminform"].form))
+        return super().render_change_form(request, context, add=add, change=change, form_url=form_url, obj=obj)
+
+    def preview_context(self, request, form) -> dict:
+        """What the launch page shows of a preview: the requests per model and in all and the time estimate; the
+        launch's refusal; nothing when the form is not previewed or has errors (they are shown with it)."""
+        if not (form.is_bound and form.previewing) or form.errors:
+            return {}
+        try:
+            preview = launch_preview(lambda: self.launch(request, form))
+        except (errors.AuditError, PermissionDenied) as error:
+            return {"launch_preview_error": str(error)}
+        return {"launch_preview": preview, "launch_preview_digest": form.data_digest(),
+                "launch_preview_duration": duration_words(preview.estimate.seconds),
+                "changed_since_preview": PREVIEW not in form.data}
+
+    def response_add(self, request, obj, post_url_continue=None):
+        """A launched audit opens its dashboard, where its status and progress show as it is prepared and sent (no
+        message: the dashboard shows none, and one left for the next admin page would come too late)."""
+        return HttpResponseRedirect(reverse("audit-dashboard", args=[obj.pk]))
+
     @admin.display(description="dashboard")
     def dashboard_link(self, audit: Audit) -> str:
         return format_html('<a href="{}">dashboard</a>', reverse("audit-dashboard", args=[audit.pk]))
+
+    @admin.display(description="progress", ordering="n_requests")
+    def progress_summary(self, audit: Audit) -> str:
+        """Finished (answered or failed) of the planned requests; before the preparation plans them, "not planned
+        yet"."""
+        if not audit.n_requests:
+            return "not planned yet"
+        done = getattr(audit, "n_finished", None) or 0
+        return format_html('<progress max="{}" value="{}" aria-label="finished requests"></progress> {} of {} ({}%)', audit.n_requests, done,
+                           f"{done:,}", f"{audit.n_requests:,}", f"{100 * done // audit.n_requests}")
 
     @admin.display(description="progress")
     def progress(self, audit: Audit) -> str:

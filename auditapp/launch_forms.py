@@ -5,24 +5,41 @@ declared settings (:class:`auditapp.engine.launch_settings.Setting`) and the ord
 A paradigm's form (its adapter's ``launch_form``) subclasses :func:`launch_form_base` of its settings, a ModelForm of
 Audit with :class:`ModelsFieldsMixin`, and adds its Meta and the fields that are the admin's alone (a stored corpus,
 a file of ids); the admin shows the fields in :func:`launch_field_order` and applies ``structured_output`` after the
-paradigm's launch."""
+paradigm's launch.
+
+A launch form offers only the models its paradigm can ask (``accepts``, the registry entry's: a classification audit
+is not offered VADER). Its *Preview* button (:data:`PREVIEW`) validates it in full and never saves it: the admin
+shows the requests the launch would plan instead (:mod:`auditapp.engine.launch_preview`); the preview's page carries
+the digest of the data it was computed from (:data:`PREVIEWED`), so a launch of changed data is previewed again
+rather than launched with a count the researcher has not seen."""
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
 
 from django import forms
 
-from auditapp import llm_clients
+from auditapp import llm_clients, scorer_kinds
 from auditapp.engine.launch import ModelChoice
 from auditapp.engine.launch_settings import Setting
+from auditapp.engine.registry import CHAT
 from auditapp.models import LLMEndpoint
+
+PREVIEW = "_preview"
+"""The name of the launch form's Preview button."""
+PREVIEWED = "_previewed"
+"""The hidden field holding the digest of the data a preview was computed from (:meth:`LaunchForm.data_digest`)."""
+KIND_WORDS = {"messages": "chat LLMs", "text": "HTTP JSON scorers", "texts": "local scorers (VADER, TextBlob)"}
 
 
 class ModelsFieldsMixin(forms.Form):
-    """The listed models to audit and their generation parameters (use the endpoint action to list them)."""
+    """The listed models to audit and their generation parameters (use the endpoint action to list them): only
+    those of endpoints whose kind takes what the paradigm sends (``accepts``)."""
 
-    models = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, choices=(),
-                                       help_text="Models from the endpoints' last listing.")
+    accepts: tuple[str, ...] = CHAT
+
+    models = forms.MultipleChoiceField(widget=forms.CheckboxSelectMultiple, choices=())
     params = forms.JSONField(
         required=False, initial=dict, widget=forms.Textarea(attrs={"rows": 2}),
         help_text='Generation parameters for every chosen model, e.g. {"temperature": 0}; leave {} for each '
@@ -35,9 +52,16 @@ class ModelsFieldsMixin(forms.Form):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        endpoints = [endpoint for endpoint in LLMEndpoint.objects.order_by("name")
+                     if scorer_kinds.takes(endpoint.protocol) in self.accepts]
         self.fields["models"].choices = [
-            (f"{endpoint.id}:{model['name']}", f"{endpoint.name} — {model['name']}")
-            for endpoint in LLMEndpoint.objects.all() for model in endpoint.listed_models]
+            (f"{endpoint.id}:{model['name']}",
+             f"{endpoint.name} — {model['name']}" + ("" if self.accepts == CHAT else
+                                                     f" ({KIND_WORDS[scorer_kinds.takes(endpoint.protocol)]})"))
+            for endpoint in endpoints for model in endpoint.listed_models]
+        self.fields["models"].help_text = (
+            f"This paradigm asks {' and '.join(KIND_WORDS[kind] for kind in self.accepts)}: the models of such "
+            "endpoints, from their last listing. Other endpoints' models are not offered.")
 
     def clean_params(self):
         params = self.cleaned_data.get("params") or {}
@@ -114,21 +138,81 @@ def setting_form_field(setting: Setting) -> forms.Field:
                               help_text=setting.help)
 
 
+class UnavailableChoicesWidget(forms.CheckboxSelectMultiple):
+    """Checkboxes of which some cannot be chosen now (``unavailable()``: value → why, asked once when the widget is
+    drawn): those are disabled, never ticked, and say why beside their label."""
+
+    def __init__(self, *args, unavailable: Callable[[], Mapping[str, str]] = dict, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.unavailable = unavailable
+
+    def get_context(self, name, value, attrs):
+        self._reasons = self.unavailable()
+        return super().get_context(name, value, attrs)
+
+    def create_option(self, name, value, label, selected, index, subindex=None, attrs=None):
+        reason = getattr(self, "_reasons", {}).get(str(value))
+        if reason:
+            label, selected = f"{label} — cannot run: {reason}", False
+        option = super().create_option(name, value, label, selected, index, subindex=subindex, attrs=attrs)
+        if reason:
+            option["attrs"]["disabled"] = True
+        return option
+
+
+def mark_unavailable(field: forms.MultipleChoiceField, unavailable: Callable[[], Mapping[str, str]]) -> None:
+    """Show the choices of a multiple-choice field that cannot run (``unavailable()``: value → why, asked when the
+    field is drawn, after the admin has narrowed the form's choices to the user's) disabled with the reason, and
+    leave them out of its initial value."""
+    ticked = list(field.initial or ())
+    field.widget = UnavailableChoicesWidget(choices=field.choices, unavailable=unavailable)
+    field.initial = lambda: [value for value in ticked if value not in unavailable()]
+
+
 class LaunchForm(ModelsFieldsMixin, forms.ModelForm):
     """A launch form (a ModelForm of Audit once a paradigm's form gives its Meta) with the fields of its
-    ``settings``; :meth:`setting_values` reads them back under the names the API body gives them."""
+    ``settings``; :meth:`setting_values` reads them back under the names the API body gives them. A preview
+    (:attr:`previewing`) is validated in full and is never valid, so the admin never saves it."""
 
     settings: tuple[Setting, ...] = ()
 
     def setting_values(self) -> dict:
         return {setting.name: self.cleaned_data[setting.in_form] for setting in self.settings}
 
+    def data_digest(self) -> str:
+        """The sha256 of the submitted data (and files), leaving out the buttons and the CSRF token: what a preview
+        was computed from."""
+        data = {key: sorted(self.data.getlist(key)) if hasattr(self.data, "getlist") else self.data[key]
+                for key in sorted(self.data) if key not in (PREVIEW, PREVIEWED, "_save", "csrfmiddlewaretoken")}
+        files = {}
+        for key in sorted(self.files):
+            upload = self.files[key]
+            digest = hashlib.sha256()
+            for chunk in upload.chunks():
+                digest.update(chunk)
+            upload.seek(0)
+            files[key] = digest.hexdigest()
+        return hashlib.sha256(json.dumps([data, files], sort_keys=True, default=str).encode()).hexdigest()
 
-def launch_form_base(settings: Sequence[Setting]) -> type[LaunchForm]:
+    @property
+    def previewing(self) -> bool:
+        """Whether this submission asks for a preview: the Preview button, or a launch of data other than the data
+        the page's preview was computed from."""
+        if not self.is_bound:
+            return False
+        return PREVIEW in self.data or (PREVIEWED in self.data and self.data[PREVIEWED] != self.data_digest())
+
+    def is_valid(self) -> bool:
+        return super().is_valid() and not self.previewing
+
+
+def launch_form_base(settings: Sequence[Setting], *, accepts: tuple[str, ...] = CHAT) -> type[LaunchForm]:
     """What a paradigm's launch form subclasses: a :class:`LaunchForm` with a field for each setting, in their
-    order."""
+    order, offering the models of the endpoints that take what the paradigm sends (``accepts``, its registry
+    entry's)."""
     return type("LaunchFormWithSettings", (LaunchForm,),
-                {"settings": tuple(settings), **{setting.in_form: setting_form_field(setting) for setting in settings}})
+                {"settings": tuple(settings), "accepts": tuple(accepts),
+                 **{setting.in_form: setting_form_field(setting) for setting in settings}})
 
 
 SHARED_FIELDS = ("name", "models", "params", "structured_output")

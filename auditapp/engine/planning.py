@@ -2,6 +2,7 @@
 structured-output form and schema when replies are constrained)."""
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
@@ -60,6 +61,13 @@ def request_builder(audit: Audit):
     (id → AuditModel), ``requests()`` (every PlannedRequest), ``payload(request)`` and ``key(...)`` (a request is
     rebuilt, never stored), ``parse(request, text, finish_reason)`` (a ParsedReply) and ``manifest()``."""
     return registry.get(audit.paradigm).builder(audit)
+
+
+def planned_requests(audit: Audit, builder=None) -> Iterable[PlannedRequest]:
+    """Every request the audit's paradigm plans (later turns of a conversation included): what the preparation
+    creates, and what a launch preview counts (:mod:`auditapp.engine.launch_preview`). ``builder``: the audit's
+    request builder when the caller has one."""
+    return (builder or request_builder(audit)).requests()
 
 
 def audit_request_key(audit: Audit, audit_model: AuditModel, messages: Any, replicate: int) -> str:

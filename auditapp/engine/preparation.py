@@ -15,7 +15,7 @@ from auditapp.endpoint_keys import EndpointRefused
 from auditapp.engine.control import audit_fail
 from auditapp.engine.conversations import turns_advance, turns_link
 from auditapp.engine.endpoints import endpoint_config, endpoint_list_models
-from auditapp.engine.planning import BULK_BATCH_SIZE, audit_answer_schema, request_builder
+from auditapp.engine.planning import BULK_BATCH_SIZE, audit_answer_schema, planned_requests, request_builder
 from auditapp.engine.protocol import is_multi_turn, request_answer_schema
 from auditapp.engine.reply_cache import take_cached_replies
 from auditapp.engine.sending import enqueue_work
@@ -67,7 +67,7 @@ def audit_prepare(*, audit_id: int) -> None:
     builder = request_builder(audit)
     rows = [AuditRequest(audit=audit, audit_model=planned.audit_model, condition=planned.condition,
                          item_id=planned.item_id, unit=planned.unit, replicate=planned.replicate, order=planned.order,
-                         key=planned.key, turn=planned.turn) for planned in builder.requests()]
+                         key=planned.key, turn=planned.turn) for planned in planned_requests(audit, builder)]
     refused = _structured_output_refusal(audit, builder, rows)
     if refused:
         audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED, reason=refused)

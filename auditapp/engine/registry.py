@@ -18,7 +18,8 @@ Adding a paradigm, a checklist:
 3. ``auditapp/paradigms/<name>/adapter.py``: ``PARADIGM = Paradigm(...)`` with its settings (each declared once,
    :class:`auditapp.engine.launch_settings.Setting`), its launch serializer (subclassing
    ``auditapp.api.launch.settings_serializer(settings)``) and ``launch``, its admin launch form (subclassing
-   ``auditapp.launch_forms.launch_form_base(settings)``), analysis, dashboard template and data, and named export
+   ``auditapp.launch_forms.launch_form_base(settings, accepts=...)``, with the ``accepts`` it gives the registry
+   entry and its launch's ``launch_problems``), analysis, dashboard template and data, and named export
    tables; ``answer_schema``, the JSON schema of its chat models' answer (for audits with structured output), and a
    reply parser that reads a reply valid against it (test it: a constrained reply parses to the same judgment);
    ``headline``, its paper's first table for the audit index and comparisons.
@@ -54,6 +55,8 @@ if TYPE_CHECKING:
 
 PARADIGMS = ("classification", "self_report", "bits", "names", "dialect", "word_association", "affective_attribution")
 DEFAULT = PARADIGMS[0]
+CHAT = ("messages",)
+"""What most paradigms accept: chat LLMs only (:attr:`Paradigm.accepts`)."""
 """The paradigm of a launch that names none (the API's and the admin's default)."""
 
 
@@ -81,6 +84,10 @@ class Paradigm:
       problem);
     - ``launch_form``: the admin's launch form (a ModelForm of Audit; the admin shows its fields in
       ``auditapp.launch_forms.launch_field_order``) and ``launch_from_form(form, user)``;
+    - ``accepts``: the payloads its request builder makes, as scorer kinds take them
+      (``auditapp.scorer_kinds.takes``: ``messages`` for chat LLMs, ``text`` for HTTP JSON scorers, ``texts`` for
+      the local VADER and TextBlob): its launch form offers only the models of endpoints that take one of them
+      (the form's ``accepts``, which the conformance suite checks is this), and its launch refuses any other;
     - ``dashboard_template`` and ``dashboard_data(audit)``; ``dashboard_query``: the query parameters of the
       dashboard's URL passed on to ``dashboard_data`` as keyword arguments (e.g. which outcomes the metrics use);
     - ``tables``: named exports under ``/api/audits/{id}/tables/{name}/``; ``api_urls()`` its own routes;
@@ -120,6 +127,7 @@ class Paradigm:
     dashboard_template: str
     dashboard_data: Callable[..., dict]
     tables: Mapping[str, Table] = field(default_factory=dict)
+    accepts: tuple[str, ...] = CHAT
     api_urls: Callable[[], list] = list
     register_admin: Callable[[Any], None] = lambda site: None
     after_migrate: Callable[[], None] = lambda: None

@@ -11,7 +11,9 @@ the checks themselves in :mod:`tests.conformance.checks`, the launches in :mod:`
 5. every named table answers JSON and CSV with the same rows;
 6. the admin launch form takes the settings the API takes, and launches the same audit;
 7. every setting the paradigm declares is a field of both, stating the declared bounds, choices, default and help,
-   and both read each trial value (each bound and past it, each choice and another) alike.
+   and both read each trial value (each bound and past it, each choice and another) alike;
+8. the launch form offers the scorer kinds the registry entry accepts (``tests/auditapp/test_launch_forms.py``), and a
+   launch preview counts, per model, the requests the preparation creates, storing nothing.
 
 Checks 2–5 run on one small audit per paradigm, launched through the API and run to completion in this process
 (prepare, work, analyse) against the test LLM server and the local scorers. A broken paradigm registered inside
@@ -21,6 +23,7 @@ check 7 once its form field is changed by hand.
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 
 import pytest
 
@@ -29,6 +32,7 @@ from auditapp.engine import analysis as engine_analysis
 from auditapp.engine import endpoints, preparation, registry
 from auditapp.engine import runner as audit_runner
 from auditapp.engine.launch import ModelChoice
+from auditapp.engine.launch_preview import launch_preview
 from auditapp.engine.launch_settings import Setting
 from auditapp.engine.planning import audit_request_key
 from auditapp.engine.protocol import Judgment, Outcome, ParsedReply
@@ -140,6 +144,28 @@ def test_an_audit_run_to_completion_conforms(name, server, api_client, staff_cli
     _soft(failures, checks.check_dashboard, paradigm, staff_client, audit)
     _soft(failures, checks.check_tables, paradigm, api_client, audit)
     assert not failures, "\n".join(failures)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_launch_preview_counts_the_requests_the_preparation_creates(name, server, researcher, audit_tasks_off):
+    """The admin's preview (auditapp.engine.launch_preview) of a launch plans, per model, as many requests as the
+    preparation of the same launch creates (later turns of a conversation included), and stores nothing."""
+    paradigm = registry.get(name)
+    world = make_world(server.base_url, bits_corpus=name == "bits")
+    serializer = paradigm.launch_serializer(data=run_body(name, world))
+    assert serializer.is_valid(), serializer.errors
+    values = dict(serializer.validated_data)
+    values.pop("structured_output")
+    n_audits = Audit.objects.count()
+    preview = launch_preview(lambda: paradigm.launch(values, created_by=researcher[0]))
+    assert Audit.objects.count() == n_audits and preview.complete and preview.total > 0
+    audit = paradigm.launch(values, created_by=researcher[0])
+    preparation.audit_prepare(audit_id=audit.id)
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.RUNNING, audit.status_reason
+    names = audit.model_names()
+    created = Counter(names[model_id] for model_id in audit.requests.values_list("audit_model_id", flat=True))
+    assert {model.name: model.requests for model in preview.models} == dict(created)
 
 
 # ----------------------------------------------------------------------------- a paradigm that does not conform

@@ -84,7 +84,7 @@ def launch(values: dict, *, created_by=None) -> Audit:
         prompt=prompt if isinstance(prompt, ScorePrompt) else DEFAULT_PROMPTS["sentiment"], **values)
 
 
-class BitsLaunchForm(launch_form_base(SETTINGS)):
+class BitsLaunchForm(launch_form_base(SETTINGS, accepts=bits_services.ACCEPTS)):
     """Launch a perturbation-sensitivity audit (seed 001): scorers × the corpus's sentences."""
 
     corpus = forms.ModelChoiceField(queryset=Corpus.objects.filter(paradigm=NAME), required=False,
@@ -225,6 +225,7 @@ PARADIGM = registry.Paradigm(
     dashboard_template="auditapp/bits_dashboard.html",
     dashboard_data=dashboard_data,
     tables=TABLES,
+    accepts=bits_services.ACCEPTS,
     api_urls=api_urls,
     register_admin=register_corpus_admin,
     corpus_generate=bits_corpus_generate,

@@ -47,6 +47,8 @@ CONDITION = "score"
 DEFAULT_BATCH_SIZE = 64
 DEFAULT_CORPUS_NAME = "BITS: seed 001 Tables 3–5"
 SCORE_KINDS = tuple(LABEL_RULES)
+ACCEPTS = (asking.MESSAGES, asking.TEXT, asking.TEXTS)
+"""Every kind of scorer: chat models (through a scoring prompt), HTTP JSON scorers, the local VADER and TextBlob."""
 
 
 class BitsRequests:
@@ -140,7 +142,7 @@ def bits_problems(*, corpus: Corpus | None, models: list[ModelChoice], recorded:
                   replicates: int, error_budget: float) -> list[str]:
     """Everything that stops a BITS audit from being launched as asked (empty when it can be)."""
     problems = launch_problems(models=models, replicates=replicates, error_budget=error_budget,
-                               other_scorers=len(recorded), accepts=(asking.MESSAGES, asking.TEXT, asking.TEXTS))
+                               other_scorers=len(recorded), accepts=ACCEPTS)
     if corpus is not None and corpus.paradigm != PARADIGM:
         problems.append(f"corpus {corpus.id} is a {corpus.paradigm} corpus, not a BITS one")
     if corpus is not None:

@@ -12,7 +12,7 @@ from annotation.models import Study
 from auditapp.api.launch import BIGINT_MAX, model_choices, settings_serializer
 from auditapp.engine import registry
 from auditapp.engine.launch_settings import Setting
-from auditapp.launch_forms import launch_form_base
+from auditapp.launch_forms import launch_form_base, mark_unavailable
 from auditapp.models import Audit
 from auditapp.paradigms.classification import LABEL
 from auditapp.paradigms.classification import evaluation as evaluation_sets
@@ -114,6 +114,25 @@ class ClassificationLaunchForm(launch_form_base(SETTINGS)):
     class Meta:
         model = Audit
         fields = ("name", "study", "replicates", "seed", "use_cache", "error_budget", "parallel_tasks")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._unavailable: dict[str, str] | None = None
+        mark_unavailable(self.fields["conditions"], self.conditions_unavailable)
+        self.fields["conditions"].help_text += (" A condition the chosen study cannot run (an ICL condition without "
+                                                "its example set) is shown disabled, with the reason.")
+
+    def conditions_unavailable(self) -> dict[str, str]:
+        """The conditions the chosen study (the submitted one, or ``?study=`` on the page's first view) cannot run,
+        each with why (the launch's own rule, :func:`classification_services.conditions_unavailable`)."""
+        if self._unavailable is None:
+            chosen = self.data.get("study") if self.is_bound else self.initial.get("study")
+            study = None
+            if str(chosen or "").isdigit():
+                # The field's queryset: by now narrowed to the studies the user may use.
+                study = self.fields["study"].queryset.filter(pk=int(chosen)).first()
+            self._unavailable = {} if study is None else classification_services.conditions_unavailable(study)
+        return self._unavailable
 
     def clean_item_ids_file(self) -> list[str]:
         upload = self.cleaned_data.get("item_ids_file")

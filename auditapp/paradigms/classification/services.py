@@ -205,6 +205,18 @@ def _empty_example_set_reason(study: Study, example_set: str) -> str:
             "decide the groups), or choose conditions without examples")
 
 
+def conditions_unavailable(study: Study, *, conditions=CONDITIONS) -> dict[str, str]:
+    """The conditions (of ``conditions``) an audit of the study cannot be launched with, each with why: an ICL
+    condition whose example set the study does not have (empty). The launch refuses them with this reason; the
+    launch form disables them with it."""
+    needed = {condition: EXAMPLE_SETS[condition] for condition in conditions if condition in EXAMPLE_SETS}
+    present = set(ItemSetMember.objects.filter(study=study, set_name__in=set(needed.values())).order_by()
+                  .values_list("set_name", flat=True).distinct()) if needed else set()
+    return {condition: f"needs the study's example set {example_set!r}, which is empty: "
+                       + _empty_example_set_reason(study, example_set)
+            for condition, example_set in needed.items() if example_set not in present}
+
+
 def _launch_plan(*, study: Study, models: list[ModelChoice], conditions: list[str], replicates: int,
                  error_budget: float, unparsed: str, evaluation: EvaluationSet, seed: int) -> EvaluationPlan:
     problems = launch_problems(models=models, replicates=replicates, error_budget=error_budget)
@@ -215,11 +227,8 @@ def _launch_plan(*, study: Study, models: list[ModelChoice], conditions: list[st
         problems.append("choose each condition at most once, and at least one")
     if unparsed not in Audit.Unparsed.values:
         problems.append(f"unparsed must be one of {Audit.Unparsed.values}")
-    for condition in conditions:
-        example_set = EXAMPLE_SETS.get(condition)
-        if example_set and not ItemSetMember.objects.filter(study=study, set_name=example_set).exists():
-            problems.append(f"condition {condition} needs the study's example set {example_set!r}, which is empty: "
-                            + _empty_example_set_reason(study, example_set))
+    problems += [f"condition {condition} {reason}"
+                 for condition, reason in conditions_unavailable(study, conditions=conditions).items()]
     plan = evaluation_plan(study=study, evaluation=evaluation, conditions=conditions, seed=seed)
     plan.problems = problems + plan.problems
     return plan

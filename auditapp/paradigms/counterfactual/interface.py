@@ -16,15 +16,19 @@ from auditapp.engine import registry
 from auditapp.engine.errors import AuditError
 from auditapp.engine.launch_settings import Setting
 from auditapp.launch_forms import launch_form_base
-from auditapp.models import Audit, AuditJudgment, Corpus
+from auditapp.models import Audit, AuditJudgment, Corpus, CorpusUnit
 from auditapp.paradigms.counterfactual import services
 from auditapp.paradigms.counterfactual.analysis import analysis_problems
+from auditapp.paradigms.counterfactual.material import Task
 from auditapp.paradigms.counterfactual.prompt import DEFAULT_TEMPLATE
 from auditapp.paradigms.counterfactual.replies import ANSWER_FORM_KEYED, ANSWER_SCHEMA, KEYED_ANSWER_SCHEMA
 from common.api.exports import stored_analysis_table
 from common.export_rows import Export
 
 MAX_ITERATIONS = 10_000
+MAX_ONLY_TASKS = 500
+ONLY_TASKS_HELP = ("Ask only these tasks of the material (their slugs; leave empty for every task): the subset is "
+                   "recorded in the audit's design and manifest, and only its requests are planned and sent.")
 COMPLETION_TABLES = {
     "completion": "Per model (Table 1): texts asked, labelled, missing, the completion rate.",
     "completion_tasks": "Per model × task: texts asked, labelled, missing, the completion rate.",
@@ -37,7 +41,7 @@ COMPLETION_TABLES = {
 @dataclass(frozen=True)
 class Flavour:
     """One counterfactual paradigm: ``design_class`` (from_audit, texts, analyse, …), ``units_of(spec, settings)``
-    (the material's units and provenance; MaterialError), its settings (stored in the audit's design, the design
+    (the material's units and provenance; MaterialError), the tasks of its default material, its settings (stored in the audit's design, the design
     class reads them), its tables' descriptions and the judgment export's extra columns (``judgment_columns(audit)``
     → columns, a row function)."""
 
@@ -46,6 +50,7 @@ class Flavour:
     design_class: type
     units_of: Callable
     default_corpus_name: str
+    default_tasks: tuple[Task, ...]
     settings: tuple[Setting, ...]
     material_help: str
     dashboard_template: str
@@ -77,13 +82,30 @@ def launch_serializer(flavour: Flavour) -> type:
                                                   "structured_output, our instruction naming the JSON object the "
                                                   "server enforces)."),
         "analysis": serializers.DictField(default=dict, help_text="alpha (0.05), primary (paired or welch)."),
+        "only_tasks": serializers.ListField(child=serializers.CharField(max_length=40), default=list,
+                                            max_length=MAX_ONLY_TASKS, help_text=ONLY_TASKS_HELP),
     }
     return type(f"{flavour.name.title()}LaunchSerializer", (settings_serializer(flavour.settings),), attributes)
 
 
 def settings_from(flavour: Flavour, values: dict) -> dict:
     return {**{setting.name: values[setting.name] for setting in flavour.settings},
+            "only_tasks": list(dict.fromkeys(values.get("only_tasks") or ())),
             "analysis": dict(values.get("analysis") or {})}
+
+
+def task_choices(flavour: Flavour, corpora) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The tasks a launch form offers, grouped by domain: the default material's and those of the stored
+    ``corpora`` (a queryset), each slug once."""
+    tasks = {task.slug: (task.domain, task.name) for task in flavour.default_tasks}
+    stored = (CorpusUnit.objects.filter(corpus__in=corpora, factors__role="task").order_by("corpus_id", "position")
+              .values_list("factors", "fields"))
+    for factors, fields in stored:
+        tasks.setdefault(factors.get("task", ""), (factors.get("domain", ""), (fields or {}).get("name", "")))
+    by_domain: dict[str, list[tuple[str, str]]] = {}
+    for slug, (domain, name) in tasks.items():
+        by_domain.setdefault(domain, []).append((slug, name if name == slug.replace("_", " ") else f"{name} ({slug})"))
+    return list(by_domain.items())
 
 
 def _arguments(flavour: Flavour, values: dict, models) -> dict:
@@ -123,6 +145,8 @@ def launch_form(flavour: Flavour) -> type:
     class CounterfactualLaunchForm(launch_form_base(flavour.settings)):
         corpus = forms.ModelChoiceField(queryset=Corpus.objects.filter(paradigm=flavour.name), required=False,
                                         empty_label=f"the default material ({flavour.default_corpus_name})")
+        only_tasks = forms.MultipleChoiceField(required=False, widget=forms.CheckboxSelectMultiple,
+                                               label="Only these tasks", help_text=ONLY_TASKS_HELP)
         alpha = forms.FloatField(initial=0.05, min_value=0.0001, max_value=0.5,
                                  help_text="Benjamini–Hochberg FDR level.")
 
@@ -130,10 +154,15 @@ def launch_form(flavour: Flavour) -> type:
             model = Audit
             fields = ("name", "seed", "use_cache", "error_budget", "parallel_tasks")
 
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            # Evaluated when the field is shown or checked, after the admin has narrowed the corpora to the user's.
+            self.fields["only_tasks"].choices = lambda: task_choices(flavour, self.fields["corpus"].queryset)
+
         def values(self) -> dict:
             data = self.cleaned_data
             return {"name": data["name"], "corpus": data["corpus"], "material": None,
-                    "analysis": {"alpha": data["alpha"]}, **self.setting_values(),
+                    "analysis": {"alpha": data["alpha"]}, "only_tasks": data["only_tasks"], **self.setting_values(),
                     "seed": data["seed"], "use_cache": data["use_cache"], "error_budget": data["error_budget"],
                     "parallel_tasks": data["parallel_tasks"]}
 

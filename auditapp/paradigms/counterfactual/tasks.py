@@ -15,7 +15,8 @@ example that could cue a group. The two message tasks and their domain ("Message
 domain name and descriptions (about the person's message) are ours.
 
 A researcher's task list is checked by :func:`task_problems` (every problem, by entry and field) and built from
-JSON-like entries by :func:`parse_tasks`; :func:`select_tasks` picks the paper's tasks by slug or domain.
+JSON-like entries by :func:`parse_tasks`; :func:`select_tasks` picks the paper's tasks by slug or domain;
+:func:`tasks_asked` is the subset of a material's tasks an audit asks (its ``only_tasks`` setting).
 """
 from __future__ import annotations
 
@@ -203,3 +204,14 @@ def select_tasks(*, slugs: Iterable[str] = (), domains: Iterable[str] = (),
         problems.append(MaterialProblem(part, "no tasks selected"))
     raise_if_any(problems)
     return selected
+
+
+def tasks_asked(tasks: Sequence[Task], only: Sequence[str]) -> tuple[list[Task], list[str]]:
+    """The tasks of the material an audit asks, in the material's order: those whose slugs are in ``only``, or every
+    one when ``only`` is empty; and the problems (each slug the material has no task of, naming its tasks)."""
+    if not only:
+        return list(tasks), []
+    known = [task.slug for task in tasks]
+    problems = [f"only_tasks: the material has no task {slug!r} (its tasks: {', '.join(known)})"
+                for slug in dict.fromkeys(only) if slug not in known]
+    return [task for task in tasks if task.slug in set(only)], problems

@@ -6,6 +6,7 @@ from __future__ import annotations
 from auditapp.engine.launch_settings import Setting
 from auditapp.models import Audit
 from auditapp.paradigms.counterfactual.interface import Flavour, iterations_setting, paradigm_of
+from auditapp.paradigms.counterfactual.tasks import DIALECT_TASKS
 from auditapp.paradigms.counterfactual.units import dialect_spec_material, dialect_units
 from auditapp.paradigms.dialect import LABEL
 from auditapp.paradigms.dialect.design import DEFAULTS, MAX_BATCH_SIZE, DialectDesign
@@ -34,6 +35,7 @@ FLAVOUR = Flavour(
     label=LABEL,
     design_class=DialectDesign,
     units_of=units_of,
+    default_tasks=DIALECT_TASKS,
     default_corpus_name="Dialect: seed 002's 16 tasks, our SAE/AAVE pairs",
     settings=(
         Setting("batch_size", "integer", default=DEFAULTS["batch_size"], minimum=1, maximum=MAX_BATCH_SIZE,

@@ -31,6 +31,7 @@ from auditapp.paradigms.counterfactual.analysis import (
 from auditapp.paradigms.counterfactual.dialect_texts import strip_features
 from auditapp.paradigms.counterfactual.material import Task
 from auditapp.paradigms.counterfactual.problems import MaterialError, MaterialProblem
+from auditapp.paradigms.counterfactual.tasks import tasks_asked
 from auditapp.paradigms.counterfactual.units import dialect_material
 
 DEFAULTS = {"iterations": 50, "batch_size": 10}
@@ -45,6 +46,7 @@ class DialectDesign:
     batch_size: int
     alpha: float
     primary: str
+    only_tasks: tuple[str, ...] = ()
 
     @classmethod
     def from_audit(cls, units: Sequence[Unit], *, seed: int, settings: Mapping) -> DialectDesign:
@@ -53,9 +55,10 @@ class DialectDesign:
         material = dialect_material(units)
         settings = {**DEFAULTS, **settings}
         analysis = settings_of(settings)
-        design = cls(seed=seed, tasks=list(material.tasks), pairs=list(material.pairs),
-                     batch_size=settings["batch_size"], alpha=analysis.alpha, primary=analysis.primary)
-        problems = design.problems()
+        tasks, subset_problems = tasks_asked(material.tasks, settings.get("only_tasks") or ())
+        design = cls(seed=seed, tasks=tasks, pairs=list(material.pairs), batch_size=settings["batch_size"],
+                     alpha=analysis.alpha, primary=analysis.primary, only_tasks=tuple(settings.get("only_tasks") or ()))
+        problems = [*subset_problems, *design.problems()]
         if problems:
             raise MaterialError([MaterialProblem("settings", problem) for problem in problems])
         return design
@@ -70,6 +73,11 @@ class DialectDesign:
         if not self.tasks:
             problems.append("no task")
         return problems
+
+    def _tasks_described(self) -> dict:
+        """The tasks asked, and the subset the launch chose (the manifest says whether the material was cut)."""
+        return {"tasks": [task.slug for task in self.tasks],
+                "only_tasks": list(self.only_tasks) or "every task of the material"}
 
     def task(self, slug: str) -> Task:
         return self._tasks_by_slug()[slug]
@@ -93,7 +101,7 @@ class DialectDesign:
         return self.batch_size
 
     def describe(self) -> dict:
-        return {"batch_size": self.batch_size, "n_tasks": len(self.tasks),
+        return {"batch_size": self.batch_size, "n_tasks": len(self.tasks), **self._tasks_described(),
                 "n_pairs": {text_set: sum(p.text_set == text_set for p in self.pairs)
                             for text_set in sorted({p.text_set for p in self.pairs})},
                 "sampling": "each text of a batch independently: SAE or AAVE with p = 0.5, a pair uniformly from "

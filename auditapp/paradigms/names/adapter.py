@@ -7,6 +7,7 @@ from auditapp.corpus_selectors import corpus_units
 from auditapp.engine.launch_settings import Setting
 from auditapp.models import Audit
 from auditapp.paradigms.counterfactual.interface import Flavour, iterations_setting, paradigm_of
+from auditapp.paradigms.counterfactual.tasks import NAMES_TASKS
 from auditapp.paradigms.counterfactual.units import names_spec_material, names_units
 from auditapp.paradigms.names import LABEL
 from auditapp.paradigms.names.design import DEFAULTS, MAX_PAIRS, NamesDesign
@@ -41,6 +42,7 @@ FLAVOUR = Flavour(
     label=LABEL,
     design_class=NamesDesign,
     units_of=units_of,
+    default_tasks=NAMES_TASKS,
     default_corpus_name="Names: seed 002 Table 2 and tasks, our vignettes",
     settings=(
         Setting("pairs_per_iteration", "integer", default=DEFAULTS["pairs_per_iteration"], minimum=1,

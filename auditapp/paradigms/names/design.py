@@ -30,6 +30,7 @@ from auditapp.paradigms.counterfactual.analysis import (
 )
 from auditapp.paradigms.counterfactual.material import Task
 from auditapp.paradigms.counterfactual.problems import MaterialError, MaterialProblem
+from auditapp.paradigms.counterfactual.tasks import tasks_asked
 from auditapp.paradigms.counterfactual.units import names_material
 
 DEFAULTS = {"iterations": 100, "pairs_per_iteration": 30, "reference_group": "White"}
@@ -45,6 +46,7 @@ class NamesDesign:
     reference_group: str
     pairs_per_iteration: int
     alpha: float
+    only_tasks: tuple[str, ...] = ()
 
     @classmethod
     def from_audit(cls, units: Sequence[Unit], *, seed: int, settings: Mapping) -> NamesDesign:
@@ -52,11 +54,12 @@ class NamesDesign:
         naming every problem (a reference group without names, too few vignettes for the pairs)."""
         material = names_material(units)
         settings = {**DEFAULTS, **settings}
-        design = cls(seed=seed, tasks=list(material.tasks), names=list(material.names),
+        tasks, subset_problems = tasks_asked(material.tasks, settings.get("only_tasks") or ())
+        design = cls(seed=seed, tasks=tasks, names=list(material.names),
                      vignettes=list(material.vignettes), reference_group=settings["reference_group"],
                      pairs_per_iteration=settings["pairs_per_iteration"],
-                     alpha=settings_of(settings).alpha)
-        problems = design.problems()
+                     alpha=settings_of(settings).alpha, only_tasks=tuple(settings.get("only_tasks") or ()))
+        problems = [*subset_problems, *design.problems()]
         if problems:
             raise MaterialError([MaterialProblem("settings", problem) for problem in problems])
         return design
@@ -84,6 +87,11 @@ class NamesDesign:
     def minority_groups(self) -> list[str]:
         return sorted({name.group for name in self.names} - {self.reference_group})
 
+    def _tasks_described(self) -> dict:
+        """The tasks asked, and the subset the launch chose (the manifest says whether the material was cut)."""
+        return {"tasks": [task.slug for task in self.tasks],
+                "only_tasks": list(self.only_tasks) or "every task of the material"}
+
     def task(self, slug: str) -> Task:
         return self._tasks_by_slug()[slug]
 
@@ -110,7 +118,7 @@ class NamesDesign:
     def describe(self) -> dict:
         return {"reference_group": self.reference_group, "minority_groups": self.minority_groups,
                 "pairs_per_iteration": self.pairs_per_iteration, "texts_per_request": self.texts_per_request,
-                "n_tasks": len(self.tasks), "n_names": len(self.names), "n_vignettes": len(self.vignettes),
+                "n_tasks": len(self.tasks), **self._tasks_described(), "n_names": len(self.names), "n_vignettes": len(self.vignettes),
                 "genders_paired": plan.paired_genders(self.names, self.reference_group),
                 "names_never_drawn": [f"{group} {gender}" for group, gender in
                                       plan.unpaired_names(self.names, self.reference_group)],
