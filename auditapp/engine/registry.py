@@ -55,9 +55,9 @@ if TYPE_CHECKING:
 
 PARADIGMS = ("classification", "self_report", "bits", "names", "dialect", "word_association", "affective_attribution")
 DEFAULT = PARADIGMS[0]
+"""The paradigm of a launch that names none (the API's and the admin's default)."""
 CHAT = ("messages",)
 """What most paradigms accept: chat LLMs only (:attr:`Paradigm.accepts`)."""
-"""The paradigm of a launch that names none (the API's and the admin's default)."""
 
 
 @dataclass(frozen=True)
