@@ -261,3 +261,23 @@ def test_the_error_browser_filters_searches_and_pages(live_server, browser_conte
     round_link.click()
     expect(page.locator('select[name="eligible"]')).to_have_value("parsed")
     assert problems == []
+
+
+def test_the_rules_extraction_runs_from_its_button_and_shows_its_metrics(live_server, browser_context, monkeypatch):
+    from auditapp.models import AuditExtraction
+    from auditapp.paradigms.classification.extraction_services import extraction_run
+
+    # The worker's part, run where the task is sent (the live server's thread), after the launch's commit.
+    monkeypatch.setattr("tasks.extractions.audit_extraction_run_task.delay",
+                        lambda extraction_id: extraction_run(extraction_id=extraction_id))
+    audit = build_audit(COMPLETED_PLAN)
+    page, problems, _ = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+    page.get_by_role("button", name="Read the unparseable replies again with the verbal rules").click()
+    expect(page.locator("#outcome-source-shown")).to_have_attribute("data-source", re.compile(r"^extraction:\d+$"),
+                                                                     timeout=15000)
+    extraction = AuditExtraction.objects.get(audit=audit)
+    assert extraction.mode == "rules" and extraction.status == "completed"
+    assert page.url.endswith(f"?outcomes=extraction%3A{extraction.id}")
+    expect(page.locator("#outcome-source-shown")).to_contain_text(f"with extraction {extraction.id}")
+    assert problems == []
