@@ -113,31 +113,41 @@ class StepPosition:
     name: str
 
 
-def step_position(*, participant: Participant, step: Step) -> StepPosition | None:
-    """Where ``step`` stands among the study's steps, counted as :func:`next_step` routes: consent, each
-    instrument in its position, the IAT when the study has it, labelling (its instructions and its items
-    are one step). None for the pages outside the count (done, withdrawn). One query, for the instruments.
-    """
+@dataclass(frozen=True)
+class FlowStep:
+    """One step of a study's flow as participants take it: ``kind`` is consent, questionnaire (``instrument_id``),
+    iat or label (the labelling instructions and the items are one step); ``name`` is what the pages call it."""
+
+    kind: str
+    name: str
+    instrument_id: int | None = None
+
+
+def study_flow(*, study: Study) -> list[FlowStep]:
+    """The study's steps in the order :func:`next_step` routes them: consent, each of its instruments by position,
+    the IAT when the study has it, labelling. One query, for the instruments."""
     from psychometrics.models import StudyInstrument
 
+    instruments = (StudyInstrument.objects.filter(study_id=study.pk).order_by("position", "id")
+                   .values_list("instrument_id", "instrument__name"))
+    return [FlowStep("consent", "Consent"),
+            *(FlowStep("questionnaire", name, instrument_id) for instrument_id, name in instruments),
+            *([FlowStep("iat", "Reaction-time task")] if study.iat_enabled else []),
+            FlowStep("label", "Labelling")]
+
+
+def step_position(*, participant: Participant, step: Step) -> StepPosition | None:
+    """Where ``step`` stands among the study's steps (:func:`study_flow`) as the participant sees it. None for the
+    pages outside the count (done, withdrawn). One query, for the instruments.
+    """
     if step.kind not in ("consent", "questionnaire", "iat", "instructions", "label"):
         return None
-    instruments = list(StudyInstrument.objects.filter(study_id=participant.study_id).order_by("position", "id")
-                       .values_list("instrument_id", "instrument__name"))
-    names = (["Consent"] + [name for _, name in instruments]
-             + (["Reaction-time task"] if participant.study.iat_enabled else []) + ["Labelling"])
-    if step.kind == "consent":
-        number = 1
-    elif step.kind == "questionnaire":
-        order = [instrument_id for instrument_id, _ in instruments]
-        if step.instrument_id not in order:
-            return None
-        number = 2 + order.index(step.instrument_id)
-    elif step.kind == "iat":
-        number = 2 + len(instruments)
-    else:
-        number = len(names)
-    return StepPosition(number, len(names), names[number - 1])
+    flow = study_flow(study=participant.study)
+    kind = "label" if step.kind == "instructions" else step.kind
+    for number, flow_step in enumerate(flow, start=1):
+        if (flow_step.kind, flow_step.instrument_id) == (kind, step.instrument_id):
+            return StepPosition(number, len(flow), flow_step.name)
+    return None
 
 
 def step_url(participant: Participant, step: Step) -> str:
@@ -196,6 +206,20 @@ def open_link_join(*, study: Study, prolific_pid: str = "", prolific_study_id: s
         return Participant.objects.create(
             study=study, pseudonym=_next_pseudonyms(study, 1)[0], via_open_link=True, prolific_pid=prolific_pid[:64],
             prolific_study_id=prolific_study_id[:64], prolific_session_id=prolific_session_id[:64])
+
+
+def participant_opened(*, participant: Participant) -> None:
+    """Record when a page of the participant's link was first loaded (the study monitor's "opened"): one
+    conditional UPDATE the first time, nothing afterwards. Not for a participant who has withdrawn or declined,
+    of whom nothing more is recorded."""
+    if participant.opened_at is not None:
+        return
+    now = timezone.now()
+    # No row lock: the UPDATE's own condition lets only the first load write, and a withdrawal that commits
+    # first makes it write nothing.
+    if (Participant.objects.filter(pk=participant.pk, opened_at__isnull=True)
+            .exclude(status__in=(Participant.Status.WITHDRAWN, Participant.Status.DECLINED)).update(opened_at=now)):
+        participant.opened_at = now
 
 
 def participant_consent(*, participant: Participant) -> None:
