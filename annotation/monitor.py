@@ -77,6 +77,9 @@ class ExportLink:
 
 @dataclass(frozen=True)
 class StudyMonitor:
+    """What the monitor shows; ``statuses`` is (status, its name, how many) for every status but "imported" when
+    there is none."""
+
     flow: list[FlowStep]
     statuses: list[tuple[str, str, int]]
     funnel: Funnel
@@ -203,6 +206,10 @@ def study_export_links(*, study_id: int) -> list[ExportLink]:
             for title, what, name, file_format in STUDY_EXPORTS]
 
 
+# The status "invited" is every participant who has not consented yet: the funnel's "invited" counts them all.
+STATUS_NAMES = {Participant.Status.INVITED: "invited, not yet consented"}
+
+
 def study_monitor(*, study: Study) -> StudyMonitor:
     """Everything the monitor shows (module docstring)."""
     flow = study_flow(study=study)
@@ -210,6 +217,8 @@ def study_monitor(*, study: Study) -> StudyMonitor:
     funnel = recruitment_funnel(groups=groups, middle=_middle(flow))
     return StudyMonitor(
         flow=flow, funnel=funnel, items=item_coverage(study=study),
-        statuses=[(value, label, funnel.statuses.get(value, 0)) for value, label in Participant.Status.choices],
+        statuses=[(value, STATUS_NAMES.get(value, label), funnel.statuses.get(value, 0))
+                  for value, label in Participant.Status.choices
+                  if value != Participant.Status.IMPORTED or funnel.statuses.get(value)],
         times=completion_times(completion_seconds(study=study)), attention=attention_checks(groups),
         activity=study_activity(study=study), exports=study_export_links(study_id=study.pk))

@@ -233,18 +233,20 @@ def participant_consent(*, participant: Participant) -> None:
 
 def participant_decline(*, participant: Participant) -> None:
     """Record that the visitor declined consent, and keep nothing else of them: the panel identifiers an open link
-    stored are cleared, and every later write is refused (``participant_locked``). The row stays, with its
-    pseudonym and the time of the decline, so the study's recruitment numbers stay true. Only possible before
-    consent (afterwards the participant withdraws); declining twice changes nothing."""
+    stored and the time they opened the link are cleared, and every later write is refused (``participant_locked``).
+    The row stays, with its pseudonym and the time of the decline, so the study's recruitment numbers stay true (a
+    decline counts as an opened link). Only possible before consent (afterwards the participant withdraws);
+    declining twice changes nothing."""
     try:
         with participant_locked(participant):
             if participant.started_at is not None:
                 raise FlowError("You have already agreed to take part; you can withdraw instead.")
             participant.status = Participant.Status.DECLINED
             participant.declined_at = timezone.now()
+            participant.opened_at = None
             participant.prolific_pid = participant.prolific_study_id = participant.prolific_session_id = ""
-            participant.save(update_fields=["status", "declined_at", "prolific_pid", "prolific_study_id",
-                                            "prolific_session_id", "updated_at"])
+            participant.save(update_fields=["status", "declined_at", "opened_at", "prolific_pid",
+                                            "prolific_study_id", "prolific_session_id", "updated_at"])
     except ParticipantWithdrawn:
         participant.refresh_from_db()
 

@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='participant',
             name='opened_at',
-            field=models.DateTimeField(blank=True, help_text='When a page of their link was first loaded (empty for participants from before it was kept; their consent or decline shows they opened it).', null=True),
+            field=models.DateTimeField(blank=True, help_text='When a page of their link was first loaded (empty for participants from before it was kept, and cleared when they decline: their consent or decline shows they opened it).', null=True),
         ),
     ]

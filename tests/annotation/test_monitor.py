@@ -145,6 +145,8 @@ def test_the_dashboard_shows_the_monitor_first(study, staff):
     assert '<td class="num reached">11</td>' in funnel and '<td class="num reached">2</td>' in funnel
     assert f"answering {AQ}" in funnel
     text = " ".join(strip_tags(html).split())
+    assert ("Participants now: invited, not yet consented 2 · in progress 5 · completed 2 · withdrawn 1 · declined "
+            "consent 1 · imported with a data file 1") in text
     assert "3 annotators have labels, of the 10 participants who opened their link; and 1 imported" in text
     assert 'id="items-needing-labels"' in html
     assert "1 of 2 passed (50%)" in text
