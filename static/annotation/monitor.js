@@ -32,7 +32,9 @@
       hovertemplate: "%{customdata[0]}–%{customdata[1]} min: %{y} participant(s)<extra></extra>"
     }], {
       margin: { l: 45, r: 10, t: 8, b: 38 }, bargap: 0, shapes: shapes, showlegend: false,
-      xaxis: { title: { text: "minutes from consent to completion (dotted: median)", font: { size: 11 } } },
+      // Ticks on the bins' edges (whole minutes), unless there are too many bins to label each.
+      xaxis: { title: { text: "minutes from consent to completion (dotted: median)", font: { size: 11 } },
+               tick0: bins[0].start, dtick: bins.length <= 12 ? bins[0].end - bins[0].start : null },
       // Counts of people: whole-number ticks only, however few there are.
       yaxis: { title: { text: "participants", font: { size: 11 } }, rangemode: "tozero", tickformat: "d",
                dtick: most <= 10 ? 1 : null }

@@ -11,13 +11,17 @@ import io
 import json
 
 import pytest
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from playwright.sync_api import expect
 
-from annotation.models import AnalysisRun
+from annotation.models import AnalysisRun, Study
 from annotation.study_alternatives import study_alternatives_compute
 from annotation.study_analysis import study_analysis_compute, study_analysis_run
 from tests.browser.accessibility import assert_accessible
 from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from teams import roles
+from teams.models import Membership
 from tests.monitor_study import make_monitor_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -90,6 +94,8 @@ def test_the_monitor_shows_the_funnel_first_and_links_every_export(live_server, 
     # The histogram counts people: its y ticks are whole numbers.
     ticks = page.locator("#chart-times .ytick text").all_text_contents()
     assert ticks and all(tick.isdigit() for tick in ticks), ticks
+    # Its bins are 2 minutes wide (20 and 35 min: tests/annotation/test_monitor_stats.py), ticked on their edges.
+    assert page.locator("#chart-times .xtick text").all_text_contents() == [str(m) for m in range(20, 38, 2)]
     expect(page.locator("#last-activity time")).to_be_visible()
 
     # The first screen (1440×900) is the monitor: the whole funnel and the key numbers without scrolling.
@@ -153,4 +159,20 @@ def test_after_recompute_the_page_refreshes_itself_when_the_worker_is_done(live_
     assert page.locator("#last-computed time").get_attribute("datetime") == after.isoformat()
     expect(page.locator("#analysis-state")).to_have_count(0)
     assert page.evaluate("() => window.shownBeforeTheRefresh === undefined"), "the page reloaded itself"
+    assert problems == []
+
+
+def test_the_demo_study_dashboard_passes_axe(live_server, wide_context, settings, tmp_path):
+    """The demo study (manage.py load_demo) has annotators without a weight, whose rows were once grey at 3.54:1."""
+    settings.VAR_DIR = tmp_path
+    call_command("load_demo", stdout=io.StringIO())
+    study = Study.objects.get(slug="demo")
+    study_analysis_compute(study_id=study.id)
+    page, problems, _ = logged_in_page(wide_context, live_server)
+    Membership.objects.create(team=study.team, user=get_user_model().objects.get(username="dashboard-researcher"),
+                              role=roles.VIEWER)
+    page.goto(f"{live_server.url}/studies/{study.id}/dashboard/")
+    expect(page.locator("#annotators tr.excluded").first).to_be_visible()
+    expect(page.locator("#chart-times .main-svg").first).to_be_attached()
+    assert_accessible(page, "demo study dashboard")
     assert problems == []
