@@ -18,10 +18,10 @@ from playwright.sync_api import expect
 from annotation.models import AnalysisRun, Study
 from annotation.study_alternatives import study_alternatives_compute
 from annotation.study_analysis import study_analysis_compute, study_analysis_run
-from tests.browser.accessibility import assert_accessible
-from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
 from teams import roles
 from teams.models import Membership
+from tests.browser.accessibility import assert_accessible
+from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
 from tests.monitor_study import make_monitor_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
