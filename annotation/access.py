@@ -25,7 +25,7 @@ from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
 from annotation.models import Participant
-from annotation.participation import ParticipantWithdrawn
+from annotation.participation import ParticipantWithdrawn, participant_opened
 
 RowT = TypeVar("RowT", bound=Model)
 
@@ -83,7 +83,8 @@ def participant_page(*, step: str | None = None):
     """Decorate a view ``view(request, participant, ...)`` reached by ``/p/<token>/...``.
 
     With ``step``, a participant who is elsewhere in the flow is sent to where they are, so the flow
-    can only be taken in order and a reopened link resumes at the right page.
+    can only be taken in order and a reopened link resumes at the right page. Every page records the first time the
+    link was opened (``participant_opened``), for the study monitor's recruitment funnel.
     """
     def decorate(view):
         @wraps(view)
@@ -92,6 +93,7 @@ def participant_page(*, step: str | None = None):
                 participant = participant_by_token(request, token)
             except TooManyBadTokens:
                 return too_many_bad_tokens_response()
+            participant_opened(participant=participant)
             if step is not None:
                 from annotation.participation import next_step, step_url
 

@@ -19,6 +19,7 @@ from annotation.duration import STATED_MINUTES_MAX, STATED_MINUTES_MIN
 from annotation.forms import InviteForm, ItemImportForm
 from annotation.item_files import ItemFileError
 from annotation.models import Item, ItemImport, Label, Participant, Study, StudyAnalysisSettings
+from annotation.monitor import study_export_links
 from annotation.participation import participants_invite
 from annotation.selectors import study_analysis_status, study_duration, study_list
 from annotation.services import item_import_submit
@@ -61,6 +62,13 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
         ("Data", {"fields": ("analysis", "item_imports", "annotator_imports", "created_at", "updated_at")}),
     ]
 
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        """The study's page, with its dashboard and every export one click away above the form."""
+        if str(object_id).isdigit():
+            extra_context = {**(extra_context or {}), "study_exports": study_export_links(study_id=int(object_id)),
+                             "study_dashboard_url": reverse("study-dashboard", args=[object_id])}
+        return super().change_view(request, object_id, form_url, extra_context)
+
     def save_related(self, request, form, formsets, change):
         """A change of the study or its analysis settings recomputes the analysis (in the worker)."""
         super().save_related(request, form, formsets, change)
@@ -76,7 +84,7 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
                 else "not computed yet")
         now = {"queued": "; a recomputation is waiting for a worker", "running": "; a recomputation is running",
                "failed": f"; the last recomputation failed: {analysis.error}"}.get(analysis.state, "")
-        return format_html("<a class='button' href='{}'>Weighted vs majority dashboard</a> (<span "
+        return format_html("<a class='button' href='{}'>Study dashboard</a> (<span "
                            "id='analysis-state'>{}{}</span>)", reverse("study-dashboard", args=[study.pk]), when, now)
 
     def recompute_analysis_view(self, request, object_id: int):
@@ -85,8 +93,8 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
         if not self.has_change_permission(request, study):
             return HttpResponse(status=403)
         study_analysis_request(study_id=study.pk)
-        messages.success(request, "Recomputation of the analysis queued: a worker computes it now (its state "
-                                  "shows under Data when you reload this page).")
+        messages.success(request, "Recomputation of the analysis queued: a worker computes it now; the study "
+                                  "dashboard refreshes itself when it is done.")
         return redirect("admin:annotation_study_change", study.pk)
 
     def formfield_for_dbfield(self, db_field, request, **kwargs):

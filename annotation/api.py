@@ -96,6 +96,8 @@ class ParticipantRowSerializer(serializers.Serializer):
     status = serializers.ChoiceField(choices=Participant.Status.choices)
     n_labels = serializers.IntegerField()
     created_at = serializers.DateTimeField()
+    opened_at = serializers.DateTimeField(allow_null=True, help_text="When a page of their link was first loaded "
+                                                                     "(empty for participants from before it was kept).")
     consented_at = serializers.DateTimeField(allow_null=True)
     completed_at = serializers.DateTimeField(allow_null=True)
     withdrawn_at = serializers.DateTimeField(allow_null=True)

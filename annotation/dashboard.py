@@ -1,6 +1,7 @@
-"""Reads behind a study's weighted-vs-majority dashboard (seed 000 §3.2, Appendix B). Pure reads, no writes.
+"""Reads behind a study's dashboard: the study monitor (``annotation.monitor``) on top, then the weighted-vs-majority
+analysis (seed 000 §3.2, Appendix B). Pure reads, no writes.
 
-Everything comes from the stored latest analysis (``annotation.study_analysis``): ``AnalysisRun`` for
+The analysis comes from the stored latest analysis (``annotation.study_analysis``): ``AnalysisRun`` for
 the run's metadata, agreement and Cohen's kappa; ``ParticipantWeight`` for the annotators' scores, R
 and W (seed 000 Appendix B, eqs. 1–5); ``ItemGroundTruth`` for the majority and weighted labels (eq. 6);
 ``ItemSetMember`` for the test and ICL example sets. A fixed number of queries whatever the study's
@@ -33,6 +34,7 @@ from annotation.models import (
     ParticipantWeight,
     Study,
 )
+from annotation.monitor import StudyMonitor, study_monitor
 from annotation.selectors import study_analysis_status
 from psychometrics.models import IATSession, InstrumentScore, StudyInstrument
 
@@ -340,9 +342,16 @@ def annotator_notes(study: Study) -> dict[str, int]:
         changed=Count("id", filter=Q(changed)))
 
 
+def _times_chart(monitor: StudyMonitor) -> dict:
+    """The completion-time histogram's bins for the page's script (minutes, counts)."""
+    return {"bins": [{"start": b.start, "end": b.end, "n": b.n} for b in monitor.times.bins],
+            "median_minutes": monitor.times.median / 60 if monitor.times.median is not None else None}
+
+
 def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] | None = None,
                             page_size: int = ITEM_PAGE_SIZE) -> dict:
-    """Everything the dashboard shows, from the stored latest analysis; ``run`` is None when there is none.
+    """Everything the dashboard shows: the monitor's live counts, and the stored latest analysis (``run`` is None
+    when there is none).
 
     ``queries`` picks the page and filter of each list of items by its id (``ITEM_LIST_IDS``; default: the
     first page, unfiltered). Raises ItemListQueryError for a page beyond a list's last.
@@ -351,8 +360,10 @@ def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] |
     run = AnalysisRun.objects.filter(study=study).first()
     analysis = study_analysis_status(study=study)
     notes = annotator_notes(study)
+    monitor = study_monitor(study=study)
     if run is None:
-        return {"study": study, "run": None, "analysis": analysis, "annotator_notes": notes}
+        return {"study": study, "run": None, "analysis": analysis, "annotator_notes": notes, "monitor": monitor,
+                "chart_data": {"times": _times_chart(monitor)}}
     annotators = annotator_rows(study)
     truth = _ground_truth(study)
     contingency = contingency_table(study)
@@ -371,6 +382,7 @@ def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] |
         "run": run,
         "analysis": analysis,
         "annotator_notes": notes,
+        "monitor": monitor,
         "annotators": annotators,
         "n_included": sum(1 for a in annotators if a["included"]),
         "n_imported": sum(1 for a in annotators if a["imported"]),
@@ -392,6 +404,7 @@ def study_dashboard_context(*, study: Study, queries: dict[str, ItemListQuery] |
         "notes": list(run.notes or []),
         "robustness": robustness_context(study, run, limit=ROBUSTNESS_FLIP_LIMIT),
         "chart_data": {
+            "times": _times_chart(monitor),
             "robustness": {"agreement": (run.alternatives or {}).get("agreement", {}),
                            "labels": {a["name"]: a["label"] for a in
                                       (run.alternatives or {}).get("settings", {}).get("alternatives", [])}},

@@ -1,10 +1,13 @@
-"""A study's weighted-vs-majority dashboard (staff only): the page, and the button that queues a recomputation.
+"""A study's dashboard (staff only): the study monitor on top, then the weighted-vs-majority analysis; the button
+that queues a recomputation, and the state of the analysis that the page polls until the recomputation is done.
 
 The page is for the study's team (a viewer reads it; a study of another team is not found, 404); the recomputation
 needs an editor (403 for a viewer, and nothing is queued), as in :mod:`teams.pages`.
 
-Thin: the page reads the stored latest analysis through ``annotation.dashboard``; a GET never computes
-anything. The recomputation runs in the Celery worker (``tasks.analysis``), so the page stays fast.
+Thin: the page reads the monitor's counts and the stored latest analysis through ``annotation.dashboard``; a GET
+never computes anything. The recomputation runs in the Celery worker (``tasks.analysis``), so the page stays fast;
+while it waits or runs (or the alternative ground truths that follow it are being computed), the page asks
+``dashboard/status/`` every few seconds and reloads itself once they are done (``static/annotation/monitor.js``).
 
 Each long list of items is paged on the server: ``<list>_page`` (from 1) and ``<list>_q`` (a text the item's
 id or sentence contains) for ``disagreements`` and ``ties``; a page link or filter keeps the other list's.
@@ -14,12 +17,13 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, QueryDict
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from annotation.dashboard import ITEM_LIST_IDS, ItemListQuery, ItemListQueryError, study_dashboard_context
 from annotation.models import Study
+from annotation.selectors import study_alternatives_status, study_analysis_status
 from annotation.study_analysis import study_analysis_request
 from teams import roles
 from teams.pages import can, get_visible_or_404
@@ -76,5 +80,17 @@ def study_dashboard_recompute(request: HttpRequest, study_id: int) -> HttpRespon
     study = get_visible_or_404(request.user, Study.objects.all(), at_least=roles.EDITOR, pk=study_id)
     # A recomputation already waiting or running covers this request (it runs once more if one is running).
     study_analysis_request(study_id=study.id)
-    messages.success(request, "Recomputation queued: reload this page in a moment to see the new results.")
+    messages.success(request, "Recomputation queued: this page refreshes itself when it is done.")
     return redirect("study-dashboard", study_id=study.id)
+
+
+@require_GET
+@staff_member_required
+def study_dashboard_status(request: HttpRequest, study_id: int) -> JsonResponse:
+    """Where the study's analysis stands (``state``: queued, running, done, failed, not_computed; ``computed_at`` of
+    the stored results) and its alternative ground truths' status (``alternatives``): what the page polls."""
+    study = get_visible_or_404(request.user, Study.objects.all(), pk=study_id)
+    analysis = study_analysis_status(study=study)
+    return JsonResponse({"state": analysis.state, "error": analysis.error,
+                         "computed_at": analysis.computed_at.isoformat() if analysis.computed_at else None,
+                         "alternatives": study_alternatives_status(study=study)["status"]})

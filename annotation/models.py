@@ -245,6 +245,10 @@ class Participant(models.Model):
     attention_check_score = models.FloatField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+    opened_at = models.DateTimeField(
+        null=True, blank=True,
+        help_text="When a page of their link was first loaded (empty for participants from before it was kept, and "
+                  "cleared when they decline: their consent or decline shows they opened it).")
     started_at = models.DateTimeField(null=True, blank=True, help_text="When consent was given.")
     completed_at = models.DateTimeField(null=True, blank=True)
     withdrawn_at = models.DateTimeField(null=True, blank=True)

@@ -113,31 +113,41 @@ class StepPosition:
     name: str
 
 
-def step_position(*, participant: Participant, step: Step) -> StepPosition | None:
-    """Where ``step`` stands among the study's steps, counted as :func:`next_step` routes: consent, each
-    instrument in its position, the IAT when the study has it, labelling (its instructions and its items
-    are one step). None for the pages outside the count (done, withdrawn). One query, for the instruments.
-    """
+@dataclass(frozen=True)
+class FlowStep:
+    """One step of a study's flow as participants take it: ``kind`` is consent, questionnaire (``instrument_id``),
+    iat or label (the labelling instructions and the items are one step); ``name`` is what the pages call it."""
+
+    kind: str
+    name: str
+    instrument_id: int | None = None
+
+
+def study_flow(*, study: Study) -> list[FlowStep]:
+    """The study's steps in the order :func:`next_step` routes them: consent, each of its instruments by position,
+    the IAT when the study has it, labelling. One query, for the instruments."""
     from psychometrics.models import StudyInstrument
 
+    instruments = (StudyInstrument.objects.filter(study_id=study.pk).order_by("position", "id")
+                   .values_list("instrument_id", "instrument__name"))
+    return [FlowStep("consent", "Consent"),
+            *(FlowStep("questionnaire", name, instrument_id) for instrument_id, name in instruments),
+            *([FlowStep("iat", "Reaction-time task")] if study.iat_enabled else []),
+            FlowStep("label", "Labelling")]
+
+
+def step_position(*, participant: Participant, step: Step) -> StepPosition | None:
+    """Where ``step`` stands among the study's steps (:func:`study_flow`) as the participant sees it. None for the
+    pages outside the count (done, withdrawn). One query, for the instruments.
+    """
     if step.kind not in ("consent", "questionnaire", "iat", "instructions", "label"):
         return None
-    instruments = list(StudyInstrument.objects.filter(study_id=participant.study_id).order_by("position", "id")
-                       .values_list("instrument_id", "instrument__name"))
-    names = (["Consent"] + [name for _, name in instruments]
-             + (["Reaction-time task"] if participant.study.iat_enabled else []) + ["Labelling"])
-    if step.kind == "consent":
-        number = 1
-    elif step.kind == "questionnaire":
-        order = [instrument_id for instrument_id, _ in instruments]
-        if step.instrument_id not in order:
-            return None
-        number = 2 + order.index(step.instrument_id)
-    elif step.kind == "iat":
-        number = 2 + len(instruments)
-    else:
-        number = len(names)
-    return StepPosition(number, len(names), names[number - 1])
+    flow = study_flow(study=participant.study)
+    kind = "label" if step.kind == "instructions" else step.kind
+    for number, flow_step in enumerate(flow, start=1):
+        if (flow_step.kind, flow_step.instrument_id) == (kind, step.instrument_id):
+            return StepPosition(number, len(flow), flow_step.name)
+    return None
 
 
 def step_url(participant: Participant, step: Step) -> str:
@@ -198,6 +208,20 @@ def open_link_join(*, study: Study, prolific_pid: str = "", prolific_study_id: s
             prolific_study_id=prolific_study_id[:64], prolific_session_id=prolific_session_id[:64])
 
 
+def participant_opened(*, participant: Participant) -> None:
+    """Record when a page of the participant's link was first loaded (the study monitor's "opened"): one
+    conditional UPDATE the first time, nothing afterwards. Not for a participant who has withdrawn or declined,
+    of whom nothing more is recorded."""
+    if participant.opened_at is not None:
+        return
+    now = timezone.now()
+    # No row lock: the UPDATE's own condition lets only the first load write, and a withdrawal that commits
+    # first makes it write nothing.
+    if (Participant.objects.filter(pk=participant.pk, opened_at__isnull=True)
+            .exclude(status__in=(Participant.Status.WITHDRAWN, Participant.Status.DECLINED)).update(opened_at=now)):
+        participant.opened_at = now
+
+
 def participant_consent(*, participant: Participant) -> None:
     """Record consent (after the content warning) and start the participant's session."""
     with participant_locked(participant):
@@ -209,18 +233,20 @@ def participant_consent(*, participant: Participant) -> None:
 
 def participant_decline(*, participant: Participant) -> None:
     """Record that the visitor declined consent, and keep nothing else of them: the panel identifiers an open link
-    stored are cleared, and every later write is refused (``participant_locked``). The row stays, with its
-    pseudonym and the time of the decline, so the study's recruitment numbers stay true. Only possible before
-    consent (afterwards the participant withdraws); declining twice changes nothing."""
+    stored and the time they opened the link are cleared, and every later write is refused (``participant_locked``).
+    The row stays, with its pseudonym and the time of the decline, so the study's recruitment numbers stay true (a
+    decline counts as an opened link). Only possible before consent (afterwards the participant withdraws);
+    declining twice changes nothing."""
     try:
         with participant_locked(participant):
             if participant.started_at is not None:
                 raise FlowError("You have already agreed to take part; you can withdraw instead.")
             participant.status = Participant.Status.DECLINED
             participant.declined_at = timezone.now()
+            participant.opened_at = None
             participant.prolific_pid = participant.prolific_study_id = participant.prolific_session_id = ""
-            participant.save(update_fields=["status", "declined_at", "prolific_pid", "prolific_study_id",
-                                            "prolific_session_id", "updated_at"])
+            participant.save(update_fields=["status", "declined_at", "opened_at", "prolific_pid",
+                                            "prolific_study_id", "prolific_session_id", "updated_at"])
     except ParticipantWithdrawn:
         participant.refresh_from_db()
 

@@ -115,8 +115,8 @@ def study_skips_and_flags_export(*, study: Study) -> Export:
 
 
 PARTICIPANT_COLUMNS = [
-    "participant", "team", "status", "n_labels", "created_at", "consented_at", "completed_at", "withdrawn_at",
-    "declined_at", "aq", *[f"aq_{name}" for name in AQ50_SUBSCALES], "aq_tier", "sata", "sata_tier",
+    "participant", "team", "status", "n_labels", "created_at", "opened_at", "consented_at", "completed_at",
+    "withdrawn_at", "declined_at", "aq", *[f"aq_{name}" for name in AQ50_SUBSCALES], "aq_tier", "sata", "sata_tier",
     "iat_d", "iat_d600", "iat_error_rate", "iat_fast_fraction", "iat_flagged_fast", "iat_condition",
     "iat_modality", "attention_check_score", "attention_checks_passed", "trust_raw", "weight",
 ]
@@ -134,7 +134,7 @@ def study_participants_export(*, study: Study) -> Export:
     participants = list(
         Participant.objects.filter(study=study).annotate(n_labels=_count_of(Label, participant=OuterRef("pk")))
         .order_by("pseudonym").values_list("id", "pseudonym", "team", "status", "n_labels", "created_at",
-                                           "started_at", "completed_at", "withdrawn_at", "declined_at",
+                                           "opened_at", "started_at", "completed_at", "withdrawn_at", "declined_at",
                                            "attention_check_score", "attention_checks_passed"))
     roles = dict(StudyInstrument.objects.filter(study=study).exclude(role=StudyInstrument.Role.OTHER)
                  .values_list("role", "instrument_id"))
@@ -147,11 +147,11 @@ def study_participants_export(*, study: Study) -> Export:
            .values_list("participant_id", "d_score", "d600_score", "error_rate", "fast_fraction", "flagged_fast",
                         "condition_index", "input_modality")}
     rows = []
-    for (pid, pseudonym, team, status, n_labels, created, consented, completed, withdrawn, declined, att_score,
-         att_ok) in participants:
+    for (pid, pseudonym, team, status, n_labels, created, opened, consented, completed, withdrawn, declined,
+         att_score, att_ok) in participants:
         aq_total, aq_sub, aq_tier = scores.get((pid, roles.get("aq")), (None, {}, None))
         sata_total, _, sata_tier = scores.get((pid, roles.get("sata")), (None, {}, None))
-        rows.append((pseudonym, team, status, n_labels, created, consented, completed, withdrawn, declined,
+        rows.append((pseudonym, team, status, n_labels, created, opened, consented, completed, withdrawn, declined,
                      aq_total, *[aq_sub.get(name) for name in AQ50_SUBSCALES], aq_tier or None, sata_total,
                      sata_tier or None, *iat.get(pid, (None,) * 7), att_score, att_ok,
                      *weights.get(pid, (None, None))))

@@ -85,6 +85,8 @@ urlpatterns = [
     path("studies/<int:study_id>/dashboard/", dashboard_views.study_dashboard, name="study-dashboard"),
     path("studies/<int:study_id>/dashboard/recompute/", dashboard_views.study_dashboard_recompute,
          name="study-dashboard-recompute"),
+    path("studies/<int:study_id>/dashboard/status/", dashboard_views.study_dashboard_status,
+         name="study-dashboard-status"),
     path("audits/<int:audit_id>/dashboard/", audit_views.audit_dashboard, name="audit-dashboard"),
     path("audits/compare/", audit_views.audit_compare, name="audit-compare"),
     path("models/card/", audit_views.model_card_page, name="model-card"),

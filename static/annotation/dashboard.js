@@ -31,8 +31,12 @@
                           hovertemplate: axis + " %{x}<br>%{y} annotator(s)<extra></extra>" }], {
       title: { text: title + " (n = " + values.length + ")", font: { size: 14 } },
       margin: margin, bargap: 0.05,
-      xaxis: { title: { text: axis } }, yaxis: { title: { text: "annotators" }, rangemode: "tozero" }
-    }, config);
+      xaxis: { title: { text: axis } }, yaxis: { title: { text: "annotators" }, rangemode: "tozero", tickformat: "d" }
+    }, config).then(function (chart) {
+      // Counts of annotators: whole-number ticks only. Plotly steps a short axis (a tallest bar of 2 or 3) by 0.5;
+      // from about 10 up its own steps are whole numbers.
+      if (chart._fullLayout.yaxis.range[1] <= 10) { Plotly.relayout(chart, { "yaxis.dtick": 1 }); }
+    });
   }
 
   histogram("chart-aq", "aq", "AQ", "AQ total", colours.aq);

@@ -116,8 +116,8 @@ def test_item_set_sizes_count_positive_and_negative(staff):
 
 
 def test_the_context_takes_a_fixed_number_of_queries(study, django_assert_max_num_queries):
-    with django_assert_max_num_queries(11):  # 8, one each for the robustness section's flipped items, the IAT
-        # modalities and the annotators' skips, flags and changes
+    with django_assert_max_num_queries(16):  # 8, one each for the robustness section's flipped items, the IAT
+        # modalities and the annotators' skips, flags and changes, and the monitor's 5 (tests/annotation/test_monitor.py)
         context = study_dashboard_context(study=study)
     more = Item.objects.bulk_create([Item(study=study, external_id=f"m{n}", target=f"More {n}.", position=10 + n)
                                      for n in range(20)])
@@ -125,8 +125,8 @@ def test_the_context_takes_a_fixed_number_of_queries(study, django_assert_max_nu
         for pseudonym, value in (("P1", 1), ("P2", 0), ("P3", 1)):
             Label.objects.create(participant=study.participants.get(pseudonym=pseudonym), item=item, value=value)
     study_analysis_compute(study_id=study.id)
-    with django_assert_max_num_queries(11):  # 8, one each for the robustness section's flipped items, the IAT
-        # modalities and the annotators' skips, flags and changes
+    with django_assert_max_num_queries(16):  # 8, one each for the robustness section's flipped items, the IAT
+        # modalities and the annotators' skips, flags and changes, and the monitor's 5 (tests/annotation/test_monitor.py)
         context = study_dashboard_context(study=study)
         assert context["disagreements"].total == 21 and len(context["disagreements"].rows) == 21
         assert all(len(row.labels) == 3 for row in context["disagreements"].rows)
@@ -163,7 +163,8 @@ def test_recompute_queues_the_task_and_a_get_never_does(study, staff, queued):
     assert response.status_code == 302 and response["Location"] == url(study)
     assert queued == [study.id]
     page = staff.get(response["Location"]).content.decode()
-    assert "Recomputation queued" in page
+    assert "Recomputation queued: this page refreshes itself when it is done." in page
+    assert "reload" not in page.lower()
 
 
 def test_recompute_needs_the_csrf_token(study, researcher, queued):
@@ -217,7 +218,7 @@ def test_the_page_says_when_a_recomputation_waits_or_failed(staff, queued, monke
     study = make_worked_example_study()
     assert 'id="analysis-state"' not in staff.get(url(study)).content.decode()
     staff.post(url(study) + "recompute/")
-    assert "A recomputation is waiting for a worker." in staff.get(url(study)).content.decode()
+    assert "A recomputation is waiting for a worker; this page refreshes itself" in staff.get(url(study)).content.decode()
 
     def broken(*, study_id):
         raise RuntimeError("disk full")

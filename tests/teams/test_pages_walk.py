@@ -25,6 +25,7 @@ RESEARCHER_PAGES = {
     "home": ("GET", "viewer", ()),
     "study-dashboard": ("GET", "viewer", ("?disagreements_page=1",)),
     "study-dashboard-recompute": ("POST", "editor", ()),
+    "study-dashboard-status": ("GET", "viewer", ()),
     "audit-dashboard": ("GET", "viewer", ()),
     "coding-round-results": ("GET", "viewer", ()),
 }
