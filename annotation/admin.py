@@ -27,6 +27,7 @@ from common.api.csv_export import streaming_csv_response
 from psychometrics.admin import StudyInstrumentInline
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.forms import AnnotatorImportForm
+from psychometrics.selectors import study_weights_gap
 from teams.admin_scoping import TeamScopedAdmin, TeamScopedInline
 from teams.scoping import visible
 
@@ -62,10 +63,15 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
     ]
 
     def save_related(self, request, form, formsets, change):
-        """A change of the study or its analysis settings recomputes the analysis (in the worker)."""
+        """A change of the study or its analysis settings recomputes the analysis (in the worker). A study whose
+        trust weights will lack a score (no AQ or SATA role, the IAT off) is saved with a warning saying what the
+        weights will use instead."""
         super().save_related(request, form, formsets, change)
         if change:
             study_analysis_enqueue(study_id=form.instance.pk)
+        gap = study_weights_gap(study=form.instance)
+        if gap:
+            messages.warning(request, gap)
 
     @admin.display(description="Analysis")
     def analysis(self, study):

@@ -1,0 +1,209 @@
+"""A study's setup on its admin page catches mistakes: instrument roles inferred and checked (and the same rules on
+PUT /api/studies/{id}/instruments/), a warning when the weights will lack a score."""
+from __future__ import annotations
+
+from html.parser import HTMLParser
+
+import pytest
+from django.contrib.messages import get_messages
+
+from annotation.models import StudyAnalysisSettings
+from psychometrics.models import Instrument, StudyInstrument
+from psychometrics.services import StudyInstrumentChoice, StudyInstrumentsInvalid, study_instruments_set
+from tests.factories import make_study
+
+pytestmark = pytest.mark.django_db
+
+
+class _FormFields(HTMLParser):
+    """The values a browser would submit from the page's form with id ``study_form`` (as shown, nothing changed)."""
+
+    def __init__(self):
+        super().__init__()
+        self.data: dict[str, str] = {}
+        self._in_form = False
+        self._select: str | None = None
+        self._textarea: str | None = None
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        if tag == "form":
+            self._in_form = attributes.get("id") == "study_form"
+        if not self._in_form or "__prefix__" in (attributes.get("name") or ""):
+            return
+        name = attributes.get("name")
+        if tag == "input" and name and attributes.get("type") not in ("submit", "button", "file"):
+            if attributes.get("type") in ("checkbox", "radio"):
+                if "checked" in attributes:
+                    self.data[name] = attributes.get("value", "on")
+            else:
+                self.data[name] = attributes.get("value", "")
+        elif tag == "select" and name:
+            self._select = name
+            self.data.setdefault(name, "")
+        elif tag == "option" and self._select and "selected" in attributes:
+            self.data[self._select] = attributes.get("value", "")
+        elif tag == "textarea" and name:
+            self._textarea = name
+            self.data[name] = ""
+
+    def handle_endtag(self, tag):
+        if tag == "select":
+            self._select = None
+        elif tag == "textarea":
+            self._textarea = None
+        elif tag == "form":
+            self._in_form = False
+
+    def handle_data(self, data):
+        if self._textarea:
+            self.data[self._textarea] += data.removeprefix("\n") if not self.data[self._textarea] else data
+
+
+def page_form(client, url: str) -> dict[str, str]:
+    parser = _FormFields()
+    parser.feed(client.get(url).content.decode())
+    return parser.data
+
+
+def with_instruments(form: dict[str, str], rows: list[dict]) -> dict[str, str]:
+    """The study form with its instrument rows replaced by ``rows`` (new rows: instrument, role, position)."""
+    form = {key: value for key, value in form.items() if not key.startswith("study_instruments-")}
+    form.update({"study_instruments-TOTAL_FORMS": str(len(rows)), "study_instruments-INITIAL_FORMS": "0",
+                 "study_instruments-MIN_NUM_FORMS": "0", "study_instruments-MAX_NUM_FORMS": "1000"})
+    for index, row in enumerate(rows):
+        form.update({f"study_instruments-{index}-{name}": str(value) for name, value in row.items()})
+        form.setdefault(f"study_instruments-{index}-position", str(index))
+    return form
+
+
+@pytest.fixture
+def study_page(staff_client, shipped_instruments):
+    study = make_study(name="Setup")
+    url = f"/admin/annotation/study/{study.pk}/change/"
+    return study, url, page_form(staff_client, url)
+
+
+def test_a_new_row_gets_the_role_of_its_instrument(staff_client, study_page, shipped_instruments):
+    study, url, form = study_page
+    aq, sata = shipped_instruments["aq50"], shipped_instruments["sata_partial"]
+    response = staff_client.post(url, with_instruments(form, [{"instrument": aq.pk, "role": ""},
+                                                              {"instrument": sata.pk, "role": ""}]))
+    assert response.status_code == 302, response.context["inline_admin_formsets"][0].formset.errors
+    assert dict(StudyInstrument.objects.filter(study=study).values_list("instrument__slug", "role")) == {
+        "aq50": "aq", "sata_partial": "sata"}
+    # The page offers "From the instrument" as a new row's role, and names every control of a row.
+    page = staff_client.get(url).content.decode()
+    assert '<option value="">From the instrument</option>' in page
+    assert 'aria-label="Role of instrument row 1"' in page and 'aria-label="Delete instrument row 2"' in page
+
+
+def test_two_aq_roles_are_refused_naming_the_row_and_nothing_is_stored(staff_client, study_page, shipped_instruments):
+    study, url, form = study_page
+    lab_aq = Instrument.objects.create(slug="lab_scale", name="Our lab's autism scale", definition={},
+                                       content_hash="lab")
+    response = staff_client.post(url, with_instruments(form, [
+        {"instrument": shipped_instruments["aq50"].pk, "role": "aq"}, {"instrument": lab_aq.pk, "role": "aq"}]))
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert ("Instrument row 2: Our lab&#x27;s autism scale: a second instrument with the role AQ "
+            "(Autism-Spectrum Quotient (AQ-50) has it); the weights read one AQ score") in page
+    assert "The instruments&#x27; roles must be changed: see instrument row 2." in page
+    assert not StudyInstrument.objects.filter(study=study).exists()
+
+
+def test_two_sata_roles_are_refused(staff_client, study_page, shipped_instruments):
+    study, url, form = study_page
+    full = Instrument.objects.create(slug="sata26", name="SATA (26 items)", definition={}, content_hash="sata26")
+    response = staff_client.post(url, with_instruments(form, [
+        {"instrument": shipped_instruments["sata_partial"].pk, "role": ""}, {"instrument": full.pk, "role": ""}]))
+    assert response.status_code == 200
+    assert "Instrument row 2: SATA (26 items): a second instrument with the role SATA" in response.content.decode()
+    assert not StudyInstrument.objects.filter(study=study).exists()
+
+
+def test_an_aq_given_the_sata_role_is_refused(staff_client, study_page, shipped_instruments):
+    study, url, form = study_page
+    response = staff_client.post(url, with_instruments(form, [
+        {"instrument": shipped_instruments["aq50"].pk, "role": "sata"}]))
+    assert response.status_code == 200
+    assert ("Instrument row 1: Autism-Spectrum Quotient (AQ-50) is an AQ instrument (slug &#x27;aq50&#x27;): it "
+            "cannot have the role SATA, the weights would read it as the SATA score") in response.content.decode()
+    assert not StudyInstrument.objects.filter(study=study).exists()
+
+
+def test_a_swap_of_roles_between_stored_rows_is_checked_as_a_whole(staff_client, study_page, shipped_instruments):
+    """The stored rows are changed: AQ-50 made Other and the lab's scale made AQ at once is fine."""
+    study, url, _ = study_page
+    lab = Instrument.objects.create(slug="lab_scale", name="Our scale", definition={}, content_hash="lab")
+    study_instruments_set(study=study, choices=[StudyInstrumentChoice(instrument=shipped_instruments["aq50"]),
+                                                StudyInstrumentChoice(instrument=lab, position=1)])
+    form = page_form(staff_client, url)
+    assert form["study_instruments-0-role"] == "aq" and form["study_instruments-1-role"] == "other"
+    form.update({"study_instruments-0-role": "other", "study_instruments-1-role": "aq"})
+    response = staff_client.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:3000]
+    assert dict(StudyInstrument.objects.filter(study=study).values_list("instrument__slug", "role")) == {
+        "aq50": "other", "lab_scale": "aq"}
+
+
+def test_a_study_without_a_sata_role_is_saved_with_a_warning_saying_what_the_weights_use(
+        staff_client, study_page, shipped_instruments):
+    study, url, form = study_page
+    response = staff_client.post(url, with_instruments(form, [{"instrument": shipped_instruments["aq50"].pk,
+                                                               "role": ""}]))
+    assert response.status_code == 302
+    warnings = [str(m) for m in get_messages(response.wsgi_request) if m.level_tag == "warning"]
+    assert warnings == [
+        "The trust weights will have no SATA score (no instrument has the role SATA): under this study's "
+        "missing-instrument rule (give no weight to annotators missing an instrument) no annotator gets a weight, so "
+        "the weighted ground truth has no label; with the rule 'average the instruments an annotator has' the "
+        "weights would use the AQ score and IAT D score only."]
+    StudyAnalysisSettings.objects.update_or_create(study=study, defaults={"missing_instrument": "average"})
+    form = page_form(staff_client, url)
+    form.update({"study_instruments-0-role": "other"})
+    response = staff_client.post(url, form)
+    assert response.status_code == 302
+    assert [str(m) for m in get_messages(response.wsgi_request) if m.level_tag == "warning"] == [
+        "The trust weights will have no AQ score and no SATA score (no instrument has the role AQ or SATA): the "
+        "weights use the IAT D score only (missing-instrument rule: average the instruments an annotator has)."]
+
+
+def test_a_study_with_both_roles_and_the_iat_is_saved_without_a_warning(staff_client, study_page,
+                                                                         shipped_instruments):
+    _, url, form = study_page
+    response = staff_client.post(url, with_instruments(form, [{"instrument": shipped_instruments["aq50"].pk},
+                                                              {"instrument": shipped_instruments["sata_partial"].pk}]))
+    assert response.status_code == 302
+    assert not [m for m in get_messages(response.wsgi_request) if m.level_tag == "warning"]
+
+
+def test_the_api_applies_the_same_rules_and_infers_a_missing_role(api_client, shipped_instruments):
+    study = make_study(slug="api-roles")
+    url = f"/api/studies/{study.pk}/instruments/"
+    aq, sata = shipped_instruments["aq50"], shipped_instruments["sata_partial"]
+    refused = api_client.put(url, {"instruments": [{"instrument": aq.pk, "role": "sata"}]}, format="json")
+    assert refused.status_code == 400
+    assert refused.json() == {"instruments": {"0": [
+        "Autism-Spectrum Quotient (AQ-50) is an AQ instrument (slug 'aq50'): it cannot have the role SATA, the "
+        "weights would read it as the SATA score"]}}
+    lab = Instrument.objects.create(slug="lab_scale", name="Our scale", definition={}, content_hash="lab")
+    twice = api_client.put(url, {"instruments": [{"instrument": aq.pk}, {"instrument": lab.pk, "role": "aq"}]},
+                           format="json")
+    assert twice.status_code == 400 and "a second instrument with the role AQ" in twice.json()["instruments"]["1"][0]
+    assert not StudyInstrument.objects.filter(study=study).exists()
+
+    stored = api_client.put(url, {"instruments": [{"instrument": aq.pk}]}, format="json")
+    assert stored.status_code == 200
+    assert [row["role"] for row in stored.json()["instruments"]] == ["aq"]
+    assert stored.json()["warnings"][0].startswith("The trust weights will have no SATA score")
+    both = api_client.put(url, {"instruments": [{"instrument": aq.pk}, {"instrument": sata.pk}]}, format="json")
+    assert [row["role"] for row in both.json()["instruments"]] == ["aq", "sata"] and both.json()["warnings"] == []
+
+
+def test_the_service_refuses_what_breaks_the_rules(shipped_instruments):
+    study = make_study(slug="service-roles")
+    with pytest.raises(StudyInstrumentsInvalid, match="entry 1: Autism-Spectrum Quotient"):
+        study_instruments_set(study=study, choices=[StudyInstrumentChoice(instrument=shipped_instruments["aq50"],
+                                                                          role="sata")])
+    assert not StudyInstrument.objects.filter(study=study).exists()
