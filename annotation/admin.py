@@ -26,7 +26,8 @@ from annotation.study_analysis import study_analysis_enqueue, study_analysis_req
 from common.api.csv_export import streaming_csv_response
 from psychometrics.admin import StudyInstrumentInline
 from psychometrics.annotator_imports import annotator_import_submit
-from psychometrics.forms import AnnotatorImportForm
+from psychometrics.forms import AnnotatorImportForm, IATStimuliField
+from psychometrics.iat import MIN_WORDS_PER_CATEGORY
 from psychometrics.selectors import study_weights_gap
 from teams.admin_scoping import TeamScopedAdmin, TeamScopedInline
 from teams.scoping import visible
@@ -98,6 +99,11 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "estimated_minutes":  # the range the API accepts too
             kwargs.update(min_value=STATED_MINUTES_MIN, max_value=STATED_MINUTES_MAX)
+        if db_field.name == "iat_stimuli":  # an editor of the categories and words, stored as the same JSON
+            return IATStimuliField(required=False, label="IAT categories and words", help_text=(
+                f"Each category needs a name and at least {MIN_WORDS_PER_CATEGORY} different words; no word may be "
+                "in two categories. Target A is the stigmatised target: the prejudice-consistent pairing puts it "
+                "with the unpleasant attribute."))
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     @admin.display(description="Duration shown before consent")

@@ -1,11 +1,18 @@
-"""Forms of the psychometrics domain: the annotator data upload (admin page and API share it), and the rows of a
-study's instruments on its admin page (roles inferred and checked by ``psychometrics.roles``, as the API's are)."""
+"""Forms of the psychometrics domain: the annotator data upload (admin page and API share it); on a study's admin
+page, the rows of its instruments (roles inferred and checked by ``psychometrics.roles``, as the API's are) and the
+editor of its IAT categories and words."""
 from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
 
 from django import forms
 from django.forms.models import BaseInlineFormSet
+from django.template.loader import render_to_string
 
 from annotation.forms import ENCODING_CHOICES
+from psychometrics import iat as iat_design
 from psychometrics.models import AnnotatorImport, StudyInstrument
 from psychometrics.services import StudyInstrumentChoice, study_instruments_check
 
@@ -111,3 +118,99 @@ class StudyInstrumentFormSet(BaseInlineFormSet):
                 row_name(rows[index].prefix) for index in sorted(problems)) + ".")
         for form, choice in zip(rows, choices, strict=True):
             form.instance.role = choice.resolved_role
+
+
+class IATStimuliWidget(forms.Widget):
+    """The IAT's four categories as a form: whether the study uses the defaults or its own, and for its own each
+    category's name and words (one per line). Plain inputs, so the form works as it is without JavaScript;
+    ``iat/stimuli_editor.js`` adds live word counts and marks a word used in two categories before the form is sent.
+    Without this form's inputs in the data (a POST that does not know them), the stored value is kept."""
+
+    template_name = "admin/widgets/iat_stimuli.html"
+
+    class Media:
+        css = {"all": ("iat/stimuli_editor.css",)}
+        js = ("iat/stimuli_editor.js",)
+
+    def value_from_datadict(self, data, files, name):
+        if f"{name}-source" not in data:
+            return None
+        return {"source": data.get(f"{name}-source"), "shown": data.get(f"{name}-shown", ""),
+                "labels": {category: data.get(f"{name}-{category}-label", "")
+                           for category in iat_design.STIMULUS_CATEGORIES},
+                "words": {category: data.get(f"{name}-{category}-words", "").splitlines()
+                          for category in iat_design.STIMULUS_CATEGORIES}}
+
+    def value_omitted_from_data(self, data, files, name):
+        return f"{name}-source" not in data
+
+    def id_for_label(self, id_):
+        # The field's label names the whole editor, whose own legends name each input.
+        return ""
+
+    def get_context(self, name, value, attrs):
+        context = super().get_context(name, value, attrs)
+        source, labels, words = _editor_state(value)
+        element_id = context["widget"]["attrs"].get("id") or f"id_{name}"
+        context.update({
+            "editor_id": element_id, "source": source, "shown": _digest(labels, words), "min_words": iat_design.MIN_WORDS_PER_CATEGORY,
+            "max_label_length": iat_design.MAX_LABEL_LENGTH,
+            "categories": [{"key": category, "purpose": iat_design.CATEGORY_PURPOSES[category],
+                            "label": labels.get(category, ""), "words": "\n".join(words.get(category, ())),
+                            "count": len({word.strip().casefold() for word in words.get(category, ()) if word.strip()})}
+                           for category in iat_design.STIMULUS_CATEGORIES]})
+        return context
+
+    def render(self, name, value, attrs=None, renderer=None):
+        # The project's templates (the default form renderer reads only Django's and the apps' own).
+        return render_to_string(self.template_name, self.get_context(name, value, attrs))
+
+
+def _digest(labels: dict[str, str], words: dict[str, list[str]]) -> str:
+    """A fingerprint of the categories and words as stored (trimmed), to tell an edit from what the page showed."""
+    fields = iat_design.iat_stimuli_fields(labels=labels, words=words)
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+def _editor_state(value) -> tuple[str, dict[str, str], dict[str, list[str]]]:
+    """(source, names, words) to show: from the posted form, from the stored stimuli, or the defaults to start from."""
+    if isinstance(value, dict) and "source" in value:
+        return value["source"], value["labels"], value["words"]
+    custom = bool(value) and isinstance(value, dict)
+    stored = value if custom else dataclasses.asdict(iat_design.DEFAULT_STIMULI)
+    labels = {category: str(stored.get(f"{category}_label", "")) for category in iat_design.STIMULUS_CATEGORIES}
+    words = {category: [str(word) for word in stored.get(f"{category}_words", ()) or ()]
+             for category in iat_design.STIMULUS_CATEGORIES}
+    return ("custom" if custom else "default"), labels, words
+
+
+class IATStimuliField(forms.Field):
+    """A study's IAT stimuli from ``IATStimuliWidget``: ``{}`` for the defaults, else the eight fields of
+    ``IATStimuli`` (the JSON ``Study.iat_stimuli`` has always stored), checked by ``iat_stimuli_problems``: every
+    problem is one error naming its category."""
+
+    widget = IATStimuliWidget
+
+    def to_python(self, value):
+        if value is None:
+            return {}
+        if not (isinstance(value, dict) and "source" in value):
+            return value
+        if value["source"] == "default":
+            if value["shown"] and value["shown"] != _digest(value["labels"], value["words"]):
+                # Without the page's script nothing picks "own" when a word is typed: never drop the edit silently.
+                raise forms.ValidationError("The categories or words were changed but the defaults are chosen: "
+                                            "choose \"This study's own\" to use them, or undo the changes.")
+            return {}
+        if value["source"] != "custom":
+            raise forms.ValidationError("Choose the default categories or this study's own.")
+        problems = iat_design.iat_stimuli_problems(labels=value["labels"], words=value["words"])
+        if problems:
+            raise forms.ValidationError(problems)
+        return iat_design.iat_stimuli_fields(labels=value["labels"], words=value["words"])
+
+    def has_changed(self, initial, data):
+        try:
+            return self.to_python(data) != (initial or {})
+        except forms.ValidationError:
+            return True

@@ -207,3 +207,86 @@ def test_the_service_refuses_what_breaks_the_rules(shipped_instruments):
         study_instruments_set(study=study, choices=[StudyInstrumentChoice(instrument=shipped_instruments["aq50"],
                                                                           role="sata")])
     assert not StudyInstrument.objects.filter(study=study).exists()
+
+
+OWN_STIMULI = {"target_a_label": "Autistic", "target_a_words": ["Autistic", "Autism", "ASD"],
+               "target_b_label": "Neurotypical", "target_b_words": ["Neurotypical", "Allistic"],
+               "attribute_pos_label": "Good", "attribute_pos_words": ["Joy", "Love"],
+               "attribute_neg_label": "Bad", "attribute_neg_words": ["Agony", "Hurt"]}
+
+
+def with_stimuli(form: dict[str, str], source: str, stimuli: dict | None = None) -> dict[str, str]:
+    form = {**form, "iat_stimuli-source": source}
+    for category in ("target_a", "target_b", "attribute_pos", "attribute_neg"):
+        if stimuli is not None:
+            form[f"iat_stimuli-{category}-label"] = stimuli[f"{category}_label"]
+            form[f"iat_stimuli-{category}-words"] = "\n".join(stimuli[f"{category}_words"])
+    return form
+
+
+def test_the_iat_editor_stores_the_same_json_shape_the_iat_reads(staff_client, study_page):
+    from psychometrics.iat import IATStimuli
+    from psychometrics.services import iat_stimuli_for
+
+    study, url, form = study_page
+    assert form["iat_stimuli-source"] == "default" and form["iat_stimuli-target_a-label"] == "Autism Spectrum"
+    assert staff_client.post(url, form).status_code == 302  # unchanged: still the defaults
+    study.refresh_from_db()
+    assert study.iat_stimuli == {}
+
+    typed = {**OWN_STIMULI, "target_a_words": [" Autistic ", "", "Autism", "ASD", "  "]}  # blank lines and spaces
+    response = staff_client.post(url, with_stimuli(page_form(staff_client, url), "custom", typed))
+    assert response.status_code == 302
+    study.refresh_from_db()
+    assert study.iat_stimuli == OWN_STIMULI
+    assert iat_stimuli_for(study) == IATStimuli(**OWN_STIMULI)
+
+    # Shown again as this study's own; going back to the defaults without touching the words stores {}.
+    form = page_form(staff_client, url)
+    assert form["iat_stimuli-source"] == "custom" and form["iat_stimuli-target_b-words"] == "Neurotypical\nAllistic"
+    assert staff_client.post(url, {**form, "iat_stimuli-source": "default"}).status_code == 302
+    study.refresh_from_db()
+    assert study.iat_stimuli == {}
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"attribute_neg_words": ["Agony"]}, "Unpleasant attribute (&#x27;Bad&#x27;): needs at least 2 different words, "
+                                         "has 1"),
+    ({"attribute_neg_words": ["Agony", "agony "]}, "Unpleasant attribute (&#x27;Bad&#x27;): &#x27;agony&#x27; is "
+                                                   "listed twice"),
+    ({"attribute_neg_words": ["Agony", "JOY"]}, "&#x27;JOY&#x27; is in both Pleasant attribute (&#x27;Good&#x27;) and "
+                                                "Unpleasant attribute (&#x27;Bad&#x27;): a participant could not tell "
+                                                "which side it belongs to"),
+    ({"target_b_label": "  "}, "Target B: give the category a name"),
+    ({"attribute_neg_label": "good"}, "Unpleasant attribute (&#x27;good&#x27;) has the name of Pleasant attribute"),
+    ({"target_a_words": ["x" * 201, "Autism"]}, "is longer than 200 characters"),
+])
+def test_bad_iat_categories_are_refused_with_a_message_naming_the_category(staff_client, study_page, change, message):
+    study, url, form = study_page
+    response = staff_client.post(url, with_stimuli(form, "custom", {**OWN_STIMULI, **change}))
+    assert response.status_code == 200
+    assert message in response.content.decode()
+    study.refresh_from_db()
+    assert study.iat_stimuli == {}
+
+
+def test_edited_words_with_the_defaults_chosen_are_not_dropped_silently(staff_client, study_page):
+    """Without the page's script nothing switches to "own" as a word is typed: the save says so instead."""
+    study, url, form = study_page
+    form["iat_stimuli-attribute_pos-words"] += "\nSunshine"
+    response = staff_client.post(url, form)
+    assert response.status_code == 200
+    assert "The categories or words were changed but the defaults are chosen" in response.content.decode()
+    assert "Sunshine" in response.content.decode()  # the edit is still on the page
+    study.refresh_from_db()
+    assert study.iat_stimuli == {}
+
+
+def test_a_post_without_the_editor_keeps_the_stored_stimuli(staff_client, study_page):
+    study, url, form = study_page
+    study.iat_stimuli = OWN_STIMULI
+    study.save()
+    form = {key: value for key, value in page_form(staff_client, url).items() if not key.startswith("iat_stimuli")}
+    assert staff_client.post(url, form).status_code == 302
+    study.refresh_from_db()
+    assert study.iat_stimuli == OWN_STIMULI
