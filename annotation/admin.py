@@ -115,15 +115,43 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
         source = "as stated above" if duration.stated else "estimated (annotation/duration.py; our own per-part times)"
         return format_html("About {} minutes, {}: {}", duration.minutes, source, parts)
 
-    @admin.display(description="Invite links")
-    def invite_links(self, study):
+    class Media:
+        js = ("annotation/copy_link.js",)
+
+    def get_fieldsets(self, request, obj=None):
+        links = self._invite_links_field(request)
+        return [(name, {**options, "fields": tuple(links if field == "invite_links" else field
+                                                   for field in options["fields"])})
+                for name, options in super().get_fieldsets(request, obj)]
+
+    def get_readonly_fields(self, request, obj=None):
+        links = self._invite_links_field(request)
+        return [links if field == "invite_links" else field for field in super().get_readonly_fields(request, obj)]
+
+    def _invite_links_field(self, request):
+        """The "Invite links" display of this request: the open link is shown absolute, so it needs the request's
+        host (checked against ALLOWED_HOSTS). The admin tells a read-only field by identity, so the fieldsets and
+        the read-only fields of one request must get the same function: it is kept on the request."""
+        if not hasattr(request, "_study_invite_links"):
+            @admin.display(description="Invite links")
+            def invite_links(study):
+                return self.invite_links(study, request=request)
+            request._study_invite_links = invite_links
+        return request._study_invite_links
+
+    def invite_links(self, study, *, request):
         if not study.pk:
             return "Save the study first."
-        open_link = reverse("participant:join", args=[study.open_link_token])
+        open_link = request.build_absolute_uri(reverse("participant:join", args=[study.open_link_token]))
+        state = ("enabled" if study.open_link_enabled
+                 else "off until \u201cOpen link enabled\u201d below is ticked and the study saved")
         return format_html(
-            "Open link (when enabled; Prolific parameters PROLIFIC_PID, STUDY_ID, SESSION_ID are kept): "
-            "<code>{}</code><br><a class='button' href='{}'>Invite participants…</a> "
-            "<a href='{}'>Download every personal link (CSV)</a>", open_link,
+            "<p>Open link ({}; Prolific parameters PROLIFIC_PID, STUDY_ID, SESSION_ID are kept):</p>"
+            "<p class='open-link'><input type='text' readonly id='open-link' class='vTextField' value='{}' "
+            "aria-label='Open link' size='70'> <button type='button' class='button' id='copy-open-link' "
+            "data-copy='open-link' hidden>Copy the link</button> <span id='copy-open-link-status' role='status'>"
+            "</span></p><p><a class='button' href='{}'>Invite participants…</a> <a href='{}'>Download every "
+            "personal link (CSV)</a></p>", state, open_link,
             reverse("admin:annotation_study_invite", args=[study.pk]),
             reverse("admin:annotation_study_invite_links", args=[study.pk]))
 
