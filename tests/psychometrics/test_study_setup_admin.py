@@ -290,3 +290,28 @@ def test_a_post_without_the_editor_keeps_the_stored_stimuli(staff_client, study_
     assert staff_client.post(url, form).status_code == 302
     study.refresh_from_db()
     assert study.iat_stimuli == OWN_STIMULI
+
+
+def test_the_open_link_is_shown_absolute_with_a_copy_button(staff_client, study_page, settings):
+    study, url, _ = study_page
+    page = staff_client.get(url).content.decode()
+    assert f"value='http://testserver/join/{study.open_link_token}/'" in page
+    assert "id='copy-open-link' data-copy='open-link' hidden>Copy the link</button>" in page
+    assert "/static/annotation/copy_link.js" in page
+    assert "Open link (off until" in page
+    study.open_link_enabled = True
+    study.save()
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "studies.example.org"]
+    page = staff_client.get(url, HTTP_HOST="studies.example.org").content.decode()
+    assert f"value='http://studies.example.org/join/{study.open_link_token}/'" in page and "Open link (enabled;" in page
+
+
+def test_admin_and_site_pages_name_an_icon_that_is_served(staff_client, study_page):
+    _, url, _ = study_page
+    for page_url in (url, "/admin/", "/"):
+        page = staff_client.get(page_url).content.decode()
+        assert '<link rel="icon" href="/static/site/favicon.svg" type="image/svg+xml">' in page, page_url
+    redirect = staff_client.get("/favicon.ico")
+    assert redirect.status_code == 302 and redirect["Location"] == "/static/site/favicon.svg"
+    icon = staff_client.get("/static/site/favicon.svg")
+    assert icon.status_code == 200 and b"<svg" in b"".join(icon.streaming_content)
