@@ -3,21 +3,29 @@
 // elsewhere the link is selected and copied the older way, and if that fails too the status says what to do.
 (function () {
   "use strict";
-  document.querySelectorAll("button[data-copy]").forEach((button) => {
-    const field = document.getElementById(button.dataset.copy);
-    const status = document.getElementById(button.id + "-status");
-    button.hidden = false;
-    button.addEventListener("click", async () => {
-      let copied = false;
-      try {
-        await navigator.clipboard.writeText(field.value);
-        copied = true;
-      } catch (error) {
-        field.select();
-        copied = document.execCommand("copy");
-      }
-      status.textContent = copied ? "Copied." : "Copying is blocked here: the link is selected, press Ctrl+C (⌘C).";
-      if (!copied) field.select();
+  // The admin puts a page's scripts in its head: wait for the page.
+  if (document.readyState === "loading") {
+    document.addEventListener("DOMContentLoaded", start);
+  } else {
+    start();
+  }
+  function start() {
+    document.querySelectorAll("button[data-copy]").forEach((button) => {
+      const field = document.getElementById(button.dataset.copy);
+      const status = document.getElementById(button.id + "-status");
+      button.hidden = false;
+      button.addEventListener("click", async () => {
+        let copied = false;
+        try {
+          await navigator.clipboard.writeText(field.value);
+          copied = true;
+        } catch (error) {
+          field.select();
+          copied = document.execCommand("copy");
+        }
+        status.textContent = copied ? "Copied." : "Copying is blocked here: the link is selected, press Ctrl+C (⌘C).";
+        if (!copied) field.select();
+      });
     });
-  });
+  }
 })();
