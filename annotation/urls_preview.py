@@ -4,14 +4,15 @@ from django.urls import path
 from annotation import preview_views as views
 
 app_name = "study-preview"
+PREFIX = "studies/<int:study_id>/preview/"
 
 urlpatterns = [
-    path("", views.consent, name="consent"),
-    path("questionnaire/<int:instrument_id>/", views.questionnaire, name="questionnaire"),
-    path("questionnaire/<int:instrument_id>/answer/", views.answer, name="answer"),
-    path("iat/", views.iat, name="iat"),
-    path("iat/block/", views.iat_block, name="iat-block"),
-    path("instructions/", views.instructions, name="instructions"),
-    path("label/", views.label, name="label"),
-    path("done/", views.done, name="done"),
+    path(PREFIX, views.consent, name="consent"),
+    path(PREFIX + "questionnaire/<int:instrument_id>/", views.questionnaire, name="questionnaire"),
+    path(PREFIX + "questionnaire/<int:instrument_id>/answer/", views.answer, name="answer"),
+    path(PREFIX + "iat/", views.iat, name="iat"),
+    path(PREFIX + "iat/block/", views.iat_block, name="iat-block"),
+    path(PREFIX + "instructions/", views.instructions, name="instructions"),
+    path(PREFIX + "label/", views.label, name="label"),
+    path(PREFIX + "done/", views.done, name="done"),
 ]

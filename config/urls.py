@@ -86,7 +86,7 @@ urlpatterns = [
     path("studies/<int:study_id>/dashboard/", dashboard_views.study_dashboard, name="study-dashboard"),
     path("studies/<int:study_id>/dashboard/recompute/", dashboard_views.study_dashboard_recompute,
          name="study-dashboard-recompute"),
-    path("studies/<int:study_id>/preview/", include("annotation.urls_preview")),
+    path("", include("annotation.urls_preview")),
     path("audits/<int:audit_id>/dashboard/", audit_views.audit_dashboard, name="audit-dashboard"),
     path("", include("coding.urls")),
     path("", include("annotation.urls_participant")),
