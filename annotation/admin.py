@@ -63,6 +63,9 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
         ("Data", {"fields": ("analysis", "item_imports", "annotator_imports", "created_at", "updated_at")}),
     ]
 
+    class Media:
+        js = ("annotation/copy_link.js",)  # the open link's copy button
+
     def save_related(self, request, form, formsets, change):
         """A change of the study or its analysis settings recomputes the analysis (in the worker). A study whose
         trust weights will lack a score (no AQ or SATA role, the IAT off) is saved with a warning saying what the
@@ -114,9 +117,6 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
         parts = format_html_join(", ", "{} {} s", ((part.name, round(part.seconds)) for part in duration.parts))
         source = "as stated above" if duration.stated else "estimated (annotation/duration.py; our own per-part times)"
         return format_html("About {} minutes, {}: {}", duration.minutes, source, parts)
-
-    class Media:
-        js = ("annotation/copy_link.js",)
 
     def get_fieldsets(self, request, obj=None):
         links = self._invite_links_field(request)
