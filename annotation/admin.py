@@ -27,7 +27,9 @@ from annotation.study_analysis import study_analysis_enqueue, study_analysis_req
 from common.api.csv_export import streaming_csv_response
 from psychometrics.admin import StudyInstrumentInline
 from psychometrics.annotator_imports import annotator_import_submit
-from psychometrics.forms import AnnotatorImportForm
+from psychometrics.forms import AnnotatorImportForm, IATStimuliField
+from psychometrics.iat import MIN_WORDS_PER_CATEGORY
+from psychometrics.selectors import study_weights_gap
 from teams.admin_scoping import TeamScopedAdmin, TeamScopedInline
 from teams.scoping import visible
 
@@ -62,6 +64,9 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
         ("Data", {"fields": ("analysis", "item_imports", "annotator_imports", "created_at", "updated_at")}),
     ]
 
+    class Media:
+        js = ("annotation/copy_link.js",)  # the open link's copy button
+
     def change_view(self, request, object_id, form_url="", extra_context=None):
         """The study's page, with its dashboard and every export one click away above the form."""
         if str(object_id).isdigit():
@@ -70,10 +75,15 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
         return super().change_view(request, object_id, form_url, extra_context)
 
     def save_related(self, request, form, formsets, change):
-        """A change of the study or its analysis settings recomputes the analysis (in the worker)."""
+        """A change of the study or its analysis settings recomputes the analysis (in the worker). A study whose
+        trust weights will lack a score (no AQ or SATA role, the IAT off) is saved with a warning saying what the
+        weights will use instead."""
         super().save_related(request, form, formsets, change)
         if change:
             study_analysis_enqueue(study_id=form.instance.pk)
+        gap = study_weights_gap(study=form.instance)
+        if gap:
+            messages.warning(request, gap)
 
     @admin.display(description="Analysis")
     def analysis(self, study):
@@ -100,6 +110,11 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
     def formfield_for_dbfield(self, db_field, request, **kwargs):
         if db_field.name == "estimated_minutes":  # the range the API accepts too
             kwargs.update(min_value=STATED_MINUTES_MIN, max_value=STATED_MINUTES_MAX)
+        if db_field.name == "iat_stimuli":  # an editor of the categories and words, stored as the same JSON
+            return IATStimuliField(required=False, label="IAT categories and words", help_text=(
+                f"Each category needs a name and at least {MIN_WORDS_PER_CATEGORY} different words; no word may be "
+                "in two categories. Target A is the stigmatised target: the prejudice-consistent pairing puts it "
+                "with the unpleasant attribute."))
         return super().formfield_for_dbfield(db_field, request, **kwargs)
 
     @admin.display(description="Duration shown before consent")
@@ -111,15 +126,40 @@ class StudyAdmin(TeamScopedAdmin, admin.ModelAdmin):
         source = "as stated above" if duration.stated else "estimated (annotation/duration.py; our own per-part times)"
         return format_html("About {} minutes, {}: {}", duration.minutes, source, parts)
 
-    @admin.display(description="Invite links")
-    def invite_links(self, study):
+    def get_fieldsets(self, request, obj=None):
+        links = self._invite_links_field(request)
+        return [(name, {**options, "fields": tuple(links if field == "invite_links" else field
+                                                   for field in options["fields"])})
+                for name, options in super().get_fieldsets(request, obj)]
+
+    def get_readonly_fields(self, request, obj=None):
+        links = self._invite_links_field(request)
+        return [links if field == "invite_links" else field for field in super().get_readonly_fields(request, obj)]
+
+    def _invite_links_field(self, request):
+        """The "Invite links" display of this request: the open link is shown absolute, so it needs the request's
+        host (checked against ALLOWED_HOSTS). The admin tells a read-only field by identity, so the fieldsets and
+        the read-only fields of one request must get the same function: it is kept on the request."""
+        if not hasattr(request, "_study_invite_links"):
+            @admin.display(description="Invite links")
+            def invite_links(study):
+                return self.invite_links(study, request=request)
+            request._study_invite_links = invite_links
+        return request._study_invite_links
+
+    def invite_links(self, study, *, request):
         if not study.pk:
             return "Save the study first."
-        open_link = reverse("participant:join", args=[study.open_link_token])
+        open_link = request.build_absolute_uri(reverse("participant:join", args=[study.open_link_token]))
+        state = ("enabled" if study.open_link_enabled
+                 else "off until \u201cOpen link enabled\u201d below is ticked and the study saved")
         return format_html(
-            "Open link (when enabled; Prolific parameters PROLIFIC_PID, STUDY_ID, SESSION_ID are kept): "
-            "<code>{}</code><br><a class='button' href='{}'>Invite participants…</a> "
-            "<a href='{}'>Download every personal link (CSV)</a>", open_link,
+            "<p>Open link ({}; Prolific parameters PROLIFIC_PID, STUDY_ID, SESSION_ID are kept):</p>"
+            "<p class='open-link'><input type='text' readonly id='open-link' class='vTextField' value='{}' "
+            "aria-label='Open link' size='70'> <button type='button' class='button' id='copy-open-link' "
+            "data-copy='open-link' hidden>Copy the link</button> <span id='copy-open-link-status' role='status'>"
+            "</span></p><p><a class='button' href='{}'>Invite participants…</a> <a href='{}'>Download every "
+            "personal link (CSV)</a></p>", state, open_link,
             reverse("admin:annotation_study_invite", args=[study.pk]),
             reverse("admin:annotation_study_invite_links", args=[study.pk]))
 

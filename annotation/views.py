@@ -94,11 +94,11 @@ def instructions(request: HttpRequest, participant) -> HttpResponse:
         instructions_read(participant=participant)
         return redirect("participant:resume", participant.invite_token)
     return render(request, "participant/instructions.html", {
-        "participant": participant, "study": participant.study, "label_choices": _label_choices(participant.study),
+        "participant": participant, "study": participant.study, "label_choices": label_choices(participant.study),
         "flow_step": step_position(participant=participant, step=Step("instructions"))})
 
 
-def _label_choices(study: Study) -> list[tuple[int, str, str]]:
+def label_choices(study: Study) -> list[tuple[int, str, str]]:
     """(value, text, keyboard key) of the study's label buttons."""
     choices = [(LabelValue.NEGATIVE, "Not ableist", "0"), (LabelValue.POSITIVE, "Ableist", "1")]
     if LabelValue.UNRELATED in study.allowed_label_values:
@@ -152,7 +152,7 @@ def label(request: HttpRequest, participant) -> HttpResponse:
                 return redirect(_label_page_url(participant, review.next_position if review else None))
             return redirect(_label_page_url(participant))
     context = {"participant": participant, "study": participant.study, "error": error,
-               "label_choices": _label_choices(participant.study),
+               "label_choices": label_choices(participant.study),
                "skipping_allowed": participant.study.skipping != Study.Skipping.OFF,
                "flow_step": step_position(participant=participant, step=Step("label"))}
     position = request.GET.get("at")

@@ -1,6 +1,9 @@
 """URL configuration: home page, admin, REST API and its OpenAPI schema and docs."""
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.utils.functional import lazy
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
 
 from annotation import api as annotation_api
@@ -80,6 +83,8 @@ api_patterns = [
 urlpatterns = [
     path("", views.home, name="home"),
     path("healthz", views.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico on pages that name no icon (an API response, a CSV): the site's icon, not a 404.
+    path("favicon.ico", RedirectView.as_view(url=lazy(static, str)("site/favicon.svg")), name="favicon"),
     path("admin/", admin.site.urls),
     path("api/", include((api_patterns, "api"))),
     path("studies/<int:study_id>/dashboard/", dashboard_views.study_dashboard, name="study-dashboard"),
@@ -87,6 +92,7 @@ urlpatterns = [
          name="study-dashboard-recompute"),
     path("studies/<int:study_id>/dashboard/status/", dashboard_views.study_dashboard_status,
          name="study-dashboard-status"),
+    path("", include("annotation.urls_preview")),
     path("audits/<int:audit_id>/dashboard/", audit_views.audit_dashboard, name="audit-dashboard"),
     path("audits/compare/", audit_views.audit_compare, name="audit-compare"),
     path("models/card/", audit_views.model_card_page, name="model-card"),

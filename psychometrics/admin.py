@@ -11,6 +11,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 
 from psychometrics.annotator_imports import annotator_import_delete
+from psychometrics.forms import StudyInstrumentForm, StudyInstrumentFormSet
 from psychometrics.instruments import InstrumentError
 from psychometrics.models import AnnotatorImport, IATSession, Instrument, InstrumentScore, StudyInstrument
 from psychometrics.services import instrument_upload
@@ -54,7 +55,12 @@ class InstrumentAdmin(admin.ModelAdmin):
 
 
 class StudyInstrumentInline(TeamScopedInline, admin.TabularInline):
+    """A study's instruments: a new row's role is what its instrument is, and the rows are checked together by the
+    rules the API applies (``psychometrics.roles``)."""
+
     model = StudyInstrument
+    form = StudyInstrumentForm
+    formset = StudyInstrumentFormSet
     extra = 0
     fields = ("position", "instrument", "role", "randomise_items")
 

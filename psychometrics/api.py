@@ -13,8 +13,8 @@ from common.api.parsers import JSONObjectParser
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.forms import ENCODING_CHOICES, AnnotatorImportForm
 from psychometrics.models import AnnotatorImport, Instrument, StudyInstrument
-from psychometrics.selectors import study_annotator_imports
-from psychometrics.services import StudyInstrumentChoice, study_instruments_set
+from psychometrics.selectors import study_annotator_imports, study_weights_gap
+from psychometrics.services import StudyInstrumentChoice, study_instruments_check, study_instruments_set
 from teams.api import TeamScopedMixin
 
 # AnnotatorImportForm.clean_columns: parts separated by commas or lines, each blank or "field=column" with neither
@@ -86,9 +86,11 @@ class StudyInstrumentSerializer(serializers.Serializer):
                                                     help_text="An instrument's id (GET /api/instruments/).")
     slug = serializers.CharField(source="instrument.slug", read_only=True)
     name = serializers.CharField(source="instrument.name", read_only=True)
-    role = serializers.ChoiceField(choices=StudyInstrument.Role.choices, default=StudyInstrument.Role.OTHER,
+    role = serializers.ChoiceField(choices=StudyInstrument.Role.choices, required=False,
                                    help_text="Which score the analysis reads it as: aq and sata feed the trust "
-                                             "weights; at most one instrument of each.")
+                                             "weights; at most one instrument of each, and an AQ or SATA instrument "
+                                             "never with the other's role. Default: what the instrument is (aq for "
+                                             "an AQ, sata for a SATA, else other).")
     position = serializers.IntegerField(min_value=0, max_value=1000, required=False,
                                         help_text="Its place in the flow (default: its place in the list).")
     randomise_items = serializers.BooleanField(default=False, help_text="A new item order for every participant.")
@@ -98,24 +100,24 @@ class StudyInstrumentsBodySerializer(serializers.Serializer):
     instruments = StudyInstrumentSerializer(many=True, max_length=50,
                                             help_text="The study's instruments in flow order.")
 
-    def validate_instruments(self, entries: list[dict]) -> list[dict]:
-        """Each instrument once, and at most one instrument per role but "other"; the problems by entry index."""
-        problems: dict[str, list[str]] = {}
-        seen_instruments, seen_roles = set(), set()
-        for index, entry in enumerate(entries):
-            if entry["instrument"].pk in seen_instruments:
-                problems[str(index)] = [f"instrument {entry['instrument'].pk} is listed twice"]
-            if entry["role"] != StudyInstrument.Role.OTHER and entry["role"] in seen_roles:
-                problems.setdefault(str(index), []).append(f"a second instrument with role {entry['role']!r}")
-            seen_instruments.add(entry["instrument"].pk)
-            seen_roles.add(entry["role"])
+    def validate_instruments(self, entries: list[dict]) -> list[StudyInstrumentChoice]:
+        """The entries as the service's choices, checked by its rules (``study_instruments_check``); the problems
+        by entry index."""
+        choices = [StudyInstrumentChoice(instrument=entry["instrument"], role=entry.get("role"),
+                                         position=entry.get("position", index),
+                                         randomise_items=entry["randomise_items"])
+                   for index, entry in enumerate(entries)]
+        problems = study_instruments_check(choices=choices)
         if problems:
-            raise serializers.ValidationError(problems)
-        return entries
+            raise serializers.ValidationError({str(index): messages for index, messages in problems.items()})
+        return choices
 
 
 class StudyInstrumentsReplySerializer(serializers.Serializer):
     instruments = StudyInstrumentSerializer(many=True, help_text="The study's instruments as stored, in flow order.")
+    warnings = serializers.ListField(child=serializers.CharField(),
+                                     help_text="What the trust weights will lack with these roles (no AQ or no SATA "
+                                               "role, the IAT off) and what they then use; empty when nothing.")
 
 
 class StudyInstrumentsView(StudyScoped, generics.ListAPIView):
@@ -131,15 +133,15 @@ class StudyInstrumentsView(StudyScoped, generics.ListAPIView):
     @extend_schema(request=StudyInstrumentsBodySerializer, responses={200: StudyInstrumentsReplySerializer},
                    summary="Replace a study's instruments",
                    description="`{\"instruments\": [...]}`, the whole list in flow order: each instrument at most "
-                               "once, at most one with role aq and one with sata (400 naming the entry otherwise). "
+                               "once, at most one with role aq and one with sata, an AQ or SATA instrument never "
+                               "with the other's role (400 naming the entry and the instrument otherwise); an entry "
+                               "without a role gets what its instrument is. "
                                "Refused with 409 once a participant has answers or scores on the study's "
                                "instruments.")
     def put(self, request, *args, **kwargs):
         body = StudyInstrumentsBodySerializer(data=request.data)
         body.is_valid(raise_exception=True)
-        entries = body.validated_data["instruments"]
-        stored = study_instruments_set(study=self.study, choices=[
-            StudyInstrumentChoice(instrument=entry["instrument"], role=entry["role"],
-                                  position=entry.get("position", index), randomise_items=entry["randomise_items"])
-            for index, entry in enumerate(entries)])
-        return Response({"instruments": StudyInstrumentSerializer(stored, many=True).data})
+        stored = study_instruments_set(study=self.study, choices=body.validated_data["instruments"])
+        gap = study_weights_gap(study=self.study)
+        return Response({"instruments": StudyInstrumentSerializer(stored, many=True).data,
+                         "warnings": [gap] if gap else []})

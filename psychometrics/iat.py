@@ -96,7 +96,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
@@ -208,6 +208,74 @@ AUTISTIC_NEUROTYPICAL = IATStimuli(
     attribute_pos_label="Pleasant", attribute_pos_words=_PLEASANT_WORDS,
     attribute_neg_label="Unpleasant", attribute_neg_words=_UNPLEASANT_WORDS,
 )
+
+
+#: The four categories in the order a study's settings list them, with what each is for.
+STIMULUS_CATEGORIES: tuple[StimulusCategory, ...] = ("target_a", "target_b", "attribute_pos", "attribute_neg")
+CATEGORY_PURPOSES: dict[StimulusCategory, str] = {
+    "target_a": "Target A (the stigmatised target)", "target_b": "Target B",
+    "attribute_pos": "Pleasant attribute", "attribute_neg": "Unpleasant attribute"}
+#: At least two words per category for a study's own stimuli: with one, every trial of the category shows the same
+#: word, which a participant sorts from memory rather than as a member of the category (``_word_cycle`` shows each
+#: word equally often, so the shortest block, 5 trials per category, shows two words 3 and 2 times).
+MIN_WORDS_PER_CATEGORY = 2
+#: The longest word an IAT trial stores (``IATTrial.stimulus``) and the longest category name we show.
+MAX_WORD_LENGTH = 200
+MAX_LABEL_LENGTH = 100
+
+
+def iat_stimuli_problems(*, labels: Mapping[str, str], words: Mapping[str, Sequence[str]]) -> list[str]:
+    """What is wrong with a study's own IAT categories (``labels``: category → name, ``words``: category → its words,
+    as typed), each problem a sentence naming the category; empty when ``IATStimuli`` can be built from them and
+    every category has ``MIN_WORDS_PER_CATEGORY`` words. Words are compared as ``IATStimuli`` compares them (trimmed,
+    case-insensitive): one in two categories makes the right answer ambiguous, one listed twice in a category would
+    be shown twice as often."""
+    problems: list[str] = []
+
+    def called(category: StimulusCategory) -> str:
+        name = labels.get(category, "").strip()
+        return f"{CATEGORY_PURPOSES[category]} ({name!r})" if name else CATEGORY_PURPOSES[category]
+
+    seen: dict[str, StimulusCategory] = {}
+    for category in STIMULUS_CATEGORIES:
+        name = labels.get(category, "").strip()
+        if not name:
+            problems.append(f"{CATEGORY_PURPOSES[category]}: give the category a name")
+        elif len(name) > MAX_LABEL_LENGTH:
+            problems.append(f"{called(category)}: a name of at most {MAX_LABEL_LENGTH} characters")
+        given: dict[str, str] = {}
+        for word in (word.strip() for word in words.get(category, ()) if word.strip()):
+            key = word.casefold()
+            if len(word) > MAX_WORD_LENGTH:
+                problems.append(f"{called(category)}: {word[:40]!r}… is longer than {MAX_WORD_LENGTH} characters")
+            elif key in given:
+                problems.append(f"{called(category)}: {word!r} is listed twice")
+            elif key in seen:
+                problems.append(f"{word!r} is in both {called(seen[key])} and {called(category)}: a participant "
+                                "could not tell which side it belongs to")
+            given.setdefault(key, word)
+        if len(given) < MIN_WORDS_PER_CATEGORY:
+            problems.append(f"{called(category)}: needs at least {MIN_WORDS_PER_CATEGORY} different words, has "
+                            f"{len(given)}")
+        for key in given:
+            seen.setdefault(key, category)
+    names = [labels.get(category, "").strip().casefold() for category in STIMULUS_CATEGORIES]
+    for position, category in enumerate(STIMULUS_CATEGORIES):
+        if names[position] and names[position] in names[:position]:
+            first = STIMULUS_CATEGORIES[names.index(names[position])]
+            problems.append(f"{called(category)} has the name of {CATEGORY_PURPOSES[first]}: each category needs "
+                            "its own name")
+    return problems
+
+
+def iat_stimuli_fields(*, labels: Mapping[str, str], words: Mapping[str, Sequence[str]]) -> dict[str, object]:
+    """The stored form of a study's own stimuli (``Study.iat_stimuli``, the keyword arguments of ``IATStimuli``):
+    names and words trimmed, empty lines left out. Check them first with ``iat_stimuli_problems``."""
+    fields: dict[str, object] = {}
+    for category in STIMULUS_CATEGORIES:
+        fields[f"{category}_label"] = labels.get(category, "").strip()
+        fields[f"{category}_words"] = [word.strip() for word in words.get(category, ()) if word.strip()]
+    return fields
 
 
 @dataclass(frozen=True)

@@ -13,6 +13,8 @@ from functools import cached_property
 from django.conf import settings
 from django.db import models
 
+from psychometrics import roles
+
 
 class Instrument(models.Model):
     """A Likert instrument definition in our file format (``psychometrics.instruments``), by content hash."""
@@ -93,15 +95,16 @@ class StudyInstrument(models.Model):
     """An instrument in a study's flow, at a position, with its item order fixed or randomised.
 
     ``role`` tells the analysis which score is which: the AQ and SATA scores feed the trust weights
-    (seed 000 Appendix B) and the exports' ``aq`` and ``sata`` columns.
+    (seed 000 Appendix B) and the exports' ``aq`` and ``sata`` columns. ``psychometrics.roles`` infers it from
+    the instrument and checks a study's roles before they are stored.
     """
 
     team_path = "study__team"
 
     class Role(models.TextChoices):
-        AQ = "aq", "AQ (autistic traits)"
-        SATA = "sata", "SATA (attitudes towards autism)"
-        OTHER = "other", "Other"
+        AQ = roles.AQ, "AQ (autistic traits)"
+        SATA = roles.SATA, "SATA (attitudes towards autism)"
+        OTHER = roles.OTHER, "Other"
 
     study = models.ForeignKey("annotation.Study", on_delete=models.CASCADE, related_name="study_instruments")
     instrument = models.ForeignKey(Instrument, on_delete=models.PROTECT, related_name="+")

@@ -23,6 +23,7 @@ from common.errors import StateConflict
 from common.participant_input import PageWrite
 from psychometrics import iat as iat_design
 from psychometrics import instruments as instrument_format
+from psychometrics import roles
 from psychometrics.models import (
     IATSession,
     IATTrial,
@@ -83,23 +84,49 @@ class StudyInstrumentsFixed(StateConflict):
     """A study's instruments are fixed once a participant has answers or scores on them."""
 
 
+class StudyInstrumentsInvalid(ValueError):
+    """A study's instruments break a rule of ``psychometrics.roles``: ``problems`` maps each offending entry's
+    position (0-based) to its sentences, each naming the instrument."""
+
+    def __init__(self, problems: dict[int, list[str]]):
+        self.problems = problems
+        super().__init__("; ".join(f"entry {index + 1}: {message}" for index, messages in sorted(problems.items())
+                                   for message in messages))
+
+
 @dataclasses.dataclass(frozen=True)
 class StudyInstrumentChoice:
-    """One instrument of a study's flow: which, its role for the analysis (aq, sata, other), its position and
-    whether each participant gets its items in an order of their own."""
+    """One instrument of a study's flow: which, its role for the analysis (aq, sata, other; None: what the instrument
+    is, ``psychometrics.roles.inferred_role``), its position and whether each participant gets its items in an
+    order of their own."""
 
     instrument: Instrument
-    role: str = StudyInstrument.Role.OTHER
+    role: str | None = None
     position: int = 0
     randomise_items: bool = False
+
+    @property
+    def resolved_role(self) -> str:
+        return self.role or roles.inferred_role(slug=self.instrument.slug, name=self.instrument.name)
+
+
+def study_instruments_check(*, choices: list[StudyInstrumentChoice]) -> dict[int, list[str]]:
+    """The problems of a study's instruments by entry (``psychometrics.roles.study_instrument_problems``): the one
+    check of the admin's study page, the API and ``study_instruments_set``. Empty when they may be stored."""
+    return roles.study_instrument_problems([
+        roles.RoleEntry(instrument_id=choice.instrument.pk, slug=choice.instrument.slug, name=choice.instrument.name,
+                        role=choice.resolved_role) for choice in choices])
 
 
 @transaction.atomic
 def study_instruments_set(*, study, choices: list[StudyInstrumentChoice]) -> list[StudyInstrument]:
-    """Replace the study's instruments with ``choices``, all at once. Refused (StudyInstrumentsFixed, a conflict)
-    once a participant of the study has a questionnaire answer or a score (taken or imported): those were given
-    to the instruments as they were. The caller has checked that no instrument and no role other than "other"
-    comes twice (the database refuses them too)."""
+    """Replace the study's instruments with ``choices``, all at once. StudyInstrumentsInvalid (nothing stored) when
+    they break a rule of ``psychometrics.roles``; refused (StudyInstrumentsFixed, a conflict) once a participant of
+    the study has a questionnaire answer or a score (taken or imported): those were given to the instruments as
+    they were."""
+    problems = study_instruments_check(choices=choices)
+    if problems:
+        raise StudyInstrumentsInvalid(problems)
     type(study).objects.select_for_update().filter(pk=study.pk).first()
     participants = Participant.objects.filter(study=study)
     answered = (QuestionnaireSession.objects.filter(participant__in=participants).exists()
@@ -110,8 +137,8 @@ def study_instruments_set(*, study, choices: list[StudyInstrumentChoice]) -> lis
                                     "(answered in the study or imported)")
     StudyInstrument.objects.filter(study=study).delete()
     return StudyInstrument.objects.bulk_create([
-        StudyInstrument(study=study, instrument=choice.instrument, role=choice.role, position=choice.position,
-                        randomise_items=choice.randomise_items) for choice in choices])
+        StudyInstrument(study=study, instrument=choice.instrument, role=choice.resolved_role,
+                        position=choice.position, randomise_items=choice.randomise_items) for choice in choices])
 
 
 def questionnaire_session(*, participant: Participant, instrument: Instrument) -> QuestionnaireSession:

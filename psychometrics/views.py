@@ -60,6 +60,7 @@ def questionnaire(request: HttpRequest, participant, instrument_id: int) -> Http
         "participant": participant, "study": participant.study, "instrument": instrument, "rows": rows,
         "options": list(enumerate(instrument.parsed.response_options)), "missing": missing,
         "answered": len(answers), "total": len(rows),
+        "answer_url": reverse("participant:answer", args=[participant.invite_token, instrument.pk]),
         "flow_step": step_position(participant=participant, step=Step("questionnaire", instrument.pk))},
         status=400 if missing else 200)
 

@@ -68,7 +68,8 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {
                                                  "coding in it, the name not taken; the round must be open",
     ("PUT", "/api/coding-rounds/{id}/mappings/"): "the codes must exist in at least two of the round's lenses; "
                                                   "mapping names distinct",
-    ("PUT", "/api/studies/{id}/instruments/"): "the instruments must exist, each once, one aq and one sata at most",
+    ("PUT", "/api/studies/{id}/instruments/"): "the instruments must exist, each once, one aq and one sata at most, "
+                                               "an AQ or SATA never with the other's role",
     ("POST", "/api/teams/"): "the name must not be taken (an earlier example may have taken it)",
     ("PATCH", "/api/teams/{id}/"): "the name must not be another team's",
     ("DELETE", "/api/teams/{id}/"): "the team must hold no study, audit, corpus, endpoint, codebook or round",

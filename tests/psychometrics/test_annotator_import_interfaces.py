@@ -197,8 +197,14 @@ def test_a_script_attaches_instruments_through_the_api_then_imports_scores(api_c
                                                    {"instrument": sata.pk, "role": "aq"}, {"instrument": aq.pk}]},
                              format="json")
     assert refused.status_code == 400
-    assert refused.json() == {"instruments": {"1": ["a second instrument with role 'aq'"],
-                                              "2": [f"instrument {aq.pk} is listed twice"]}}
+    assert refused.json() == {"instruments": {
+        "1": ["SATA (partial: 5 published items, demo only) is a SATA instrument (slug 'sata_partial'): it cannot have "
+              "the role AQ, the weights would read it as the AQ score",
+              "SATA (partial: 5 published items, demo only): a second instrument with the role AQ (Autism-Spectrum "
+              "Quotient (AQ-50) has it); the weights read one AQ score"],
+        "2": ["Autism-Spectrum Quotient (AQ-50) is listed twice",
+              "Autism-Spectrum Quotient (AQ-50): a second instrument with the role AQ (Autism-Spectrum Quotient "
+              "(AQ-50) has it); the weights read one AQ score"]}}
     unknown = api_client.put(url, {"instruments": [{"instrument": 999999}]}, format="json")
     assert unknown.status_code == 400 and "instruments" in unknown.json()
     assert api_client.put(url, {"instruments": "aq"}, format="json").status_code == 400

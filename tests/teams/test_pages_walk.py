@@ -8,12 +8,16 @@ their own token or coder row, not a team's), fails the first test.
 """
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.apps import apps
 from django.test import Client
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
 from annotation.models import AnalysisState
+from psychometrics.models import StudyInstrument
+from psychometrics.services import instruments_sync_shipped
 from teams.scoping import new_objects_in
 from tests.coding.test_exports import build_round
 from tests.factories import make_study
@@ -28,11 +32,19 @@ RESEARCHER_PAGES = {
     "study-dashboard-status": ("GET", "viewer", ()),
     "audit-dashboard": ("GET", "viewer", ()),
     "coding-round-results": ("GET", "viewer", ()),
+    # A study's preview as a participant: read by any member, its posts included, which store nothing.
+    **{f"study-preview:{page}": ("GET", "viewer", ())
+       for page in ("consent", "questionnaire", "iat", "instructions", "label", "done")},
+    "study-preview:answer": ("POST", "viewer", ()),
+    "study-preview:iat-block": ("POST", "viewer", ()),
 }
-# Not researcher pages: the health check, and the pages annotators and coders reach through their own invite token or
+# What the POST pages are sent (form-encoded when absent here).
+POST_BODIES = {"study-preview:answer": {"item": 1, "response": 0},
+               "study-preview:iat-block": {"block": 1, "trials": []}}
+# Not researcher pages: the health check, the site's icon, and the pages annotators and coders reach through their own invite token or
 # their own coder row in a round (a researcher who is no coder of the round gets 404 there: coding.access).
 NOT_RESEARCHER_PAGES = {
-    "healthz",
+    "healthz", "favicon",
     "participant:join", "participant:resume", "participant:consent", "participant:questionnaire",
     "participant:answer", "participant:iat", "participant:iat-block", "participant:instructions",
     "participant:label", "participant:done", "participant:withdraw", "participant:declined",
@@ -77,9 +89,12 @@ def team_a_objects(two_teams):
     """A study, and a completed audit with a coding round: one of each thing a page shows."""
     with new_objects_in(two_teams["a"]):
         study = make_study(team=two_teams["a"], name="Secret study of A")
+        instrument = instruments_sync_shipped()[0]
+        StudyInstrument.objects.create(study=study, instrument=instrument, role="aq")
         coding_round = build_round(n_excerpts=4, coders={"ann": 0}, codings={"ann": {1: ["WORDING"]}})
     assert coding_round.team_id == coding_round.audit.team_id == two_teams["a"].id
-    return {"study_id": study.id, "audit_id": coding_round.audit_id, "round_id": coding_round.id,
+    return {"study_id": study.id, "instrument_id": instrument.id, "audit_id": coding_round.audit_id,
+            "round_id": coding_round.id,
             "names": (study.name, coding_round.audit.name, coding_round.name)}
 
 
@@ -98,7 +113,11 @@ def urls_of(name: str, objects: dict) -> list[str]:
 
 
 def request(client: Client, name: str, url: str):
-    return client.post(url) if RESEARCHER_PAGES[name][0] == "POST" else client.get(url)
+    if RESEARCHER_PAGES[name][0] != "POST":
+        return client.get(url)
+    if name in POST_BODIES:
+        return client.post(url, json.dumps(POST_BODIES[name]), content_type="application/json")
+    return client.post(url)
 
 
 @pytest.mark.parametrize("name", sorted(RESEARCHER_PAGES))
@@ -137,7 +156,8 @@ def test_the_owner_reads_and_changes(two_teams, team_a_objects, name):
     alice = client_of(two_teams["alice"][0])
     for url in urls_of(name, team_a_objects):
         response = request(alice, name, url)
-        assert response.status_code == (302 if RESEARCHER_PAGES[name][0] == "POST" else 200), url
+        method, needs, _ = RESEARCHER_PAGES[name]
+        assert response.status_code == (302 if method == "POST" and needs != "viewer" else 200), url
 
 
 def test_an_editor_recomputes_and_a_viewer_is_not_offered_it(two_teams, team_a_objects):
