@@ -130,6 +130,8 @@ def get_paths(ids: dict) -> list[str]:
             continue  # no GET (corpora/upload/, a round's coders and mappings)
         if "<int:request_id>" in route:
             continue  # one request as JSON (no CSV): its cells are covered by the responses export
+        if route in ("audits/compare/", "model-card/") or route.endswith("/headline/"):
+            continue  # JSON only: headline tables, whose cells the paradigms' own table exports cover
         if route.startswith("corpora/<int:pk>"):
             pk = ids["corpus"].id
         elif route.startswith("studies/<int:pk>/ground-truth-alternatives"):

@@ -151,7 +151,7 @@ def test_anonymous_gets_no_report(client, db):
 def test_the_dashboard_has_the_parse_quality_section_polling_the_report(staff_client):
     audit = planted({"zs": ZS})
     html = staff_client.get(reverse("audit-dashboard", args=[audit.id])).content.decode()
-    assert 'id="parse-quality-section"' in html and "<h2>Parse quality</h2>" in html
+    assert 'id="parse-quality-section"' in html and "<h3>Parse quality</h3>" in html
     assert f'data-parse-quality-url="/api/audits/{audit.id}/parse-quality/"' in html
     assert f'href="/api/audits/{audit.id}/parse-quality/?format=csv"' in html
 
