@@ -23,7 +23,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Item, Participant, Study
-from annotation.participation import Step, step_position
+from annotation.participation import Step, step_position, study_flow
 from annotation.selectors import study_duration
 from annotation.views import label_choices
 from common.participant_input import InputError
@@ -39,11 +39,14 @@ def _study(request: HttpRequest, study_id: int) -> Study:
 
 
 def _steps(study: Study) -> list[Step]:
-    """The study's pages in the order a participant takes them (as ``annotation.participation.next_step`` routes)."""
-    instruments = StudyInstrument.objects.filter(study=study).order_by("position", "id").values_list(
-        "instrument_id", flat=True)
-    return [Step("consent"), *(Step("questionnaire", instrument_id) for instrument_id in instruments),
-            *([Step("iat")] if study.iat_enabled else []), Step("instructions"), Step("label"), Step("done")]
+    """The study's pages in the order a participant takes them (:func:`annotation.participation.study_flow`, whose
+    labelling step is two pages here: its instructions, then the items), then the done page."""
+    pages: list[Step] = []
+    for flow_step in study_flow(study=study):
+        if flow_step.kind == "label":
+            pages.append(Step("instructions"))
+        pages.append(Step(flow_step.kind, flow_step.instrument_id))
+    return [*pages, Step("done")]
 
 
 def _url(study: Study, step: Step) -> str:
