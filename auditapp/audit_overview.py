@@ -41,18 +41,24 @@ def _parse_ids(raw: Iterable[str]) -> list[int]:
     return ids
 
 
+class AuditsNotFound(LookupError):
+    """An audit asked for is not among those the user may see (a 404, as for any other team's object)."""
+
+
 def audits_compared(audits: QuerySet[Audit], raw_ids: Iterable[str]) -> dict:
     """The headlines of the audits with those ids (in the order given) side by side, with each one's difference
-    from the first and its approximate CI; NotComparable (a 400) when fewer than two or more than
-    :data:`MAX_COMPARED` are asked, one is not found among ``audits``, has no analysis yet, or their headlines
-    measure different things."""
+    from the first and its approximate CI. AuditsNotFound (a 404) when one is not among ``audits``; NotComparable
+    (a 400) when more than :data:`MAX_COMPARED` or fewer than two are asked, one has no analysis yet, or their
+    headlines measure different things."""
     ids = _parse_ids(raw_ids)
     if len(ids) > MAX_COMPARED:
         raise NotComparable(f"compare at most {MAX_COMPARED} audits at once; {len(ids)} were asked")
     found = {audit.id: audit for audit in audits.filter(pk__in=ids)}
     missing = [audit_id for audit_id in ids if audit_id not in found]
     if missing:
-        raise NotComparable(f"no audit of your teams with id {', '.join(map(str, missing))}")
+        raise AuditsNotFound(f"no audit of your teams with id {', '.join(map(str, missing))}")
+    if len(ids) < 2:
+        raise NotComparable("pick two or more audits to compare")
     chosen = [found[audit_id] for audit_id in ids]
     headlines = []
     for audit in chosen:

@@ -15,11 +15,11 @@ The page is for the audit's team (a viewer reads it; an audit of another team is
 from __future__ import annotations
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from auditapp.audit_overview import audits_compared, model_card
+from auditapp.audit_overview import AuditsNotFound, audits_compared, model_card
 from auditapp.engine import registry
 from auditapp.engine.headlines import NotComparable
 from auditapp.models import Audit
@@ -50,10 +50,12 @@ def audit_dashboard(request: HttpRequest, audit_id: int) -> HttpResponse:
 @staff_member_required
 def audit_compare(request: HttpRequest) -> HttpResponse:
     """Two or more audits' headline tables side by side (``?audits=1&audits=2``, the first the baseline); what
-    cannot be compared is said on the page, with a 400."""
+    cannot be compared is said on the page, with a 400; an audit of another team is not found (404)."""
     audits = visible(request.user, Audit.objects.all())
     try:
         table = audits_compared(audits, request.GET.getlist("audits"))
+    except AuditsNotFound as error:
+        raise Http404(str(error)) from error
     except NotComparable as error:
         return render(request, "auditapp/audit_compare.html", {"problem": str(error)}, status=400)
     return render(request, "auditapp/audit_compare.html", {"table": table})

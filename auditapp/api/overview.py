@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from auditapp.api.audits import AuditScoped, ErrorSerializer
-from auditapp.audit_overview import MAX_COMPARED, audits_compared, headline_of, model_card
+from auditapp.audit_overview import MAX_COMPARED, AuditsNotFound, audits_compared, headline_of, model_card
 from auditapp.engine.headlines import NotComparable
 from auditapp.models import Audit
 from teams.scoping import visible
@@ -27,18 +27,20 @@ class AuditHeadlineView(AuditScoped, APIView):
         return Response(headline.as_json())
 
 
-@extend_schema(summary="Compare audits", responses={200: dict, 400: ErrorSerializer},
+@extend_schema(summary="Compare audits", responses={200: dict, 400: ErrorSerializer, 404: ErrorSerializer},
                parameters=[OpenApiParameter("audits", OpenApiTypes.STR, required=True, pattern=r"^\d+(,\d+)+$",
                                             description=f"Two to {MAX_COMPARED} audit ids, comma-separated (or the "
                                                         "parameter repeated); the first is the baseline.")],
                description="The audits' headline tables side by side: per model × cell each audit's value and "
                            "CI, and its difference from the first audit's with an approximate 95% CI "
                            "(±1.96·√(se₁² + se₂²), each se from its own CI). 400 when the audits measure different "
-                           "things, have no results yet, or are not of your teams.")
+                           "things or have no results yet; 404 when one is not of your teams.")
 class AuditCompareView(APIView):
     def get(self, request):
         try:
             table = audits_compared(visible(request.user, Audit.objects.all()), request.query_params.getlist("audits"))
+        except AuditsNotFound as error:
+            return Response({"detail": str(error)}, status=status.HTTP_404_NOT_FOUND)
         except NotComparable as error:
             return Response({"detail": str(error)}, status=status.HTTP_400_BAD_REQUEST)
         return Response(table)

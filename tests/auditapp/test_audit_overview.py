@@ -78,7 +78,6 @@ def test_what_cannot_be_compared_is_refused_with_the_reason(api_client, staff_cl
         f"{audit.id}": "two or more",
         f"{audit.id},{running.id}": "has no results yet",
         f"{audit.id},{other_paradigm.id}": "measure different things",
-        f"{audit.id},999999": "no audit of your teams with id 999999",
         f"{audit.id},x": "whole numbers",
         ",".join(str(n) for n in range(1, 10)): "at most 8",
     }
@@ -86,6 +85,8 @@ def test_what_cannot_be_compared_is_refused_with_the_reason(api_client, staff_cl
         response = api_client.get("/api/audits/compare/", {"audits": ids})
         assert response.status_code == 400, ids
         assert reason in response.json()["detail"], (ids, response.json())
+    missing = api_client.get("/api/audits/compare/", {"audits": f"{audit.id},999999"})
+    assert missing.status_code == 404 and missing.json()["detail"] == "no audit of your teams with id 999999"
     page = staff_client.get(reverse("audit-compare"), {"audits": [audit.id, other_paradigm.id]})
     assert page.status_code == 400
     assert "measure different things" in page.content.decode()
@@ -101,7 +102,7 @@ def test_another_teams_audits_are_neither_compared_nor_on_a_model_card():
     outsider = APIClient()
     outsider.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     response = outsider.get("/api/audits/compare/", {"audits": f"{first.id},{second.id}"})
-    assert response.status_code == 400 and "no audit of your teams" in response.json()["detail"]
+    assert response.status_code == 404 and "no audit of your teams" in response.json()["detail"]
     assert outsider.get("/api/model-card/", {"model": "model-a"}).json()["n_audits"] == 0
     assert outsider.get(f"/api/audits/{first.id}/headline/").status_code == 404
 

@@ -89,6 +89,11 @@ def creation_naming_a(path: str, world: dict, team_a) -> tuple[dict, str, set[st
     return bodies[path]
 
 
+# The query a collection's GET needs, filled from A's objects: the audits compared, the model of a card.
+QUERIES = {"/api/audits/compare/": lambda world: {"audits": f"{world['audit'].pk},{world['audit'].pk + 1}"},
+           "/api/model-card/": lambda world: {"model": world["audit"].models.first().model}}
+
+
 def send(client: APIClient, method: str, path: str, body: dict | None = None, fmt: str = "json"):
     if method == "GET":
         return client.get(path)
@@ -117,8 +122,12 @@ def test_another_team_finds_nothing_of_a_and_changes_nothing(two_teams, world_of
             response = send(bob, method, filled(path, world_of_a))
             assert response.status_code == 404, (method, path, response.status_code, response.content[:300])
             assert not names_a(response), (method, path)
+        elif path == "/api/audits/compare/":  # names A's audits in its query: not found
+            response = bob.get(path, QUERIES[path](world_of_a))
+            assert response.status_code == 404, (path, response.content[:300])
+            assert not names_a(response), path
         elif method == "GET":
-            response = bob.get(path)
+            response = bob.get(path, QUERIES.get(path, lambda world: {})(world_of_a))
             assert response.status_code == 200, (path, response.content[:300])
             assert not names_a(response), f"GET {path} lists team A's objects to bob"
         else:

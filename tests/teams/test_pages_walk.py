@@ -19,6 +19,7 @@ from annotation.models import AnalysisState
 from psychometrics.models import StudyInstrument
 from psychometrics.services import instruments_sync_shipped
 from teams.scoping import new_objects_in
+from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
 from tests.coding.test_exports import build_round
 from tests.factories import make_study
 
@@ -31,6 +32,8 @@ RESEARCHER_PAGES = {
     "study-dashboard-recompute": ("POST", "editor", ()),
     "study-dashboard-status": ("GET", "viewer", ()),
     "audit-dashboard": ("GET", "viewer", ()),
+    "audit-compare": ("GET", "viewer", ()),
+    "model-card": ("GET", "viewer", ()),
     "coding-round-results": ("GET", "viewer", ()),
     # A study's preview as a participant: read by any member, its posts included, which store nothing.
     **{f"study-preview:{page}": ("GET", "viewer", ())
@@ -38,6 +41,10 @@ RESEARCHER_PAGES = {
     "study-preview:answer": ("POST", "viewer", ()),
     "study-preview:iat-block": ("POST", "viewer", ()),
 }
+# The query a page needs, filled from team A's objects: the audits compared, the model of a card.
+QUERIES = {"audit-compare": "?audits={analysed_audit_ids}", "model-card": "?model={model}"}
+# Pages that name no object in their path and list only the user's own teams' (as home does).
+LISTINGS = {"home", "model-card"}
 # What the POST pages are sent (form-encoded when absent here).
 POST_BODIES = {"study-preview:answer": {"item": 1, "response": 0},
                "study-preview:iat-block": {"block": 1, "trials": []}}
@@ -92,8 +99,12 @@ def team_a_objects(two_teams):
         instrument = instruments_sync_shipped()[0]
         StudyInstrument.objects.create(study=study, instrument=instrument, role="aq")
         coding_round = build_round(n_excerpts=4, coders={"ann": 0}, codings={"ann": {1: ["WORDING"]}})
+        analysed = [build_audit(COMPLETED_PLAN, name=f"Analysed audit {n} of A") for n in (1, 2)]
     assert coding_round.team_id == coding_round.audit.team_id == two_teams["a"].id
+    assert {audit.team_id for audit in analysed} == {two_teams["a"].id}
+    audit_model = coding_round.audit.models.first().model
     return {"study_id": study.id, "instrument_id": instrument.id, "audit_id": coding_round.audit_id,
+            "analysed_audit_ids": ",".join(str(audit.id) for audit in analysed), "model": audit_model,
             "round_id": coding_round.id,
             "names": (study.name, coding_round.audit.name, coding_round.name)}
 
@@ -108,7 +119,7 @@ def urls_of(name: str, objects: dict) -> list[str]:
     route = page_patterns()[name]
     params = list(route.pattern.converters)
     assert set(params) <= set(objects), f"{name}: no object of team A for {set(params) - set(objects)}"
-    url = reverse(name, kwargs={param: objects[param] for param in params})
+    url = reverse(name, kwargs={param: objects[param] for param in params}) + QUERIES.get(name, "").format(**objects)
     return [url, *(url + query for query in RESEARCHER_PAGES[name][2])]
 
 
@@ -126,7 +137,7 @@ def test_another_team_finds_nothing_and_changes_nothing(two_teams, team_a_object
     before = snapshot()
     for url in urls_of(name, team_a_objects):
         response = request(bob, name, url)
-        if name == "home":  # the one page without an id: it lists nothing of A's
+        if name in LISTINGS:  # no id of A's in the path: it lists nothing of A's
             assert response.status_code == 200
             assert not any(shown in response.content.decode() for shown in team_a_objects["names"])
         else:
