@@ -6,12 +6,17 @@ apart, after the last recomputation, without a target.
 
     .venv/bin/python benchmarks/ground_truth.py [--participants 50] [--items 2121] [--seed 1] [--repeat 3]
 
-Runs on SQLite in a temporary VAR_DIR (or DATABASE_URL if set) and prints its figures.
+Runs on SQLite in a temporary VAR_DIR (or DATABASE_URL if set) and prints its figures. Several sizes
+(``--participants 10,50,200,400,1000``) run one after another, each in its own process and database, so that each
+size's peak memory (the process's maximum resident set) is its own; a table of every size ends the output.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import re
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -23,11 +28,16 @@ sys.path.insert(0, str(REPO))
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--participants", type=int, default=50)
+    parser.add_argument("--participants", default="50", help="a size, or sizes separated by commas")
     parser.add_argument("--items", type=int, default=2121)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    sizes = [int(size) for size in args.participants.split(",")]
+    if len(sizes) > 1:
+        sizes_table(sizes, args)
+        return
+    args.participants = sizes[0]
 
     os.environ.setdefault("VAR_DIR", tempfile.mkdtemp(prefix="auditapp-bench-"))
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.local"
@@ -78,6 +88,25 @@ def main() -> None:
     print(f"alternative ground truths, their own task after the last recomputation: {alternatives:.3f} s "
           f"({outcome.message})")
     print("target (full recomputation < 2 s):", "met" if min(timings) < 2 else "NOT met")
+    print(f"peak memory (max RSS): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
+
+
+def sizes_table(sizes: list[int], args: argparse.Namespace) -> None:
+    """Each size in a process of its own (its own temporary database and memory), then one line per size."""
+    figures = []
+    for size in sizes:
+        command = [sys.executable, __file__, "--participants", str(size), "--items", str(args.items),
+                   "--seed", str(args.seed), "--repeat", str(args.repeat)]
+        environment = {**os.environ, "VAR_DIR": tempfile.mkdtemp(prefix="auditapp-bench-")}
+        output = subprocess.run(command, env=environment, capture_output=True, text=True, check=True).stdout
+        print(output, end="", flush=True)
+        full = re.search(r"full recomputation: best ([0-9.]+) s", output)[1]
+        pure = re.search(r"pure analysis ([0-9.]+) s", output)[1]
+        memory = re.search(r"peak memory \(max RSS\): ([0-9]+) MB", output)[1]
+        figures.append((size, full, pure, memory))
+    print(f"\n{'annotators':>10}  {'full (s)':>8}  {'pure (s)':>8}  {'peak MB':>7}   ({args.items} items)")
+    for size, full, pure, memory in figures:
+        print(f"{size:>10}  {full:>8}  {pure:>8}  {memory:>7}")
 
 
 if __name__ == "__main__":
