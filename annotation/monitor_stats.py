@@ -9,8 +9,9 @@ found as ``next_step`` finds a participant's page: a step finished out of order,
 anyone on; a completed participant has passed them all). Every invited participant is in exactly one ``waiting`` count or one exit (declined consent, withdrew),
 so those add up to ``invited``; participants imported with a data file never took the flow and are counted apart.
 
-Withdrawal deletes a participant's answers (``participant_withdraw``): a withdrawn participant counts as invited,
-opened and consented, then only as withdrawn, never as past a later milestone.
+Withdrawal deletes a participant's answers (``participant_withdraw``): a withdrawn participant counts as invited
+and opened, as consented when they had consented (one who withdrew from the consent page had not), then only as
+withdrawn, never as past a later milestone.
 
 **Completion times.** The median and a histogram of the seconds from consent to completion; the bins are whole
 minutes wide, of a width from ``BIN_WIDTHS_MINUTES`` that gives at most ``MAX_BINS`` bins.
@@ -183,6 +184,8 @@ class CompletionTimes:
     shortest: float | None
     longest: float | None
     bins: list[TimeBin]
+    n_negative: int = 0
+    """Completions recorded before their consent (a clock set back, a record edited by hand): left out, counted."""
 
     @property
     def most_in_a_bin(self) -> int:
@@ -220,11 +223,11 @@ def completion_times(seconds: Sequence[float]) -> CompletionTimes:
     """Median (``statistics.median``: the mean of the middle two for an even count) and a histogram of whole-minute
     bins: the narrowest width of ``BIN_WIDTHS_MINUTES`` that covers shortest to longest in at most ``MAX_BINS`` bins
     (the widest one otherwise), the first bin starting at a multiple of the width. A negative time (a clock set
-    back) is a ValueError."""
+    back, a record edited by hand) is left out of every figure and counted in ``n_negative``."""
+    n_negative = sum(1 for s in seconds if s < 0)
+    seconds = [s for s in seconds if s >= 0]
     if not seconds:
-        return CompletionTimes(0, None, None, None, [])
-    if min(seconds) < 0:
-        raise ValueError("a completion time is negative")
+        return CompletionTimes(0, None, None, None, [], n_negative)
     minutes = [s / 60 for s in seconds]
     low, high = min(minutes), max(minutes)
     width = next((w for w in BIN_WIDTHS_MINUTES
@@ -234,4 +237,4 @@ def completion_times(seconds: Sequence[float]) -> CompletionTimes:
     for value in minutes:
         counts[math.floor(value / width) - first] += 1
     bins = [TimeBin((first + i) * width, (first + i + 1) * width, n) for i, n in enumerate(counts)]
-    return CompletionTimes(len(seconds), statistics.median(seconds), min(seconds), max(seconds), bins)
+    return CompletionTimes(len(seconds), statistics.median(seconds), min(seconds), max(seconds), bins, n_negative)

@@ -11,7 +11,14 @@ from django.db.models import QuerySet
 
 from auditapp.engine import registry
 from auditapp.engine.headlines import Headline, NotComparable, compare
-from auditapp.models import Audit, AuditModel
+from auditapp.models import Audit, AuditModel, distinct_model_names
+
+
+def with_headline_data(audits: QuerySet[Audit]) -> QuerySet[Audit]:
+    """The audits with what their headlines read prefetched (models, conditions, metrics): a page of many audits
+    asks a few queries in all, not a few per audit."""
+    return audits.prefetch_related("models", "conditions", "metrics")
+
 
 MAX_COMPARED = 8
 """More audits than this side by side make a table nobody reads; the request is refused with the reason."""
@@ -34,8 +41,8 @@ def _parse_ids(raw: Iterable[str]) -> list[int]:
             piece = piece.strip()
             if not piece:
                 continue
-            if not piece.isdigit():
-                raise NotComparable(f"audit ids are whole numbers; got {piece!r}")
+            if not (piece.isascii() and piece.isdigit()) or len(piece) > 18:
+                raise NotComparable(f"audit ids are whole numbers of at most 18 digits; got {piece!r}")
             if int(piece) not in ids:
                 ids.append(int(piece))
     return ids
@@ -53,7 +60,7 @@ def audits_compared(audits: QuerySet[Audit], raw_ids: Iterable[str]) -> dict:
     ids = _parse_ids(raw_ids)
     if len(ids) > MAX_COMPARED:
         raise NotComparable(f"compare at most {MAX_COMPARED} audits at once; {len(ids)} were asked")
-    found = {audit.id: audit for audit in audits.filter(pk__in=ids)}
+    found = {audit.id: audit for audit in with_headline_data(audits.filter(pk__in=ids))}
     missing = [audit_id for audit_id in ids if audit_id not in found]
     if missing:
         raise AuditsNotFound(f"no audit of your teams with id {', '.join(map(str, missing))}")
@@ -77,14 +84,15 @@ def model_card(audits: QuerySet[Audit], model: str) -> dict:
     """One model (its name at the endpoint) across every audit of ``audits`` it took part in: one section per
     paradigm, in the registry's order, each audit with the model's rows of its headline (newest audit first)."""
     entries = (AuditModel.objects.filter(audit__in=audits, model=model)
-               .select_related("audit", "endpoint").order_by("-audit__created_at", "-audit_id"))
+               .select_related("endpoint").order_by("-audit__created_at", "-audit_id"))
     by_audit: dict[int, list[AuditModel]] = {}
     for entry in entries:
         by_audit.setdefault(entry.audit_id, []).append(entry)
+    audits_of = with_headline_data(Audit.objects.filter(pk__in=by_audit)).in_bulk()
     sections: dict[str, list[dict]] = {}
-    for entries_of_audit in by_audit.values():
-        audit = entries_of_audit[0].audit
-        names = audit.model_names()
+    for audit_id, entries_of_audit in by_audit.items():
+        audit = audits_of[audit_id]
+        names = distinct_model_names(sorted(audit.models.all(), key=lambda entry: (entry.position, entry.id)))
         shown = {names[entry.id] for entry in entries_of_audit}
         headline = headline_of(audit)
         sections.setdefault(audit.paradigm, []).append({

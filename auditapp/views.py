@@ -4,8 +4,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 
 from annotation.selectors import study_list
-from auditapp.audit_overview import headline_summary
-from auditapp.engine.selectors import audit_list
+from auditapp.audit_overview import headline_summary, with_headline_data
+from auditapp.engine.selectors import finished_counts
+from auditapp.models import Audit
 from teams.models import Membership
 from teams.scoping import visible
 
@@ -19,7 +20,8 @@ def home(request: HttpRequest) -> HttpResponse:
     studies = audits = memberships = None
     if request.user.is_active and request.user.is_staff:
         studies = visible(request.user, study_list())
-        audits = list(visible(request.user, audit_list()).prefetch_related("models")[:HOME_AUDITS])
+        audits = list(with_headline_data(visible(request.user, Audit.objects.order_by("-created_at", "-id"))
+                                         .annotate(**finished_counts()))[:HOME_AUDITS])
         for audit in audits:
             audit.headline = headline_summary(audit)
             audit.model_list = sorted({model.model for model in audit.models.all()})

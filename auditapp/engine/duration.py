@@ -77,11 +77,12 @@ def endpoint_estimate(load: EndpointLoad) -> EndpointEstimate:
 
 
 def audit_estimate(loads: list[EndpointLoad]) -> AuditEstimate:
-    """Every endpoint's estimate and the audit's: the slowest endpoint's time."""
+    """Every endpoint's estimate and the audit's: the slowest endpoint's time, a floor ("at least") when any
+    endpoint's is one or is unknown (it may be the slowest), unknown when no endpoint's is known."""
     estimates = tuple(endpoint_estimate(load) for load in loads)
     known = [estimate.seconds for estimate in estimates if estimate.seconds is not None]
     return AuditEstimate(seconds=max(known) if known else None,
-                         floor_only=any(estimate.floor_only for estimate in estimates),
+                         floor_only=any(estimate.floor_only or estimate.seconds is None for estimate in estimates),
                          endpoints=estimates)
 
 

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from itertools import islice
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from auditapp import scorer_kinds
 from auditapp.engine.duration import AuditEstimate, EndpointLoad, audit_estimate
@@ -27,6 +27,14 @@ MAX_COUNTED = 100_000
 """The most requests a preview plans (about 20 s of a web request on a small machine; seed 002's names experiment is
 74,100): past it the preview says "more than", its counts and time are floors, and the launch still plans them
 all."""
+MAX_COUNTED_SQLITE = 10_000
+"""The same on SQLite (the embedded defaults), where the preview's transaction holds the database's one write lock
+while it counts: every other writer (the worker, participants saving labels) waits for it, so it stays short (about
+2 s)."""
+
+
+def counted_limit() -> int:
+    return MAX_COUNTED_SQLITE if connection.vendor == "sqlite" else MAX_COUNTED
 
 
 @dataclass(frozen=True)
@@ -81,9 +89,10 @@ def launch_preview(launch: Callable[[], Audit]) -> LaunchPreview:
 def _preview_of(audit: Audit) -> LaunchPreview:
     models = list(audit.models.select_related("endpoint").order_by("position"))
     _pin_listed_digests(models)
-    planned = list(islice(planned_requests(audit), MAX_COUNTED + 1))
-    complete = len(planned) <= MAX_COUNTED
-    planned = planned[:MAX_COUNTED]
+    limit = counted_limit()
+    planned = list(islice(planned_requests(audit), limit + 1))
+    complete = len(planned) <= limit
+    planned = planned[:limit]
     counts = Counter(request.audit_model.id for request in planned)
     keys: dict[int, list[str]] = {}
     for request in planned:
@@ -97,8 +106,7 @@ def _preview_of(audit: Audit) -> LaunchPreview:
     estimate = audit_estimate(_endpoint_loads(audit, models, to_send))
     if not complete:
         estimate = replace(estimate, floor_only=True)
-    return LaunchPreview(models=plans, estimate=estimate, use_cache=audit.use_cache, complete=complete,
-                         limit=MAX_COUNTED)
+    return LaunchPreview(models=plans, estimate=estimate, use_cache=audit.use_cache, complete=complete, limit=limit)
 
 
 def _pin_listed_digests(models: list[AuditModel]) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 from django.core.cache import cache
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum, Window
-from django.db.models.functions import RowNumber
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Sum, Window
+from django.db.models.functions import Coalesce, RowNumber
 from django.urls import reverse
 from django.utils import timezone
 
@@ -22,6 +22,16 @@ from auditapp.worker_status import worker_status
 from common.export_rows import Export
 
 RATE_WINDOW = timedelta(seconds=60)
+
+
+def finished_counts() -> dict[str, Coalesce]:
+    """``n_answered`` and ``n_failed`` of each audit as subqueries per row: a page of audits counts only its own
+    requests (a join and group over every audit's requests would come before the page's LIMIT)."""
+    def count(state: str) -> Subquery:
+        return Subquery(AuditRequest.objects.filter(audit=OuterRef("pk"), state=state).order_by()
+                        .values("audit").annotate(n=Count("id")).values("n"))
+    return {"n_answered": Coalesce(count(AuditRequest.State.ANSWERED), 0),
+            "n_failed": Coalesce(count(AuditRequest.State.FAILED), 0)}
 
 
 def audit_list() -> QuerySet[Audit]:

@@ -33,8 +33,9 @@
   var status = data.audit.status;
   var failedCount = 0;
   var timer = null;
-  // After "Re-parse and recompute" the page polls until the results were computed again (analysed_at changes).
-  var analysedAt;
+  // After "Re-parse and recompute" the page polls until the results were computed again: analysed_at differs from
+  // the one the page was rendered with (the progress API gives it in the same ISO 8601 form, in UTC).
+  var analysedAt = root.getAttribute("data-analysed-at") || null;
   var awaitingAnalysis = false;
   var warningCount = 0;
   var statusLabels = {};
@@ -242,7 +243,6 @@
     unreachable.hidden = !outages.length;
     setStatus(progress.status, progress.status_reason);
     renderAttention();
-    if (analysedAt === undefined) { analysedAt = progress.analysed_at; }
     if (awaitingAnalysis && (progress.analysed_at !== analysedAt || progress.status === "failed")) {
       awaitingAnalysis = false;
       if (progress.analysed_at !== analysedAt) { window.location.reload(); }

@@ -107,9 +107,11 @@ def test_a_span_of_weeks_takes_day_wide_bins():
     assert times.bins[0] == TimeBin(0, 1440, 1) and times.bins[-1] == TimeBin(20 * 1440, 21 * 1440, 1)
 
 
-def test_a_negative_time_is_refused():
-    with pytest.raises(ValueError, match="negative"):
-        completion_times([10, -1])
+def test_a_negative_time_is_left_out_and_counted():
+    # A completion stored before its consent (a clock set back) must not take the dashboard down, nor count.
+    times = completion_times([10, -1, 50])
+    assert (times.n, times.median, times.shortest, times.n_negative) == (2, 30, 10, 1)
+    assert completion_times([-5]).n == 0 and completion_times([-5]).n_negative == 1
 
 
 @pytest.mark.parametrize(("seconds", "text"), [(44.6, "45 s"), (60, "1 min"), (1650, "27 min 30 s"),

@@ -13,11 +13,12 @@ from tests.participant.helpers import flow_study, iat_block_posts, page_config
 pytestmark = pytest.mark.django_db
 
 
-def row_counts() -> dict[str, int]:
-    """Rows of every table of the studies' and the instruments' apps (participants, answers, scores, IAT sessions
-    and trials, labels, assignments, ...)."""
-    return {model._meta.label: model.objects.count()
-            for label in ("annotation", "psychometrics") for model in apps.get_app_config(label).get_models()}
+def row_counts() -> dict[str, list[tuple]]:
+    """Every row, whole, of every table of the apps that hold a study's data (participants, answers, scores, IAT
+    sessions and trials, labels, assignments, the study itself, ...): an insert, an update or a delete shows."""
+    return {model._meta.label: list(model._base_manager.order_by("pk").values_list())
+            for label in ("annotation", "psychometrics", "auditapp", "coding", "teams")
+            for model in apps.get_app_config(label).get_models()}
 
 
 @pytest.fixture

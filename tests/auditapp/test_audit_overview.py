@@ -135,3 +135,30 @@ def test_the_home_page_lists_audits_with_models_progress_and_headline(staff_clie
     assert f"{round(100 * finished / running.n_requests)}% of {running.n_requests}" in html
     assert "Cohen&#x27;s κ against the weighted ground truth (Table 1): " in html
     assert "no results yet" in html
+
+
+def test_ids_that_are_not_plain_numbers_are_a_400_not_a_crash(api_client, staff_client):
+    audit = build_audit(COMPLETED_PLAN)
+    for ids in (f"{audit.id},²", f"{audit.id}," + "9" * 30, f"{audit.id},-3"):
+        response = api_client.get("/api/audits/compare/", {"audits": ids})
+        assert response.status_code == 400 and "whole numbers" in response.json()["detail"], ids
+        assert staff_client.get(reverse("audit-compare"), {"audits": ids.split(",")}).status_code == 400
+
+
+def test_the_home_page_and_a_card_ask_as_many_queries_for_six_audits_as_for_two(staff_client, api_client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    def queries(fetch) -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert fetch().status_code == 200
+        return len(captured)
+
+    for n in range(2):
+        build_audit(COMPLETED_PLAN, name=f"Audit {n}")
+    home, card = queries(lambda: staff_client.get(reverse("home"))), queries(
+        lambda: api_client.get("/api/model-card/", {"model": "model-a"}))
+    for n in range(2, 6):
+        build_audit(COMPLETED_PLAN, name=f"Audit {n}")
+    assert queries(lambda: staff_client.get(reverse("home"))) == home
+    assert queries(lambda: api_client.get("/api/model-card/", {"model": "model-a"})) == card

@@ -257,7 +257,7 @@ def test_the_preview_finds_stored_replies_and_times_the_endpoint_by_its_latency(
 
 
 def test_a_preview_past_its_limit_says_more_than_and_gives_floors(staff_client, chat, monkeypatch):
-    monkeypatch.setattr(launch_preview, "MAX_COUNTED", 5)
+    monkeypatch.setattr(launch_preview, "counted_limit", lambda: 5)
     response = staff_client.post(f"{ADD}?paradigm=names", {
         **names_form(f"{chat.id}:model-a", only_tasks=["hireable", "credible"], iterations=3), "_preview": "Preview"})
     preview = response.context["launch_preview"]

@@ -2,6 +2,8 @@
 and admin form, its request builder, analysis, dashboard and exports."""
 from __future__ import annotations
 
+import re
+
 from django import forms
 from django.core.exceptions import BadRequest
 from django.http import Http404
@@ -128,7 +130,7 @@ class ClassificationLaunchForm(launch_form_base(SETTINGS)):
         if self._unavailable is None:
             chosen = self.data.get("study") if self.is_bound else self.initial.get("study")
             study = None
-            if str(chosen or "").isdigit():
+            if re.fullmatch(r"[0-9]{1,18}", str(chosen or "")):
                 # The field's queryset: by now narrowed to the studies the user may use.
                 study = self.fields["study"].queryset.filter(pk=int(chosen)).first()
             self._unavailable = {} if study is None else classification_services.conditions_unavailable(study)

@@ -22,10 +22,13 @@ from auditapp.paradigms.classification.prompts import DEFAULT_TEMPLATES
 from common.export_rows import Export
 
 
+def condition_name(code: str) -> str:
+    return DEFAULT_TEMPLATES[code].name if code in DEFAULT_TEMPLATES else code
+
+
 def condition_cells(audit: Audit) -> list[tuple[str, str]]:
     """The audit's conditions in order, with their names: the columns of its progress and its tables."""
-    return [(code, DEFAULT_TEMPLATES[code].name if code in DEFAULT_TEMPLATES else code)
-            for code in audit.conditions.values_list("condition", flat=True)]
+    return [(code, condition_name(code)) for code in audit.conditions.values_list("condition", flat=True)]
 
 
 METRIC_VALUES = [*(name for metric in METRICS for name in (metric, f"{metric}_low", f"{metric}_high",
@@ -355,17 +358,19 @@ def headline(audit: Audit) -> Headline | None:
     bootstrap 95% CI and n, from the stored strict metrics; None before the audit is analysed."""
     if audit.analysed_at is None:
         return None
-    names = audit.model_names()
-    conditions = condition_cells(audit)
-    metrics = {(metric.audit_model_id, metric.condition): metric.values
-               for metric in AuditMetric.objects.filter(audit=audit, reference="weighted")}
+    # Read through the related managers' .all(), so that a page listing many audits prefetches them once.
+    names = distinct_model_names(sorted(audit.models.all(), key=lambda model: (model.position, model.id)))
+    conditions = [(condition.condition, condition_name(condition.condition))
+                  for condition in sorted(audit.conditions.all(), key=lambda c: (c.position, c.id))]
+    metrics = {(metric.audit_model_id, metric.condition): metric.values for metric in audit.metrics.all()
+               if metric.reference == AuditMetric.Reference.WEIGHTED}
     rows = []
     for model_id, name in names.items():
-        for code, condition_name in conditions:
+        for code, cell in conditions:
             values = metrics.get((model_id, code))
             if values is None:
                 continue
-            rows.append(HeadlineRow(name, condition_name, values.get("kappa"), values.get("kappa_low"),
+            rows.append(HeadlineRow(name, cell, values.get("kappa"), values.get("kappa_low"),
                                     values.get("kappa_high"), values.get("n"), values.get("kappa_note") or ""))
     return Headline("Cohen's κ against the weighted ground truth (Table 1)", "Condition", "max", tuple(rows))
 
@@ -383,12 +388,16 @@ JUDGED_ORDERINGS = {"item": ("item__position", "item_id", "audit_model__position
 _CORRECT_AT = JUDGED_COLUMNS.index("correct")
 
 
-def _judged_row(row: tuple) -> tuple:
-    """Inserts ``correct``: the label equals the weighted ground truth (None without a label or a ground truth);
-    the model's label is its name when it has none."""
-    weighted, label = row[JUDGED_COLUMNS.index("weighted_label")], row[JUDGED_COLUMNS.index("label")]
-    correct = None if weighted is None or label is None else label == weighted
-    return (*row[:2], row[2] or row[1], *row[3:_CORRECT_AT], correct, *row[_CORRECT_AT:])
+def _judged_row_function(names: dict[int, str]):
+    """Each row with ``model_label`` the model's name in the audit's tables (:meth:`Audit.model_names`: two
+    unlabelled entries of one model told apart) and ``correct`` inserted: the label equals the weighted ground
+    truth (None without a label or a ground truth)."""
+    def judged_row(row: tuple) -> tuple:
+        weighted, label = row[JUDGED_COLUMNS.index("weighted_label")], row[JUDGED_COLUMNS.index("label")]
+        correct = None if weighted is None or label is None else label == weighted
+        # row: audit model id, then the columns of JUDGED_COLUMNS without model_label and correct.
+        return (row[1], row[2], names.get(row[0], row[2]), *row[3:_CORRECT_AT], correct, *row[_CORRECT_AT:])
+    return judged_row
 
 
 def judged_replies_export(*, audit: Audit, model: int | None = None, condition: str | None = None,
@@ -419,6 +428,6 @@ def judged_replies_export(*, audit: Audit, model: int | None = None, condition: 
     keys = JUDGED_ORDERINGS[ordering.removeprefix("-")]
     rows = rows.order_by(*(f"-{key}" if ordering.startswith("-") else key for key in keys), "id")
     return Export(JUDGED_COLUMNS, rows.values_list(
-        "id", "audit_model__model", "audit_model__label", "condition", "replicate", "item__external_id",
+        "audit_model_id", "id", "audit_model__model", "condition", "replicate", "item__external_id",
         "item__preceding", "item__target", "item__following", "weighted_label", "majority_label", "label",
-        "explanation", "outcome", "parse_reason"), _judged_row)
+        "explanation", "outcome", "parse_reason"), _judged_row_function(audit.model_names()))
