@@ -32,7 +32,11 @@
       title: { text: title + " (n = " + values.length + ")", font: { size: 14 } },
       margin: margin, bargap: 0.05,
       xaxis: { title: { text: axis } }, yaxis: { title: { text: "annotators" }, rangemode: "tozero" }
-    }, config);
+    }, config).then(function (chart) {
+      // Counts are whole annotators: plotly's own ticks on a short axis fall at 0.5 and 1.5; a tick per annotator
+      // instead, while there are few enough (above 10 its ticks are whole numbers already).
+      if (chart.layout.yaxis.range[1] <= 10) { Plotly.relayout(chart, { "yaxis.dtick": 1, "yaxis.tick0": 0 }); }
+    });
   }
 
   histogram("chart-aq", "aq", "AQ", "AQ total", colours.aq);
