@@ -64,8 +64,9 @@ window.AuditCharts = (function () {
   }
 
   function showChartDownloads(node) {
-    var column = node.parentNode.querySelector(".chart-downloads");
-    if (!column) { return; }
+    var frame = node.parentNode;
+    if (!frame.classList.contains("chart-frame")) { return; }  // a chart drawn outside a .chart box has none
+    var column = frame.querySelector(":scope > .chart-downloads");
     var name = chartName(node);
     Array.prototype.forEach.call(column.querySelectorAll("button"), function (control) {
       control.setAttribute("aria-label", "Download " + name + " as " + control.textContent);

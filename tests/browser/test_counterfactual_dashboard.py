@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 from auditapp.models import LLMEndpoint
 from tests.auditapp.test_counterfactual_audit import ANNOTATORS, run
+from tests.browser.accessibility import serious_violations
 from tests.browser.staff import (
     assert_results_first,
     logged_in_page,
@@ -94,6 +95,7 @@ def test_names_and_dialect_dashboards_draw_figures_tables_and_drill_down(live_se
     assert first["y"] == second["y"] and first["x"] < second["x"]
     ranges = figure_two.evaluate_all("panels => panels.map(panel => panel.layout.xaxis.range)")
     assert ranges[0][0] < 0 < ranges[0][1] and ranges == [ranges[0]] * 3
+    assert serious_violations(page) == []
     expect(page.locator("#cells-table tbody tr")).to_have_count(3)
     expect(page.locator('#cells-table tr[data-task="professional_tone"]')).to_have_class("significant")
 

@@ -17,6 +17,7 @@ from playwright.sync_api import expect
 
 from auditapp.models import LLMEndpoint
 from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run
+from tests.browser.accessibility import serious_violations
 from tests.browser.staff import (
     assert_results_first,
     logged_in_page,
@@ -70,6 +71,7 @@ def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, bro
     expect(radars.first.locator(".gtitle-subtitle")).to_have_text(
         "radius: mean bias score, −1 at the centre to +1 at the rim")
     expect(page.locator("#figure-3-section .help")).to_contain_text("the dashed line at 0")
+    assert serious_violations(page) == []
     assert_results_first(page)
     drawn = page.evaluate("""() => Array.from(document.querySelectorAll(".radar-panel")).map(node => {
         const reference = node.data[node.data.length - 1];
@@ -146,4 +148,5 @@ def test_a_model_whose_answers_could_not_be_read_says_so_not_that_they_are_to_co
     expect(unread).to_have_text("wabt-neutral: none of its 12 conversations could be read as comedy, tragedy or "
                                 "neutral (12 no choice); see “Replies without a usable answer” below.")
     expect(page.locator('#reasons-table tr[data-model="wabt-neutral"]')).to_contain_text("no choice")
+    assert serious_violations(page) == []
     assert problems == []
