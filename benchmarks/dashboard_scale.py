@@ -53,6 +53,8 @@ def main() -> None:
 
     os.environ.setdefault("VAR_DIR", tempfile.mkdtemp(prefix="auditapp-bench-"))
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.local"
+    # The page names its static files unhashed, as DEBUG does: a temporary VAR_DIR has no collectstatic manifest.
+    os.environ.setdefault("DEBUG", "1")
     os.environ["LOG_LEVEL"] = "WARNING"
     import django
 

@@ -469,6 +469,8 @@ def main() -> None:
     var_dir = tempfile.mkdtemp(prefix="auditapp-iat-bench-")
     os.environ["VAR_DIR"] = var_dir
     os.environ["DJANGO_SETTINGS_MODULE"] = "config.settings.local"
+    # Static files straight from static/, as DEBUG serves them: a temporary VAR_DIR has no collectstatic output.
+    os.environ.setdefault("DEBUG", "1")
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")  # Playwright's sync API runs an event loop
     os.environ.pop("DATABASE_URL", None)
     os.environ.pop("CELERY_BROKER_URL", None)

@@ -1,9 +1,15 @@
-"""Settings for one machine with no servers: the embedded defaults plus a persistent dev secret key."""
+"""Settings for one machine with no servers: the embedded defaults plus a persistent dev secret key.
+
+Static files are served as in production: DEBUG is off unless DEBUG=1 (as everywhere), so WhiteNoise serves what collectstatic (which
+bin/run runs at every start) put in STATIC_ROOT: names with a content hash, cached by browsers for a year, and
+gzip-compressed. DEBUG=1 gives Django's debug pages and serves static/ as it is (unhashed, uncompressed, never
+cached), which needs no collectstatic.
+"""
 import os
 import secrets
 
 from config.settings.base import *  # noqa: F403
-from config.settings.base import VAR_DIR, env_bool
+from config.settings.base import VAR_DIR
 
 
 def _local_secret_key() -> str:
@@ -17,4 +23,3 @@ def _local_secret_key() -> str:
 
 
 SECRET_KEY = os.environ.get("SECRET_KEY") or _local_secret_key()
-DEBUG = env_bool("DEBUG", True)

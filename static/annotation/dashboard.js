@@ -33,9 +33,9 @@
       margin: margin, bargap: 0.05,
       xaxis: { title: { text: axis } }, yaxis: { title: { text: "annotators" }, rangemode: "tozero", tickformat: "d" }
     }, config).then(function (chart) {
-      // Counts of annotators: whole-number ticks only. Plotly steps a short axis (a tallest bar of 2 or 3) by 0.5;
-      // from about 10 up its own steps are whole numbers.
-      if (chart._fullLayout.yaxis.range[1] <= 10) { Plotly.relayout(chart, { "yaxis.dtick": 1 }); }
+      // Counts are whole annotators: plotly's own ticks on a short axis fall at 0.5 and 1.5; a tick per annotator
+      // instead, while there are few enough (above 10 its ticks are whole numbers already).
+      if (chart.layout.yaxis.range[1] <= 10) { Plotly.relayout(chart, { "yaxis.dtick": 1, "yaxis.tick0": 0 }); }
     });
   }
 

@@ -196,6 +196,11 @@
     var bar = document.getElementById("progress-bar");
     bar.max = Math.max(progress.n_requests, 1);
     bar.value = Math.min(finished, bar.max);
+    // The header's count (_request_count.html), as the bar counts: the page may predate the audit's preparation.
+    Array.prototype.forEach.call(document.querySelectorAll(".request-count"), function (count) {
+      count.textContent = progress.n_requests ? progress.n_requests + " request" + (progress.n_requests === 1 ? "" : "s")
+                                              : "no requests built yet";
+    });
     var text = document.getElementById("progress-text");
     if (!progress.n_requests) {
       text.textContent = "No requests built yet: a worker prepares the audit first.";

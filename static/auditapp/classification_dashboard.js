@@ -78,10 +78,42 @@
     }, config);
   }
 
+  // Points within this distance of each other on both axes (of 0–1) draw their labels over each other.
+  var TIE_DISTANCE = 0.02;
+
+  // Points that share a spot (ties, or nearly): for each point, the points at its spot, in the order they come. Only
+  // the first of them is labelled, "(+k)" saying how many more are there; hovering any of them lists them all.
+  function spots(points) {
+    var found = [];
+    return new Map(points.map(function (p) {
+      var spot = found.filter(function (s) {
+        return Math.abs(s[0].recall - p.recall) <= TIE_DISTANCE && Math.abs(s[0].precision - p.precision) <= TIE_DISTANCE;
+      })[0];
+      if (!spot) { spot = []; found.push(spot); }
+      spot.push(p);
+      return [p, spot];
+    }));
+  }
+
+  function pointName(p) { return p.model + " · " + p.condition; }
+
   function scatterTraces(reference) {
     var points = (data.scatter || []).filter(function (p) {
       return p.reference === reference && known(p.recall) && known(p.precision);
     });
+    var spotOf = spots(points);
+    function label(p) {
+      var spot = spotOf.get(p);
+      if (spot[0] !== p) { return ""; }
+      return plotlyText(pointName(p)) + (spot.length > 1 ? " (+" + (spot.length - 1) + ")" : "");
+    }
+    function hover(p) {
+      var spot = spotOf.get(p);
+      if (spot.length === 1) { return plotlyText(pointName(p)); }
+      return plotlyText(pointName(p)) + "<br>at the same spot: " + spot.map(function (q) {
+        return plotlyText(pointName(q));
+      }).join(", ");
+    }
     var byModel = {}, order = [];
     points.forEach(function (p) {
       if (!byModel[p.model_id]) { byModel[p.model_id] = []; order.push(p.model_id); }
@@ -92,13 +124,13 @@
       return {
         type: "scatter", mode: "markers+text", name: plotlyText(modelNames[modelId] || rows[0].model),
         x: rows.map(function (p) { return p.recall; }), y: rows.map(function (p) { return p.precision; }),
-        text: rows.map(function (p) { return plotlyText(p.model + " · " + p.condition); }), textposition: "top center",
+        text: rows.map(label), textposition: "top center",
         textfont: { size: 11 },
         customdata: rows.map(function (p) {
-          return [p.model_id, p.condition, known(p.f1) ? Number(p.f1).toFixed(3) : "— (undefined)", p.n];
+          return [p.model_id, p.condition, known(p.f1) ? Number(p.f1).toFixed(3) : "— (undefined)", p.n, hover(p)];
         }),
         marker: { size: 11, color: palette[index % palette.length] },
-        hovertemplate: "%{text}<br>recall %{x:.3f}, precision %{y:.3f}<br>F1 %{customdata[2]}, " +
+        hovertemplate: "%{customdata[4]}<br>recall %{x:.3f}, precision %{y:.3f}<br>F1 %{customdata[2]}, " +
                        "n = %{customdata[3]}<extra></extra>"
       };
     });

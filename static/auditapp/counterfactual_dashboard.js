@@ -2,8 +2,9 @@
    data.analysis as the names or dialect design stored it):
    - names, Figure 1: one panel per minority group (.figure-1-panel), tasks ordered by the cross-model mean gap,
      a point per model, the mean with ±1 SD;
-   - dialect, Figure 2: one panel per task (.figure-2-panel), each model's gap with its approximate 95% CI in the
-     same model order everywhere, the cross-model mean as a line.
+   - dialect, Figure 2: one panel per task (.figure-2-panel, laid out in a grid), each model's gap with its
+     approximate 95% CI in the same model order everywhere, the cross-model mean as a line, and one x scale for every
+     panel (figureTwoRange) so that panels compare at a glance.
    Model, group and task names can be researcher-entered, and plotly reads pseudo-HTML in its labels: every string
    given to plotly is escaped to entities first. */
 (function () {
@@ -62,7 +63,18 @@
     }, config);
   }
 
-  function figureTwo(node, task, name) {
+  // The x range every Figure 2 panel shares: all gaps, CI ends and means, 0 included, with a margin.
+  function figureTwoRange() {
+    var ends = [0];
+    (tables.cells || []).forEach(function (c) { ends.push(c.gap, c.ci_low, c.ci_high); });
+    (tables.summary || []).forEach(function (row) { ends.push(row.mean); });
+    ends = ends.filter(known);
+    var low = Math.min.apply(null, ends), high = Math.max.apply(null, ends);
+    var pad = Math.max(0.02, 0.06 * (high - low));
+    return [low - pad, high + pad];
+  }
+
+  function figureTwo(node, task, name, range) {
     var summary = (tables.summary || []).filter(function (row) { return row.task === task; })[0];
     var rows = (tables.cells || []).filter(function (c) { return c.task === task && known(c.gap); });
     if (!rows.length) { empty(node, "No gap for this task yet."); return; }
@@ -87,10 +99,12 @@
       shapes.push({ type: "line", xref: "x", yref: "paper", x0: summary.mean, x1: summary.mean, y0: 0, y1: 1,
                     line: { color: "#222", width: 3 } });
     }
+    node.style.height = Math.max(260, 24 * models.length + 110) + "px";
     Plotly.newPlot(node, [trace], {
-      title: { text: plotlyText(name) + (summary && known(summary.mean) ? " (μ = " + summary.mean.toFixed(2) + ")" : "") },
-      margin: { l: 140, r: 15, t: 40, b: 40 }, shapes: shapes, showlegend: false,
-      xaxis: { title: { text: "AAVE − SAE yes-rate" }, zeroline: true, zerolinecolor: "#888",
+      title: { text: plotlyText(name) + (summary && known(summary.mean) ? " (μ = " + summary.mean.toFixed(2) + ")" : ""),
+               font: { size: 14 } },
+      margin: { l: 140, r: 15, t: 40, b: 45 }, shapes: shapes, showlegend: false,
+      xaxis: { title: { text: "AAVE − SAE yes-rate" }, range: range, zeroline: true, zerolinecolor: "#888",
                zerolinewidth: 1 },
       yaxis: { type: "category", categoryorder: "array", categoryarray: models.map(plotlyText).reverse(),
                automargin: true }
@@ -100,7 +114,8 @@
   Array.prototype.forEach.call(document.querySelectorAll(".figure-1-panel"), function (node) {
     figureOne(node, node.getAttribute("data-group"));
   });
+  var sharedRange = figureTwoRange();
   Array.prototype.forEach.call(document.querySelectorAll(".figure-2-panel"), function (node) {
-    figureTwo(node, node.getAttribute("data-task"), node.getAttribute("data-name"));
+    figureTwo(node, node.getAttribute("data-task"), node.getAttribute("data-name"), sharedRange);
   });
 }());

@@ -1,10 +1,13 @@
 /* The seed 003 dashboards' figures, drawn with the vendored plotly from the page's data (#audit-data, data.analysis
    as auditapp.paradigms.implicit_bias.services.analyse stored it):
    - word association, Figure 3: one radar per model (.radar-panel), an axis per social group, a trace per
-     dimension, the radius the mean bias score (−1 to +1, so the centre is −1), and a dashed reference trace at 0
-     (no bias) so that a reader sees which side of it each dimension falls;
+     dimension, the radius the mean bias score (−1 to +1, so the centre is −1, which the chart's subtitle says: a
+     radial axis title would sit in the middle of the radar), and a dashed reference trace at 0 (no bias) so that a
+     reader sees which side of it each dimension falls;
    - affective attribution, Figure 4: one chart per model (.bars-panel), a bar per social group stacked from its
      comedy, tragedy and neutral shares.
+   A model without a score or an answer to draw says why: no reply at all, or how many replies it gave and why none
+   was usable (the reasons table), never that its answers are still to come.
    Model and group names can be researcher-entered, and plotly reads pseudo-HTML in its labels: every string given
    to plotly is escaped to entities first. */
 (function () {
@@ -22,9 +25,23 @@
     return values.filter(function (value, i) { return values.indexOf(value) === i; });
   }
 
+  // Why a model has nothing to draw: its replies (conversations, two-turn) and their reasons from the reasons table.
+  function nothingToDraw(node, model, usable) {
+    var reasons = (tables.reasons || []).filter(function (row) { return row.model === model; });
+    var n = reasons.reduce(function (sum, row) { return sum + (row.n || 0); }, 0);
+    var counted = analysis.counted || "replies";
+    if (!n) { empty(node, model + ": no reply from this model."); return; }
+    empty(node, model + ": none of its " + n + " " + counted + " " + usable + " (" +
+      reasons.map(function (row) { return row.n + " " + row.reason; }).join(", ") +
+      "); see “Replies without a usable answer” below.");
+  }
+
   function radar(node, model) {
     var rows = (tables.radar || []).filter(function (row) { return row.model === model; });
-    if (!rows.some(function (row) { return known(row.mean); })) { empty(node, "No bias score for this model yet."); return; }
+    if (!rows.some(function (row) { return known(row.mean); })) {
+      nothingToDraw(node, model, "has a bias score");
+      return;
+    }
     var groups = unique(rows.map(function (row) { return row.social_group; }));
     var closed = groups.concat(groups.slice(0, 1));
     var traces = (analysis.dimensions || []).map(function (dimension, i) {
@@ -45,15 +62,20 @@
       r: closed.map(function () { return 0; }), line: { color: "#444444", dash: "dash", width: 1 }, hoverinfo: "skip"
     });
     Plotly.newPlot(node, traces, {
-      title: { text: plotlyText(model) }, margin: { l: 40, r: 40, t: 50, b: 30 },
-      polar: { radialaxis: { range: [-1, 1], title: { text: "mean bias score" } } },
+      title: { text: plotlyText(model),
+               subtitle: { text: "radius: mean bias score, −1 at the centre to +1 at the rim" } },
+      margin: { l: 40, r: 40, t: 70, b: 30 },
+      polar: { radialaxis: { range: [-1, 1] } },
       legend: { orientation: "h", y: -0.1 }
     }, config);
   }
 
   function stackedBars(node, model) {
     var rows = (tables.bars || []).filter(function (row) { return row.model === model; });
-    if (!rows.some(function (row) { return known(row.share); })) { empty(node, "No answer for this model yet."); return; }
+    if (!rows.some(function (row) { return known(row.share); })) {
+      nothingToDraw(node, model, "could be read as comedy, tragedy or neutral");
+      return;
+    }
     var groups = unique(rows.map(function (row) { return row.social_group; }));
     var traces = ["comedy", "tragedy", "neutral"].map(function (answer) {
       var byGroup = {};

@@ -1,7 +1,7 @@
 """A researcher opens finished counterfactual audits' dashboards in Debian Chromium (seed 002): the names audit's
 Figure 1 (one panel per minority group, a point per model and the cross-model mean), its tables and completion,
 and a drill-down from a progress row to a reply and from the reply to its request's 60 numbered texts; the
-dialect audit's Figure 2 (one panel per task); a researcher-entered model label shown as text; no console error.
+dialect audit's Figure 2 (one panel per task, several to a row, one gap scale); a researcher-entered model label shown as text; no console error.
 
 The audits are run by the engine in this process against the test LLM server's batched annotators, as in
 tests/auditapp/test_counterfactual_audit.py. Set COUNTERFACTUAL_DASHBOARD_SCREENSHOT=/tmp/names.png to keep a
@@ -14,6 +14,7 @@ from playwright.sync_api import expect
 
 from auditapp.models import LLMEndpoint
 from tests.auditapp.test_counterfactual_audit import ANNOTATORS, run
+from tests.browser.accessibility import serious_violations
 from tests.browser.staff import (
     assert_results_first,
     logged_in_page,
@@ -89,6 +90,12 @@ def test_names_and_dialect_dashboards_draw_figures_tables_and_drill_down(live_se
     for index in range(3):
         expect(figure_two.nth(index).locator(".main-svg").first).to_be_attached()
     assert_results_first(page)
+    # Several panels to a row, and one gap scale for all of them.
+    first, second = (figure_two.nth(index).bounding_box() for index in range(2))
+    assert first["y"] == second["y"] and first["x"] < second["x"]
+    ranges = figure_two.evaluate_all("panels => panels.map(panel => panel.layout.xaxis.range)")
+    assert ranges[0][0] < 0 < ranges[0][1] and ranges == [ranges[0]] * 3
+    assert serious_violations(page) == []
     expect(page.locator("#cells-table tbody tr")).to_have_count(3)
     expect(page.locator('#cells-table tr[data-task="professional_tone"]')).to_have_class("significant")
 

@@ -17,6 +17,7 @@ from playwright.sync_api import expect
 
 from auditapp.models import LLMEndpoint
 from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run
+from tests.browser.accessibility import serious_violations
 from tests.browser.staff import (
     assert_results_first,
     logged_in_page,
@@ -62,7 +63,15 @@ def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, bro
         assert "dash" not in (radars.nth(index).locator(".polarlayer .trace").first.locator("path.js-line")
                               .get_attribute("style") or "")
         assert "stroke-dasharray" in reference.get_attribute("style")
+        # The titles (the model, what the radius is) sit above the radar, none in its middle.
+        disc = radars.nth(index).locator(".polarsublayer.plotbg").bounding_box()
+        for text in radars.nth(index).locator(".gtitle, .gtitle-subtitle, text:has-text('bias score')").all():
+            box = text.bounding_box()
+            assert box["y"] + box["height"] <= disc["y"] + 1, (text.text_content(), box, disc)
+    expect(radars.first.locator(".gtitle-subtitle")).to_have_text(
+        "radius: mean bias score, −1 at the centre to +1 at the rim")
     expect(page.locator("#figure-3-section .help")).to_contain_text("the dashed line at 0")
+    assert serious_violations(page) == []
     assert_results_first(page)
     drawn = page.evaluate("""() => Array.from(document.querySelectorAll(".radar-panel")).map(node => {
         const reference = node.data[node.data.length - 1];
@@ -118,4 +127,26 @@ def test_radar_and_stacked_bars_render_and_the_drill_down_opens(live_server, bro
     expect(second.locator("ol.judgments li")).to_have_count(1)
 
     assert outside_requests(requests, live_server) == []
+    assert problems == []
+
+
+def test_a_model_whose_answers_could_not_be_read_says_so_not_that_they_are_to_come(live_server, browser_context,
+                                                                                    api_client, tasks_off):
+    """A two-turn AAT whose second model (a WABT persona) never names comedy, tragedy or neutral: its chart's place
+    says how many conversations it had and why none was usable, not "No answer for this model yet."."""
+    with LLMServer(latency=0.0, models=MODELS) as server:
+        endpoint = LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
+                                              max_concurrency=8)
+        aat = run(launch(api_client, "affective_attribution", [{"endpoint": endpoint.id, "model": "aat-stereotyped"},
+                                                                {"endpoint": endpoint.id, "model": "wabt-neutral"}],
+                         combinations=4).json()["id"])
+    assert aat.status == "completed", aat.status_reason
+    page, problems, _ = logged_in_page(browser_context, live_server, "implicit-bias-researcher")
+    page.goto(f"{live_server.url}/audits/{aat.id}/dashboard/")
+    expect(page.locator('.bars-panel[data-model="aat-stereotyped"] .main-svg').first).to_be_attached()
+    unread = page.locator('.bars-panel[data-model="wabt-neutral"] .chart-empty')
+    expect(unread).to_have_text("wabt-neutral: none of its 12 conversations could be read as comedy, tragedy or "
+                                "neutral (12 no choice); see “Replies without a usable answer” below.")
+    expect(page.locator('#reasons-table tr[data-model="wabt-neutral"]')).to_contain_text("no choice")
+    assert serious_violations(page) == []
     assert problems == []

@@ -59,7 +59,11 @@ def test_run_command_serves_the_app_and_the_worker_imports(running_app):
     assert schema.status_code == 200 and "openapi:" in schema.text
     docs = httpx.get(f"{base}/api/docs/").text
     asset = re.search(r'src="(/static/[^"]+swagger-ui[^"]*\.js)"', docs).group(1)
-    assert httpx.get(f"{base}{asset}").status_code == 200  # served by us, not a CDN
+    served = httpx.get(f"{base}{asset}", headers={"Accept-Encoding": "gzip"})
+    assert served.status_code == 200  # served by us, not a CDN
+    # As in production: a content hash in its name, gzip, and a year's cache (tests/test_static_serving.py).
+    assert re.search(r"\.[0-9a-f]{12}\.js$", asset) and served.headers["Content-Encoding"] == "gzip"
+    assert "max-age=315360000" in served.headers["Cache-Control"]
 
     headers = {"Authorization": f"Token {token}"}
     studies = httpx.get(f"{base}/api/studies/", headers=headers).json()["results"]
