@@ -281,3 +281,30 @@ def test_the_rules_extraction_runs_from_its_button_and_shows_its_metrics(live_se
     assert page.url.endswith(f"?outcomes=extraction%3A{extraction.id}")
     expect(page.locator("#outcome-source-shown")).to_contain_text(f"with extraction {extraction.id}")
     assert problems == []
+
+
+def test_after_a_reparse_the_page_reloads_with_the_new_results(live_server, browser_context, monkeypatch):
+    # The worker's part, run where the task is sent (the live server's thread), a moment after the re-parse answers,
+    # so that the page has polled the old analysed_at at least once before the new one is stored.
+    import threading
+
+    def analyse_soon(audit_id: int) -> None:
+        threading.Timer(2.5, analysis.audit_analyse, kwargs={"audit_id": audit_id}).start()
+
+    monkeypatch.setattr("tasks.audits.audit_analyse_task.delay", analyse_soon)
+    audit = build_audit(COMPLETED_PLAN)
+    page, problems, _ = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
+    loads: list[str] = []
+    page.on("load", lambda: loads.append(page.url))
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+    analysed_before = Audit.objects.get(pk=audit.id).analysed_at
+    page.locator('#controls button[data-action="reparse"]').click()
+    expect(page.locator("#control-message")).to_contain_text("this page reloads with them")
+    page.wait_for_function(f"() => document.querySelector('#audit-dashboard').dataset.analysedAt !== "
+                           f"'{analysed_before.isoformat()}'", timeout=15000)
+    assert Audit.objects.get(pk=audit.id).analysed_at > analysed_before
+    assert len(loads) == 2  # the first load, and the one with the new results
+    expect(page.locator("#kappa-table")).to_be_visible()
+    page.wait_for_timeout(4500)  # two more polling periods: it stops polling and does not reload again
+    assert len(loads) == 2
+    assert problems == []
