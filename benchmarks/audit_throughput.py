@@ -14,8 +14,11 @@ the audit's parallel tasks) on the real broker and database, then prints:
 - the worker's CPU time per request (all its processes, user + system), and the server's;
 - the most requests the server saw in flight (must not exceed the concurrency).
 
-The machine is shared by the worker, the server, PostgreSQL and Redis, and its figures vary by a few
-percent from run to run: run it several times.
+Every request is sent: the audit does not use the reply cache (a cached reply is not sent, and a run that took
+some from the cache would report more than the endpoint's capacity), and a run in which any request still came
+from the cache stops without figures. The load average before and after is printed: the machine is shared by the
+worker, the server, PostgreSQL and Redis, and its figures vary by a few percent from run to run: run it several
+times.
 
 Needs PostgreSQL and Redis; with bin/test's throwaway servers, for example::
 
@@ -70,7 +73,7 @@ def launch(study, endpoint, parallel_tasks: int):
     with new_objects_in(study.team):
         return classification_services.audit_create(
             study=study, name="throughput", conditions=CONDITIONS, n_resamples=200, parallel_tasks=parallel_tasks,
-            models=[engine_launch.ModelChoice(endpoint=endpoint, model=m) for m in MODELS])
+            use_cache=False, models=[engine_launch.ModelChoice(endpoint=endpoint, model=m) for m in MODELS])
 
 
 def main() -> None:
@@ -123,6 +126,7 @@ def main() -> None:
             server_process = psutil.Process(server.process.pid)
             worker_cpu_before, server_cpu_before = cpu_seconds(worker_process), cpu_seconds(server_process)
             server.reset_stats()
+            load_before = os.getloadavg()
             wall_start = time.monotonic()
             audit = launch(study, endpoint, args.worker_concurrency)
             while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running"]).exists():
@@ -137,8 +141,12 @@ def main() -> None:
             worker.terminate()
             worker.wait(30)
 
+    load_after = os.getloadavg()
     audit = Audit.objects.get(pk=audit.pk)
     requests = AuditRequest.objects.filter(audit=audit)
+    cached = requests.filter(from_cache=True).count()
+    if cached:
+        raise SystemExit(f"{cached} requests came from the reply cache: they were not sent, so no figure is printed")
     n = requests.count()
     answered = requests.filter(state="answered").count()
     capacity = args.concurrency / args.latency
@@ -150,7 +158,10 @@ def main() -> None:
     last_finish = requests.order_by("-finished_at").values_list("finished_at", flat=True).first()
     audit_s = (last_finish - audit.started_at).total_seconds()
     start_s = stats["first_request_at"] - audit.started_at.timestamp()
-    print(f"requests: {n} ({answered} answered, {n - answered} failed); status after sending: {audit.status}")
+    print(f"load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in load_before)}; after: "
+          f"{', '.join(f'{x:.2f}' for x in load_after)}")
+    print(f"requests: {n} ({answered} answered, {n - answered} failed, none from the cache); status after sending: "
+          f"{audit.status}")
     print(f"endpoint: latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency} "
           f"→ capacity {capacity:.0f} requests/s")
     print(f"sending: {sending_s:.2f} s (the endpoint's first request → its last reply) → {rate:.0f} requests/s "

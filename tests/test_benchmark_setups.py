@@ -92,6 +92,7 @@ def test_audit_throughput_study_audit_and_its_corpus_are_in_the_benchmarks_team(
     assert study.team.name == BENCHMARKS
     assert audit.team.name == BENCHMARKS
     assert audit.corpus.team.name == BENCHMARKS
+    assert not audit.use_cache  # every request is sent: a cached reply would inflate the rate
 
 
 def test_bits_throughput_corpus_and_its_audits_are_in_the_benchmarks_team(audit_tasks_off):
