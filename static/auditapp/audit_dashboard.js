@@ -85,11 +85,18 @@
     return cookie("csrftoken") || (input ? input.value : "");
   }
 
+  // A JSON request of the page's API with the researcher's session (a POST with the CSRF header, and ``json`` as
+  // its body when given); resolves to the answer's JSON, rejects with its "detail" (or its status).
   function request(url, options) {
     options = options || {};
     var headers = { "Accept": "application/json" };
     if (options.method === "POST") { headers["X-CSRFToken"] = csrfToken(); }
-    return fetch(url, { method: options.method || "GET", credentials: "same-origin", headers: headers })
+    var init = { method: options.method || "GET", credentials: "same-origin", headers: headers };
+    if (options.json !== undefined) {
+      headers["Content-Type"] = "application/json";
+      init.body = JSON.stringify(options.json);
+    }
+    return fetch(url, init)
       .then(function (response) {
         return response.text().then(function (text) {
           var body = null;
@@ -545,5 +552,5 @@
   });
 
   // A paradigm's own script (loaded after this one) opens the drill-down from its tables and charts.
-  window.AuditDashboard = { openDrilldown: openDrilldown };
+  window.AuditDashboard = { openDrilldown: openDrilldown, request: request };
 }());

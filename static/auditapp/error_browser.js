@@ -1,10 +1,12 @@
 /* The error browser of a classification audit (templates/auditapp/_error_browser.html): fetches
    GET /api/audits/{id}/judged-replies/ with the form's filters, shows 50 rows a page, keeps the CSV link and the
-   "start a round" link in step with the filters. Model output is only ever set as textContent. */
+   "start a round" link in step with the filters (requests through window.AuditDashboard.request,
+   audit_dashboard.js). Model output is only ever set as textContent. */
 (function () {
   "use strict";
   var section = document.getElementById("error-browser");
-  if (!section) { return; }
+  if (!section || !window.AuditDashboard) { return; }
+  var request = window.AuditDashboard.request;
   var form = document.getElementById("error-filters");
   var body = document.querySelector("#error-table tbody");
   var count = document.getElementById("error-count");
@@ -72,14 +74,7 @@
     params.set("page_size", PAGE_SIZE);
     var mine = ++serial;
     previous.disabled = next.disabled = true;
-    fetch(section.getAttribute("data-url") + "?" + params.toString(), {credentials: "same-origin",
-                                                                       headers: {"Accept": "application/json"}})
-      .then(function (response) {
-        return response.json().then(function (payload) {
-          if (!response.ok) { throw new Error(JSON.stringify(payload)); }
-          return payload;
-        });
-      })
+    request(section.getAttribute("data-url") + "?" + params.toString())
       .then(function (payload) {
         if (mine !== serial) { return; }
         body.textContent = "";
