@@ -11,7 +11,7 @@ from django.db.models import QuerySet
 
 from auditapp.engine import registry
 from auditapp.engine.headlines import Headline, NotComparable, compare
-from auditapp.models import Audit, AuditModel, distinct_model_names
+from auditapp.models import Audit, AuditModel
 
 
 def with_headline_data(audits: QuerySet[Audit]) -> QuerySet[Audit]:
@@ -92,7 +92,7 @@ def model_card(audits: QuerySet[Audit], model: str) -> dict:
     sections: dict[str, list[dict]] = {}
     for audit_id, entries_of_audit in by_audit.items():
         audit = audits_of[audit_id]
-        names = distinct_model_names(sorted(audit.models.all(), key=lambda entry: (entry.position, entry.id)))
+        names = audit.model_names()
         shown = {names[entry.id] for entry in entries_of_audit}
         headline = headline_of(audit)
         sections.setdefault(audit.paradigm, []).append({

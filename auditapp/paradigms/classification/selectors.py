@@ -359,7 +359,7 @@ def headline(audit: Audit) -> Headline | None:
     if audit.analysed_at is None:
         return None
     # Read through the related managers' .all(), so that a page listing many audits prefetches them once.
-    names = distinct_model_names(sorted(audit.models.all(), key=lambda model: (model.position, model.id)))
+    names = audit.model_names()
     conditions = [(condition.condition, condition_name(condition.condition))
                   for condition in sorted(audit.conditions.all(), key=lambda c: (c.position, c.id))]
     metrics = {(metric.audit_model_id, metric.condition): metric.values for metric in audit.metrics.all()
