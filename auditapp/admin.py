@@ -10,7 +10,6 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db import models
-from django.db.models import Count, OuterRef, Subquery
 from django.http import Http404, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
@@ -22,10 +21,10 @@ from auditapp.engine import endpoints as engine_endpoints
 from auditapp.engine import launch as engine_launch
 from auditapp.engine.duration import duration_words
 from auditapp.engine.launch_preview import launch_preview
-from auditapp.engine.selectors import audit_progress
+from auditapp.engine.selectors import audit_progress, finished_counts
 from auditapp.launch_forms import PREVIEW, launch_field_order
 from auditapp.llm_clients import EndpointError
-from auditapp.models import Audit, AuditRequest, LLMEndpoint, PromptTemplate
+from auditapp.models import Audit, LLMEndpoint, PromptTemplate
 from teams import roles
 from teams.admin_scoping import TeamScopedAdmin, usable
 from teams.scoping import TeamChoiceError, role_on
@@ -211,10 +210,7 @@ class AuditAdmin(TeamScopedAdmin, admin.ModelAdmin):
     def get_queryset(self, request):
         # The finished requests of the listed audits only: a subquery per row of the page, not a count over every
         # audit's requests.
-        finished = (AuditRequest.objects.filter(audit=OuterRef("pk"), state__in=(
-            AuditRequest.State.ANSWERED, AuditRequest.State.FAILED)).order_by().values("audit")
-            .annotate(n=Count("id")).values("n"))
-        return super().get_queryset(request).annotate(n_finished=Subquery(finished))
+        return super().get_queryset(request).annotate(**finished_counts())
 
     def offers_team(self, request, obj=None) -> bool:
         # A launched audit goes to its study's team (else its launcher's): the launch forms pick no team.
@@ -287,7 +283,7 @@ class AuditAdmin(TeamScopedAdmin, admin.ModelAdmin):
         yet"."""
         if not audit.n_requests:
             return "not planned yet"
-        done = getattr(audit, "n_finished", None) or 0
+        done = getattr(audit, "n_answered", 0) + getattr(audit, "n_failed", 0)
         return format_html('<progress max="{}" value="{}" aria-label="finished requests"></progress> {} of {} ({}%)', audit.n_requests, done,
                            f"{done:,}", f"{audit.n_requests:,}", f"{100 * done // audit.n_requests}")
 
