@@ -83,11 +83,13 @@ async def held_together(limiters, n: int) -> Gauge:
 
 def assert_paced(times_and_lag: tuple[list[float], float], *, interval: float) -> None:
     """Starts that keep ``interval`` apart. A start woken late by a stalled event loop comes closer to the next one,
-    by at most the loop's lateness: the gaps are checked against that, and the whole span is not shortened by it."""
+    by at most the loop's lateness: the gaps are checked against that. The span is shortened by it too when the
+    late start is the first (on a busy CI machine the first start, due at once, was recorded 27 ms late)."""
     times, lag = times_and_lag
     gaps = [round(b - a, 4) for a, b in pairwise(times)]
     assert min(gaps) >= interval * 0.8 - lag, (gaps, lag)
-    assert interval * (len(times) - 1) - 0.02 <= times[-1] - times[0] <= interval * (len(times) + 3) + lag, gaps
+    span = times[-1] - times[0]
+    assert interval * (len(times) - 1) - 0.02 - lag <= span <= interval * (len(times) + 3) + lag, (gaps, lag)
 
 
 def test_local_limiter_never_exceeds_max_concurrency():
