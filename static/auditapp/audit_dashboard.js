@@ -87,6 +87,13 @@
 
   // A JSON request of the page's API with the researcher's session (a POST with the CSRF header, and ``json`` as
   // its body when given); resolves to the answer's JSON, rejects with its "detail" (or its status).
+  // A 400's body names each field it refused ({"field": ["why"]}): say them all.
+  function fieldProblems(body) {
+    if (typeof body !== "object" || Array.isArray(body)) { return ""; }
+    return Object.keys(body).map(function (field) { return field + ": " + [].concat(body[field]).join(" "); })
+      .join("; ");
+  }
+
   function request(url, options) {
     options = options || {};
     var headers = { "Accept": "application/json" };
@@ -102,7 +109,7 @@
           var body = null;
           try { body = text ? JSON.parse(text) : null; } catch (ignored) { body = null; }
           if (!response.ok) {
-            var error = new Error((body && body.detail) || ("HTTP " + response.status));
+            var error = new Error((body && (body.detail || fieldProblems(body))) || ("HTTP " + response.status));
             error.status = response.status;
             throw error;
           }

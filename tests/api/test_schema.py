@@ -77,6 +77,7 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {
     ("PATCH", "/api/teams/{id}/members/{user_id}/"): "the team's last owner keeps the owner role",
     ("DELETE", "/api/teams/{id}/members/{user_id}/"): "the team's last owner stays",
     ("GET", "/api/audits/compare/"): "the audits must exist, be the user's, have results and measure the same thing",
+    ("GET", "/api/audits/{id}/judged-replies/"): "disagrees=group needs a group",
 }
 # Those operations are still checked for everything else (no 5xx, every answer as documented, invalid data refused).
 

@@ -8,6 +8,7 @@ import io
 
 import pytest
 
+from annotation.models import ItemSetMember
 from auditapp.models import Audit, AuditItem
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, WEIGHTED, build_audit
 
@@ -104,3 +105,42 @@ def test_the_csv_holds_every_filtered_row(api_client):
     rows = list(csv.DictReader(io.StringIO(b"".join(response.streaming_content).decode("utf-8-sig"))))
     assert {int(row["request_id"]) for row in rows} == ids(every_row(api_client, audit, disagrees="weighted"))
     assert {row["correct"] for row in rows} == {"False"}
+
+
+# A high-AQ test set of items 0–7 whose agreed label differs from the weighted one on items 1 and 6; another
+# study's set of the same name must not leak in.
+HIGH_AQ = {0: 1, 1: 0, 2: 1, 3: 1, 4: 1, 5: 1, 6: 0, 7: 1}
+
+
+def test_a_psychometric_group_narrows_to_its_test_set_and_its_label(api_client):
+    audit = build_audit(COMPLETED_PLAN)
+    items = {item.position: item for item in audit.study.items.all()}
+    ItemSetMember.objects.bulk_create(ItemSetMember(study=audit.study, set_name="high_aq", item=items[position],
+                                                    label=label) for position, label in HIGH_AQ.items())
+    other = build_audit(COMPLETED_PLAN)
+    ItemSetMember.objects.bulk_create(ItemSetMember(study=other.study, set_name="high_aq", item=item, label=0)
+                                      for item in other.study.items.all())
+    expected = expected_rows(api_client, audit)
+    position = {row["request_id"]: int(row["item"][2:]) for row in every_row(api_client, audit)}
+
+    rows = every_row(api_client, audit, group="high_aq")
+    assert ids(rows) == {r["request_id"] for r in expected if position[r["request_id"]] in HIGH_AQ}
+    assert all(row["group_label"] == HIGH_AQ[int(row["item"][2:])] for row in rows)
+    assert {row["group_label"] for row in every_row(api_client, audit)} == {None}
+
+    against_group = every_row(api_client, audit, group="high_aq", disagrees="group")
+    wanted = {r["request_id"] for r in expected if position[r["request_id"]] in HIGH_AQ and r["label"] is not None
+              and r["label"] != HIGH_AQ[position[r["request_id"]]]}
+    assert ids(against_group) == wanted and wanted
+    # Items 1 and 6 are where the group's label and the weighted one part: a right reply there is wrong for the group.
+    assert wanted != {r["request_id"] for r in expected if position[r["request_id"]] in HIGH_AQ
+                      and r["correct"] is False}
+    assert every_row(api_client, audit, group="low_aq") == []
+
+
+def test_a_group_filter_is_refused_by_name_when_it_cannot_be_read(api_client):
+    audit = build_audit(COMPLETED_PLAN)
+    for params, field in (({"disagrees": "group"}, "disagrees"), ({"group": "icl_a"}, "group"),
+                          ({"group": "HIGH_AQ"}, "group")):
+        response = api_client.get(f"/api/audits/{audit.id}/judged-replies/", params)
+        assert response.status_code == 400 and field in response.json(), (params, response.content)

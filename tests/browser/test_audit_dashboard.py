@@ -17,6 +17,7 @@ from tests.auditapp.test_audit_dashboard_view import (
     COMPLETED_PLAN,
     HOSTILE,
     RUNNING_PLAN,
+    WEIGHTED,
     best_conditions,
     build_audit,
     expected_metrics,
@@ -261,6 +262,37 @@ def test_the_error_browser_filters_searches_and_pages(live_server, browser_conte
     round_link.click()
     expect(page.locator('select[name="eligible"]')).to_have_value("parsed")
     assert problems == []
+
+
+def test_the_error_browser_narrows_to_a_psychometric_group(live_server, browser_context, api_client):
+    from annotation.models import ItemSetMember
+
+    audit = build_audit(COMPLETED_PLAN)
+    items = sorted(audit.study.items.all(), key=lambda item: item.position)
+    # The low-AQ annotators agreed on items 0–5, on the opposite of the weighted label for items 0 and 1.
+    ItemSetMember.objects.bulk_create(
+        ItemSetMember(study=audit.study, set_name="low_aq", item=item, label=1 - WEIGHTED[index] if index < 2
+                      else WEIGHTED[index]) for index, item in enumerate(items[:6]))
+    page, problems, _ = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+    browser = page.locator("#error-browser")
+    rows = browser.locator("#error-table tbody tr")
+    expect(rows).to_have_count(50)
+    group = browser.get_by_label("Psychometric group")
+    expect(group.locator("option")).to_have_text(["every item", re.compile(r"^low_aq: .* \(6 items\)$")])
+    group.select_option("low_aq")
+    expected = api_client.get(f"/api/audits/{audit.id}/judged-replies/", {"group": "low_aq"}).json()
+    expect(rows).to_have_count(expected["count"])
+    assert {row["group_label"] for row in expected["results"]} == {0, 1}
+    shown = rows.evaluate_all("rows => rows.map(r => r.children[6].textContent)")  # the Group column
+    assert shown == [str(row["group_label"]) for row in expected["results"]]
+    browser.get_by_label("Show").select_option("group")
+    against = api_client.get(f"/api/audits/{audit.id}/judged-replies/", {"group": "low_aq", "disagrees": "group"})
+    expect(rows).to_have_count(against.json()["count"])
+    assert 0 < against.json()["count"] < expected["count"]
+    group.select_option("")
+    expect(page.locator("#error-count")).to_contain_text("needs a group")
+    assert all("400" in problem for problem in problems), problems  # the refused request, and nothing else
 
 
 def test_the_rules_extraction_runs_from_its_button_and_shows_its_metrics(live_server, browser_context, monkeypatch):

@@ -21,6 +21,7 @@ from auditapp.paradigms.classification.extraction_services import (
 )
 from auditapp.paradigms.classification.selectors import (
     EXTRACTION_COUNTS,
+    JUDGED_GROUPS,
     JUDGED_ORDERINGS,
     METRIC_VALUES,
     ROBUSTNESS_TABLES,
@@ -271,6 +272,8 @@ class JudgedReplyRowSerializer(serializers.Serializer):
     weighted_label = serializers.IntegerField(allow_null=True, help_text="The audit's snapshot of the weighted "
                                                                          "ground truth (null: the item has none).")
     majority_label = serializers.IntegerField(allow_null=True)
+    group_label = serializers.IntegerField(allow_null=True, help_text="With ?group=: the label the group's "
+                                                                      "annotators agreed on (null without a group).")
     label = serializers.IntegerField(allow_null=True, help_text="The model's label (null: none was read).")
     correct = serializers.BooleanField(allow_null=True, help_text="label = weighted_label; null without either.")
     explanation = serializers.CharField(allow_blank=True)
@@ -285,20 +288,31 @@ class JudgedReplyFilterSerializer(serializers.Serializer):
                                      help_text="Only this audit model (id).")
     condition = serializers.RegexField(r"^[A-Za-z0-9_:-]{1,40}$", required=False, help_text="Only this condition.")
     outcome = serializers.ChoiceField(required=False, choices=AuditRequest.Outcome.values, help_text="Only this outcome.")
-    disagrees = serializers.ChoiceField(required=False, choices=["weighted", "majority"],
+    group = serializers.ChoiceField(required=False, choices=JUDGED_GROUPS,
+                                    help_text="Only the items of this psychometric group's test set (the items every "
+                                              "annotator of the group labelled alike, in the study's latest "
+                                              "analysis; \"all\": every annotator), with the group's label.")
+    disagrees = serializers.ChoiceField(required=False, choices=["weighted", "majority", "group"],
                                         help_text="Only labelled replies whose label differs from this reference "
-                                                  "(\"weighted\": the wrong ones).")
+                                                  "(\"weighted\": the wrong ones; \"group\": needs ?group=).")
     q = serializers.CharField(required=False, max_length=200, help_text="The sentence or the explanation contains "
                                                                         "this (case-insensitive).")
     ordering = serializers.ChoiceField(required=False, default="item",
                                        choices=[*JUDGED_ORDERINGS, *(f"-{name}" for name in JUDGED_ORDERINGS)],
                                        help_text="Sort by item (default), model, condition or outcome; - reverses.")
 
+    def validate(self, attrs):
+        if attrs.get("disagrees") == "group" and "group" not in attrs:
+            raise serializers.ValidationError({"disagrees": ["\"group\" needs a group: add ?group= (one of "
+                                                             f"{', '.join(JUDGED_GROUPS)})."]})
+        return attrs
+
 
 @extend_schema(summary="An audit's replies item by item (the error browser)", parameters=[JudgedReplyFilterSerializer],
                description="One row per finished request: the sentence and its context, the weighted and majority "
-                           "labels, the model's label, whether it is right (against the weighted ground truth), its "
-                           "explanation and outcome; filtered and sorted. JSON pages, or every row with ?format=csv.")
+                           "labels (and a psychometric group's, with ?group=), the model's label, whether it is "
+                           "right (against the weighted ground truth), its explanation and outcome; filtered and "
+                           "sorted. JSON pages, or every row with ?format=csv.")
 class AuditJudgedRepliesView(AuditExportView):
     serializer_class = JudgedReplyRowSerializer
     export_kind = "judged replies"

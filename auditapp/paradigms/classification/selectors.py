@@ -4,8 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pandas as pd
-from django.db.models import Count, F, OuterRef, Q, Subquery
+from django.db.models import Count, F, IntegerField, OuterRef, Q, Subquery, Value
 
+from annotation.analysis import GROUPS
+from annotation.dashboard import SET_DESCRIPTIONS
+from annotation.models import ItemSetMember
 from auditapp.audit_metrics import METRICS
 from auditapp.engine.headlines import Headline, HeadlineRow
 from auditapp.models import (
@@ -219,6 +222,7 @@ def audit_dashboard_data(audit: Audit, outcomes: str | None = None) -> dict:
         "scatter": scatter,
         "metric_rows": _metric_rows(metrics, models, conditions, gap),
         "robustness": robustness_dashboard_data(audit),
+        "judged_groups": judged_groups(audit),
         "outcome_source": {"name": source.name, "label": source.label},
         "outcome_sources": [{"name": STRICT, "label": "strict outcomes (default)"}] + [
             {"name": f"extraction:{e.id}",
@@ -376,8 +380,11 @@ def headline(audit: Audit) -> Headline | None:
 
 
 JUDGED_COLUMNS = ["request_id", "model", "model_label", "condition", "replicate", "item", "preceding", "text",
-                  "following", "weighted_label", "majority_label", "label", "correct", "explanation", "outcome",
-                  "parse_reason"]
+                  "following", "weighted_label", "majority_label", "group_label", "label", "correct", "explanation",
+                  "outcome", "parse_reason"]
+JUDGED_GROUPS = ("all", *GROUPS)
+"""The psychometric groups the error browser narrows to: each group's test set (the items every annotator of the
+group labelled alike, seed 000 §3.4; "all": every annotator), with the label they agreed on."""
 JUDGED_ORDERINGS = {"item": ("item__position", "item_id", "audit_model__position", "condition", "replicate"),
                     "model": ("audit_model__position", "audit_model_id", "condition", "item__position", "replicate"),
                     "condition": ("condition", "audit_model__position", "item__position", "replicate"),
@@ -400,20 +407,39 @@ def _judged_row_function(names: dict[int, str]):
     return judged_row
 
 
+def judged_groups(audit: Audit) -> list[dict]:
+    """The psychometric groups the error browser can narrow to: those whose test set in the study's latest analysis
+    holds any of the audit's items, with how many (one query)."""
+    counts = dict(ItemSetMember.objects.filter(study_id=audit.study_id, set_name__in=JUDGED_GROUPS,
+                                               item__in=AuditItem.objects.filter(audit=audit).values("item"))
+                  .values("set_name").annotate(n=Count("id")).values_list("set_name", "n"))
+    return [{"name": name, "label": SET_DESCRIPTIONS[name], "n_items": counts[name]}
+            for name in JUDGED_GROUPS if counts.get(name)]
+
+
 def judged_replies_export(*, audit: Audit, model: int | None = None, condition: str | None = None,
-                          outcome: str | None = None, disagrees: str | None = None, q: str = "",
-                          ordering: str = "item") -> Export:
+                          outcome: str | None = None, group: str | None = None, disagrees: str | None = None,
+                          q: str = "", ordering: str = "item") -> Export:
     """The error browser: one row per finished request (each replicate its own row) with the sentence and its
     context, the audit's snapshot of the weighted and majority labels, the model's label, whether it is right
     (against the weighted ground truth), its explanation and outcome. Narrowed to one model, condition or outcome;
-    ``disagrees`` "weighted" or "majority": labelled replies whose label differs from that reference (an item
+    ``group`` (:data:`JUDGED_GROUPS`): only the items of that psychometric group's test set in the study's latest
+    analysis, with the group's agreed label as ``group_label`` (None without a group); ``disagrees`` "weighted",
+    "majority" or "group" (with a group): labelled replies whose label differs from that reference (an item
     without it is left out); ``q``: the sentence or the explanation contains it (case-insensitive); sorted by
     ``ordering`` (:data:`JUDGED_ORDERINGS`). One query, the references as correlated subqueries."""
+    if disagrees == "group" and group is None:
+        raise ValueError("disagreeing with a group's label needs the group")
     snapshot = AuditItem.objects.filter(audit=OuterRef("audit"), item=OuterRef("item"))
     rows = (AuditRequest.objects.filter(audit=audit, item__isnull=False)
             .exclude(state=AuditRequest.State.PENDING)
             .annotate(weighted_label=Subquery(snapshot.values("weighted_label")[:1]),
                       majority_label=Subquery(snapshot.values("majority_label")[:1])))
+    if group is None:
+        rows = rows.annotate(group_label=Value(None, output_field=IntegerField()))
+    else:
+        members = ItemSetMember.objects.filter(study_id=audit.study_id, set_name=group, item=OuterRef("item"))
+        rows = rows.annotate(group_label=Subquery(members.values("label")[:1])).filter(group_label__isnull=False)
     if model is not None:
         rows = rows.filter(audit_model_id=model)
     if condition is not None:
@@ -429,5 +455,5 @@ def judged_replies_export(*, audit: Audit, model: int | None = None, condition: 
     rows = rows.order_by(*(f"-{key}" if ordering.startswith("-") else key for key in keys), "id")
     return Export(JUDGED_COLUMNS, rows.values_list(
         "audit_model_id", "id", "audit_model__model", "condition", "replicate", "item__external_id",
-        "item__preceding", "item__target", "item__following", "weighted_label", "majority_label", "label",
+        "item__preceding", "item__target", "item__following", "weighted_label", "majority_label", "group_label", "label",
         "explanation", "outcome", "parse_reason"), _judged_row_function(audit.model_names()))
