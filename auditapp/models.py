@@ -554,7 +554,11 @@ class AuditRequest(models.Model):
                                     condition=Q(item__isnull=True), name="audit_request_unit_once"),
         ]
         indexes = [models.Index(fields=["audit", "state", "order"]),
-                   models.Index(fields=["audit", "finished_at"])]
+                   models.Index(fields=["audit", "finished_at"]),
+                   # The work queue: an audit's pending requests in dispatch order, whatever the planner's
+                   # statistics say (a claim reads the first of them; ``engine.recording.chunk_claim``).
+                   models.Index(fields=["audit", "order", "id"], condition=Q(state="pending"),
+                                name="audit_request_pending")]
 
     def __str__(self) -> str:
         return f"Request {self.pk} of audit {self.audit_id} ({self.state})"

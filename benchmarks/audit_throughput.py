@@ -76,70 +76,84 @@ def launch(study, endpoint, parallel_tasks: int):
             use_cache=False, models=[engine_launch.ModelChoice(endpoint=endpoint, model=m) for m in MODELS])
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--requests", type=int, default=20_000)
-    parser.add_argument("--latency", type=float, default=0.05)
-    parser.add_argument("--concurrency", type=int, default=64)
-    # Three processes on two cores: the worker waits on the network, and each process's event loop then holds a
-    # third of the requests in flight, so a stall of one loop delays fewer replies. Measured with 20,006
-    # requests: 2 processes 85-89% of capacity, 3 processes 93%, 4 processes 91-92%.
-    parser.add_argument("--worker-concurrency", type=int, default=3,
-                        help="worker processes, and the audit's parallel tasks (default: 3)")
-    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
-    parser.add_argument("--redis-url", default=os.environ.get("CELERY_BROKER_URL", ""))
-    args = parser.parse_args()
-    if not args.database_url.startswith("postgres") or not args.redis_url.startswith("redis"):
-        parser.error("give --database-url postgres://... and --redis-url redis://... (see the docstring)")
+def old_requests_insert(n: int, endpoint) -> None:
+    """``n`` finished requests of an earlier audit, as a deployment with history holds (one INSERT … SELECT)."""
+    from django.db import connection
 
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test", "DATABASE_URL": args.database_url,
-           "CELERY_BROKER_URL": args.redis_url, "LOG_LEVEL": "WARNING"}
-    os.environ.update(env)
-    import django
-    import numpy as np
+    from auditapp.models import Audit, AuditModel, AuditRequest
 
-    django.setup()
+    old = Audit.objects.create(name="history", status=Audit.Status.COMPLETED, team=endpoint.team)
+    model = AuditModel.objects.create(audit=old, endpoint=endpoint, model="old-model", position=0)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {AuditRequest._meta.db_table} (audit_id, audit_model_id, condition, unit, replicate, "  # noqa: S608 - the model's own table
+            '"order", key, turn, state, attempts, error, outcome, explanation, parse_reason, from_cache, finished_at) '
+            "SELECT %s, %s, 'zs', 'old:' || g, 0, g, md5('old:' || g), 0, 'answered', 1, '', 'label', '', '', false, "
+            "now() FROM generate_series(1, %s) g", [old.id, model.id, n])
+
+
+def statistics_gather() -> None:
+    """What autovacuum does once an audit's writes settle: the planner's statistics, gathered with nothing
+    pending (the state that gave the recording path a bad plan)."""
+    from django.db import connection
+
+    from auditapp.models import AuditRequest
+
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {AuditRequest._meta.db_table}")
+
+
+def postgres_cpu_seconds() -> float:
+    """User + system CPU of the PostgreSQL servers of this machine: each server process, its live backends, and
+    the backends that ended (a connection closes after each task), which the server counts as its children's."""
     import psutil
-    import redis
-    from django.core.management import call_command
 
-    from auditapp.models import Audit, AuditRequest, LLMEndpoint
-    from tests.factories import AUDIT_POSITIVE_WORDS
-    from tests.llm_server import LLMServer
-
-    call_command("migrate", verbosity=0)
-    redis.Redis.from_url(args.redis_url).flushdb()
-    n_items = math.ceil(args.requests / (len(MODELS) * len(CONDITIONS)))
-    study = build_study(n_items)
-
-    with LLMServer(latency=args.latency, positive_words=AUDIT_POSITIVE_WORDS) as server:
-        endpoint = LLMEndpoint.objects.create(name=f"bench-{time.time_ns()}", protocol="openai",
-                                              base_url=server.base_url, max_concurrency=args.concurrency,
-                                              attempt_timeout_s=30, max_attempts=3, team=study.team)
-        worker = subprocess.Popen(
-            [str(REPO / ".venv/bin/celery"), "-A", "config", "worker", "--loglevel=WARNING",
-             f"--concurrency={args.worker_concurrency}", "--without-mingle", "--without-gossip"],
-            cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    total = 0.0
+    for process in psutil.process_iter(["name", "ppid"]):
+        if process.info["name"] not in ("postgres", "postmaster"):
+            continue
         try:
-            time.sleep(5)  # the worker's start-up is not part of the measure
-            worker_process = psutil.Process(worker.pid)
-            server_process = psutil.Process(server.process.pid)
-            worker_cpu_before, server_cpu_before = cpu_seconds(worker_process), cpu_seconds(server_process)
-            server.reset_stats()
-            load_before = os.getloadavg()
-            wall_start = time.monotonic()
-            audit = launch(study, endpoint, args.worker_concurrency)
-            while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running"]).exists():
-                if worker.poll() is not None:
-                    raise SystemExit(f"the worker died:\n{worker.stderr.read()[-3000:]}")
-                time.sleep(0.2)
-            sending_done = time.monotonic()
-            worker_cpu = cpu_seconds(worker_process) - worker_cpu_before
-            server_cpu = cpu_seconds(server_process) - server_cpu_before
-            stats = server.stats()
-        finally:
-            worker.terminate()
-            worker.wait(30)
+            times = process.cpu_times()
+            server = psutil.Process(process.info["ppid"]).name() not in ("postgres", "postmaster")
+        except Exception:  # noqa: BLE001 - a backend that exited in between was counted by its server
+            continue
+        total += times.user + times.system + (times.children_user + times.children_system if server else 0.0)
+    return total
+
+
+def one_audit(args, study, endpoint, server, env) -> None:
+    """Launch the audit with a fresh worker, wait for every request, print its figures."""
+    import numpy as np
+    import psutil
+
+    from auditapp.models import Audit, AuditRequest
+
+    worker = subprocess.Popen(
+        [str(REPO / ".venv/bin/celery"), "-A", "config", "worker", "--loglevel=WARNING",
+         f"--concurrency={args.worker_concurrency}", "--without-mingle", "--without-gossip"],
+        cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        time.sleep(5)  # the worker's start-up is not part of the measure
+        worker_process = psutil.Process(worker.pid)
+        server_process = psutil.Process(server.process.pid)
+        worker_cpu_before, server_cpu_before = cpu_seconds(worker_process), cpu_seconds(server_process)
+        postgres_cpu_before = postgres_cpu_seconds()
+        server.reset_stats()
+        load_before = os.getloadavg()
+        wall_start = time.monotonic()
+        audit = launch(study, endpoint, args.worker_concurrency)
+        while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running"]).exists():
+            if worker.poll() is not None:
+                raise SystemExit(f"the worker died:\n{worker.stderr.read()[-3000:]}")
+            time.sleep(0.2)
+        sending_done = time.monotonic()
+        worker_cpu = cpu_seconds(worker_process) - worker_cpu_before
+        server_cpu = cpu_seconds(server_process) - server_cpu_before
+        postgres_cpu = postgres_cpu_seconds() - postgres_cpu_before
+        stats = server.stats()
+    finally:
+        worker.terminate()
+        worker.wait(30)
 
     load_after = os.getloadavg()
     audit = Audit.objects.get(pk=audit.pk)
@@ -185,8 +199,67 @@ def main() -> None:
           f"{sending_done - wall_start:.2f} s")
     print(f"worker CPU: {worker_cpu:.2f} s = {worker_cpu / n * 1000:.3f} ms per request "
           f"({args.worker_concurrency} processes)")
+    print(f"PostgreSQL CPU (every process of this machine): {postgres_cpu / n * 1000:.3f} ms per request")
     print(f"server CPU: {server_cpu / n * 1000:.3f} ms per request; max in flight at the server: "
           f"{stats['max_in_flight']} (limit {args.concurrency})")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--requests", type=int, default=20_000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, default=64)
+    # Three processes on two cores: the worker waits on the network, and each process's event loop then holds a
+    # third of the requests in flight, so a stall of one loop delays fewer replies. Measured with 20,006
+    # requests: 2 processes 85-89% of capacity, 3 processes 93%, 4 processes 91-92%.
+    parser.add_argument("--worker-concurrency", type=int, default=3,
+                        help="worker processes, and the audit's parallel tasks (default: 3)")
+    parser.add_argument("--history", type=int, default=1,
+                        help="audits run one after the other on the same database, the planner's statistics "
+                             "gathered after each (as autovacuum does): the first on the database as it is, the "
+                             "later ones on a database with history (default: 1)")
+    parser.add_argument("--old-requests", type=int, default=0,
+                        help="finished requests of an earlier audit inserted first, and the statistics gathered "
+                             "(e.g. 1000000: a deployment's history)")
+    parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
+    parser.add_argument("--redis-url", default=os.environ.get("CELERY_BROKER_URL", ""))
+    args = parser.parse_args()
+    if not args.database_url.startswith("postgres") or not args.redis_url.startswith("redis"):
+        parser.error("give --database-url postgres://... and --redis-url redis://... (see the docstring)")
+    if args.history < 1 or args.old_requests < 0:
+        parser.error("--history is at least 1 and --old-requests at least 0")
+
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test", "DATABASE_URL": args.database_url,
+           "CELERY_BROKER_URL": args.redis_url, "LOG_LEVEL": "WARNING"}
+    os.environ.update(env)
+    import django
+
+    django.setup()
+    import redis
+    from django.core.management import call_command
+
+    from auditapp.models import AuditRequest, LLMEndpoint
+    from tests.factories import AUDIT_POSITIVE_WORDS
+    from tests.llm_server import LLMServer
+
+    call_command("migrate", verbosity=0)
+    redis.Redis.from_url(args.redis_url).flushdb()
+    n_items = math.ceil(args.requests / (len(MODELS) * len(CONDITIONS)))
+
+    with LLMServer(latency=args.latency, positive_words=AUDIT_POSITIVE_WORDS) as server:
+        for run in range(1, args.history + 1):
+            study = build_study(n_items)
+            endpoint = LLMEndpoint.objects.create(name=f"bench-{time.time_ns()}", protocol="openai",
+                                                  base_url=server.base_url, max_concurrency=args.concurrency,
+                                                  attempt_timeout_s=30, max_attempts=3, team=study.team)
+            if run == 1 and args.old_requests:
+                old_requests_insert(args.old_requests, endpoint)
+                statistics_gather()
+            print(f"== audit {run} of {args.history}: the database holds {AuditRequest.objects.count():,} requests, "
+                  "statistics gathered with none pending" if run > 1 or args.old_requests else
+                  f"== audit {run} of {args.history}: on the database as it is", flush=True)
+            one_audit(args, study, endpoint, server, env)
+            statistics_gather()
 
 
 if __name__ == "__main__":

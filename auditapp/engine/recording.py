@@ -81,14 +81,27 @@ def chunk_open(*, audit_id: int) -> int | None:
         return AuditChunk.objects.create(audit_id=audit_id, leased_until=now + _lease()).id
 
 
+def _free(requests: QuerySet[AuditRequest], audit_id: int, now: datetime) -> QuerySet[AuditRequest]:
+    """Those of ``requests`` that are pending and that no live lease holds, except later turns still waiting for
+    their key. The lapsed leases are a subquery, not a join: a join would let the planner read the audit's pending
+    requests out of dispatch order and sort them all, where the pending-requests index gives them in order."""
+    lapsed = AuditChunk.objects.filter(audit_id=audit_id, leased_until__lt=now).values("id")
+    return requests.filter(state=AuditRequest.State.PENDING).filter(
+        Q(chunk_id__isnull=True) | Q(chunk_id__in=lapsed)).exclude(key="")
+
+
 def _free_requests(audit_id: int, now: datetime) -> QuerySet[AuditRequest]:
-    """Pending requests no live lease holds, except later turns still waiting for their key."""
-    return AuditRequest.objects.filter(audit_id=audit_id, state=AuditRequest.State.PENDING).filter(
-        Q(chunk__isnull=True) | Q(chunk__leased_until__lt=now)).exclude(key="")
+    """The audit's pending requests no live lease holds, except later turns still waiting for their key."""
+    return _free(AuditRequest.objects.filter(audit_id=audit_id), audit_id, now)
 
 
 def chunk_claim(*, chunk_id: int, audit_id: int, limit: int) -> list[ClaimedRequest]:
-    """Take up to ``limit`` pending requests no live lease holds, in dispatch order."""
+    """Take up to ``limit`` pending requests no live lease holds, in dispatch order.
+
+    Every statement after the first names its rows by id only. The planner's statistics are gathered (by
+    autovacuum) while no audit runs, so they know nothing of a new audit's rows and estimate one: given the audit
+    or the lease as well, it read every request of the audit (or of the lease) to find the ids, at each claim
+    (``benchmarks/audit_throughput.py --history``)."""
     now = timezone.now()
     with transaction.atomic():
         free = _free_requests(audit_id, now).order_by("order", "id")
@@ -97,10 +110,10 @@ def chunk_claim(*, chunk_id: int, audit_id: int, limit: int) -> list[ClaimedRequ
         ids = list(free.values_list("id", flat=True)[:limit])
         # Re-checked in the UPDATE itself: where row locks do not exist (SQLite) two workers may have read
         # the same ids, and only the first UPDATE still finds them free.
-        _free_requests(audit_id, now).filter(id__in=ids).update(chunk_id=chunk_id)
-    claimed = [ClaimedRequest(*row) for row in AuditRequest.objects.filter(
-        id__in=ids, chunk_id=chunk_id, state=AuditRequest.State.PENDING).order_by("order", "id").values_list(
-        *CONVERSATION_FIELDS)]
+        _free(AuditRequest.objects.filter(id__in=ids), audit_id, now).update(chunk_id=chunk_id)
+    rows = AuditRequest.objects.filter(id__in=ids).values_list("chunk_id", "state", "order", *CONVERSATION_FIELDS)
+    claimed = [ClaimedRequest(*row[3:]) for row in sorted(rows, key=lambda row: (row[2], row[3]))
+               if row[0] == chunk_id and row[1] == AuditRequest.State.PENDING]
     later = {request.previous_id for request in claimed if request.previous_id is not None}
     if not later:
         return claimed
