@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 from django.db import connection, transaction
 
+from auditapp.engine import bulk_read
 from auditapp.engine import judgments as engine_judgments
 from auditapp.engine.protocol import Judgment, ParsedReply
 from auditapp.models import Audit, AuditModel, AuditRequest, LLMEndpoint
@@ -91,6 +92,22 @@ def test_both_readers_give_equal_frames():
         pd.testing.assert_frame_equal(frame, frames[0])
     if connection.vendor != "postgresql":
         pytest.skip("the COPY reader is PostgreSQL's (the values_list reader was checked)")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_copy_is_read_by_asyncpg_and_gives_the_same_frame(monkeypatch):
+    if connection.vendor != "postgresql":
+        pytest.skip("the COPY reader is PostgreSQL's")
+    audit_id, rows, _ = build_audit()
+    through_django = []
+    monkeypatch.setattr(bulk_read, "_copy_through_django",
+                        lambda sql, read=bulk_read._copy_through_django: through_django.append(sql) or read(sql))
+    frame = reader.judgments_frame(audit_id)
+    assert through_django == []  # committed rows, read on asyncpg's own connection
+    pd.testing.assert_frame_equal(in_order(frame), in_order(expected_frame(rows)))
+    with transaction.atomic():
+        pd.testing.assert_frame_equal(in_order(reader.judgments_frame(audit_id)), in_order(frame))
+    assert len(through_django) == 1  # inside a transaction: Django's connection, which sees its uncommitted rows
 
 
 @pytest.mark.django_db

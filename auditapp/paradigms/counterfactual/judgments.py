@@ -9,21 +9,21 @@ missing, with its ``outcome`` and ``reason``. A missing answer stays a row with 
 can count it; it is never coded 0 or 1. :func:`failed_requests_frame` gives the requests that got no reply at
 all (state FAILED), which the completion rates count as missing with their error.
 
-On PostgreSQL the judgments come through ``COPY (SELECT …) TO STDOUT (FORMAT csv)`` and pandas' C CSV parser reads
-them with categorical dtypes (ours: the paper says nothing of storage); the audit's requests (60 times fewer) are
-read apart and joined by position. 4,000,000 judgments load in 5–7 s, most of it the server's COPY, with a peak of
-under 500 MB on the shared 2-core machine (``benchmarks/judgment_storage.py read``). pandas' pyarrow engine would
+On PostgreSQL the judgments come through ``COPY (SELECT …) TO STDOUT (FORMAT csv)`` (read by asyncpg outside a
+transaction: :mod:`auditapp.engine.bulk_read`) and pandas' C CSV parser reads them with categorical dtypes (ours:
+the paper says nothing of storage); the audit's requests (60 times fewer) are read apart and joined by position.
+4,000,000 judgments load in about 3.5 s with a peak of about 500 MB on the shared 2-core machine
+(``benchmarks/judgment_storage.py read``). pandas' pyarrow engine would
 parse faster but pyarrow is not a dependency. On other databases (SQLite) the judgments are read in chunks with
 ``values_list``. Both readers give equal frames: categories in sorted order, rows in no particular order.
 """
 from __future__ import annotations
 
-import io
-
 import numpy as np
 import pandas as pd
 from django.db import connection
 
+from auditapp.engine.bulk_read import copy_csv
 from auditapp.models import AuditJudgment, AuditRequest
 
 ITERATION_PREFIX = "iteration:"
@@ -63,15 +63,10 @@ def _judgments_frame_copy(audit_id: int) -> pd.DataFrame:
     # Judgments only: joining the requests on the server doubled the time of the COPY (4,000,000 rows: 7.8 s against
     # 3.8 s on the loaded 2-core machine); the requests, 60 times fewer, are joined here by position.
     table = AuditJudgment._meta.db_table
-    query = ("COPY (SELECT request_id, unit, label, outcome, reason "  # noqa: S608 - the model's table, an int id
-             f"FROM {table} WHERE audit_id = {int(audit_id)}) TO STDOUT (FORMAT csv)")
-    buffer = io.BytesIO()
-    with connection.cursor() as cursor, cursor.cursor.copy(query) as copy:
-        for block in copy:
-            buffer.write(block)
-    if not buffer.tell():
+    buffer = copy_csv(f"SELECT request_id, unit, label, outcome, reason "  # noqa: S608 - the model's table, an int id
+                      f"FROM {table} WHERE audit_id = {int(audit_id)}")
+    if not buffer.getbuffer().nbytes:
         return _empty_judgments()
-    buffer.seek(0)
     # COPY writes NULL as an empty field and an empty string as "", so only an empty field is missing; text columns
     # may not be missing at all (a judgment's reason is "" when there is none).
     judgments = pd.read_csv(buffer, names=list(_JUDGMENT_FIELDS), engine="c",
