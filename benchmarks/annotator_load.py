@@ -207,6 +207,8 @@ def main() -> None:
                                    annotators_per_item=args.annotators_per_item)
     print(f"study {study_id}: {args.annotators} annotators × {args.items_per_annotator} items, think time "
           f"{args.think:g} s, arrivals over {args.ramp:g} s, gunicorn --workers {args.gunicorn_workers}, PostgreSQL, Celery on Redis")
+    print(f"load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (the machine is "
+          "shared: compare runs made under the same load)")
 
     from tests.integration.support import free_port
 
@@ -234,7 +236,8 @@ def main() -> None:
         generator_cpu = (cpu_after.ru_utime - cpu_before.ru_utime) + (cpu_after.ru_stime - cpu_before.ru_stime)
 
         requests = sum(len(v) for v in timings.values())
-        print(f"{requests:,} requests in {seconds:.1f} s: {requests / seconds:,.1f} requests/s")
+        print(f"{requests:,} requests in {seconds:.1f} s: {requests / seconds:,.1f} requests/s; load average (1, 5, "
+              f"15 min) after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
         print("\n".join(percentile_table(timings)))
         print(f"load generator CPU: {generator_cpu:.1f} s ({100 * generator_cpu / seconds:.0f}% of one core); "
               f"gunicorn (master and workers) CPU: {server_cpu:.1f} s ({100 * server_cpu / seconds:.0f}% of one core)")

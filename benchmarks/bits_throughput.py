@@ -171,6 +171,8 @@ def main() -> None:
     endpoint = LLMEndpoint.objects.create(name=f"local-{time.time_ns()}", protocol="local", base_url="",
                                           team=corpus.team)
     print(f"backend: {backend}")
+    print(f"load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in os.getloadavg())} (the machine is "
+          "shared: compare runs made under the same load)")
     print(f"corpus: {corpus.name}, {len(texts)} sentences; batch size {args.batch_size}, "
           f"{args.parallel_tasks} work task(s), {args.worker_concurrency} worker process(es), cache off")
 
@@ -232,6 +234,7 @@ def main() -> None:
     finally:
         worker.stop()
 
+    print(f"load average (1, 5, 15 min) after: {', '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print("\nmedians over the runs (sentences/s, and the ratio to the direct rate; target ≥ 0.5):")
     for name, rows in figures.items():
         direct = statistics.median(row["direct"] for row in rows)
