@@ -17,9 +17,9 @@ import io
 import pytest
 
 from auditapp.models import Audit, LLMEndpoint
+from teams.models import Team
 from tests.auditapp.test_bits_audit import SMALL_SPEC, launch, run, small_corpus, tasks_off  # noqa: F401
 from tests.auditapp.test_bits_recorded import recorded_ids, upload
-from teams.models import Team
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
