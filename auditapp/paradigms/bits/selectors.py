@@ -5,7 +5,7 @@ The rows are the ``scores`` table's (:func:`auditapp.paradigms.bits.services.sco
 sentences of failed requests, the recorded scores) joined in pandas with the corpus's units and with the score the
 same scorer gave the sentence's control at the same replicate: the scores of a batch scorer live in judgments keyed
 by sentence, a failed batch's sentences only in its request, and the recorded ones in another table, so no single
-query holds them. Three queries, whatever the size; filters and sorts are whole-column operations.
+query holds them. A few queries whatever the size (none per row); filters and sorts are whole-column operations.
 """
 from __future__ import annotations
 
