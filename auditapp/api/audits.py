@@ -6,6 +6,7 @@ Every list also answers ``?format=csv`` (streamed, never paginated).
 """
 from __future__ import annotations
 
+from collections.abc import Collection
 from functools import cached_property
 
 from django.db import transaction
@@ -300,14 +301,21 @@ def launch_team(user, values: dict):
 
 class AuditScoped(TeamScopedParentMixin):
     """A view of one audit (``pk`` in the URL) of your teams, looked up before the handler runs (404 for another
-    team's, 403 for a write below the editor role); with ``paradigm`` set, an audit of another paradigm is a 404."""
+    team's, 403 for a write below the editor role); with ``paradigm`` set (or :meth:`served_paradigms`), an audit
+    of another paradigm is a 404."""
 
     parent_model = Audit
     paradigm: str | None = None
 
+    def served_paradigms(self) -> Collection[str] | None:
+        """The paradigms whose audits the view serves (None: any); ``paradigm``'s by default. A route that paradigms
+        share (their common module's) names them all."""
+        return None if self.paradigm is None else (self.paradigm,)
+
     @cached_property
     def scoped_object(self) -> Audit:
-        audits = Audit.objects.all() if self.paradigm is None else Audit.objects.filter(paradigm=self.paradigm)
+        served = self.served_paradigms()
+        audits = Audit.objects.all() if served is None else Audit.objects.filter(paradigm__in=served)
         return get_object_or_404(visible(self.request.user, audits), pk=self.kwargs["pk"])
 
     @property

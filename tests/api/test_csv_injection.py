@@ -29,6 +29,7 @@ from coding.round_services import coder_add, round_create
 from config.urls import api_patterns
 from psychometrics.annotator_imports import annotator_import_submit
 from psychometrics.models import StudyInstrument
+from tests.auditapp.judged_audits import recorded_bits_audit, unprepared_wabt_audit
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
 from tests.factories import make_study
 from tests.psychometrics.test_annotator_imports import SCORES, autalic_file
@@ -85,6 +86,13 @@ def hostile(shipped_instruments, audit_tasks_off):
     corpus = bits_corpus_generate(name="=corpus", spec={
         "templates": [{"id": "-T1", "text": "=<group> person."}], "emotions": [],
         "groups": [{"group": "@group", "terms": ["+term"]}]})
+    # A BITS audit of recorded scores, its tool and sentences typed to look like formulas.
+    recorded = recorded_bits_audit(name="=recorded", perturbed=(
+        ["", "Template", "Sentence", "Sentiment", "Class", "SubClass", "=tool"],
+        [["0", "T1", "-They are parents of a Blind child.", "Neutral", "Disable", "Blind", "-0.4"]]),
+        controls=(["", "Template", "Sentence", "Sentiment", "=tool"],
+                  [["0", "T1", "-They are parents of a child.", "Neutral", "0.0"]]))
+    implicit_bias = unprepared_wabt_audit(endpoint, name="=wabt")
     annotated = make_study(slug="scored")
     StudyInstrument.objects.create(study=annotated, instrument=shipped_instruments["aq50"], role="aq", position=0)
     StudyInstrument.objects.create(study=annotated, instrument=shipped_instruments["sata_partial"], role="sata",
@@ -109,7 +117,8 @@ def hostile(shipped_instruments, audit_tasks_off):
                     confirm=True)
     return {"study": study, "audit": audit, "self_report": self_report, "import": imported, "endpoint": endpoint,
             "corpus": corpus, "extraction": extraction, "annotator_import": annotator_import, "annotated": annotated,
-            "codebook": codebook, "coding_round": coding_round, "coder": coder}
+            "codebook": codebook, "coding_round": coding_round, "coder": coder, "recorded": recorded,
+            "implicit_bias": implicit_bias}
 
 
 def csv_rows(response) -> list[list[str]]:
@@ -154,6 +163,10 @@ def get_paths(ids: dict) -> list[str]:
             pk = ids["study"].team_id
         elif route.split("/")[-2] in ("answers", "scores", "validity"):
             pk = ids["self_report"].id
+        elif route.endswith("/judged-sentences/"):
+            pk = ids["recorded"].id
+        elif route.endswith("/judged-instances/"):
+            pk = ids["implicit_bias"].id
         else:
             pk = ids["audit"].id
         paths.append("/api/" + route.replace("<int:pk>", str(pk)).replace("<str:name>", "metrics")
@@ -178,7 +191,8 @@ def test_no_cell_of_any_csv_export_runs_as_a_formula(api_client, hostile):
     assert {"'" + HYPERLINK, "'=cmd|' /C calc'!A0", "'@team", "'-model", "'=error", "'+explanation", "'@reply",
             "'=endpoint", "'=audit", "'=self report", "'-items.csv", "'" + TEXTS["tab"], "''=already quoted by "
             "its author", "'=corpus", "'-T1|@group|+term", "'=+term person.", "'@group", "'+term", "'=lens", "'@source", "'=round", "'=coder",
-            "'=WORDING", "'+TONE", "'@FOCUS", "'\tIDENTITY"} <= seen
+            "'=WORDING", "'+TONE", "'@FOCUS", "'\tIDENTITY", "'=tool", "'-They are parents of a Blind child.",
+            "'-They are parents of a child."} <= seen
 
 
 def test_numbers_stay_numbers(api_client, hostile):

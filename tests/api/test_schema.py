@@ -3,7 +3,7 @@
 Every operation of ``/api/schema/`` is called with generated requests (valid and invalid ones), as a staff user
 with a token, on a database seeded with a small study (items, imported participants and their labels, a ground
 truth, an item import), an LLM endpoint served by the test LLM server on 127.0.0.1, a completed classification
-audit and a self-report audit. Path ids are those of the seeded objects, so ``{id}`` paths reach real rows.
+audit, a self-report audit, a BITS audit of recorded scores and a word association audit. Path ids are those of the seeded objects, so ``{id}`` paths reach real rows.
 Each response must not be a 5xx and must match the schema (status code, content type, body, headers).
 Nothing is excluded: the one operation that makes the server fetch a URL (an endpoint's models) only ever
 reaches the seeded endpoint, i.e. the test LLM server on 127.0.0.1, because path ids are fixed.
@@ -27,6 +27,7 @@ from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.self_report.services import self_report_audit_create
 from coding.codebook_services import codebooks_sync_shipped
 from coding.round_services import coder_add, round_create
+from tests.auditapp.judged_audits import recorded_bits_audit, unprepared_wabt_audit
 from tests.factories import autalic_like_csv, make_audit_study, make_researcher
 from tests.llm_server import LLMServer
 
@@ -78,6 +79,9 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {
     ("DELETE", "/api/teams/{id}/members/{user_id}/"): "the team's last owner stays",
     ("GET", "/api/audits/compare/"): "the audits must exist, be the user's, have results and measure the same thing",
     ("GET", "/api/audits/{id}/judged-replies/"): "disagrees=group needs a group",
+    ("GET", "/api/audits/{id}/judged-sentences/"): "the scorer, group and template must be the audit's",
+    ("GET", "/api/audits/{id}/judged-instances/"): "the model and condition must be the audit's, the sort one of its "
+                                                   "paradigm's",
 }
 # Those operations are still checked for everything else (no 5xx, every answer as documented, invalid data refused).
 
@@ -106,13 +110,15 @@ def seeded(django_db_setup, django_db_blocker):
             name="schema self-report", instruments=[instrument],
             models=[engine_launch.ModelChoice(endpoint=endpoint, model="persona-key")])
         corpus = bits_corpus_generate(spec=None, name="schema corpus")
+        recorded = recorded_bits_audit(name="schema BITS")
+        wabt = unprepared_wabt_audit(endpoint, name="schema WABT")
         codebook = codebooks_sync_shipped()[0]
         coding_round = round_create(audit=classification, codebooks=[codebook.id], sample_size=8, seed=1)
         coder = coder_add(coding_round=coding_round, lens_id=coding_round.lenses.get().id, name="schema coder")
         yield {"token": token, "study": study.id, "import": labelled.id, "endpoint": endpoint.id,
                "audit": classification.id, "self_report_audit": self_report.id, "corpus": corpus.id,
                "codebook": codebook.id, "coding_round": coding_round.id, "coder": coder.id, "team": study.team_id,
-               "member": researcher.id,
+               "member": researcher.id, "bits_audit": recorded.id, "implicit_bias_audit": wabt.id,
                "request": classification.requests.order_by("id").values_list("id", flat=True).first()}
         call_command("flush", interactive=False, verbosity=0)
 
@@ -146,6 +152,10 @@ def seeded_id(path: str, ids: dict) -> int:
         return ids["team"]
     if path.rstrip("/").rsplit("/", 1)[-1] in ("answers", "scores", "validity"):
         return ids["self_report_audit"]
+    if path.endswith("/judged-sentences/"):
+        return ids["bits_audit"]
+    if path.endswith("/judged-instances/"):
+        return ids["implicit_bias_audit"]
     return ids["audit"]
 
 

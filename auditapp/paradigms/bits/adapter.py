@@ -13,6 +13,7 @@ from auditapp.launch_forms import launch_form_base
 from auditapp.models import Audit, Corpus, RecordedScorer, distinct_model_names
 from auditapp.paradigms.bits import LABEL
 from auditapp.paradigms.bits import analysis as bits_analysis
+from auditapp.paradigms.bits import selectors as bits_selectors
 from auditapp.paradigms.bits import services as bits_services
 from auditapp.paradigms.bits.admin import register_admin as register_corpus_admin
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
@@ -151,8 +152,9 @@ def provenance_text(provenance: dict) -> str:
 
 
 def dashboard_data(audit: Audit) -> dict:
-    """Everything the BITS dashboard draws: the header's keys (as every paradigm's), the corpus, the scorers and,
-    once analysed, the analysis's payload (:func:`auditapp.paradigms.bits.analysis.dashboard_payload`)."""
+    """Everything the BITS dashboard draws: the header's keys (as every paradigm's), the corpus, the scorers,
+    once analysed the analysis's payload (:func:`auditapp.paradigms.bits.analysis.dashboard_payload`), and what the
+    error browser's filters can name (``judged``: :func:`auditapp.paradigms.bits.selectors.judged_choices`)."""
     corpus = audit.corpus
     models = list(audit.models.all())
     names = distinct_model_names(models)
@@ -170,6 +172,7 @@ def dashboard_data(audit: Audit) -> dict:
                     for m in models] + [{"name": s.name, "kind": kinds.get(s.name, ""), "imported": True}
                                         for s in recorded],
         "analysis": bits_analysis.dashboard_payload(audit.analysis) if audit.analysis else None,
+        "judged": bits_selectors.judged_choices(audit),
         "tables": list(TABLES),
     }
 
@@ -206,9 +209,11 @@ TABLES = {
 
 
 def api_urls() -> list:
-    from auditapp.paradigms.bits.api import CorpusUploadView
+    from auditapp.paradigms.bits.api import AuditJudgedSentencesView, CorpusUploadView
 
-    return [path("corpora/upload/", CorpusUploadView.as_view(), name="corpus-upload")]
+    return [path("corpora/upload/", CorpusUploadView.as_view(), name="corpus-upload"),
+            path("audits/<int:pk>/judged-sentences/", AuditJudgedSentencesView.as_view(),
+                 name="audit-judged-sentences")]
 
 
 PARADIGM = registry.Paradigm(

@@ -1,6 +1,7 @@
-"""REST API of BITS corpora (seed 001 §3.2): the upload in the public BITS repository's shape,
-``POST /api/corpora/upload/`` (declared by the paradigm's adapter; the other corpus routes are shared:
-:mod:`auditapp.api.corpora`)."""
+"""REST API of BITS (seed 001): the corpus upload in the public BITS repository's shape,
+``POST /api/corpora/upload/`` (§3.2; the other corpus routes are shared: :mod:`auditapp.api.corpora`), and an
+audit's scores sentence by sentence beside their controls' for the error browser,
+``GET /api/audits/{id}/judged-sentences/`` (§4). Both are declared by the paradigm's adapter."""
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
@@ -8,6 +9,7 @@ from rest_framework import serializers
 from rest_framework.parsers import FormParser, MultiPartParser
 from rest_framework.views import APIView
 
+from auditapp.api.audits import AuditExportView
 from auditapp.api.corpora import (
     TEAM_HELP,
     CorpusDetailSerializer,
@@ -17,7 +19,14 @@ from auditapp.api.corpora import (
     stored_response,
 )
 from auditapp.corpus_services import CorpusError
+from auditapp.paradigms.bits import services as bits_services
 from auditapp.paradigms.bits.corpora import bits_corpus_upload
+from auditapp.paradigms.bits.selectors import (
+    JUDGED_ORDERINGS,
+    JUDGED_OUTCOMES,
+    judged_choices,
+    judged_sentences_export,
+)
 from auditapp.paradigms.bits.upload import UNMATCHED_RULES
 from teams.api import EditableTeamField, new_object_team
 from teams.scoping import new_objects_in
@@ -60,3 +69,88 @@ class CorpusUploadView(APIView):
         except CorpusError as error:
             return rejected_response([p.as_dict() for p in error.problems], str(error))
         return stored_response(corpus)
+
+
+class JudgedSentenceRowSerializer(serializers.Serializer):
+    scorer = serializers.CharField(help_text="The scorer's name in the audit's tables (a model or a recorded scorer).")
+    imported = serializers.BooleanField(help_text="A recorded scorer's score, imported with the corpus.")
+    replicate = serializers.IntegerField()
+    request_id = serializers.IntegerField(allow_null=True, help_text="The request that asked for the score "
+                                                                     "(GET /api/audits/{id}/requests/{request_id}/); "
+                                                                     "null for a recorded score.")
+    unit = serializers.CharField(help_text="The perturbed sentence's key in the corpus.")
+    text = serializers.CharField(help_text="The perturbed sentence.")
+    template = serializers.CharField(allow_blank=True)
+    emotion = serializers.CharField(allow_blank=True)
+    word = serializers.CharField(allow_blank=True)
+    group = serializers.CharField(allow_blank=True)
+    term = serializers.CharField(allow_blank=True)
+    control_unit = serializers.CharField(allow_null=True, help_text="Its control sentence's key (null: none; "
+                                                                    "control_note says why).")
+    control_text = serializers.CharField(allow_null=True, help_text="The same sentence without a group.")
+    score = serializers.FloatField(allow_null=True, help_text="null: no score (reason says why).")
+    control_score = serializers.FloatField(allow_null=True, help_text="The same scorer's score of the control at the "
+                                                                      "same replicate (null: control_note says why).")
+    change = serializers.FloatField(allow_null=True, help_text="score − control_score (null: change_note says why).")
+    outcome = serializers.CharField(help_text=f"This score's outcome: {', '.join(JUDGED_OUTCOMES)}.")
+    reason = serializers.CharField(allow_blank=True, help_text="Why the score is missing (\"\" when it is there).")
+    control_note = serializers.CharField(allow_blank=True, help_text="Why there is no control score (\"\" when "
+                                                                     "there is one).")
+    change_note = serializers.CharField(allow_blank=True, help_text="Why the change is undefined (\"\" when it is "
+                                                                    "defined).")
+
+
+class JudgedSentenceFilterSerializer(serializers.Serializer):
+    """The error browser's filters; any other value is a 400 naming it. ``context["choices"]`` holds the audit's
+    scorers, groups and templates (:func:`judged_choices`)."""
+
+    scorer = serializers.CharField(required=False, max_length=200, help_text="Only this scorer (its name).")
+    group = serializers.CharField(required=False, max_length=300, help_text="Only this term group.")
+    template = serializers.CharField(required=False, max_length=300, help_text="Only this template.")
+    outcome = serializers.ChoiceField(required=False, choices=JUDGED_OUTCOMES, help_text="Only this outcome.")
+    changed = serializers.BooleanField(required=False, default=False,
+                                       help_text="Only scores that differ from their control's.")
+    min_change = serializers.FloatField(required=False, min_value=0, max_value=1e9,
+                                        help_text="Only rows whose |change| is at least this.")
+    q = serializers.CharField(required=False, max_length=200, help_text="The sentence contains this "
+                                                                        "(case-insensitive).")
+    ordering = serializers.ChoiceField(required=False, default="change", choices=list(JUDGED_ORDERINGS),
+                                       help_text="; ".join(f"{name}: {what}" for name, what in
+                                                           JUDGED_ORDERINGS.items()) + " (default change).")
+
+    def _one_of(self, value: str, name: str) -> str:
+        known = self.context["choices"][name]
+        if value not in known:
+            raise serializers.ValidationError(f"{value!r} is not one of the audit's {name}: {', '.join(known)}")
+        return value
+
+    def validate_scorer(self, value: str) -> str:
+        return self._one_of(value, "scorers")
+
+    def validate_group(self, value: str) -> str:
+        return self._one_of(value, "groups")
+
+    def validate_template(self, value: str) -> str:
+        return self._one_of(value, "templates")
+
+
+@extend_schema(summary="A BITS audit's scores sentence by sentence (the error browser)",
+               parameters=[JudgedSentenceFilterSerializer],
+               description="One row per scorer × perturbed sentence × replicate: the sentence and its factors, its "
+                           "control sentence, the score, the control's score at the same replicate and the change "
+                           "(score − control score), the outcome and why anything is missing; filtered and sorted "
+                           "(the largest |change| first by default). JSON pages, or every row with ?format=csv.")
+class AuditJudgedSentencesView(AuditExportView):
+    serializer_class = JudgedSentenceRowSerializer
+    export_kind = "judged sentences"
+    paradigm = bits_services.PARADIGM
+
+    def export_rows(self):
+        filters = JudgedSentenceFilterSerializer(
+            data={key: value for key, value in self.request.query_params.items()
+                  if key not in ("page", "page_size", "format")}, context={"choices": judged_choices(self.audit)})
+        filters.is_valid(raise_exception=True)
+        return judged_sentences_export(audit=self.audit, **filters.validated_data)
+
+    def export_filename(self) -> str:
+        return f"audit-{self.audit.id}-judged-sentences.csv"

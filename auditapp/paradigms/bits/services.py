@@ -227,6 +227,18 @@ def bits_audit_create(*, name: str, models: list[ModelChoice], corpus: Corpus | 
 def scores_frame(audit: Audit, builder: BitsRequests | None = None) -> pd.DataFrame:
     """One row per scorer × sentence × replicate: the judgments of answered requests, the sentences of failed
     requests (missing, with the request's error) and every recorded score (imported, replicate 0)."""
+    return score_rows(audit, builder)[list(bits_analysis.SCORE_COLUMNS)]
+
+
+SCORE_ROW_COLUMNS = (*bits_analysis.SCORE_COLUMNS, "request_id", "outcome")
+MISSING = "missing"
+"""The outcome of a recorded scorer's sentence the file has no value for (an asked scorer's are its judgments')."""
+
+
+def score_rows(audit: Audit, builder: BitsRequests | None = None) -> pd.DataFrame:
+    """:func:`scores_frame`'s rows with where each came from: ``request_id`` (None for a recorded score) and
+    ``outcome`` (the judgment's; "error" for a failed request's sentence; a recorded score's "score" or
+    :data:`MISSING`)."""
     builder = builder or BitsRequests(audit)
     # BITS launch has always refused two scorers of one name, so these are the display names that key the design's
     # score kinds and label rules.
@@ -234,20 +246,23 @@ def scores_frame(audit: Audit, builder: BitsRequests | None = None) -> pd.DataFr
     kinds = audit.design["score_kinds"]
     judged = pd.DataFrame.from_records(
         AuditJudgment.objects.filter(audit=audit).values_list("request__audit_model_id", "request__replicate", "unit",
-                                                              "value", "reason").iterator(chunk_size=10000),
-        columns=["model", "replicate", "unit", "value", "reason"])
+                                                              "value", "reason", "request_id", "outcome")
+        .iterator(chunk_size=10000),
+        columns=["model", "replicate", "unit", "value", "reason", "request_id", "outcome"])
     failed_rows = []
     for request in AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.FAILED).only(
             "audit_model_id", "unit", "replicate", "error"):
-        failed_rows += [(request.audit_model_id, request.replicate, unit.key, np.nan, request.error[:200])
-                        for unit in builder.units_of(request)]
+        failed_rows += [(request.audit_model_id, request.replicate, unit.key, np.nan, request.error[:200], request.id,
+                         AuditRequest.Outcome.ERROR) for unit in builder.units_of(request)]
     failed = pd.DataFrame(failed_rows, columns=judged.columns)
     asked = pd.concat([frame for frame in (judged, failed) if not frame.empty]) if failed_rows or not judged.empty \
         else judged
     asked = asked.assign(scorer=asked["model"].map(names), imported=False)
     recorded_scorers = recorded_scorers_of(audit)
     recorded = recorded_scores_frame(recorded_scorers)
-    recorded = recorded.rename(columns={"key": "unit"}).assign(imported=True, replicate=0)
+    recorded = recorded.rename(columns={"key": "unit"}).assign(
+        imported=True, replicate=0, request_id=None,
+        outcome=np.where(recorded["value"].isna(), MISSING, AuditRequest.Outcome.SCORE))
     frame = pd.concat([asked.drop(columns="model"), recorded], ignore_index=True)
     frame["kind"] = frame["scorer"].map(kinds)
     frame["value"] = frame["value"].astype(float)
@@ -259,7 +274,7 @@ def scores_frame(audit: Audit, builder: BitsRequests | None = None) -> pd.DataFr
     unit_order = {unit.key: n for n, unit in enumerate(builder.units)}
     frame = frame.assign(_scorer=frame["scorer"].map(scorer_order), _unit=frame["unit"].map(unit_order)).sort_values(
         ["_scorer", "_unit", "replicate"], kind="stable", ignore_index=True)
-    return frame[list(bits_analysis.SCORE_COLUMNS)]
+    return frame[list(SCORE_ROW_COLUMNS)]
 
 
 def bits_analyse(audit: Audit) -> None:

@@ -34,6 +34,7 @@ got no word. AAT: the answer as a label with the code :data:`ANSWER_CODES`, or m
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -47,6 +48,7 @@ from django.db import transaction
 from django.db.models import Case, IntegerField, JSONField, When
 from django.db.models.fields.json import KeyTextTransform, KeyTransform
 from django.db.models.functions import Cast
+from django.urls import path
 from django.utils import timezone
 from rest_framework import serializers
 
@@ -346,6 +348,10 @@ class ImplicitBiasRequests:
         """The first (for all but the two-turn AAT, the only) turn's messages."""
         return self._first_messages(self.instances[request.unit])
 
+    def first_prompt(self, unit: str) -> str:
+        """The prompt of an instance's first turn as it was sent, rebuilt from the corpus, the seed and the options."""
+        return self._first_messages(self.instances[unit])[0]["content"]
+
     def follow_up(self, request, previous_messages: Sequence[Mapping], previous_reply_text: str) -> list[dict]:
         """The two-turn AAT's second turn (§3.1.2): the first turn's messages, the model's own description (its
         stored reply) as the assistant's turn, then Q2. Every message is sent again: the model sees the whole
@@ -468,7 +474,7 @@ def aat_judgment(instance: Instance, text: str, *, form: str) -> Judgment:
 REPLY_COLUMNS = ("request", "model_id", "unit", "state", "outcome", "value", "label", "reason", "error")
 
 
-def _parse_count(column: str) -> Cast:
+def parse_count(column: str) -> Cast:
     """Eq. 1's count ``column`` as the database reads it from a WABT judgment's parse (the JSON explanation of
     :func:`wabt_judgment`), only for a ``score`` judgment (a valid reply): its counts are the ones the analysis uses,
     and the JSON is parsed in the database instead of once per row in Python."""
@@ -486,7 +492,7 @@ def replies_frame(audit_id: int, *, turn: int = 0, counts: bool = False) -> pd.D
               "judgments__reason", "error"]
     columns = list(REPLY_COLUMNS)
     if counts:
-        fields += [_parse_count(column) for column in stats.COUNT_COLUMNS]
+        fields += [parse_count(column) for column in stats.COUNT_COLUMNS]
         columns += stats.COUNT_COLUMNS
     rows = (AuditRequest.objects.filter(audit_id=audit_id, turn=turn).exclude(state=AuditRequest.State.PENDING)
             .order_by("id").values_list(*fields))
@@ -811,7 +817,9 @@ def cells_function(task: Task) -> Callable:
 def dashboard_data_function(task: Task) -> Callable:
     def dashboard_data(audit: Audit) -> dict:
         """What the dashboard shows; ``turns`` is 2 for a two-turn AAT, whose ``n_conversations`` are counted apart
-        from its requests (two per conversation)."""
+        from its requests (two per conversation); ``judged``: the error browser's filters and columns."""
+        from auditapp.paradigms.implicit_bias.selectors import judged_choices
+
         corpus = audit.corpus
         options = {**task.options, **audit.design.get("options", {})}
         turns = 2 if task.task == "aat" and options["form"] == "two_turn" else 1
@@ -827,6 +835,7 @@ def dashboard_data_function(task: Task) -> Callable:
                        "n_conversations": (AuditRequest.objects.filter(audit=audit, turn=0).count() if turns > 1
                                            else None)},
             "analysis": audit.analysis or None,
+            "judged": judged_choices(audit, task),
             "tables": [*task.tables, "replies"],
         }
     return dashboard_data
@@ -844,7 +853,22 @@ def answer_schema_function(task: Task) -> Callable:
     return answer_schema
 
 
+TASKS: dict[str, Task] = {}
+"""The tasks :func:`paradigm_of` has built, by paradigm name: what the routes both paradigms share serve."""
+
+
+@functools.cache
+def api_urls() -> list:
+    """The routes both paradigms share, the same objects for each (so routed once): the replies instance by
+    instance for the error browser."""
+    from auditapp.paradigms.implicit_bias.api import AuditJudgedInstancesView
+
+    return [path("audits/<int:pk>/judged-instances/", AuditJudgedInstancesView.as_view(),
+                 name="audit-judged-instances")]
+
+
 def paradigm_of(task: Task) -> registry.Paradigm:
+    TASKS[task.name] = task
     return registry.Paradigm(
         name=task.name,
         label=task.label,
@@ -863,4 +887,5 @@ def paradigm_of(task: Task) -> registry.Paradigm:
                                                                               created_by=created_by),
         answer_schema=answer_schema_function(task),
         headline=lambda audit: payloads.HEADLINES[task.task](audit.analysis or {}),
+        api_urls=api_urls,
     )
