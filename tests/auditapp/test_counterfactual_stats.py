@@ -85,6 +85,8 @@ def test_names_missing_side_drops_the_pair_from_the_gap_only():
     # pairs 1–4 and 6 → 1 yes of 5.
     assert (cell["n_minority"], cell["yes_minority"]) == (6, pytest.approx(5 / 6))
     assert (cell["n_reference"], cell["yes_reference"]) == (5, pytest.approx(1 / 5))
+    # Over the complete pairs only (the gap's texts): minority 3 yes of 4, reference 1 of 4; 0.75 − 0.25 = 0.5.
+    assert (cell["yes_minority_paired"], cell["yes_reference_paired"]) == (0.75, 0.25)
 
 
 def test_names_undefined_tests_are_nan_noted_and_out_of_the_family():

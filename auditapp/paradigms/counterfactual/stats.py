@@ -164,7 +164,7 @@ def _sign_consistency(frame: pd.DataFrame, by: list[str], gap: str, significant:
 
 NAMES_COLUMNS = ("model", "task", "group", "pair", "side", "y")
 NAMES_CELL_COLUMNS = ("model", "task", "group", "n_pairs", "n_pairs_dropped", "n_minority", "yes_minority",
-                      "n_reference", "yes_reference", "mean_gap", "sd", "se", "t", "df", "p", "ci_low", "ci_high",
+                      "n_reference", "yes_reference", "yes_minority_paired", "yes_reference_paired", "mean_gap", "sd", "se", "t", "df", "p", "ci_low", "ci_high",
                       "fdr_tested", "q", "significant", "note")
 
 
@@ -178,7 +178,9 @@ def names_cells(frame: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
 
     Per cell: ``n_pairs`` complete pairs (both sides judged) and ``n_pairs_dropped`` (a side missing);
     ``yes_minority`` / ``yes_reference`` over the texts of that side that were judged (``n_minority`` /
-    ``n_reference``); ``mean_gap`` δ̄ = mean of δ = y(minority) − y(reference) over the complete pairs, across all
+    ``n_reference``), and ``yes_minority_paired`` / ``yes_reference_paired`` over the complete pairs only, the texts
+    the gap is over (their difference is ``mean_gap``); ``mean_gap`` δ̄ = mean of δ = y(minority) − y(reference)
+    over the complete pairs, across all
     iterations; its ``sd`` (ddof 1), ``se``; the one-sample t-test against 0 (``t``, ``df`` = n − 1, two-sided
     ``p``) and the 95% t interval; ``q``: Benjamini–Hochberg over every cell of the matrix with a defined p
     (19 × 39 × 4 = 2,964 in the paper); ``significant``: q ≤ ``alpha``; ``note``: why a test is undefined.
@@ -225,6 +227,8 @@ def names_cells(frame: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
     n_reference, yes_reference, _ = _moments(pair_cell[reference_seen], reference_y[reference_seen], n_cells)
     complete = minority_seen & reference_seen
     n_pairs, mean_gap, sd = _moments(pair_cell[complete], minority_y[complete] - reference_y[complete], n_cells)
+    _, yes_minority_paired, _ = _moments(pair_cell[complete], minority_y[complete], n_cells)
+    _, yes_reference_paired, _ = _moments(pair_cell[complete], reference_y[complete], n_cells)
     test = _one_sample_t(n_pairs, mean_gap, sd)
     tested, q, significant = _bh(test["p"], alpha=alpha)
     note = np.where(n_pairs < 2, FEW_PAIRS, np.where(test["defined"], "", NO_VARIANCE_NOTE))
@@ -236,7 +240,8 @@ def names_cells(frame: pd.DataFrame, *, alpha: float = 0.05) -> pd.DataFrame:
         "model": _decode(cell_model, model_decoder), "task": _decode(cell_task, task_decoder),
         "group": _decode(cell_group, group_decoder), "n_pairs": n_pairs, "n_pairs_dropped": pairs_per_cell - n_pairs,
         "n_minority": n_minority, "yes_minority": yes_minority, "n_reference": n_reference,
-        "yes_reference": yes_reference, "mean_gap": mean_gap, "sd": sd, "se": test["se"], "t": test["t"],
+        "yes_reference": yes_reference, "yes_minority_paired": yes_minority_paired,
+        "yes_reference_paired": yes_reference_paired, "mean_gap": mean_gap, "sd": sd, "se": test["se"], "t": test["t"],
         "df": test["df"], "p": test["p"], "ci_low": test["ci_low"], "ci_high": test["ci_high"],
         "fdr_tested": tested, "q": q, "significant": significant, "note": note}, columns=list(NAMES_CELL_COLUMNS))
 

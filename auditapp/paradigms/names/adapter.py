@@ -59,7 +59,9 @@ FLAVOUR = Flavour(
     tables={
         "cells": "Per model × task × minority group: the complete pairs (n_pairs; n_pairs_dropped with a side "
                  "missing), each side's yes-rate over its judged texts (n_minority, n_reference: a dropped pair's "
-                 "judged side counts there), the mean gap (minority − reference) over the complete pairs only, with "
+                 "judged side counts there) and over the complete pairs only (yes_minority_paired, "
+                 "yes_reference_paired: their difference is the gap), the mean gap (minority − reference) over the "
+                 "complete pairs only, with "
                  "its one-sample t-test, 95% CI, BH q over the whole matrix and whether it is FDR-significant.",
         "summary": "Per task × group (Figure 1, Supplementary Table 3): the cross-model mean gap and SD, the models "
                    "with the modal sign (\"18 of 19\"), the FDR-significant models and their mean gap.",
