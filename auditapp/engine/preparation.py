@@ -7,7 +7,7 @@ import subprocess
 from collections.abc import Iterable
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from auditapp import llm_clients, scorer_kinds
@@ -26,6 +26,8 @@ from auditapp.models import (
 )
 
 logger = logging.getLogger(__name__)
+ANALYZE_LOCK_WAIT = "2s"
+"""How long the preparation waits to gather the requests table's statistics before going on without them."""
 
 
 def audit_prepare(*, audit_id: int) -> None:
@@ -97,11 +99,22 @@ def _requests_statistics_gather() -> None:
     of the first of its pending requests in dispatch order (``benchmarks/audit_throughput.py --history``). Inside
     the preparation's transaction ANALYZE samples its own uncommitted rows, and the statistics are visible with
     them at the commit, before any worker claims. It samples a fixed number of rows (30,000 at the default
-    statistics target), so it costs about the same on a table of a million requests as on a small one."""
+    statistics target), so it costs about the same on a table of a million requests as on a small one.
+
+    The statistics only speed the audit up: if a vacuum that cannot be interrupted holds the table, the preparation
+    goes on without them after ANALYZE_LOCK_WAIT (the claims are then slower, never wrong)."""
     if connection.vendor != "postgresql":
         return
-    with connection.cursor() as cursor:
-        cursor.execute(f"ANALYZE {connection.ops.quote_name(AuditRequest._meta.db_table)}")
+    table = connection.ops.quote_name(AuditRequest._meta.db_table)
+    try:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute("SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)",
+                           [ANALYZE_LOCK_WAIT])
+            previous = cursor.fetchone()[0]
+            cursor.execute(f"ANALYZE {table}")
+            cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
+    except OperationalError as error:
+        logger.warning("The statistics of %s were not gathered (%s): the audit's claims may be slower", table, error)
 
 
 def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) -> str:

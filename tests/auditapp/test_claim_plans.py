@@ -87,3 +87,27 @@ def test_a_claim_on_statistics_from_before_its_audit_reads_only_the_rows_it_take
         # The first statement reads the first LIMIT pending requests in dispatch order (those of the lapsed lease
         # are free again); the other two read LIMIT rows by id.
         assert rows_read(plan, table) <= 2 * LIMIT, (sql[:300], json.dumps(plan)[:4000])
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_table_held_by_a_vacuum_delays_the_preparation_by_the_lock_wait_only(monkeypatch):
+    import time
+
+    import psycopg
+
+    monkeypatch.setattr(preparation, "ANALYZE_LOCK_WAIT", "200ms")
+    table = AuditRequest._meta.db_table
+    params = {key: value for key, value in connection.get_connection_params().items()
+              if key in ("dbname", "user", "password", "host", "port")}
+    # What a vacuum that does not give way holds: the lock ANALYZE needs.
+    with psycopg.connect(**params) as holder:
+        holder.execute(f"LOCK TABLE {table} IN SHARE UPDATE EXCLUSIVE MODE")
+        with transaction.atomic(), connection.cursor() as cursor:
+            started = time.monotonic()
+            preparation._requests_statistics_gather()
+            waited = time.monotonic() - started
+            cursor.execute("SHOW lock_timeout")
+            assert cursor.fetchone()[0] == "0"  # the preparation's own statements wait as before
+            cursor.execute(f"SELECT count(*) FROM {table}")  # the transaction goes on
+        holder.rollback()
+    assert 0.2 <= waited < 2
