@@ -67,7 +67,8 @@ api_patterns = [
     path("audits/<int:pk>/requests/<int:request_id>/", audit_api.AuditRequestDetailView.as_view(),
          name="audit-request"),
     path("audits/<int:pk>/tables/<str:name>/", audit_api.AuditTableView.as_view(), name="audit-table"),
-    *(route for paradigm in registry.every() for route in paradigm.api_urls()),
+    # Paradigms that share a route (the counterfactual ones) each return the same one: routed once.
+    *dict.fromkeys(route for paradigm in registry.every() for route in paradigm.api_urls()),
     path("audits/<int:pk>/<str:action>/", audit_api.AuditActionView.as_view(), name="audit-action"),
     *coding_api_urls.patterns,
     path("teams/", team_api.TeamListView.as_view(), name="team-list"),

@@ -6,7 +6,8 @@
    The section's table head says how to show each row: every <th> has data-key (the row's field), an optional
    data-class (the cell's class; "num" right-aligns); a yes/no field has data-true and data-false (what the cell
    says) and, on the one that marks a row, data-mark (the value that shades the row, e.g. "false" for a wrong
-   reply). The cell of a yes/no field carries data-<key>="true|false|null" for scripts and tests. A row's
+   reply). The cell of a yes/no field carries data-<key>="true|false|null" for scripts and tests. Any other field
+   may name in data-else the field that says why it is empty (shown instead of "—"). A row's
    preceding and following fields, where it has them, are the text cell's tooltip. Model output is only ever set
    as textContent. */
 (function () {
@@ -27,7 +28,7 @@
     return Array.prototype.map.call(section.querySelectorAll("thead th[data-key]"), function (th) {
       return {key: th.getAttribute("data-key"), className: th.getAttribute("data-class") || "",
               yes: th.getAttribute("data-true"), no: th.getAttribute("data-false"),
-              mark: th.getAttribute("data-mark")};
+              mark: th.getAttribute("data-mark"), otherwise: th.getAttribute("data-else")};
     });
   }
 
@@ -41,6 +42,9 @@
         flag.setAttribute("data-" + column.key, String(value === undefined ? null : value));
         if (column.mark !== null && String(value) === column.mark) { tr.className = "marked"; }
         return;
+      }
+      if ((value === null || value === undefined || value === "") && column.otherwise) {
+        value = unit[column.otherwise];
       }
       if (column.key === "outcome" && unit.parse_reason && value !== "label" && value !== "score") {
         value = value + ": " + unit.parse_reason;
