@@ -12,6 +12,7 @@ from django import forms
 from rest_framework import serializers
 
 from auditapp.api.launch import ModelChoiceSerializer, model_choices, settings_serializer
+from auditapp.corpus_selectors import corpus_units
 from auditapp.engine import registry
 from auditapp.engine.errors import AuditError
 from auditapp.engine.launch_settings import Setting
@@ -56,7 +57,7 @@ class PairBrowser:
     ``headings`` the page's names for them; ``unit_pair(unit)`` → (pair, side); ``pair_field``: the API field of
     ``pair``; ``columns`` and ``describe(design, iteration, pair)`` → their values; ``side_text(design, task,
     iteration, pair, side)``: a side's text where the batch did not draw it; ``searched``: the row fields a search reads;
-    ``orderings``: its sorts besides the iteration's (name → row fields); ``groups(audit)``: the values of its
+    ``orderings``: its sorts besides the iteration's (name → row fields); ``groups(design)``: the values of its
     ``group`` column (None: the rows have no group); ``help``: what the page says a row is; ``one_sided``: a
     request may hold a side of a pair once, twice or not at all (its batch draws each text on its own)."""
 
@@ -71,7 +72,7 @@ class PairBrowser:
     searched: tuple[str, ...]
     orderings: Mapping[str, tuple[str, ...]]
     help: str
-    groups: Callable[[Audit], list[str]] | None = None
+    groups: Callable[..., list[str]] | None = None
     one_sided: bool = False
 
     @property
@@ -255,18 +256,22 @@ def dashboard_data_function(flavour: Flavour) -> Callable:
                        "seed": audit.seed, **(audit.manifest or {}).get("design", {})},
             "analysis": audit.analysis or None,
             "tables": [*flavour.tables, *COMPLETION_TABLES, "judgments"],
-            "pairs": pair_browser_data(flavour.pairs, audit, **pairs_query),
+            "pairs": pair_browser_data(flavour, audit, **pairs_query),
         }
     return dashboard_data
 
 
-def pair_browser_data(browser: PairBrowser, audit: Audit, *, pairs_model: str = "", pairs_task: str = "",
+def pair_browser_data(flavour: Flavour, audit: Audit, *, pairs_model: str = "", pairs_task: str = "",
                       pairs_group: str = "") -> dict:
     """What the dashboard's error browser draws for this flavour: the sides and design columns with their
     headings, its groups (None without), its sorts besides the iteration's, what a row is, and the model, task and
     group it starts with: those of the dashboard's query where the audit has them, else the first model and task
     and every group."""
-    groups = browser.groups(audit) if browser.groups is not None else None
+    browser = flavour.pairs
+    groups = None
+    if browser.groups is not None:
+        groups = browser.groups(flavour.design_class.from_audit(corpus_units(audit.corpus_id), seed=audit.seed,
+                                                                settings=audit.design))
     model_ids = [model.id for model in sorted(audit.models.all(), key=lambda model: (model.position, model.id))]
     tasks = [slug for slug, _ in cells(audit)]
     model = next((model_id for model_id in model_ids if str(model_id) == pairs_model), model_ids[0] if model_ids

@@ -56,11 +56,6 @@ def describe_pair(design: NamesDesign, iteration: int, pair_no: int) -> tuple:
     return pair.group, pair.gender, pair.vignette_key, pair.minority_name, pair.reference_name
 
 
-def minority_groups(audit: Audit) -> list[str]:
-    """The audit's minority groups, as its preparation described the design (none before)."""
-    return list((audit.manifest or {}).get("design", {}).get("minority_groups") or [])
-
-
 PAIRS = PairBrowser(
     sides=("minority", "reference"),
     prefixes=("minority", "reference"),
@@ -80,7 +75,7 @@ PAIRS = PairBrowser(
     side_text=lambda design, task, iteration, pair_no, side: design.side_text(iteration, pair_no, side),
     searched=("minority_text", "reference_text", "minority_name", "reference_name"),
     orderings={"group": ("group", "iteration", "first_index")},
-    groups=minority_groups,
+    groups=lambda design: design.minority_groups,
     help="One row per request × pair: the same vignette with a minority-group name and a reference-group name of "
          "the same gender, both in the request, each numbered apart.",
 )
