@@ -5,7 +5,8 @@ API; a figure's point opens the page preset to its model × task (and group); on
 API and a side not in the batch says so. axe finds no serious or critical violation; no console error.
 
 The audits are run by the engine in this process against the test LLM server's planted annotators, as in
-tests/auditapp/test_counterfactual_pair_browser.py.
+tests/auditapp/test_counterfactual_pair_browser.py. Set PAIR_BROWSER_SCREENSHOT=/tmp/pairs.png to keep a full-page
+screenshot of the names dashboard with refused pairs shown.
 """
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from auditapp.models import LLMEndpoint
 from tests.auditapp.test_counterfactual_audit import run
 from tests.auditapp.test_counterfactual_pair_browser import ANNOTATORS
 from tests.browser.accessibility import serious_violations
-from tests.browser.staff import logged_in_page, outside_requests
+from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -123,6 +124,7 @@ def test_names_and_dialect_pairs_filter_page_and_match_the_api(live_server, brow
     expect(rows.first.locator("td").nth(-3)).to_have_text("refusal: refused")
     assert_rows_match(page, api_client, names.id, sides, model=refuses, task="hireable", outcome="refusal")
     assert serious_violations(page) == []
+    screenshot_if_asked(page, "PAIR_BROWSER_SCREENSHOT")
 
     # A point of Figure 1 opens the page preset to its model × task × group.
     page.goto(f"{live_server.url}/audits/{names.id}/dashboard/?pairs_model={refuses}&pairs_task=hireable"
