@@ -67,6 +67,19 @@ def test_judgment_storage_audit_and_endpoint_are_in_the_benchmarks_team():
     assert len(request_ids) == 2
 
 
+def test_judged_pairs_audit_is_in_the_benchmarks_team_and_answered(audit_tasks_off):
+    from auditapp.models import AuditJudgment
+    from auditapp.services import researcher_create
+    from benchmarks.judged_pairs import names_audit
+
+    user, _, _ = researcher_create(username="pairs-benchmark")
+    audit, model, task = names_audit(n_models=1, n_tasks=1, iterations=2, user=user)
+
+    assert audit.team.name == BENCHMARKS and audit.corpus.team.name == BENCHMARKS
+    assert (model, task) == (audit.models.get().id, "hireable")
+    assert AuditJudgment.objects.filter(audit=audit).count() == 2 * 60
+
+
 def test_counterfactual_scale_audit_its_corpus_and_endpoint_are_in_the_benchmarks_team(monkeypatch, capsys):
     from auditapp.paradigms.counterfactual import services as counterfactual_services
     from benchmarks.counterfactual_scale import create

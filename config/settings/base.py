@@ -220,6 +220,8 @@ SPECTACULAR_SETTINGS = {
         "AuditStatusEnum": "auditapp.models.Audit.Status",
         "ParadigmEnum": "auditapp.engine.registry.choices",
         "TeamRoleEnum": "teams.roles.CHOICES",
+        "PairAnswerEnum": "auditapp.paradigms.counterfactual.pairs.ANSWER_CHOICES",
+        "PairSideOutcomeEnum": "auditapp.paradigms.counterfactual.pairs.SIDE_OUTCOMES",
     },
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",

@@ -5,13 +5,16 @@
    - dialect, Figure 2: one panel per task (.figure-2-panel, laid out in a grid), each model's gap with its
      approximate 95% CI in the same model order everywhere, the cross-model mean as a line, and one x scale for every
      panel (figureTwoRange) so that panels compare at a glance.
+   A model's point (names) or bar (dialect) opens the page again with its error browser preset to that model × task
+   (and group), through the dashboard's query (pairs_model, pairs_task, pairs_group).
    Model, group and task names can be researcher-entered, and plotly reads pseudo-HTML in its labels: every string
    given to plotly is escaped to entities first. */
 (function () {
   "use strict";
   var source = document.getElementById("audit-data");
   if (!source || typeof Plotly === "undefined") { return; }
-  var analysis = JSON.parse(source.textContent).analysis || {};
+  var data = JSON.parse(source.textContent);
+  var analysis = data.analysis || {};
   var tables = analysis.tables || {};
   var charts = window.AuditCharts;
   var config = charts.config, palette = charts.palette, plotlyText = charts.plotlyText, known = charts.known,
@@ -21,6 +24,14 @@
     var colours = {};
     models.forEach(function (model, i) { colours[model] = palette[i % palette.length]; });
     return colours;
+  }
+
+  function browsePairs(model, task, group) {
+    var entry = (data.models || []).filter(function (m) { return m.label === model; })[0];
+    if (!entry) { return; }
+    var query = new URLSearchParams({pairs_model: entry.id, pairs_task: task});
+    if (group) { query.set("pairs_group", group); }
+    window.location.assign(window.location.pathname + "?" + query.toString() + "#pair-browser");
   }
 
   function figureOne(node, group) {
@@ -34,12 +45,12 @@
         return c.group === group && c.model === model && known(c.mean_gap) && order.indexOf(c.task) >= 0;
       });
       return {
-        type: "scatter", mode: "markers", name: plotlyText(model),
+        type: "scatter", mode: "markers", name: plotlyText(model), meta: model,
         x: rows.map(function (c) { return c.mean_gap; }), y: rows.map(function (c) { return plotlyText(c.task); }),
-        customdata: rows.map(function (c) { return [c.n_pairs, c.q, c.significant ? "FDR-significant" : ""]; }),
+        customdata: rows.map(function (c) { return [c.n_pairs, c.q, c.significant ? "FDR-significant" : "", c.task]; }),
         marker: { size: 7, color: colours[model], opacity: 0.75 },
         hovertemplate: plotlyText(model) + ": %{x:.3f} (%{customdata[0]} pairs, q = %{customdata[1]:.3g}) " +
-                       "%{customdata[2]}<extra></extra>"
+                       "%{customdata[2]}; click for its pairs<extra></extra>"
       };
     });
     traces.push({
@@ -61,6 +72,10 @@
       yaxis: { type: "category", categoryorder: "array", categoryarray: order.map(plotlyText), automargin: true },
       legend: { orientation: "h", y: -0.12 }
     }, config);
+    node.on("plotly_click", function (event) {
+      var point = event.points[0];
+      if (point.data.meta !== undefined) { browsePairs(point.data.meta, point.customdata[3], group); }
+    });
   }
 
   // The x range every Figure 2 panel shares: all gaps, CI ends and means, 0 included, with a margin.
@@ -90,9 +105,9 @@
                  array: shown.map(function (m) { var c = byModel[m]; return known(c.ci_high) ? c.ci_high - c.gap : 0; }),
                  arrayminus: shown.map(function (m) { var c = byModel[m]; return known(c.ci_low) ? c.gap - c.ci_low : 0; }) },
       marker: { color: shown.map(function (m) { return colours[m]; }) },
-      customdata: shown.map(function (m) { var c = byModel[m]; return [c.yes_sae, c.yes_aave, c.q]; }),
-      hovertemplate: "%{y}: %{x:.3f} (SAE %{customdata[0]:.3f}, AAVE %{customdata[1]:.3f}, q = %{customdata[2]:.3g})" +
-                     "<extra></extra>"
+      customdata: shown.map(function (m) { var c = byModel[m]; return [c.yes_sae, c.yes_aave, c.q, m]; }),
+      hovertemplate: "%{y}: %{x:.3f} (SAE %{customdata[0]:.3f}, AAVE %{customdata[1]:.3f}, q = %{customdata[2]:.3g});" +
+                     " click for its pairs<extra></extra>"
     };
     var shapes = [];
     if (summary && known(summary.mean)) {
@@ -109,6 +124,7 @@
       yaxis: { type: "category", categoryorder: "array", categoryarray: models.map(plotlyText).reverse(),
                automargin: true }
     }, config);
+    node.on("plotly_click", function (event) { browsePairs(event.points[0].customdata[3], task); });
   }
 
   Array.prototype.forEach.call(document.querySelectorAll(".figure-1-panel"), function (node) {

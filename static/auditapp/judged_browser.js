@@ -7,7 +7,8 @@
    data-class (the cell's class; "num" right-aligns); a yes/no field has data-true and data-false (what the cell
    says) and, on the one that marks a row, data-mark (the value that shades the row, e.g. "false" for a wrong
    reply). The cell of a yes/no field carries data-<key>="true|false|null" for scripts and tests. A number field
-   may have data-digits: the most decimals shown (the API and the CSV keep every one). A row's
+   may have data-digits: the most decimals shown (the API and the CSV keep every one). Any other field may name in
+   data-else the field that says why it is empty (shown instead of "—"). A row's
    preceding and following fields, where it has them, are the text cell's tooltip. Model output is only ever set
    as textContent. */
 (function () {
@@ -28,7 +29,9 @@
     return Array.prototype.map.call(section.querySelectorAll("thead th[data-key]"), function (th) {
       return {key: th.getAttribute("data-key"), className: th.getAttribute("data-class") || "",
               yes: th.getAttribute("data-true"), no: th.getAttribute("data-false"),
-              mark: th.getAttribute("data-mark"), digits: th.getAttribute("data-digits")};
+   reply). The cell of a yes/no field carries data-<key>="true|false|null" for scripts and tests. A number field
+   may have data-digits: the most decimals shown (the API and the CSV keep every one). Any other field may name in
+   data-else the field that says why it is empty (shown instead of "—"). A row's
     });
   }
 
@@ -42,6 +45,9 @@
         flag.setAttribute("data-" + column.key, String(value === undefined ? null : value));
         if (column.mark !== null && String(value) === column.mark) { tr.className = "marked"; }
         return;
+      }
+      if ((value === null || value === undefined || value === "") && column.otherwise) {
+        value = unit[column.otherwise];
       }
       if (column.digits !== null && typeof value === "number") {
         value = Number(value.toFixed(Number(column.digits)));

@@ -12,14 +12,15 @@ import io
 import re
 
 import pytest
+from django.http import QueryDict
 from django.urls import URLPattern
 
 from annotation.models import AnalysisRun, Item, Label, Participant
 from annotation.services import items_import_file
 from annotation.study_alternatives import study_alternatives_compute
 from annotation.study_analysis import study_analysis_compute
-from auditapp.engine import launch
-from auditapp.models import AuditModel, AuditRequest, LLMEndpoint, LLMReply
+from auditapp.engine import launch, registry
+from auditapp.models import Audit, AuditModel, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.classification.extraction_services import extraction_create, extraction_run
 from auditapp.paradigms.self_report.services import self_report_audit_create
@@ -106,6 +107,7 @@ def hostile(shipped_instruments, audit_tasks_off):
     study_alternatives_compute(run_id=AnalysisRun.objects.filter(study=annotated).latest("id").id)
     extraction, _ = extraction_create(audit=audit, mode="rules")
     extraction_run(extraction_id=extraction.id)
+    names = names_audit_with_hostile_material(endpoint)
     codebook = Codebook.objects.create(name="=lens", description="+lens", source="@source")
     codes = [Code.objects.create(codebook=codebook, name=name, definition="-definition", examples=[HYPERLINK],
                                  position=position)
@@ -118,7 +120,21 @@ def hostile(shipped_instruments, audit_tasks_off):
     return {"study": study, "audit": audit, "self_report": self_report, "import": imported, "endpoint": endpoint,
             "corpus": corpus, "extraction": extraction, "annotator_import": annotator_import, "annotated": annotated,
             "codebook": codebook, "coding_round": coding_round, "coder": coder, "recorded": recorded,
-            "implicit_bias": implicit_bias}
+            "implicit_bias": implicit_bias, "names": names}
+
+
+def names_audit_with_hostile_material(endpoint) -> Audit:
+    """A names audit whose names, group and vignette start like formulas, its one request failed (no server is
+    asked: the request is written as its preparation would)."""
+    values = {"name": "=names", "iterations": 1, "pairs_per_iteration": 1, "corpus": None, "analysis": {},
+              "reference_group": "White", "models": [{"endpoint": endpoint, "model": "=m", "label": "", "params": {}}],
+              "material": {"tasks": ["warm"], "vignettes": ["-Hi, I'm {NAME}. I like tea."],
+                           "names": [{"name": "=Evil", "group": "@group", "gender": "female"},
+                                     {"name": "+Ref", "group": "White", "gender": "female"}]}}
+    audit = registry.get("names").launch(values)
+    AuditRequest.objects.create(audit=audit, audit_model=audit.models.get(), condition="warm", unit="iteration:0",
+                                order=0, key="hostile-names", state=AuditRequest.State.FAILED, error="=error")
+    return audit
 
 
 def csv_rows(response) -> list[list[str]]:
@@ -167,6 +183,10 @@ def get_paths(ids: dict) -> list[str]:
             pk = ids["recorded"].id
         elif route.endswith("/judged-instances/"):
             pk = ids["implicit_bias"].id
+        elif route.endswith("/judged-pairs/"):
+            names = ids["names"]
+            paths.append(f"/api/{route.replace('<int:pk>', str(names.id))}?model={names.models.get().id}&task=warm")
+            continue
         else:
             pk = ids["audit"].id
         paths.append("/api/" + route.replace("<int:pk>", str(pk)).replace("<str:name>", "metrics")
@@ -185,14 +205,15 @@ def test_no_cell_of_any_csv_export_runs_as_a_formula(api_client, hostile):
     assert len(paths) >= 18
     seen = set()
     for path in paths:
-        for row in csv_rows(api_client.get(path, {"format": "csv"})):
+        path, _, query = path.partition("?")
+        for row in csv_rows(api_client.get(path, {**QueryDict(query).dict(), "format": "csv"})):
             assert not [cell for cell in row if runs_as_formula(cell)], path
             seen.update(cell for cell in row if cell.startswith("'"))
     assert {"'" + HYPERLINK, "'=cmd|' /C calc'!A0", "'@team", "'-model", "'=error", "'+explanation", "'@reply",
             "'=endpoint", "'=audit", "'=self report", "'-items.csv", "'" + TEXTS["tab"], "''=already quoted by "
             "its author", "'=corpus", "'-T1|@group|+term", "'=+term person.", "'@group", "'+term", "'=lens", "'@source", "'=round", "'=coder",
             "'=WORDING", "'+TONE", "'@FOCUS", "'\tIDENTITY", "'=tool", "'-They are parents of a Blind child.",
-            "'-They are parents of a child."} <= seen
+            "'-They are parents of a child.", "'=Evil", "'+Ref", "'-Hi, I'm =Evil. I like tea."} <= seen
 
 
 def test_numbers_stay_numbers(api_client, hostile):

@@ -22,6 +22,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from annotation.models import ItemImport
 from annotation.services import items_import_file
+from auditapp.engine import registry
 from auditapp.models import LLMEndpoint
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.self_report.services import self_report_audit_create
@@ -82,6 +83,8 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {
     ("GET", "/api/audits/{id}/judged-sentences/"): "the scorer, group and template must be the audit's",
     ("GET", "/api/audits/{id}/judged-instances/"): "the model and condition must be the audit's, the sort one of its "
                                                    "paradigm's",
+    ("GET", "/api/audits/{id}/judged-pairs/"): "the model and task must be the audit's, a group one of its groups; "
+                                               "which sorts and whether groups exist depend on its paradigm",
 }
 # Those operations are still checked for everything else (no 5xx, every answer as documented, invalid data refused).
 
@@ -112,13 +115,17 @@ def seeded(django_db_setup, django_db_blocker):
         corpus = bits_corpus_generate(spec=None, name="schema corpus")
         recorded = recorded_bits_audit(name="schema BITS")
         wabt = unprepared_wabt_audit(endpoint, name="schema WABT")
+        names = registry.get("names").launch({
+            "name": "schema names", "iterations": 1, "pairs_per_iteration": 30, "reference_group": "White",
+            "corpus": None, "material": {"tasks": ["warm"]}, "analysis": {},
+            "models": [{"endpoint": endpoint, "model": "persona-key", "label": "", "params": {}}]})
         codebook = codebooks_sync_shipped()[0]
         coding_round = round_create(audit=classification, codebooks=[codebook.id], sample_size=8, seed=1)
         coder = coder_add(coding_round=coding_round, lens_id=coding_round.lenses.get().id, name="schema coder")
         yield {"token": token, "study": study.id, "import": labelled.id, "endpoint": endpoint.id,
-               "audit": classification.id, "self_report_audit": self_report.id, "corpus": corpus.id,
-               "codebook": codebook.id, "coding_round": coding_round.id, "coder": coder.id, "team": study.team_id,
-               "member": researcher.id, "bits_audit": recorded.id, "implicit_bias_audit": wabt.id,
+               "audit": classification.id, "self_report_audit": self_report.id, "names_audit": names.id,
+               "corpus": corpus.id, "codebook": codebook.id, "coding_round": coding_round.id, "coder": coder.id,
+               "team": study.team_id, "member": researcher.id, "bits_audit": recorded.id, "implicit_bias_audit": wabt.id,
                "request": classification.requests.order_by("id").values_list("id", flat=True).first()}
         call_command("flush", interactive=False, verbosity=0)
 
@@ -156,6 +163,8 @@ def seeded_id(path: str, ids: dict) -> int:
         return ids["bits_audit"]
     if path.endswith("/judged-instances/"):
         return ids["implicit_bias_audit"]
+    if path.endswith("/judged-pairs/"):
+        return ids["names_audit"]
     return ids["audit"]
 
 

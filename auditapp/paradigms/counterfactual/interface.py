@@ -1,17 +1,18 @@
 """What the two counterfactual paradigms' adapters share (seed 002): the launch body and admin form, the dashboard's
-data and the named tables, each built from a paradigm's :class:`Flavour` (its name, design class, material, its
-own settings). The adapters (:mod:`auditapp.paradigms.names.adapter`, :mod:`auditapp.paradigms.dialect.adapter`)
+data, the named tables and the error browser of judged pairs, each built from a paradigm's :class:`Flavour` (its
+name, design class, material, its own settings, what its pairs show). The adapters (:mod:`auditapp.paradigms.names.adapter`, :mod:`auditapp.paradigms.dialect.adapter`)
 declare their flavour, its settings ending with :func:`iterations_setting`, and call :func:`paradigm_of`.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 
 from django import forms
 from rest_framework import serializers
 
 from auditapp.api.launch import ModelChoiceSerializer, model_choices, settings_serializer
+from auditapp.corpus_selectors import corpus_units
 from auditapp.engine import registry
 from auditapp.engine.errors import AuditError
 from auditapp.engine.launch_settings import Setting
@@ -39,11 +40,52 @@ COMPLETION_TABLES = {
 
 
 @dataclass(frozen=True)
+class PairColumn:
+    """A design column of a judged pair (after ``pair``): its key in the rows, its heading on the page, its API
+    field."""
+
+    key: str
+    heading: str
+    field: serializers.Field
+
+
+@dataclass(frozen=True)
+class PairBrowser:
+    """What a flavour's error browser shows of a pair (:mod:`auditapp.paradigms.counterfactual.pairs`).
+
+    ``sides``: the side values of its judgment units; ``prefixes``: the row fields' prefixes for them and
+    ``headings`` the page's names for them; ``unit_pair(unit)`` → (pair, side); ``pair_field``: the API field of
+    ``pair``; ``columns`` and ``describe(design, iteration, pair)`` → their values; ``side_text(design, task,
+    iteration, pair, side)``: a side's text where the batch did not draw it; ``searched``: the row fields a search reads;
+    ``orderings``: its sorts besides the iteration's (name → row fields); ``groups(design)``: the values of its
+    ``group`` column (None: the rows have no group); ``help``: what the page says a row is; ``one_sided``: a
+    request may hold a side of a pair once, twice or not at all (its batch draws each text on its own)."""
+
+    sides: tuple[str, str]
+    prefixes: tuple[str, str]
+    headings: tuple[str, str]
+    unit_pair: Callable[[str], tuple[Hashable, str]]
+    pair_field: serializers.Field
+    columns: tuple[PairColumn, ...]
+    describe: Callable[..., tuple]
+    side_text: Callable[..., str]
+    searched: tuple[str, ...]
+    orderings: Mapping[str, tuple[str, ...]]
+    help: str
+    groups: Callable[..., list[str]] | None = None
+    one_sided: bool = False
+
+    @property
+    def column_keys(self) -> tuple[str, ...]:
+        return tuple(column.key for column in self.columns)
+
+
+@dataclass(frozen=True)
 class Flavour:
     """One counterfactual paradigm: ``design_class`` (from_audit, texts, analyse, …), ``units_of(spec, settings)``
     (the material's units and provenance; MaterialError), the tasks of its default material, its settings (stored in the audit's design, the design
-    class reads them), its tables' descriptions and the judgment export's extra columns (``judgment_columns(audit)``
-    → columns, a row function)."""
+    class reads them), its tables' descriptions, the judgment export's extra columns (``judgment_columns(audit)``
+    → columns, a row function) and what its error browser shows of a pair (``pairs``)."""
 
     name: str
     label: str
@@ -56,6 +98,12 @@ class Flavour:
     dashboard_template: str
     tables: dict[str, str]
     judgment_columns: Callable
+    pairs: PairBrowser
+
+
+FLAVOURS: dict[str, Flavour] = {}
+"""Every counterfactual flavour by paradigm name, as :func:`paradigm_of` registered it: the judged pairs' view
+serves them all under one route."""
 
 
 def iterations_setting(default: int) -> Setting:
@@ -187,8 +235,12 @@ def cells(audit: Audit) -> list[tuple[str, str]]:
     return [(task["slug"], task["name"]) for task in audit.design.get("tasks", [])]
 
 
+PAIRS_QUERY = ("pairs_model", "pairs_task", "pairs_group")
+"""The dashboard URL's query that presets its error browser (a results cell links there)."""
+
+
 def dashboard_data_function(flavour: Flavour) -> Callable:
-    def dashboard_data(audit: Audit) -> dict:
+    def dashboard_data(audit: Audit, **pairs_query: str) -> dict:
         corpus = audit.corpus
         return {
             "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
@@ -204,8 +256,33 @@ def dashboard_data_function(flavour: Flavour) -> Callable:
                        "seed": audit.seed, **(audit.manifest or {}).get("design", {})},
             "analysis": audit.analysis or None,
             "tables": [*flavour.tables, *COMPLETION_TABLES, "judgments"],
+            "pairs": pair_browser_data(flavour, audit, **pairs_query),
         }
     return dashboard_data
+
+
+def pair_browser_data(flavour: Flavour, audit: Audit, *, pairs_model: str = "", pairs_task: str = "",
+                      pairs_group: str = "") -> dict:
+    """What the dashboard's error browser draws for this flavour: the sides and design columns with their
+    headings, its groups (None without), its sorts besides the iteration's, what a row is, and the model, task and
+    group it starts with: those of the dashboard's query where the audit has them, else the first model and task
+    and every group."""
+    browser = flavour.pairs
+    groups = None
+    if browser.groups is not None:
+        groups = browser.groups(flavour.design_class.from_audit(corpus_units(audit.corpus_id), seed=audit.seed,
+                                                                settings=audit.design))
+    model_ids = [model.id for model in sorted(audit.models.all(), key=lambda model: (model.position, model.id))]
+    tasks = [slug for slug, _ in cells(audit)]
+    model = next((model_id for model_id in model_ids if str(model_id) == pairs_model), model_ids[0] if model_ids
+                 else None)
+    return {"sides": [{"prefix": prefix, "heading": heading}
+                      for prefix, heading in zip(browser.prefixes, browser.headings, strict=True)],
+            "columns": [{"key": column.key, "heading": column.heading} for column in browser.columns],
+            "groups": groups, "orderings": list(browser.orderings), "help": browser.help,
+            "one_sided": browser.one_sided, "model": model,
+            "task": pairs_task if pairs_task in tasks else (tasks[0] if tasks else None),
+            "group": pairs_group if groups and pairs_group in groups else ""}
 
 
 JUDGMENT_COLUMNS = ("request", "model", "task", "iteration", "unit", "label", "outcome", "reason")
@@ -241,10 +318,18 @@ def tables_of(flavour: Flavour) -> dict[str, registry.Table]:
     }
 
 
+def api_urls() -> list:
+    """The routes every counterfactual paradigm shares (the same list for each: routed once)."""
+    from auditapp.paradigms.counterfactual.api import ROUTES
+
+    return ROUTES
+
+
 def paradigm_of(flavour: Flavour) -> registry.Paradigm:
     from auditapp.paradigms.counterfactual.corpora import corpus_generate_function
 
     builder_class = flavour.design_class
+    FLAVOURS[flavour.name] = flavour
 
     return registry.Paradigm(
         name=flavour.name,
@@ -259,10 +344,12 @@ def paradigm_of(flavour: Flavour) -> registry.Paradigm:
         launch_from_form=launch_from_form_function(flavour),
         dashboard_template=flavour.dashboard_template,
         dashboard_data=dashboard_data_function(flavour),
+        dashboard_query=PAIRS_QUERY,
         tables=tables_of(flavour),
         corpus_generate=corpus_generate_function(flavour),
         answer_schema=answer_schema,
         headline=lambda audit: builder_class.headline(audit.analysis or {}),
+        api_urls=api_urls,
     )
 
 

@@ -3,9 +3,11 @@ paradigms' shared interface (:mod:`auditapp.paradigms.counterfactual.interface`)
 its tables (seed 002 Figure 2, Table 1)."""
 from __future__ import annotations
 
+from rest_framework import serializers
+
 from auditapp.engine.launch_settings import Setting
 from auditapp.models import Audit
-from auditapp.paradigms.counterfactual.interface import Flavour, iterations_setting, paradigm_of
+from auditapp.paradigms.counterfactual.interface import Flavour, PairBrowser, iterations_setting, paradigm_of
 from auditapp.paradigms.counterfactual.tasks import DIALECT_TASKS
 from auditapp.paradigms.counterfactual.units import dialect_spec_material, dialect_units
 from auditapp.paradigms.dialect import LABEL
@@ -28,6 +30,30 @@ def judgment_columns(audit: Audit):
         pair, dialect = rest.rsplit(":", 1)
         return int(index), pair, dialect
     return ("index", "pair", "dialect"), extra
+
+
+def unit_pair(unit: str) -> tuple[str, str]:
+    """A judgment unit's pair key and dialect ("{index}:{pair_key}:{dialect}"; a key may hold colons)."""
+    pair, dialect = unit.split(":", 1)[1].rsplit(":", 1)
+    return pair, dialect
+
+
+PAIRS = PairBrowser(
+    sides=("SAE", "AAVE"),
+    prefixes=("sae", "aave"),
+    headings=("SAE", "AAVE"),
+    unit_pair=unit_pair,
+    pair_field=serializers.CharField(help_text="The pair's key in the material (the judgments table's pair)."),
+    columns=(),
+    describe=lambda design, iteration, pair: (),
+    side_text=lambda design, task, iteration, pair, side: design.side_text(task, pair, side),
+    searched=("sae_text", "aave_text", "pair"),
+    orderings={"pair": ("pair", "iteration", "first_index")},
+    help="One row per request × text pair its batch drew: a batch draws each text independently (SAE or AAVE, any "
+         "pair), so a pair often has one side only (the other: not in this batch), and whether the labels differ "
+         "needs both.",
+    one_sided=True,
+)
 
 
 FLAVOUR = Flavour(
@@ -53,6 +79,7 @@ FLAVOUR = Flavour(
                    "FDR-significant models.",
     },
     judgment_columns=judgment_columns,
+    pairs=PAIRS,
 )
 
 PARADIGM = paradigm_of(FLAVOUR)

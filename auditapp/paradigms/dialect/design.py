@@ -92,6 +92,10 @@ class DialectDesign:
         return {pair.key: {"SAE": pair.sae, "AAVE": strip_features(pair.aave_annotated)}
                 for pair in self.pairs if pair.text_set == text_set}
 
+    def side_text(self, task_slug: str, pair_key: str, dialect: str) -> str:
+        """The text one side of a pair is sent as, in the task's text set (the AAVE without its feature tags)."""
+        return self._texts_of_set(self.task(task_slug).text_set)[pair_key][dialect]
+
     def texts(self, iteration: int, task_slug: str) -> list[plan.PlannedText]:
         return plan.dialect_texts(self.seed, iteration, task_slug, self._texts_of_set(self.task(task_slug).text_set),
                                   batch_size=self.batch_size)

@@ -3,10 +3,18 @@ paradigms' shared interface (:mod:`auditapp.paradigms.counterfactual.interface`)
 (pairs per iteration, the reference group), its tables (seed 002 Figure 1, Supplementary Table 3, Table 1)."""
 from __future__ import annotations
 
+from rest_framework import serializers
+
 from auditapp.corpus_selectors import corpus_units
 from auditapp.engine.launch_settings import Setting
 from auditapp.models import Audit
-from auditapp.paradigms.counterfactual.interface import Flavour, iterations_setting, paradigm_of
+from auditapp.paradigms.counterfactual.interface import (
+    Flavour,
+    PairBrowser,
+    PairColumn,
+    iterations_setting,
+    paradigm_of,
+)
 from auditapp.paradigms.counterfactual.tasks import NAMES_TASKS
 from auditapp.paradigms.counterfactual.units import names_spec_material, names_units
 from auditapp.paradigms.names import LABEL
@@ -35,6 +43,42 @@ def judgment_columns(audit: Audit):
         group = pair.group if side == "minority" else design.reference_group
         return int(index), int(pair_no), side, group, pair.gender, name, pair.vignette_key
     return ("index", "pair_no", "side", "group", "gender", "name", "vignette"), extra
+
+
+def unit_pair(unit: str) -> tuple[int, str]:
+    """A judgment unit's pair number and side ("{index}:{pair_no}:{side}")."""
+    _, pair_no, side = unit.split(":")
+    return int(pair_no), side
+
+
+def describe_pair(design: NamesDesign, iteration: int, pair_no: int) -> tuple:
+    pair = design.pairs(iteration)[pair_no]
+    return pair.group, pair.gender, pair.vignette_key, pair.minority_name, pair.reference_name
+
+
+PAIRS = PairBrowser(
+    sides=("minority", "reference"),
+    prefixes=("minority", "reference"),
+    headings=("minority name", "reference name"),
+    unit_pair=unit_pair,
+    pair_field=serializers.IntegerField(help_text="The pair's number in its iteration, from 0 (the judgments "
+                                                  "table's pair_no): the same in every model and task."),
+    columns=(
+        PairColumn("group", "Group", serializers.CharField(help_text="The minority name's group.")),
+        PairColumn("gender", "Gender", serializers.CharField(help_text="Both names' gender (pairs are within "
+                                                                       "gender).")),
+        PairColumn("vignette", "Vignette", serializers.CharField(help_text="The vignette's key in the material.")),
+        PairColumn("minority_name", "Minority name", serializers.CharField()),
+        PairColumn("reference_name", "Reference name", serializers.CharField()),
+    ),
+    describe=describe_pair,
+    side_text=lambda design, task, iteration, pair_no, side: design.side_text(iteration, pair_no, side),
+    searched=("minority_text", "reference_text", "minority_name", "reference_name"),
+    orderings={"group": ("group", "iteration", "first_index")},
+    groups=lambda design: design.minority_groups,
+    help="One row per request × pair: the same vignette with a minority-group name and a reference-group name of "
+         "the same gender, both in the request, each numbered apart.",
+)
 
 
 FLAVOUR = Flavour(
@@ -68,6 +112,7 @@ FLAVOUR = Flavour(
         "group_counts": "Per minority group: the FDR-significant effects.",
     },
     judgment_columns=judgment_columns,
+    pairs=PAIRS,
 )
 
 PARADIGM = paradigm_of(FLAVOUR)

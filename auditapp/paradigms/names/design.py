@@ -108,6 +108,12 @@ class NamesDesign:
     def _vignettes_by_key(self) -> dict:
         return {vignette.key: vignette for vignette in self.vignettes}
 
+    def side_text(self, iteration: int, pair_no: int, side: str) -> str:
+        """The text of one side ("minority" or "reference") of an iteration's pair: its vignette with that name."""
+        pair = self.pairs(iteration)[pair_no]
+        vignette = self._vignettes_by_key()[pair.vignette_key]
+        return vignette.text(pair.minority_name if side == "minority" else pair.reference_name)
+
     def texts(self, iteration: int, task_slug: str) -> list[plan.PlannedText]:
         return plan.name_texts(self.seed, iteration, task_slug, self.pairs(iteration), self._vignettes_by_key())
 
