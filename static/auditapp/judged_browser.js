@@ -29,9 +29,8 @@
     return Array.prototype.map.call(section.querySelectorAll("thead th[data-key]"), function (th) {
       return {key: th.getAttribute("data-key"), className: th.getAttribute("data-class") || "",
               yes: th.getAttribute("data-true"), no: th.getAttribute("data-false"),
-   reply). The cell of a yes/no field carries data-<key>="true|false|null" for scripts and tests. A number field
-   may have data-digits: the most decimals shown (the API and the CSV keep every one). Any other field may name in
-   data-else the field that says why it is empty (shown instead of "—"). A row's
+              mark: th.getAttribute("data-mark"), digits: th.getAttribute("data-digits"),
+              otherwise: th.getAttribute("data-else")};
     });
   }
 
