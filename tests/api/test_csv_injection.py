@@ -177,7 +177,7 @@ def get_paths(ids: dict) -> list[str]:
             pk = ids["coding_round"].id
         elif route.startswith("teams/"):
             pk = ids["study"].team_id
-        elif route.split("/")[-2] in ("answers", "scores", "validity"):
+        elif route.split("/")[-2] in ("answers", "scores", "validity", "judged-items"):
             pk = ids["self_report"].id
         elif route.endswith("/judged-sentences/"):
             pk = ids["recorded"].id

@@ -83,6 +83,7 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {
     ("GET", "/api/audits/{id}/judged-sentences/"): "the scorer, group and template must be the audit's",
     ("GET", "/api/audits/{id}/judged-instances/"): "the model and condition must be the audit's, the sort one of its "
                                                    "paradigm's",
+    ("GET", "/api/audits/{id}/judged-items/"): "the model, form and instrument must be the audit's",
     ("GET", "/api/audits/{id}/judged-pairs/"): "the model and task must be the audit's, a group one of its groups; "
                                                "which sorts and whether groups exist depend on its paradigm",
 }
@@ -157,7 +158,7 @@ def seeded_id(path: str, ids: dict) -> int:
         return ids["coding_round"]
     if path.startswith("/api/teams/"):
         return ids["team"]
-    if path.rstrip("/").rsplit("/", 1)[-1] in ("answers", "scores", "validity"):
+    if path.rstrip("/").rsplit("/", 1)[-1] in ("answers", "scores", "validity", "judged-items"):
         return ids["self_report_audit"]
     if path.endswith("/judged-sentences/"):
         return ids["bits_audit"]

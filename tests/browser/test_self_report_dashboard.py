@@ -123,3 +123,29 @@ def test_progress_rows_name_forms_and_open_their_replies(live_server, browser_co
     expect(replies).to_have_count(1)  # batch mode: one request per form
     expect(replies.first).to_have_attribute("data-outcome", "refusal")
     assert problems == []
+
+
+def test_the_answers_browser_shows_where_the_forms_differ(live_server, browser_context, persona_server, audit_tasks_off,
+                                                          api_client):
+    from tests.browser.accessibility import assert_accessible
+
+    audit = build_personas_audit(persona_server.base_url, personas=("persona-key", "persona-recognise"), name="Items")
+    page, problems, _ = logged_in_page(browser_context, live_server, "self-report-dashboard-researcher")
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+    browser = page.locator("#item-browser")
+    rows = browser.locator("#item-table tbody tr")
+    expect(rows).to_have_count(50)
+    browser.get_by_label("Show").select_option("true")
+    differing = api_client.get(f"/api/audits/{audit.id}/judged-items/", {"differs": "true"}).json()
+    assert 0 < differing["count"]
+    expect(page.locator("#item-count")).to_contain_text(f"{differing['count']} answer")
+    expect(rows).to_have_count(min(50, differing["count"]))
+    expect(browser.locator("tr.marked")).to_have_count(min(50, differing["count"]))  # every one shaded
+    shown = rows.evaluate_all("rows => rows.map(r => r.children[0].textContent)")
+    assert set(shown) == {"persona-recognise"}  # the planted form effect; persona-key answers both forms alike
+    browser.get_by_label("Model").select_option(str(audit.models.get(model="persona-key").id))
+    expect(rows).to_have_count(1)
+    expect(rows.first).to_have_text("Nothing matches these filters.")
+    assert "None" not in browser.inner_text() and "undefined" not in browser.inner_text()
+    assert_accessible(page, "self-report answers browser")
+    assert problems == []

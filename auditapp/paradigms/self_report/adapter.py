@@ -128,6 +128,7 @@ def api_urls() -> list:
     from auditapp.paradigms.self_report import api
 
     return [path("audits/<int:pk>/answers/", api.AuditAnswersView.as_view(), name="audit-answers"),
+            path("audits/<int:pk>/judged-items/", api.AuditJudgedItemsView.as_view(), name="audit-judged-items"),
             path("audits/<int:pk>/scores/", api.AuditScoresView.as_view(), name="audit-scores"),
             path("audits/<int:pk>/validity/", api.AuditValidityView.as_view(), name="audit-validity"),
             path("instruments/", api.InstrumentListView.as_view(), name="instrument-list")]

@@ -1,5 +1,6 @@
 """REST API of self-report audits (researchers only): the instruments that can be asked and an audit's
-exports: item-level answers, scores per administration, and validity per model × form. (A self-report audit
+exports: item-level answers, scores per administration, validity per model × form, and the error browser's answers
+item by item beside the other form's (``/api/audits/{id}/judged-items/``). (A self-report audit
 is launched with ``POST /api/audits/`` and ``"paradigm": "self_report"``: :mod:`.adapter`.)
 
 Every export also answers ``?format=csv`` (streamed, never paginated).
@@ -8,9 +9,17 @@ from __future__ import annotations
 
 import json
 
+from drf_spectacular.utils import extend_schema
 from rest_framework import generics, serializers
 
 from auditapp.api.audits import AuditExportView, AuditScoped
+from auditapp.paradigms.self_report.selectors import (
+    JUDGED_ITEM_ORDERINGS,
+    JUDGED_KINDS,
+    JUDGED_OUTCOMES,
+    judged_choices,
+    judged_items_export,
+)
 from auditapp.paradigms.self_report.services import PARADIGM, item_answers
 from common.export_rows import Export
 from psychometrics.models import Instrument
@@ -158,3 +167,81 @@ def validity_export(audit) -> Export:
     rows = [tuple("; ".join(row["flag_reasons"]) if c == "flag_reasons" else rule if c == "rule" else row[c]
                   for c in VALIDITY_COLUMNS) for row in analysis.get("validity", [])]
     return Export(VALIDITY_COLUMNS, rows)
+
+
+class JudgedItemRowSerializer(serializers.Serializer):
+    model_id = serializers.IntegerField()
+    model = serializers.CharField()
+    replicate = serializers.IntegerField()
+    form = serializers.CharField(help_text="original:<instrument slug> or masked.")
+    position = serializers.IntegerField(help_text="The item's position in the form as presented (1-based).")
+    kind = serializers.CharField(help_text="instrument, filler or dummy.")
+    source = serializers.CharField(help_text="The instrument's slug, the filler pool's or the dummy set's.")
+    number = serializers.IntegerField(help_text="The item's number in its source.")
+    keying = serializers.CharField(allow_blank=True, help_text="The instrument's key for the item (\"\" if unscored).")
+    text = serializers.CharField(help_text="The wording shown.")
+    outcome = serializers.CharField(help_text="answer, refusal, unparseable, error or pending.")
+    option = serializers.CharField(allow_blank=True, help_text="The option chosen (\"\" without an answer).")
+    reason = serializers.CharField(allow_blank=True)
+    other_form = serializers.CharField(allow_blank=True, help_text="The item's other form in this audit (\"\" for a "
+                                                                    "filler or dummy item, or a single form).")
+    other_option = serializers.CharField(allow_blank=True, help_text="The option chosen there (\"\" without one).")
+    differs = serializers.BooleanField(allow_null=True, help_text="The two options differ; null without both.")
+
+
+class JudgedItemFilterSerializer(serializers.Serializer):
+    """The browser's filters; a value the audit does not have is a 400 naming it."""
+
+    model = serializers.IntegerField(required=False, min_value=1, max_value=2 ** 63 - 1,
+                                     help_text="Only this audit model (id).")
+    form = serializers.CharField(required=False, max_length=120, help_text="Only this form (original:<slug> or "
+                                                                          "masked).")
+    kind = serializers.ChoiceField(required=False, choices=JUDGED_KINDS, help_text="Only this kind of item.")
+    source = serializers.CharField(required=False, max_length=120, help_text="Only this instrument's items (slug).")
+    outcome = serializers.ChoiceField(required=False, choices=JUDGED_OUTCOMES, help_text="Only this outcome.")
+    differs = serializers.BooleanField(required=False, allow_null=True, default=None,
+                                       help_text="true: only the answers that differ from the same item's on the "
+                                                 "other form; false: only those that agree.")
+    q = serializers.CharField(required=False, max_length=200, help_text="The wording shown contains this "
+                                                                        "(case-insensitive).")
+    ordering = serializers.ChoiceField(required=False, default="form",
+                                       choices=[*JUDGED_ITEM_ORDERINGS, *(f"-{n}" for n in JUDGED_ITEM_ORDERINGS)],
+                                       help_text="; ".join(f"{name}: {text}" for name, text in
+                                                           JUDGED_ITEM_ORDERINGS.items()) + "; - reverses.")
+
+    def validate(self, attrs):
+        audit = self.context["audit"]
+        choices = judged_choices(audit)
+        problems = {}
+        if "model" in attrs and attrs["model"] not in set(audit.models.values_list("id", flat=True)):
+            problems["model"] = ["not a model of this audit"]
+        if "form" in attrs and attrs["form"] not in {form["code"] for form in choices["forms"]}:
+            problems["form"] = [f"not a form of this audit (its forms: "
+                                f"{', '.join(form['code'] for form in choices['forms'])})"]
+        if "source" in attrs and attrs["source"] not in {source["code"] for source in choices["sources"]}:
+            problems["source"] = [f"not an instrument of this audit (its instruments: "
+                                  f"{', '.join(source['code'] for source in choices['sources'])})"]
+        if problems:
+            raise serializers.ValidationError(problems)
+        return attrs
+
+
+@extend_schema(summary="A self-report audit's answers item by item (the error browser)",
+               parameters=[JudgedItemFilterSerializer],
+               description="One row per model × replicate × form × presented item: the wording shown, the option "
+                           "chosen, and the same item's option on its other form (original or masked; seed 000 "
+                           "§4.4) with whether they differ; filtered and sorted. JSON pages, or every row with "
+                           "?format=csv.")
+class AuditJudgedItemsView(SelfReportScoped, AuditExportView):
+    serializer_class = JudgedItemRowSerializer
+    export_kind = "judged items"
+
+    def export_rows(self):
+        filters = JudgedItemFilterSerializer(data={key: value for key, value in self.request.query_params.items()
+                                                   if key not in ("page", "page_size", "format")},
+                                             context={"audit": self.audit})
+        filters.is_valid(raise_exception=True)
+        return judged_items_export(self.audit, **filters.validated_data)
+
+    def export_filename(self) -> str:
+        return f"audit-{self.kwargs['pk']}-judged-items.csv"

@@ -1,11 +1,26 @@
-"""Reads of self-report audits: the dashboard's data (seed 000 §4.4, Figure 2) and the progress table's forms."""
+"""Reads of self-report audits: the dashboard's data (seed 000 §4.4, Figure 2), the progress table's forms and the
+error browser's answers item by item, each beside the same item's answer on the other form
+(:func:`judged_items_export`)."""
 from __future__ import annotations
 
 from dataclasses import asdict
 
 from auditapp.models import Audit
 from auditapp.paradigms.self_report.design import Design, threshold_descriptions
-from auditapp.paradigms.self_report.services import design_of, questionnaires_of
+from auditapp.paradigms.self_report.services import design_of, item_answers, questionnaires_of
+from common.export_rows import Export
+
+MASKED = "masked"
+JUDGED_ITEM_COLUMNS = ["model_id", "model", "replicate", "form", "position", "kind", "source", "number", "keying",
+                       "text", "outcome", "option", "reason", "other_form", "other_option", "differs"]
+JUDGED_ITEM_ORDERINGS = {
+    "form": "model, replicate, form, then the position as presented",
+    "item": "the item's source and number, then model, replicate and form (an item's forms side by side)",
+    "outcome": "outcome, then model, replicate, form and position",
+}
+"""The browser's sorts; each ends in the presented position, so pages never overlap."""
+JUDGED_OUTCOMES = ("answer", "refusal", "unparseable", "error", "pending")
+JUDGED_KINDS = ("instrument", "filler", "dummy")
 
 
 def form_cells(audit: Audit) -> list[tuple[str, str]]:
@@ -91,6 +106,7 @@ def self_report_dashboard_data(audit: Audit) -> dict:
 
     rule = analysis.get("rule") or {**asdict(design.validity), "text": design.validity.describe()}
     return {
+        "judged": judged_choices(audit),
         "audit": {"id": audit.id, "name": audit.name, "paradigm": audit.paradigm, "status": audit.status,
                   "status_label": audit.get_status_display(), "status_reason": audit.status_reason,
                   "n_requests": audit.n_requests, "analysed": bool(analysis.get("instruments"))},
@@ -105,3 +121,56 @@ def self_report_dashboard_data(audit: Audit) -> dict:
         "instruments": instruments,
         "validity": validity_rows,
     }
+
+
+def _other_form(form: str, source: str, forms: set[str]) -> str | None:
+    """The form an instrument item also appears in: the masked form for the instrument's original, and back."""
+    other = f"original:{source}" if form == MASKED else MASKED
+    return other if other in forms else None
+
+
+def judged_items_export(audit: Audit, *, model: int | None = None, form: str | None = None,
+                        kind: str | None = None, source: str | None = None, outcome: str | None = None,
+                        differs: bool | None = None, q: str = "", ordering: str = "form") -> Export:
+    """The error browser: one row per model × replicate × form × presented item (the answers export's rows), each
+    instrument item beside the same model's answer to it at the same replicate on its other form (the masked form
+    for an original, the instrument's original for the masked; seed 000 §4.4 compares them). ``differs``: the two
+    chosen options differ (None where either form has no answer, or the item is a filler or dummy item, which only
+    the masked form holds). Narrowed to one model (its id), form, kind (instrument, filler, dummy), source (an
+    instrument's slug), outcome or ``differs`` value; ``q``: the wording shown contains it (case-insensitive); sorted by ``ordering``
+    (:data:`JUDGED_ITEM_ORDERINGS`). The answers are read as the answers export reads them (one query for the
+    requests, one for the judgments)."""
+    rows = item_answers(audit)
+    forms = {row["form"] for row in rows}
+    chosen = {(row["model_id"], row["replicate"], row["form"], row["source"], row["number"]): row
+              for row in rows if row["kind"] == "instrument"}
+    for row in rows:
+        other_form = _other_form(row["form"], row["source"], forms) if row["kind"] == "instrument" else None
+        other = chosen.get((row["model_id"], row["replicate"], other_form, row["source"], row["number"]))
+        row["other_form"] = other_form or ""
+        row["other_option"] = other["option"] if other else ""
+        both = other is not None and row["option_index"] is not None and other["option_index"] is not None
+        row["differs"] = (row["option_index"] != other["option_index"]) if both else None
+    folded = q.casefold()
+    kept = [row for row in rows
+            if (model is None or row["model_id"] == model) and (form is None or row["form"] == form)
+            and (kind is None or row["kind"] == kind) and (source is None or row["source"] == source) and (outcome is None or row["outcome"] == outcome)
+            and (differs is None or row["differs"] is differs) and (not q or folded in row["text"].casefold())]
+    position = {model_id: n for n, model_id in enumerate(dict.fromkeys(row["model_id"] for row in rows))}
+    keys = {
+        "form": lambda row: (position[row["model_id"]], row["replicate"], row["form"], row["position"]),
+        "item": lambda row: (row["source"], row["number"], position[row["model_id"]], row["replicate"], row["form"],
+                             row["position"]),
+        "outcome": lambda row: (row["outcome"], position[row["model_id"]], row["replicate"], row["form"],
+                                row["position"]),
+    }
+    kept.sort(key=keys[ordering.removeprefix("-")], reverse=ordering.startswith("-"))
+    return Export(JUDGED_ITEM_COLUMNS, [tuple(row[column] for column in JUDGED_ITEM_COLUMNS) for row in kept])
+
+
+def judged_choices(audit: Audit) -> dict[str, list[str]]:
+    """What the browser's filters can name: the audit's forms (with their names) and the presented items' sources."""
+    design = design_of(audit)
+    names = _form_names(design)
+    return {"forms": [{"code": code, "name": name} for code, name in names.items()],
+            "sources": [{"code": instrument.slug, "name": instrument.name} for instrument in design.instruments]}
