@@ -48,7 +48,8 @@ class CorpusUploadForm(forms.Form):
                                              "columns.")
     unmatched = forms.ChoiceField(
         choices=[(rule, rule) for rule in UNMATCHED_RULES], initial="report",
-        help_text="A perturbed sentence whose control is not found: imported and reported, or refused.")
+        help_text="A perturbed sentence no pairing rule finds a control for: imported and reported with its "
+                  "reason, or refused.")
 
 
 class CorpusAdmin(TeamScopedAdmin, admin.ModelAdmin):
