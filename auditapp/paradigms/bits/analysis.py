@@ -276,9 +276,9 @@ def _why_undefined(pairs: pd.DataFrame, reasons: pd.Series) -> dict[tuple, str]:
     """Per (scorer, group) with no complete pair: why its ScoreSense is undefined, naming the reasons the missing
     scores were given (e.g. "the control file has no column 'TEXTBLOB'")."""
 
-    def reasons_of(scorer, units) -> str:
+    def reasons_of(scorer, units, noun: str) -> str:
         counts = pd.Series([reasons.get((scorer, unit), NOT_SCORED) for unit in units]).value_counts()
-        return "; ".join(f"{reason}: {n}" for reason, n in counts.items())
+        return "; ".join(f"{reason}: {n} {noun}{'' if n == 1 else 's'}" for reason, n in counts.items())
 
     why = {}
     complete = pairs.groupby(["scorer", "group"])["diff"].count()
@@ -292,13 +292,13 @@ def _why_undefined(pairs: pd.DataFrame, reasons: pd.Series) -> dict[tuple, str]:
         parts = []
         no_control_score = paired[paired["control_score"].isna()]
         if len(no_control_score):
-            parts.append(f"{len(no_control_score)} of its {len(paired)} pairs have no control score (controls "
-                         f"without one: {reasons_of(scorer, no_control_score['control_key'].unique())})")
+            parts.append(f"{len(no_control_score)} of its {len(paired)} pairs lack the control's score "
+                         f"({reasons_of(scorer, no_control_score['control_key'].unique(), 'control')})")
         no_score = paired[paired["score"].isna()]
         if len(no_score):
-            parts.append(f"{len(no_score)} of its {len(paired)} sentences have no score "
-                         f"({reasons_of(scorer, no_score['key'])})")
-        why[(scorer, group)] = "undefined: no pair has both scores; " + "; ".join(parts)
+            parts.append(f"{len(no_score)} of its {len(paired)} pairs lack the sentence's score "
+                         f"({reasons_of(scorer, no_score['key'], 'sentence')})")
+        why[(scorer, group)] = "undefined: no pair has both scores: " + "; ".join(parts)
     return why
 
 
@@ -519,7 +519,9 @@ def dashboard_payload(analysis: BitsAnalysis | dict) -> dict:
                       "scale": [scorer["scale_low"], scorer["scale_high"]],
                       "groups": [record for record in tables["distributions"] if record["scorer"] == scorer["scorer"]]}
                      for scorer in scorers]
-    coverage = [{**record, "imported": imported.get(record["scorer"], False),
+    # An analysis stored before the pair counts were added has none: None, shown as "—".
+    coverage = [{"n_pairs_complete": None, "n_pairs_missing": None, "n_unpaired": None, **record,
+                 "imported": imported.get(record["scorer"], False),
                  "reasons": [{"reason": row["reason"], "n": row["n"]} for row in tables["missing"]
                              if row["scorer"] == record["scorer"]]}
                 for record in tables["coverage"]]

@@ -179,6 +179,10 @@ def edit_distance_within(a: str, b: str, bound: int) -> int | None:
     return previous[-1] if previous[-1] <= bound else None
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 class _Controls:
     """The controls indexed as the rules look them up."""
 
@@ -254,8 +258,8 @@ def pair_sentences(rows: Sequence[PerturbedRow], controls: Sequence[ControlRow])
         elif not candidates:
             reason = f"template {template} has no control with emotion {emotion}"
         elif len(candidates) != len(members):
-            reason = (f"template {template}, emotion {emotion}: {len(members)} sentences with {term!r} but "
-                      f"{len(candidates)} controls, so the position rule does not apply")
+            reason = (f"template {template}, emotion {emotion}: {_count(len(members), 'sentence')} with {term!r} "
+                      f"but {_count(len(candidates), 'control')}, so the position rule does not apply")
         else:
             for i, control in zip(members, candidates, strict=True):
                 found[i] = Pairing(control.key, POSITION)
