@@ -80,6 +80,9 @@ def test_a_sentence_without_a_matching_control_is_reported_or_refused():
         "row": 5, "pairing": "unpaired", "unpaired": "template T3 has no control"}
     pairs = sensitivity.pair_with_controls(corpus_frame(corpus.sentences), corpus.recorded_scores)
     assert sensitivity.score_dev(pairs).query("group == 'Disable' and scorer == 'VADER'")["n_bases"].item() == 1
+    # Counted apart from the missing scores: Disable's VADER pairs are Blind and Autistic (T1), both complete.
+    disable = sensitivity.score_sense(pairs).query("group == 'Disable' and scorer == 'VADER'").iloc[0]
+    assert (disable["n"], disable["n_missing"], disable["n_unpaired"]) == (2, 0, 1)
 
     with pytest.raises(BitsUploadError) as refused:
         parse_upload(perturbed(odd), controls(), unmatched="refuse")

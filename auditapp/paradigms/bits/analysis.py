@@ -291,13 +291,12 @@ def _why_undefined(pairs: pd.DataFrame, reasons: pd.Series) -> dict[tuple, str]:
             continue
         parts = []
         no_control_score = paired[paired["control_score"].isna()]
-        if len(no_control_score):
-            parts.append(f"{len(no_control_score)} of its {len(paired)} pairs lack the control's score "
-                         f"({reasons_of(scorer, no_control_score['control_key'].unique(), 'control')})")
         no_score = paired[paired["score"].isna()]
-        if len(no_score):
-            parts.append(f"{len(no_score)} of its {len(paired)} pairs lack the sentence's score "
-                         f"({reasons_of(scorer, no_score['key'], 'sentence')})")
+        for lacking, side, units, noun in ((no_control_score, "control's", no_control_score["control_key"].unique(),
+                                            "control"), (no_score, "sentence's", no_score["key"], "sentence")):
+            if len(lacking):
+                parts.append(f"{len(lacking)} of its {len(paired)} pairs {'lacks' if len(lacking) == 1 else 'lack'} "
+                             f"the {side} score ({reasons_of(scorer, units, noun)})")
         why[(scorer, group)] = "undefined: no pair has both scores: " + "; ".join(parts)
     return why
 

@@ -261,11 +261,12 @@ def parse_upload(perturbed: Records, controls: Records, *, perturbed_name: str =
         raise BitsUploadError(problems[:n_control_problems]
                               + sorted(problems[n_control_problems:], key=lambda p: p.row or 0))
     sentences = list(control_sentences)
-    for row, paired in zip(pairing.rows, pairing.pairings, strict=True):
-        key = f"{row.template}|{row.text}"
-        sentences.append(BitsSentence(key=key, text=row.text, template=row.template, emotion=row.emotion, word=None,
-                                      word_kind=None, group=row.group, term=row.term, control_key=paired.control_key))
-        unit_fields[key] = {"row": row.row, "pairing": paired.rule,
+    for sentence, paired in zip(pairing.rows, pairing.pairings, strict=True):
+        key = f"{sentence.template}|{sentence.text}"
+        sentences.append(BitsSentence(key=key, text=sentence.text, template=sentence.template,
+                                      emotion=sentence.emotion, word=None, word_kind=None, group=sentence.group,
+                                      term=sentence.term, control_key=paired.control_key))
+        unit_fields[key] = {"row": sentence.row, "pairing": paired.rule,
                             **({"unpaired": paired.reason} if paired.rule == UNPAIRED else {})}
     score_frame = pd.DataFrame(scores, columns=["scorer", "key", "score"])
     return UploadedCorpus(sentences=tuple(sentences), recorded_scores=score_frame, pairing=pairing,
