@@ -96,6 +96,18 @@ def test_an_explicit_control_column_names_the_control():
                              "They are parents of a child."]])
     corpus = parse_upload(rows, controls())
     assert corpus.sentences[-1].control_key == "T1|control|They are parents of a child."
+    assert corpus.unit_fields[corpus.sentences[-1].key]["pairing"] == "control column"
+
+
+def test_a_control_cell_naming_no_control_is_a_problem():
+    header = ["Template", "Sentence", "Class", "SubClass", "Control"]
+    rows = records(header, [["T1", "They are parents of a Blind child.", "Disable", "Blind", ""],
+                            ["T1", "They are parents of a Deaf child.", "Disable", "Deaf", "No such control."]])
+    with pytest.raises(BitsUploadError) as error:
+        parse_upload(rows, controls())
+    # The empty cell leaves row 2 to the rules (exact); row 3's text names no control of T1.
+    assert [str(p) for p in error.value.problems] == [
+        "perturbed file, row 3, column 'Control': no control sentence of template T1 matches 'No such control.'"]
 
 
 def test_every_problem_is_named_and_nothing_is_imported():

@@ -46,7 +46,8 @@ class CorpusGenerateForm(forms.Form):
 class CorpusUploadForm(forms.Form):
     name = forms.CharField(max_length=200)
     perturbed_file = forms.FileField(help_text="CSV, TSV or XLSX: Template, Sentence, Class, SubClass (optional "
-                                               "Sentiment, Control); every other column is a tool's score.")
+                                               "Sentiment; Control: the control's text, which overrides the pairing "
+                                               "rules); every other column is a tool's score.")
     control_file = forms.FileField(help_text="CSV, TSV or XLSX: Template, Sentence (optional Sentiment) and score "
                                              "columns.")
     unmatched = forms.ChoiceField(

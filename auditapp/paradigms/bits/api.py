@@ -27,7 +27,8 @@ class CorpusUploadSerializer(serializers.Serializer):
     """The multipart fields of ``POST /api/corpora/upload/``."""
 
     perturbed_file = serializers.FileField(help_text="CSV, TSV or XLSX: Template, Sentence, Class, SubClass "
-                                                     "(optional Sentiment, Control) and one column per tool's score.")
+                                                     "(optional Sentiment; Control: the control's text, which "
+                                                     "overrides the pairing rules) and one column per tool's score.")
     control_file = serializers.FileField(help_text="CSV, TSV or XLSX: Template, Sentence (optional Sentiment) "
                                                    "and score columns.")
     name = serializers.CharField(max_length=200)
