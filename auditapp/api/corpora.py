@@ -78,9 +78,12 @@ class CorpusDetailSerializer(CorpusSerializer):
     factors = serializers.SerializerMethodField()
     recorded_scorers = serializers.SerializerMethodField()
     reused = serializers.SerializerMethodField(help_text="True when the answer is a corpus stored before.")
+    warnings = serializers.SerializerMethodField(
+        help_text="What the researcher should know before analysing the corpus (BITS: a score column with no score "
+                  "on one side of the pairs, whose ScoreSense is then undefined).")
 
     class Meta(CorpusSerializer.Meta):
-        fields = (*CorpusSerializer.Meta.fields, "reused", "provenance", "factors", "recorded_scorers")
+        fields = (*CorpusSerializer.Meta.fields, "reused", "warnings", "provenance", "factors", "recorded_scorers")
 
     @extend_schema_field(FactorCountsSerializer(many=True))
     def get_factors(self, corpus: Corpus) -> list[dict]:
@@ -92,6 +95,9 @@ class CorpusDetailSerializer(CorpusSerializer):
 
     def get_reused(self, corpus: Corpus) -> bool:
         return getattr(corpus, "reused", False)
+
+    def get_warnings(self, corpus: Corpus) -> list[str]:
+        return [str(warning) for warning in corpus.provenance.get("warnings") or []]
 
 
 class CorpusCreateSerializer(serializers.Serializer):

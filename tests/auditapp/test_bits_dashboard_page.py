@@ -88,7 +88,8 @@ def test_the_page_shows_the_papers_tables_from_a_stored_analysis():
     assert table10["x"] == ["G1", "x", "-0.133", "-0.133"]  # (0.1 - 0.2 - 0.3) / 3
     coverage = {attrs.get("data-scorer"): cells for attrs, cells in page.rows["coverage-table"]
                 if attrs.get("data-scorer")}
-    assert coverage["toy"] == ["toy", "12", "12", "0", "1 of 24", "—"]
+    # Pairs: the 9 perturbed sentences (G1 6, G2 3), all complete, as Table 7's cells count them.
+    assert coverage["toy"] == ["toy", "12", "12", "0", "1 of 24", "9", "0", "0", "—"]
     assert "ScoreSense and ScoreDev are means, not sums" in page.text("notes")
     assert "paired t-test" in page.text("notes")
     # The name is escaped everywhere: as entities in the markup, as \u003C… in the json_script block.

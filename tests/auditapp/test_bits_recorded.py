@@ -2,7 +2,8 @@
 shape through ``POST /api/corpora/upload/`` brings one recorded scorer per tool column; an audit of only recorded
 scorers, and one of a local scorer with a recorded one, complete; the analysis lists the recorded scorers as
 imported with the file's own values, counts their missing cells with the reasons, and the ``scores`` table marks
-them imported. A recorded scorer of another corpus is refused with a 400 naming it.
+them imported. A recorded scorer of another corpus is refused with a 400 naming it. A sentence without a control
+and a scorer whose controls have no scores are named on the upload's answer, the dashboard and the corpus page.
 
 The file's rows are tests/auditapp/bits_upload_files.py's (copied in the comments where the arithmetic uses them).
 """
@@ -10,11 +11,13 @@ from __future__ import annotations
 
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.urls import reverse
 from textblob import TextBlob
 
 from auditapp.models import Audit, AuditRequest, LLMEndpoint, RecordedScorer
 from tests.auditapp.bits_upload_files import PERTURBED_ROWS, public_shape_files
 from tests.auditapp.test_bits_audit import launch, run, table, tasks_off  # noqa: F401 (tasks_off is a fixture)
+from tests.auditapp.test_self_report_dashboard_view import page_text
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -111,3 +114,53 @@ def test_a_recorded_scorer_of_another_corpus_is_refused_naming_it(api_client, ta
     assert response.status_code == 400 and "corpus" in response.json()["detail"]
     assert not Audit.objects.exists()
     assert RecordedScorer.objects.count() == 6
+
+
+def test_unpaired_rows_and_undefined_cells_are_named_on_every_page(api_client, staff_client, tasks_off):  # noqa: F811
+    # T6 has a control for Anger only: this row's Neutral has none (the public files' T6 "<emotion state>" rows).
+    neutral = ["4", "T6", "They were <emotion state> because of the Blind neighbour.", "Neutral", "Disable", "Blind",
+               "0.0", "-0.2", "0.0"]
+    corpus = upload(api_client, perturbed_rows=[*PERTURBED_ROWS, neutral])
+    pairing = corpus["provenance"]["summary"]["pairing"]
+    # Rows 2-5 (T1 ×3, T6 Anger ×1) find their control by its text; row 6 (the header is row 1) none.
+    assert {rule["rule"]: rule["n"] for rule in pairing["rules"]} == {
+        "control column": 0, "exact": 4, "typo": 0, "position": 0, "unpaired": 1}
+    assert pairing["unpaired"] == [{"reason": "template T6 has no control with emotion Neutral", "n": 1, "rows": [6],
+                                    "templates": ["T6"], "per_group": {"Disable": 1}}]
+    assert corpus["warnings"] == ["the control file has no Google scores: its pairs' ScoreSense is undefined"]
+
+    audit = run(launch(api_client, corpus=corpus["id"], recorded_scorers=recorded_ids(corpus, "Google", "VADER")))
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    sense = {(row["scorer"], row["group"]): row for row in table(api_client, audit.id, "score_sense")}
+    # VADER, Disable: the three T1/T6 pairs as worked above (-0.7 / 3); the Neutral row is counted apart.
+    vader = sense[("VADER", "Disable")]
+    assert (vader["n"], vader["n_missing"], vader["n_unpaired"]) == (3, 0, 1)
+    assert vader["score_sense"] == pytest.approx(-0.7 / 3)
+    # Google: no control has a score; of Disable's 3 pairs, Blind's cell is empty too.
+    google = sense[("Google", "Disable")]
+    assert (google["n"], google["n_missing"], google["n_unpaired"], google["mark"]) == (0, 3, 1, "")
+    assert google["note"] == ("undefined: no pair has both scores: 3 of its 3 pairs lack the control's score (the "
+                              "control file has no column 'Google': 2 controls); 1 of its 3 pairs lacks the sentence's "
+                              "score (empty cell in the file: 1 sentence)")
+    coverage = {row["scorer"]: row for row in table(api_client, audit.id, "coverage")}
+    assert [coverage["VADER"][key] for key in ("n_missing", "n_pairs_complete", "n_pairs_missing", "n_unpaired")] == [
+        0, 4, 0, 1]
+    assert [coverage["Google"][key] for key in ("n_pairs_complete", "n_pairs_missing", "n_unpaired")] == [0, 4, 1]
+
+    html = staff_client.get(reverse("audit-dashboard", args=[audit.id])).content.decode()
+    assert "None" not in html
+    page = page_text(html)
+    rows = {attrs.get("data-scorer"): cells for attrs, cells in page.rows["table-7"] if attrs.get("data-scorer")}
+    assert rows["VADER"][1].endswith("1 without a control")
+    assert rows["Google"][1].startswith("— p = —3 missing a score1 without a controlundefined: no pair has both")
+    assert page.rows["unpaired-table"][1][1] == ["template T6 has no control with emotion Neutral", "1", "Disable: 1",
+                                                 "6"]
+    assert page.text("corpus-warnings") == "the control file has no Google scores: its pairs' ScoreSense is undefined"
+    coverage_rows = {attrs.get("data-scorer"): cells for attrs, cells in page.rows["coverage-table"]
+                     if attrs.get("data-scorer")}
+    assert coverage_rows["VADER"][5:8] == ["4", "0", "1"]
+
+    admin = page_text(staff_client.get(reverse("admin:auditapp_corpus_change", args=[corpus["id"]])).content.decode())
+    rules = {attrs.get("data-rule"): cells for attrs, cells in admin.rows["pairing-table"] if attrs.get("data-rule")}
+    assert rules["exact"][2:] == ["4", "T1: 3, T6: 1"] and rules["unpaired"][2:] == ["1", "T6: 1"]
+    assert admin.rows["unpaired-table"][1][1][3] == "6"

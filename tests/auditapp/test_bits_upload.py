@@ -46,7 +46,9 @@ def test_controls_are_matched_by_removing_the_term_and_scores_are_kept_exactly()
     assert by_text["They are parents of a child."].group == CONTROL
     assert by_text["They are parents of a Blind child."].term == "Blind"
     assert by_text["They were vexing  because of the Deaf neighbour."].emotion == "Anger"
-    assert corpus.unmatched == ()
+    assert corpus.pairing.counts() == {"control column": 0, "exact": 3, "typo": 0, "position": 0, "unpaired": 0}
+    assert corpus.unit_fields["T1|They are parents of a Blind child."] == {"row": 2, "pairing": "exact"}
+    assert corpus.warnings == ("the control file has no GOOGLE scores: its pairs' ScoreSense is undefined",)
 
     scores = corpus.recorded_scores.set_index(["scorer", "key"])["score"]
     assert scores["VADER", "T1|They are parents of a Blind child."] == -0.4
@@ -71,17 +73,21 @@ def test_recorded_scores_feed_the_pair_statistics():
 def test_a_sentence_without_a_matching_control_is_reported_or_refused():
     odd = ["3", "T3", "There was a Deaf person at school.", "Neutral", "Disable", "Deaf", "0.1", "0.1"]
     corpus = parse_upload(perturbed(odd), controls())
-    assert corpus.unmatched == ((5, "T3"),)
-    assert corpus.summary()["unmatched_per_template"] == {"T3": {"count": 1, "rows": [5]}}
+    assert corpus.summary()["pairing"]["unpaired"] == [{
+        "reason": "template T3 has no control", "n": 1, "rows": [5], "templates": ["T3"], "per_group": {"Disable": 1}}]
     assert [s.control_key for s in corpus.sentences if s.template == "T3"] == [None]
+    assert corpus.unit_fields["T3|There was a Deaf person at school."] == {
+        "row": 5, "pairing": "unpaired", "unpaired": "template T3 has no control"}
     pairs = sensitivity.pair_with_controls(corpus_frame(corpus.sentences), corpus.recorded_scores)
     assert sensitivity.score_dev(pairs).query("group == 'Disable' and scorer == 'VADER'")["n_bases"].item() == 1
+    # Counted apart from the missing scores: Disable's VADER pairs are Blind and Autistic (T1), both complete.
+    disable = sensitivity.score_sense(pairs).query("group == 'Disable' and scorer == 'VADER'").iloc[0]
+    assert (disable["n"], disable["n_missing"], disable["n_unpaired"]) == (2, 0, 1)
 
     with pytest.raises(BitsUploadError) as refused:
         parse_upload(perturbed(odd), controls(), unmatched="refuse")
     assert [str(p) for p in refused.value.problems] == [
-        "perturbed file, row 5, column 'Sentence': no control sentence of template T3 matches "
-        "'There was a person at school.'"]
+        "perturbed file, row 5, column 'Sentence': no control: template T3 has no control"]
 
 
 def test_an_explicit_control_column_names_the_control():
@@ -90,6 +96,18 @@ def test_an_explicit_control_column_names_the_control():
                              "They are parents of a child."]])
     corpus = parse_upload(rows, controls())
     assert corpus.sentences[-1].control_key == "T1|control|They are parents of a child."
+    assert corpus.unit_fields[corpus.sentences[-1].key]["pairing"] == "control column"
+
+
+def test_a_control_cell_naming_no_control_is_a_problem():
+    header = ["Template", "Sentence", "Class", "SubClass", "Control"]
+    rows = records(header, [["T1", "They are parents of a Blind child.", "Disable", "Blind", ""],
+                            ["T1", "They are parents of a Deaf child.", "Disable", "Deaf", "No such control."]])
+    with pytest.raises(BitsUploadError) as error:
+        parse_upload(rows, controls())
+    # The empty cell leaves row 2 to the rules (exact); row 3's text names no control of T1.
+    assert [str(p) for p in error.value.problems] == [
+        "perturbed file, row 3, column 'Control': no control sentence of template T1 matches 'No such control.'"]
 
 
 def test_every_problem_is_named_and_nothing_is_imported():

@@ -115,7 +115,11 @@ def test_an_upload_in_the_public_shape_is_stored_with_its_recorded_scorers(fmt):
     assert files["perturbed"]["file"] == p_name
     assert files["perturbed"]["sha256"] == hashlib.sha256(p_bytes).hexdigest()
     assert files["control"]["file"] == f"Standard_Corpus.{fmt}"
-    assert corpus.provenance["summary"]["unmatched"] == 0
+    # T1's three sentences find "They are parents of a child.", T6's "They were vexing because of the neighbour.".
+    rules = {rule["rule"]: rule["n"] for rule in corpus.provenance["summary"]["pairing"]["rules"]}
+    assert rules == {"control column": 0, "exact": 4, "typo": 0, "position": 0, "unpaired": 0}
+    assert corpus.provenance["warnings"] == ["the control file has no Google scores: its pairs' ScoreSense is "
+                                             "undefined"]
 
     scorers = list(corpus.recorded_scorers.order_by("name"))
     assert [s.name for s in scorers] == ["Google", "TextBlob", "VADER"]
@@ -140,8 +144,8 @@ def test_an_upload_in_the_public_shape_is_stored_with_its_recorded_scorers(fmt):
 
     frame = corpus_units_frame(corpus).set_index("key")
     assert frame.loc["T1|They are parents of a Tall child.", "group"] == "Normal"
-    assert frame.loc["T1|They are parents of a Tall child.", "fields"] == {"control": "T1|control|They are parents "
-                                                                                      "of a child."}
+    assert frame.loc["T1|They are parents of a Tall child.", "fields"] == {
+        "control": "T1|control|They are parents of a child.", "row": 5, "pairing": "exact"}
 
 
 def test_the_same_upload_twice_is_one_corpus_and_a_column_with_other_scores_is_refused():

@@ -17,10 +17,12 @@ def _inject(page: Page) -> None:
         page.evaluate(AXE_SOURCE)
 
 
-def serious_violations(page: Page) -> list[str]:
-    """axe's serious and critical violations on the page as it is now, one line per failing element."""
+def serious_violations(page: Page, within: tuple[str, ...] = ()) -> list[str]:
+    """axe's serious and critical violations on the page as it is now (or only in the elements the CSS selectors
+    ``within`` name), one line per failing element."""
     _inject(page)
-    results = page.evaluate("() => axe.run(document, {resultTypes: ['violations']})")
+    results = page.evaluate("""within => axe.run(within.length ? {include: within.map(s => [s])} : document,
+                                                {resultTypes: ['violations']})""", list(within))
     return [f"{violation['id']} ({violation['impact']}): {node['target']} — {violation['help']}"
             for violation in results["violations"] if violation["impact"] in BLOCKING_IMPACTS
             for node in violation["nodes"]]
@@ -40,9 +42,10 @@ def unnamed_controls(page: Page) -> list[str]:
     }""", CONTROLS)
 
 
-def assert_accessible(page: Page, where: str) -> None:
-    """0 serious or critical axe violations and a name on every control."""
-    problems = serious_violations(page)
+def assert_accessible(page: Page, where: str, within: tuple[str, ...] = ()) -> None:
+    """0 serious or critical axe violations (in the elements ``within`` names, when given) and a name on every
+    control."""
+    problems = serious_violations(page, within)
     assert problems == [], f"{where}: " + "; ".join(problems)
     unnamed = unnamed_controls(page)
     assert unnamed == [], f"{where}: controls without an accessible name: {unnamed}"

@@ -6,6 +6,10 @@ The analysis is a real ``analyse()`` on the paper's corpus: a scorer with a plan
 an imported one with none, some of whose sentences timed out. The audit is stored as the engine leaves it
 (tests/auditapp/test_bits_dashboard_page.py's ``bits_audit``) and the page is the real dashboard view's.
 Set BITS_DASHBOARD_SCREENSHOT=/tmp/bits.png to keep a full-page screenshot.
+
+An audit of an uploaded corpus (the public repository's shape) with a sentence no pairing rule finds a control for
+and a recorded scorer whose controls have no scores shows its pairing section and the undefined cells' reasons, and
+those sections pass axe.
 """
 from __future__ import annotations
 
@@ -16,8 +20,12 @@ from playwright.sync_api import expect
 from auditapp.models import Audit
 from auditapp.paradigms.bits.analysis import AnalysisSettings, analyse
 from auditapp.paradigms.bits.corpus import corpus_frame, generate, paper_spec
+from tests.auditapp.bits_upload_files import PERTURBED_ROWS
 from tests.auditapp.test_bits_analysis import planted_scores
+from tests.auditapp.test_bits_audit import launch, run, tasks_off  # noqa: F401 (tasks_off is a fixture)
 from tests.auditapp.test_bits_dashboard_page import bits_audit
+from tests.auditapp.test_bits_recorded import recorded_ids, upload
+from tests.browser.accessibility import assert_accessible
 from tests.browser.staff import assert_results_first, logged_in_page, outside_requests, screenshot_if_asked
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -86,4 +94,30 @@ def test_finished_bits_audit_draws_its_heatmap_distributions_and_tables(live_ser
     assert f"{live_server.url}/static/vendor/plotly/plotly.min.js" in requests
     assert outside_requests(requests, live_server) == []
     screenshot_if_asked(page, "BITS_DASHBOARD_SCREENSHOT")
+    assert problems == []
+
+
+def test_an_uploaded_corpus_shows_its_pairing_and_why_a_cell_is_undefined(live_server, browser_context, api_client,
+                                                                          tasks_off):  # noqa: F811
+    neutral = ["4", "T6", "They were <emotion state> because of the Blind neighbour.", "Neutral", "Disable", "Blind",
+               "0.0", "-0.2", "0.0"]
+    corpus = upload(api_client, perturbed_rows=[*PERTURBED_ROWS, neutral])
+    audit = run(launch(api_client, corpus=corpus["id"], recorded_scorers=recorded_ids(corpus, "Google", "VADER")))
+    page, problems, _ = logged_in_page(browser_context, live_server, "bits-pairing-researcher")
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+
+    google = page.locator('#table-7 tr[data-scorer="Google"] td[data-group="Disable"]')
+    expect(google.locator(".value")).to_have_text("—")
+    expect(google.locator(".mark")).to_have_text("")
+    expect(google.locator(".undefined-note")).to_contain_text("the control file has no column 'Google'")
+    expect(page.locator('#table-7 tr[data-scorer="VADER"] td[data-group="Disable"] .unpaired-count')).to_have_text(
+        "1 without a control")
+    expect(page.locator('#pairing-table tr[data-rule="unpaired"] td').nth(1)).to_have_text("1")
+    expect(page.locator("#unpaired-table tbody tr th")).to_have_text("template T6 has no control with emotion Neutral")
+    expect(page.locator("#corpus-warnings")).to_contain_text("the control file has no Google scores")
+    assert "None" not in page.locator("main").inner_text()
+    # The sections this test is about. The plotly charts are left out: axe finds plotly's own controls inside each
+    # chart's role="img" (nested-interactive), which is the shared chart code's matter, not this page's.
+    assert_accessible(page, "BITS dashboard of an uploaded corpus", within=("#table-7-section", "#coverage-section",
+                                                                           "#pairing-section"))
     assert problems == []

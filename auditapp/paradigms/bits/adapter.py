@@ -152,9 +152,10 @@ def provenance_text(provenance: dict) -> str:
 
 
 def dashboard_data(audit: Audit) -> dict:
-    """Everything the BITS dashboard draws: the header's keys (as every paradigm's), the corpus, the scorers,
-    once analysed the analysis's payload (:func:`auditapp.paradigms.bits.analysis.dashboard_payload`), and what the
-    error browser's filters can name (``judged``: :func:`auditapp.paradigms.bits.selectors.judged_choices`)."""
+    """Everything the BITS dashboard draws: the header's keys (as every paradigm's), the corpus (with an uploaded
+    one's pairing report and warnings), the scorers, once analysed the analysis's payload
+    (:func:`auditapp.paradigms.bits.analysis.dashboard_payload`), and what the error browser's filters can name
+    (``judged``: :func:`auditapp.paradigms.bits.selectors.judged_choices`)."""
     corpus = audit.corpus
     models = list(audit.models.all())
     names = distinct_model_names(models)
@@ -167,7 +168,9 @@ def dashboard_data(audit: Audit) -> dict:
         "models": audit.models_listing(),
         "conditions": [{"code": code, "name": name} for code, name in cells(audit)],
         "corpus": {"id": corpus.id, "name": corpus.name, "n_units": corpus.n_units,
-                   "content_hash": corpus.content_hash, "provenance": provenance_text(corpus.provenance)},
+                   "content_hash": corpus.content_hash, "provenance": provenance_text(corpus.provenance),
+                   "pairing": (corpus.provenance.get("summary") or {}).get("pairing"),
+                   "warnings": list(corpus.provenance.get("warnings") or [])},
         "scorers": [{"name": names[m.id], "kind": kinds.get(m.display_name, ""), "imported": False}
                     for m in models] + [{"name": s.name, "kind": kinds.get(s.name, ""), "imported": True}
                                         for s in recorded],
@@ -196,7 +199,8 @@ ANALYSIS_TABLES = {
     "term_sense": "Table 10: ScoreSense per scorer × group × term.",
     "group_means": "Figure 1: the mean score per scorer × group (the heatmap).",
     "distributions": "The distribution of each scorer's scores per group: quartiles and histogram counts.",
-    "coverage": "Per scorer: sentences, scored, missing.",
+    "coverage": "Per scorer: sentences, scored, missing; and Table 7's perturbed sentences: complete pairs, pairs "
+                "with a missing score, sentences without a control.",
     "missing": "Per scorer × reason: how many sentences have no score.",
 }
 

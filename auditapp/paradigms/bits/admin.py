@@ -1,5 +1,6 @@
 """Admin of corpora: the list (paradigm, name, units, content hash), a read-only page per corpus (provenance,
-counts per factor, recorded scorers), and an "Add" page that generates a BITS corpus (seed 001's tables or a
+counts per factor, recorded scorers, an uploaded corpus's pairing with its controls and its warnings), and an "Add"
+page that generates a BITS corpus (seed 001's tables or a
 spec) or uploads one in the public BITS repository's shape, listing every problem when nothing could be stored.
 
 Registered by the BITS paradigm (``Paradigm.register_admin``).
@@ -12,9 +13,11 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect
+from django.template.loader import render_to_string
 from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 
 from auditapp.corpus_selectors import corpus_factor_counts, corpus_recorded_scorers
 from auditapp.corpus_services import CorpusError
@@ -43,12 +46,14 @@ class CorpusGenerateForm(forms.Form):
 class CorpusUploadForm(forms.Form):
     name = forms.CharField(max_length=200)
     perturbed_file = forms.FileField(help_text="CSV, TSV or XLSX: Template, Sentence, Class, SubClass (optional "
-                                               "Sentiment, Control); every other column is a tool's score.")
+                                               "Sentiment; Control: the control's text, which overrides the pairing "
+                                               "rules); every other column is a tool's score.")
     control_file = forms.FileField(help_text="CSV, TSV or XLSX: Template, Sentence (optional Sentiment) and score "
                                              "columns.")
     unmatched = forms.ChoiceField(
         choices=[(rule, rule) for rule in UNMATCHED_RULES], initial="report",
-        help_text="A perturbed sentence whose control is not found: imported and reported, or refused.")
+        help_text="A perturbed sentence no pairing rule finds a control for: imported and reported with its "
+                  "reason, or refused.")
 
 
 class CorpusAdmin(TeamScopedAdmin, admin.ModelAdmin):
@@ -59,7 +64,7 @@ class CorpusAdmin(TeamScopedAdmin, admin.ModelAdmin):
     search_fields = ("name", "content_hash")
     fields = readonly_fields = ("name", "paradigm", "n_units", "content_hash", "generator", "created_by",
                                 "created_at", "units_export", "factor_counts", "recorded_scorer_list",
-                                "provenance_json")
+                                "pairing_report", "provenance_json")
 
     def has_change_permission(self, request, obj=None):
         return False
@@ -97,6 +102,19 @@ class CorpusAdmin(TeamScopedAdmin, admin.ModelAdmin):
                 (s.name, s.n_scores, s.n_missing,
                  ", ".join(f"{f['file']} ({f['sha256'][:12]})" for f in s.provenance.get("files", [])))
                 for s in scorers)))
+
+    @admin.display(description="Pairing with controls")
+    def pairing_report(self, corpus: Corpus):
+        """An uploaded corpus's sentences per pairing rule, every unpaired row with its reason, and the warnings
+        (the BITS dashboard shows the same section)."""
+        context = {"corpus": {"pairing": (corpus.provenance.get("summary") or {}).get("pairing"),
+                              "warnings": list(corpus.provenance.get("warnings") or [])}}
+        if not (context["corpus"]["pairing"] or context["corpus"]["warnings"]):
+            return ("— (uploaded before the pairing was recorded: see the provenance)"
+                    if corpus.provenance.get("generator") == "upload" else
+                    "— (generated: every sentence is made with its control)")
+        # The template escapes every value it prints.
+        return mark_safe(render_to_string("auditapp/_bits_pairing.html", context))  # noqa: S308
 
     @admin.display(description="Provenance")
     def provenance_json(self, corpus: Corpus):

@@ -10,15 +10,18 @@ controls, applies the settings and lays the results out as the paper's tables.
 The tables (each a DataFrame; :meth:`BitsAnalysis.to_dict` makes them JSON-ready, NaN → None):
 
 - ``scorers``: name, kind, imported, label rule, scale;
-- ``score_sense`` (Table 7): scorer × group: ScoreSense, n, n_missing, and the t-test against the control
-  (t, df, p, the paper's mark, which test);
+- ``score_sense`` (Table 7): scorer × group: ScoreSense, n (complete pairs), n_missing (pairs with a side's score
+  missing), n_unpaired (sentences without a control), and the t-test against the control (t, df, p, the paper's
+  mark, which test); ``note`` says why a value or a test is undefined;
 - ``label_dist`` (Table 8, LabelDist) and ``score_dev`` (Table 8, ScoreDev, per group and ``All``);
 - ``template_means`` (Table 9): mean score per scorer × template × group, the control included;
 - ``term_sense`` (Table 10): ScoreSense per scorer × group × term;
 - ``group_means`` (Figure 1): mean score per scorer × group, the control included;
 - ``distributions``: per scorer × group, histogram counts over fixed bins of the scorer's scale (values outside
   it counted apart, never clipped into a bin) and the quartiles;
-- ``coverage``: per scorer, units, units scored and missing; ``missing``: scorer × reason.
+- ``coverage``: per scorer, units, units scored and missing, and the perturbed sentences of the groups shown as
+  Table 7 counts them (complete pairs, pairs with a missing score, without a control: the sums of its cells);
+  ``missing``: scorer × reason.
 
 Missing values (a failed request, an unparseable reply, a sentence a recorded scorer has no value for) are left
 out of every statistic and counted; nothing is imputed.
@@ -261,6 +264,43 @@ def _distributions(scored: pd.DataFrame, scorer_table: pd.DataFrame) -> pd.DataF
     return pd.DataFrame(rows, columns=columns)
 
 
+def _missing_reasons(scores: pd.DataFrame) -> pd.Series:
+    """Why each (scorer, unit) without a value has none: its replicates' distinct reasons joined with "; ", or
+    :data:`NO_REASON` when none was recorded."""
+    return (scores[scores["value"].isna()].assign(reason=lambda f: f["reason"].fillna("").astype(str).str.strip())
+            .groupby(["scorer", "unit"])["reason"]
+            .agg(lambda r: "; ".join(sorted({reason for reason in r if reason})) or NO_REASON))
+
+
+def _why_undefined(pairs: pd.DataFrame, reasons: pd.Series) -> dict[tuple, str]:
+    """Per (scorer, group) with no complete pair: why its ScoreSense is undefined, naming the reasons the missing
+    scores were given (e.g. "the control file has no column 'TEXTBLOB'")."""
+
+    def reasons_of(scorer, units, noun: str) -> str:
+        counts = pd.Series([reasons.get((scorer, unit), NOT_SCORED) for unit in units]).value_counts()
+        return "; ".join(f"{reason}: {n} {noun}{'' if n == 1 else 's'}" for reason, n in counts.items())
+
+    why = {}
+    complete = pairs.groupby(["scorer", "group"])["diff"].count()
+    for scorer, group in complete[complete == 0].index:
+        frame = pairs[(pairs["scorer"] == scorer) & (pairs["group"] == group)]
+        paired = frame[frame["control_key"].notna()]
+        if paired.empty:
+            why[(scorer, group)] = (f"undefined: none of the group's {len(frame)} sentences has a control (the "
+                                    "corpus's pairing report says why)")
+            continue
+        parts = []
+        no_control_score = paired[paired["control_score"].isna()]
+        no_score = paired[paired["score"].isna()]
+        for lacking, side, units, noun in ((no_control_score, "control's", no_control_score["control_key"].unique(),
+                                            "control"), (no_score, "sentence's", no_score["key"], "sentence")):
+            if len(lacking):
+                parts.append(f"{len(lacking)} of its {len(paired)} pairs {'lacks' if len(lacking) == 1 else 'lack'} "
+                             f"the {side} score ({reasons_of(scorer, units, noun)})")
+        why[(scorer, group)] = "undefined: no pair has both scores: " + "; ".join(parts)
+    return why
+
+
 def _coverage(corpus: pd.DataFrame, scores: pd.DataFrame, reduced: pd.DataFrame,
               scorer_table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Per scorer: the corpus's units, those with a value, those without; and the missing units by reason.
@@ -268,9 +308,7 @@ def _coverage(corpus: pd.DataFrame, scores: pd.DataFrame, reduced: pd.DataFrame,
     A unit is missing when none of its replicates has a value; its reason is its replicates' distinct reasons
     joined with "; " (:data:`NO_REASON` when none was recorded), or :data:`NOT_SCORED` when the scorer has no
     row for it at all."""
-    reasons = (scores[scores["value"].isna()].assign(reason=lambda f: f["reason"].fillna("").astype(str).str.strip())
-               .groupby(["scorer", "unit"])["reason"]
-               .agg(lambda r: "; ".join(sorted({reason for reason in r if reason})) or NO_REASON))
+    reasons = _missing_reasons(scores)
     coverage_rows, missing_rows = [], []
     for scorer in scorer_table["scorer"]:
         rows = reduced[reduced["scorer"] == scorer].set_index("unit")
@@ -310,8 +348,10 @@ def _notes(settings: AnalysisSettings, scorer_table: pd.DataFrame, groups: list[
         *[f"Label rule for {row.scorer}: {row.rule} ({row.rule_source})." for row in scorer_table.itertuples()],
         f"Replicates: {REPLICATE_RULE.describe()}.",
         "Missing scores (failed requests, unparseable replies, sentences without a recorded score) are left out "
-        "of every statistic and counted (n_missing, coverage); nothing is imputed. A pair whose control is "
-        "missing is missing.",
+        "of every statistic and counted (n_missing, coverage); nothing is imputed. A pair whose control's score "
+        "is missing is missing. A sentence without a control (an uploaded one that no pairing rule matched: the "
+        "corpus's pairing report names each with its reason) has no pair; it is counted apart (n_unpaired), not "
+        "as missing.",
         f"Groups: {', '.join(groups)}"
         + (" (chosen in the settings)." if settings.groups else " (every group of the corpus)."),
         f"Distributions: counts in bins of {BIN_WIDTH:g} over each scorer's scale (−1 to 1 for sentiment, 0 to 1 "
@@ -361,8 +401,15 @@ def analyse(corpus: pd.DataFrame, scores: pd.DataFrame, *, settings: AnalysisSet
     tests = control_tests(pairs, test=settings.t_test)
     table7 = sense.merge(tests, on=["scorer", "group"], how="left").merge(
         scorer_kinds, left_on="scorer", right_index=True)
-    table7 = table7[["scorer", "kind", "imported", "group", "score_sense", "n", "n_missing", "t", "df", "p", "mark",
-                     "test", "n_bases", "mean_group", "mean_control", "note"]]
+    # A group without a complete pair has no test row: no mark, and the note says why rather than nothing.
+    why = _why_undefined(pairs, _missing_reasons(values))
+    table7["mark"] = table7["mark"].fillna("")
+    table7["test"] = table7["test"].fillna(settings.t_test)
+    table7["n_bases"] = table7["n_bases"].fillna(0).astype(int)
+    table7["note"] = [why.get((scorer, group), note if isinstance(note, str) else "")
+                      for scorer, group, note in zip(table7["scorer"], table7["group"], table7["note"], strict=True)]
+    table7 = table7[["scorer", "kind", "imported", "group", "score_sense", "n", "n_missing", "n_unpaired", "t", "df",
+                     "p", "mark", "test", "n_bases", "mean_group", "mean_control", "note"]]
     labels = label_dist(pairs, rules) if not pairs.empty else pd.DataFrame(
         columns=["scorer", "group", "n_terms", "n_terms_undefined", "label_dist", "rule"])
     scored = reduced_scores.merge(shown_corpus, on="key", how="inner")
@@ -377,7 +424,14 @@ def analyse(corpus: pd.DataFrame, scores: pd.DataFrame, *, settings: AnalysisSet
         "group_means": _ordered(mean_scores(shown_corpus, reduced_scores, by=["group"]), orders),
         "distributions": _ordered(_distributions(scored, scorer_table), orders),
     }
-    tables["coverage"], tables["missing"] = _coverage(corpus, values, reduced, scorer_table)
+    coverage, tables["missing"] = _coverage(corpus, values, reduced, scorer_table)
+    # The perturbed sentences of Table 7, summed over its cells, so the two tables count alike.
+    per_scorer = sense.groupby("scorer")[["n", "n_missing", "n_unpaired"]].sum().rename(columns={
+        "n": "n_pairs_complete", "n_missing": "n_pairs_missing"})
+    coverage = coverage.merge(per_scorer, left_on="scorer", right_index=True, how="left")
+    pair_columns = ["n_pairs_complete", "n_pairs_missing", "n_unpaired"]
+    coverage[pair_columns] = coverage[pair_columns].fillna(0).astype(int)
+    tables["coverage"] = coverage
     return BitsAnalysis(tables=tables, notes=tuple(_notes(settings, scorer_table, groups)), settings=settings,
                         groups=tuple(groups), templates=tuple(orders["template"]))
 
@@ -464,7 +518,9 @@ def dashboard_payload(analysis: BitsAnalysis | dict) -> dict:
                       "scale": [scorer["scale_low"], scorer["scale_high"]],
                       "groups": [record for record in tables["distributions"] if record["scorer"] == scorer["scorer"]]}
                      for scorer in scorers]
-    coverage = [{**record, "imported": imported.get(record["scorer"], False),
+    # An analysis stored before the pair counts were added has none: None, shown as "—".
+    coverage = [{"n_pairs_complete": None, "n_pairs_missing": None, "n_unpaired": None, **record,
+                 "imported": imported.get(record["scorer"], False),
                  "reasons": [{"reason": row["reason"], "n": row["n"]} for row in tables["missing"]
                              if row["scorer"] == record["scorer"]]}
                 for record in tables["coverage"]]

@@ -36,13 +36,16 @@ class CorpusUploadSerializer(serializers.Serializer):
     """The multipart fields of ``POST /api/corpora/upload/``."""
 
     perturbed_file = serializers.FileField(help_text="CSV, TSV or XLSX: Template, Sentence, Class, SubClass "
-                                                     "(optional Sentiment, Control) and one column per tool's score.")
+                                                     "(optional Sentiment; Control: the control's text, which "
+                                                     "overrides the pairing rules) and one column per tool's score.")
     control_file = serializers.FileField(help_text="CSV, TSV or XLSX: Template, Sentence (optional Sentiment) "
                                                    "and score columns.")
     name = serializers.CharField(max_length=200)
     unmatched = serializers.ChoiceField(choices=UNMATCHED_RULES, default="report",
-                                        help_text="A perturbed sentence whose control is not found: imported and "
-                                                  "reported (report) or a problem (refuse).")
+                                        help_text="A perturbed sentence no pairing rule finds a control for "
+                                                  "(exact text, a typo, the position within its template and "
+                                                  "emotion): imported and reported with its reason (report) or a "
+                                                  "problem (refuse).")
     team = EditableTeamField(required=False, allow_null=True, default=None, help_text=TEAM_HELP)
 
 
@@ -54,7 +57,11 @@ class CorpusUploadView(APIView):
                    summary="Upload a BITS corpus",
                    description="Two files in the public BITS repository's shape (github.com/PranavNV/BITS): the "
                                "perturbed sentences and the no-group controls; every other column is a tool's "
-                               "score, stored as a recorded scorer. All or nothing: 400 names the file, row and "
+                               "score, stored as a recorded scorer. Each perturbed sentence is paired with its "
+                               "control by named rules in order (Control column, exact, typo, position); the "
+                               "answer's provenance.summary.pairing counts the sentences per rule and names every "
+                               "unpaired row with its reason, and warnings names each score column with no score "
+                               "on one side of the pairs. All or nothing: 400 names the file, row and "
                                "column of every problem and stores nothing. Each file may hold at most "
                                "CORPUS_UPLOAD_MAX_BYTES to read (16 MiB by default).")
     def post(self, request):

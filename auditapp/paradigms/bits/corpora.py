@@ -113,7 +113,9 @@ def bits_corpus_upload(*, perturbed_file, control_file, name: str, created_by=No
 
     All or nothing: any problem in either file raises :class:`CorpusError` naming the file, row and column of
     every problem. Each score column becomes a recorded scorer with a score or a missing value with its reason
-    for every sentence; its provenance names the files that carry the column and their sha256.
+    for every sentence; its provenance names the files that carry the column and their sha256. The corpus's
+    provenance keeps the pairing report (``summary.pairing``: sentences per rule, every unpaired row with its
+    reason) and the ``warnings`` (a score column with no score on one side of the pairs).
     """
     problems: list[CorpusProblem] = []
     perturbed = _read_upload(perturbed_file, "perturbed", problems)
@@ -140,6 +142,7 @@ def bits_corpus_upload(*, perturbed_file, control_file, name: str, created_by=No
                   for role, f in (("perturbed", perturbed), ("control", controls))},
         "unmatched_rule": unmatched,
         "summary": parsed.summary(),
+        "warnings": list(parsed.warnings),
     }
     return corpus_store(paradigm="bits", name=name, units=units, provenance=provenance, created_by=created_by,
                         recorded=columns)

@@ -5,7 +5,9 @@ Pure: no Django. Every function takes a *pairs* frame from :func:`pair_with_cont
 perturbed sentence, with the sentence's factors (``template``, ``word``, ``group``, ``term``), its ``score``
 f(x_n), its control's ``control_score`` f(x) and ``diff`` = f(x_n) − f(x). A score that is missing (a failed
 request, an unparseable reply) is NaN and stays NaN: a pair with a missing side is left out of every
-statistic and counted in ``n_missing``; nothing is imputed.
+statistic and counted in ``n_missing``; nothing is imputed. An uploaded sentence without a control (no pairing
+rule found one: :mod:`auditapp.paradigms.bits.pairing`) has no pair: it is left out too and counted apart, in
+``n_unpaired``.
 
 The paper writes ScoreSense and ScoreDev as sums (Σ_{x∈X}) but defines them in words as an average and a
 mean, and its tables (Table 7: VADER PWD:C −0.25) are averages: we compute means. Its LabelDist formula
@@ -84,15 +86,18 @@ def score_sense(pairs: pd.DataFrame, *, by_term: bool = False) -> pd.DataFrame:
     """ScoreSense (seed 001 §4, Table 7; per term, Table 10): the mean over a group's sentences of
     f(x_n) − f(x), x being the control sentence of the same template and word.
 
-    One row per scorer × group (× term): ``n`` complete pairs, ``n_missing`` pairs with a missing side,
-    ``score_sense``. With no complete pair, ``score_sense`` is NaN.
+    One row per scorer × group (× term): ``n`` complete pairs, ``n_missing`` sentences with a control where a
+    side's score is missing, ``n_unpaired`` sentences without a control (an uploaded sentence no pairing rule
+    matched: it has no pair at all, whatever the scorer), ``score_sense``. With no complete pair,
+    ``score_sense`` is NaN.
     """
     keys = ["scorer", "group", *(["term"] if by_term else [])]
     # diff is NaN exactly when a side is missing, and mean() skips NaN: the mean is over complete pairs.
-    result = pairs.assign(complete=pairs["diff"].notna()).groupby(keys, sort=True).agg(
-        n=("complete", "sum"), n_pairs=("complete", "size"), score_sense=("diff", "mean")).reset_index()
-    result["n_missing"] = result["n_pairs"] - result["n"]
-    return result[[*keys, "n", "n_missing", "score_sense"]]
+    result = pairs.assign(complete=pairs["diff"].notna(), unpaired=pairs["control_key"].isna()).groupby(
+        keys, sort=True).agg(n=("complete", "sum"), n_sentences=("complete", "size"), n_unpaired=("unpaired", "sum"),
+                             score_sense=("diff", "mean")).reset_index()
+    result["n_missing"] = result["n_sentences"] - result["n"] - result["n_unpaired"]
+    return result[[*keys, "n", "n_missing", "n_unpaired", "score_sense"]]
 
 
 def score_dev(pairs: pd.DataFrame, *, ddof: int = 0) -> pd.DataFrame:

@@ -5,7 +5,9 @@ A sentence becomes a unit with its key (:func:`auditapp.paradigms.bits.corpus.se
 corpus, template and text for an uploaded one), its text, and the factors analyses group by: ``template``,
 ``emotion``, ``word``, ``group``, ``term`` (an empty string where the sentence has none: a neutral template has
 no word, a control no term) and ``is_control`` ("1" or "0"). ``fields["control"]`` is the key of its control
-sentence: None for a control, and for an uploaded sentence whose control the file does not give.
+sentence: None for a control, and for an uploaded sentence no pairing rule found one. An uploaded sentence's fields
+also keep its file ``row`` and, for a perturbed one, the ``pairing`` rule that found its control
+(:mod:`auditapp.paradigms.bits.pairing`), or ``unpaired`` and the reason under ``unpaired``.
 """
 from __future__ import annotations
 
@@ -44,10 +46,13 @@ def uploaded_units(corpus: UploadedCorpus, *, column_provenance: Callable[[str],
                    ) -> tuple[list[Unit], list[RecordedColumn]]:
     """The units of an uploaded corpus and one :class:`RecordedColumn` per score column, sorted by name.
 
-    ``column_provenance(name)`` gives each column's provenance (the files it came from). Every column has a row for every unit: a unit of the file that lacks the column (the repository's control
-    file carries fewer tools than its perturbed file) is missing with that reason, never left out silently.
+    ``column_provenance(name)`` gives each column's provenance (the files it came from). Every column has a row
+    for every unit: a unit of the file that lacks the column (the repository's control file carries fewer tools
+    than its perturbed file) is missing with that reason, never left out silently.
     """
-    units = sentence_units(corpus.sentences)
+    units = [Unit(key=unit.key, text=unit.text, factors=unit.factors,
+                  fields={**unit.fields, **corpus.unit_fields.get(unit.key, {})})
+             for unit in sentence_units(corpus.sentences)]
     by_scorer: dict[str, dict[str, float]] = {}
     for scorer, key, score in corpus.recorded_scores[["scorer", "key", "score"]].itertuples(index=False):
         by_scorer.setdefault(scorer, {})[key] = float(score)

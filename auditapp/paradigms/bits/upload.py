@@ -13,31 +13,42 @@ column is ignored):
 - both files: ``Template`` and ``Sentence`` (required), ``Sentiment`` (optional: the emotion, as the
   repository's files name it);
 - perturbed file: ``Class`` (the group) and ``SubClass`` (the term), required; ``Control`` (optional: the
-  exact text of the row's control sentence, for files whose controls cannot be found by the rule below);
+  exact text of the row's control sentence, which overrides the pairing rules below; an empty cell leaves the
+  row to them);
 - every other column is a recorded scorer's score (a finite number; an empty cell is a missing score,
   never a zero).
 
-Which control belongs to a perturbed sentence. With a ``Control`` column, the control of that text in
-the same template (an empty cell falls back to the rule below), and a row whose control is not found is
-a problem. Without it (the repository's shape), the control of the same template whose text
-equals the perturbed sentence with its term removed, compared without case, with spaces collapsed and
-"an" read as "a" (the repository writes "an autistic child" beside "a child"). The repository's own files
-do not always follow their controls (in the version we read, templates T3, T5, T6, T8 and T9 of the
-disability facet use other words or wording than its ``Standard_Corpus.csv``): such a row is a valid
-sentence without a control. By default it is imported and reported (``unmatched``, per template, with its
-row); the pair statistics leave it out and say so. ``unmatched="refuse"`` makes each one a problem instead.
+Which control belongs to a perturbed sentence: the rules of :mod:`auditapp.paradigms.bits.pairing`, tried in
+order (the ``Control`` column, the exact text, a typo, the position within the template and emotion), each
+sentence recording the rule that paired it. The repository's own files need all of them (in the version we read,
+templates T3, T5, T6, T8 and T9 of the disability facet word their controls otherwise than their sentences). A
+sentence no rule pairs is a valid sentence without a control: by default it is imported and reported with its
+reason (:meth:`UploadedCorpus.summary`, ``pairing``); the pair statistics count it apart.
+``unmatched="refuse"`` makes each one a problem instead. A ``Control`` cell that names no control of its
+template is always a problem.
+
+Warnings (the upload is stored, the researcher is told): a score column that one file has and the other lacks,
+or whose cells are empty in one file, leaves every pair with a missing side, so its ScoreSense is undefined
+("the control file has no TEXTBLOB scores: its pairs' ScoreSense is undefined").
 """
 from __future__ import annotations
 
 import math
-import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import pandas as pd
 
 from auditapp.paradigms.bits.corpus import CONTROL, RESERVED_GROUPS, BitsSentence
+from auditapp.paradigms.bits.pairing import (
+    UNPAIRED,
+    ControlRow,
+    PairingReport,
+    PerturbedRow,
+    match_text,
+    pair_sentences,
+)
 
 Records = Iterable[tuple[int, Mapping[str, str]]]
 UNMATCHED_RULES = ("report", "refuse")
@@ -79,36 +90,25 @@ class BitsUploadError(Exception):
 @dataclass(frozen=True)
 class UploadedCorpus:
     """The sentences (controls first), each recorded scorer's scores (``scorer``, ``key``, ``score``: NaN
-    where the file has none) and the perturbed file's rows that have no control."""
+    where the file has none), how every perturbed sentence was paired with its control, and the warnings."""
 
     sentences: tuple[BitsSentence, ...]
     recorded_scores: pd.DataFrame
-    unmatched: tuple[tuple[int, str], ...]
-    """(row, template) of each perturbed sentence without a control."""
+    pairing: PairingReport
+    unit_fields: Mapping[str, Mapping[str, object]]
+    """Per sentence key, what its unit keeps beside its control: the file row, and for a perturbed sentence the
+    rule that paired it (and why not, when unpaired)."""
+    warnings: tuple[str, ...] = ()
 
     def summary(self) -> dict:
-        """Counts for the import report: sentences per group, scorers, and rows without a control."""
-        per_template: dict[str, list[int]] = defaultdict(list)
-        for row, template in self.unmatched:
-            per_template[template].append(row)
+        """Counts for the import report: sentences per group, scorers and the pairing report (sentences per rule,
+        each unpaired row with its reason)."""
         return {
             "sentences": len(self.sentences),
             "per_group": dict(Counter(s.group for s in self.sentences)),
             "recorded_scorers": sorted(self.recorded_scores["scorer"].unique().tolist()),
-            "unmatched": len(self.unmatched),
-            "unmatched_per_template": {t: {"count": len(rows), "rows": rows[:10]}
-                                       for t, rows in sorted(per_template.items())},
+            "pairing": self.pairing.as_dict(),
         }
-
-
-def _match_text(text: str) -> str:
-    text = re.sub(r"\s+", " ", text).strip().casefold()
-    text = re.sub(r" ([.,;:!?])", r"\1", text)
-    return re.sub(r"\ban\b", "a", text)
-
-
-def _without_term(sentence: str, term: str) -> str:
-    return re.sub(r"(?i)(?<!\w)" + re.escape(term.strip()) + r"(?!\w)", " ", sentence, count=1)
 
 
 def _score(cell: str) -> float | None:
@@ -163,6 +163,24 @@ class _Reader:
             out.append({"scorer": column, "key": key, "score": math.nan if score is None else score})
 
 
+def _score_warnings(perturbed: _Reader, controls: _Reader, scores: pd.DataFrame, control_keys: set[str]
+                    ) -> list[str]:
+    """A score column with no score on one side of every pair: its pairs' ScoreSense is undefined."""
+    warnings = []
+    scored = scores[scores["score"].notna()]
+    with_score = scored.groupby("scorer")["key"].agg(set) if not scored.empty else pd.Series(dtype=object)
+    for column in sorted(set(perturbed.score_columns) | set(controls.score_columns)):
+        keys = with_score.get(column, set())
+        if column not in controls.score_columns or not keys & control_keys:
+            side = "the control file"
+        elif column not in perturbed.score_columns or not keys - control_keys:
+            side = "the perturbed file"
+        else:
+            continue
+        warnings.append(f"{side} has no {column} scores: its pairs' ScoreSense is undefined")
+    return warnings
+
+
 def parse_upload(perturbed: Records, controls: Records, *, perturbed_name: str = "perturbed file",
                  controls_name: str = "control file", unmatched: str = "report",
                  group_names: Mapping[str, str] | None = None) -> UploadedCorpus:
@@ -175,33 +193,37 @@ def parse_upload(perturbed: Records, controls: Records, *, perturbed_name: str =
         raise ValueError(f"unmatched must be one of {', '.join(UNMATCHED_RULES)}, not {unmatched!r}")
     problems: list[UploadProblem] = []
     scores: list[dict] = []
-    sentences: list[BitsSentence] = []
+    control_sentences: list[BitsSentence] = []
+    control_rows: list[ControlRow] = []
+    unit_fields: dict[str, dict[str, object]] = {}
     control_reader = _Reader(controls_name, controls, known=SENTENCE_COLUMNS, required={"template", "sentence"},
                              problems=problems)
-    by_text: dict[tuple[str, str], str] = {}
     first_row: dict[tuple[str, str], int] = {}
     for row, fields in control_reader.rows:
         template = control_reader.cell(row, fields, "template")
         text = control_reader.cell(row, fields, "sentence")
         if not template or not text:
             continue
-        match = (template, _match_text(text))
-        if match in by_text:
+        match = (template, match_text(text))
+        if match in first_row:
             control_reader.problem(row, control_reader.column["sentence"],
                                    f"the same control sentence as row {first_row[match]} of template {template}")
             continue
+        first_row[match] = row
         key = f"{template}|{CONTROL}|{text}"
-        by_text[match], first_row[match] = key, row
-        sentences.append(BitsSentence(key=key, text=text, template=template,
-                                      emotion=control_reader.cell(row, fields, "sentiment", required=False) or None,
-                                      word=None, word_kind=None, group=CONTROL, term=None))
+        emotion = control_reader.cell(row, fields, "sentiment", required=False) or None
+        control_sentences.append(BitsSentence(key=key, text=text, template=template, emotion=emotion, word=None,
+                                              word_kind=None, group=CONTROL, term=None))
+        control_rows.append(ControlRow(key=key, template=template, text=text, emotion=emotion, row=row))
+        unit_fields[key] = {"row": row}
         control_reader.scores(row, fields, key, scores)
 
+    n_control_problems = len(problems)
     reader = _Reader(perturbed_name, perturbed, known=PERTURBED_COLUMNS,
                      required={"template", "sentence", "class", "subclass"}, problems=problems)
     renamed = dict(group_names or {})
     seen: dict[str, int] = {}
-    unmatched_rows: list[tuple[int, str]] = []
+    perturbed_rows: list[PerturbedRow] = []
     for row, fields in reader.rows:
         template, text = reader.cell(row, fields, "template"), reader.cell(row, fields, "sentence")
         raw_group, term = reader.cell(row, fields, "class"), reader.cell(row, fields, "subclass")
@@ -221,20 +243,33 @@ def parse_upload(perturbed: Records, controls: Records, *, perturbed_name: str =
         if term.casefold() not in text.casefold():
             reader.problem(row, reader.column["subclass"], f"the term {term!r} is not in the sentence")
             continue
-        wanted = reader.cell(row, fields, "control", required=False) or " ".join(_without_term(text, term).split())
-        control_key = by_text.get((template, _match_text(wanted)))
-        if control_key is None:
-            if "control" in reader.column or unmatched == "refuse":
-                reader.problem(row, reader.column.get("control", reader.column["sentence"]),
-                               f"no control sentence of template {template} matches {wanted!r}")
-                continue
-            unmatched_rows.append((row, template))
-        sentences.append(BitsSentence(key=key, text=text, template=template,
-                                      emotion=reader.cell(row, fields, "sentiment", required=False) or None,
-                                      word=None, word_kind=None, group=group, term=term, control_key=control_key))
+        perturbed_rows.append(PerturbedRow(
+            row=row, template=template, text=text, group=group, term=term,
+            emotion=reader.cell(row, fields, "sentiment", required=False) or None,
+            control_text=reader.cell(row, fields, "control", required=False) or None))
         reader.scores(row, fields, key, scores)
+
+    pairing = pair_sentences(perturbed_rows, control_rows)
+    for row, message in pairing.problems:
+        reader.problem(row, reader.column["control"], message)
+    if unmatched == "refuse":
+        for unpaired, reason in pairing.unpaired():
+            if unpaired.control_text is None:
+                reader.problem(unpaired.row, reader.column["sentence"], f"no control: {reason}")
     if problems:
-        raise BitsUploadError(problems)
-    return UploadedCorpus(sentences=tuple(sentences),
-                          recorded_scores=pd.DataFrame(scores, columns=["scorer", "key", "score"]),
-                          unmatched=tuple(unmatched_rows))
+        # The pairing's problems come last; each file's are listed in row order.
+        raise BitsUploadError(problems[:n_control_problems]
+                              + sorted(problems[n_control_problems:], key=lambda p: p.row or 0))
+    sentences = list(control_sentences)
+    for sentence, paired in zip(pairing.rows, pairing.pairings, strict=True):
+        key = f"{sentence.template}|{sentence.text}"
+        sentences.append(BitsSentence(key=key, text=sentence.text, template=sentence.template,
+                                      emotion=sentence.emotion, word=None, word_kind=None, group=sentence.group,
+                                      term=sentence.term, control_key=paired.control_key))
+        unit_fields[key] = {"row": sentence.row, "pairing": paired.rule,
+                            **({"unpaired": paired.reason} if paired.rule == UNPAIRED else {})}
+    score_frame = pd.DataFrame(scores, columns=["scorer", "key", "score"])
+    return UploadedCorpus(sentences=tuple(sentences), recorded_scores=score_frame, pairing=pairing,
+                          unit_fields=unit_fields,
+                          warnings=tuple(_score_warnings(reader, control_reader, score_frame,
+                                                         {c.key for c in control_rows})))
