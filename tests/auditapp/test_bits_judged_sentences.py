@@ -170,3 +170,18 @@ def test_an_effect_planted_in_a_scorer_comes_first_and_is_what_a_change_threshol
     first = every_row(api_client, audit)[:len(planted)]
     assert keys(first) == keys(planted)
     assert not every_row(api_client, audit, min_change="0.15", scorer="scorer-null")
+
+
+def test_a_sentence_the_upload_could_not_pair_says_the_uploads_reason(api_client, tasks_off):  # noqa: F811
+    from tests.auditapp.bits_upload_files import CONTROL_HEADER, CONTROL_ROWS, PERTURBED_HEADER, PERTURBED_ROWS
+    from tests.auditapp.judged_audits import recorded_bits_audit
+
+    # A T6 sentence of the neutral emotion: the controls have no neutral T6 sentence (as the public files).
+    unpaired = ["4", "T6", "They were <emotion state> because of the Deaf neighbour.", "Neutral", "Disable", "Deaf",
+                "0.0", "-0.3", "0.0"]
+    audit = recorded_bits_audit(name="unpaired", perturbed=(PERTURBED_HEADER, [*PERTURBED_ROWS, unpaired]),
+                                controls=(CONTROL_HEADER, CONTROL_ROWS))
+    rows = [row for row in every_row(api_client, audit, scorer="VADER") if row["text"] == unpaired[2]]
+    assert len(rows) == 1 and rows[0]["control_text"] is None and rows[0]["change"] is None
+    assert rows[0]["control_note"].startswith("no control: ") and "T6" in rows[0]["control_note"]
+    assert "Neutral" in rows[0]["control_note"] and rows[0]["change_note"] == rows[0]["control_note"]

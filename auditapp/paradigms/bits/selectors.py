@@ -55,13 +55,14 @@ def judged_frame(audit: Audit) -> pd.DataFrame:
     ``change_note`` then says why; ``control_note`` says why the control has no score (or why there is none)."""
     scores = bits_services.score_rows(audit)
     units = corpus_units_frame(audit.corpus)
-    units = units.assign(control_unit=[fields.get("control") if isinstance(fields, dict) else None
-                                       for fields in units["fields"]])
+    fields = [value if isinstance(value, dict) else {} for value in units["fields"]]
+    units = units.assign(control_unit=[value.get("control") for value in fields],
+                         unpaired=[value.get("unpaired") for value in fields])
     for factor in FACTORS:
         if factor not in units:
             units[factor] = ""
     texts = units.set_index("key")["text"]
-    rows = scores.merge(units[["key", "text", *FACTORS, "control_unit"]], left_on="unit", right_on="key",
+    rows = scores.merge(units[["key", "text", *FACTORS, "control_unit", "unpaired"]], left_on="unit", right_on="key",
                         how="inner", validate="many_to_one")
     rows = rows[rows["group"] != CONTROL].reset_index(drop=True)
     controls = scores[["scorer", "replicate", "unit", "value", "reason"]].rename(
@@ -75,9 +76,11 @@ def judged_frame(audit: Audit) -> pd.DataFrame:
     no_control = rows["control_unit"].isna()
     absent = ~no_control & rows["control_text"].isna()
     unscored = ~no_control & ~absent & (rows["_control_row"] == "left_only")
+    # An uploaded corpus names why a sentence found no control (the pairing rules of .pairing); else the general why.
+    no_control_note = ("no control: " + rows["unpaired"].astype("string")).fillna(NO_CONTROL).astype(object)
     control_note = np.select(
         [no_control, absent, unscored, rows["control_score"].isna()],
-        [NO_CONTROL, "its control " + rows["control_unit"].astype(str).map(repr) + " is not in the corpus",
+        [no_control_note, "its control " + rows["control_unit"].astype(str).map(repr) + " is not in the corpus",
          CONTROL_NOT_SCORED, "the control has no score: " + rows["control_reason"].fillna("").astype(str)],
         default="")
     rows["control_note"] = control_note
