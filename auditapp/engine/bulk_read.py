@@ -14,7 +14,7 @@ import asyncio
 import io
 import threading
 
-from django.db import connection
+from django.db import OperationalError, connection
 
 CONNECT_TIMEOUT_S = 10
 _SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
@@ -27,7 +27,14 @@ def copy_csv(select_sql: str) -> io.BytesIO:
     parameters = _asyncpg_parameters()
     if parameters is None or connection.in_atomic_block:
         return _copy_through_django(select_sql)
-    return _in_own_loop(_copy_through_asyncpg(select_sql, parameters))
+    import asyncpg
+
+    try:
+        return _in_own_loop(_copy_through_asyncpg(select_sql, parameters))
+    except (OSError, TimeoutError, asyncpg.PostgresError, asyncpg.InterfaceError) as error:
+        # As Django's connection would say it: the callers retry an OperationalError (the database away, its
+        # connections all taken) instead of failing the audit for good.
+        raise OperationalError(f"reading through asyncpg: {type(error).__name__}: {error}") from error
 
 
 def _asyncpg_parameters() -> dict | None:
@@ -42,7 +49,9 @@ def _asyncpg_parameters() -> dict | None:
         return None
     return {"host": settings.get("HOST") or None, "port": int(settings["PORT"]) if settings.get("PORT") else None,
             "user": settings.get("USER") or None, "password": settings.get("PASSWORD") or None,
-            "database": settings.get("NAME") or None, "ssl": ssl, "timeout": CONNECT_TIMEOUT_S}
+            "database": settings.get("NAME") or None, "ssl": ssl, "timeout": CONNECT_TIMEOUT_S,
+            # Django's connection reads in UTC: the same rows read the same through either.
+            "server_settings": {"TimeZone": "UTC"}}
 
 
 async def _copy_through_asyncpg(select_sql: str, parameters: dict) -> io.BytesIO:

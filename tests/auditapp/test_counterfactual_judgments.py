@@ -110,6 +110,23 @@ def test_outside_a_transaction_the_copy_is_read_by_asyncpg_and_gives_the_same_fr
     assert len(through_django) == 1  # inside a transaction: Django's connection, which sees its uncommitted rows
 
 
+@pytest.mark.django_db(transaction=True)
+def test_a_database_asyncpg_cannot_reach_is_an_operational_error_the_analysis_retries(monkeypatch):
+    from django.db import OperationalError
+
+    from auditapp.engine.errors import TRANSIENT_ERRORS
+    from tests.integration.support import free_port
+
+    if connection.vendor != "postgresql":
+        pytest.skip("the asyncpg reader is PostgreSQL's")
+    audit_id, _, _ = build_audit()
+    parameters = bulk_read._asyncpg_parameters()
+    monkeypatch.setattr(bulk_read, "_asyncpg_parameters", lambda: {**parameters, "port": free_port()})
+    with pytest.raises(OperationalError, match="asyncpg") as raised:
+        reader.judgments_frame(audit_id)
+    assert isinstance(raised.value, TRANSIENT_ERRORS)
+
+
 @pytest.mark.django_db
 def test_an_audit_without_judgments_gives_an_empty_frame_of_the_same_shape():
     audit_id, _, _ = build_audit()
