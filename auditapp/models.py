@@ -555,8 +555,8 @@ class AuditRequest(models.Model):
         ]
         indexes = [models.Index(fields=["audit", "state", "order"]),
                    models.Index(fields=["audit", "finished_at"]),
-                   # The work queue: an audit's pending requests in dispatch order, whatever the planner's
-                   # statistics say (a claim reads the first of them; ``engine.recording.chunk_claim``).
+                   # The work queue: an audit's pending requests in dispatch order (a claim reads the first of
+                   # them off it; ``engine.recording.chunk_claim``).
                    models.Index(fields=["audit", "order", "id"], condition=Q(state="pending"),
                                 name="audit_request_pending")]
 

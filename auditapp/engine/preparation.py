@@ -28,6 +28,8 @@ from auditapp.models import (
 logger = logging.getLogger(__name__)
 ANALYZE_LOCK_WAIT = "2s"
 """How long the preparation waits to gather the requests table's statistics before going on without them."""
+LATE_ANALYZE_LOCK_WAIT = "30s"
+"""How long it waits again after its commit, when it went on without them (the audit runs meanwhile)."""
 
 
 def audit_prepare(*, audit_id: int) -> None:
@@ -74,7 +76,6 @@ def audit_prepare(*, audit_id: int) -> None:
         return
     with transaction.atomic():
         AuditRequest.objects.bulk_create(rows, batch_size=BULK_BATCH_SIZE, ignore_conflicts=True)
-        _requests_statistics_gather()
         if any(row.turn for row in rows):
             turns_link(audit.id)
         if audit.use_cache:
@@ -84,6 +85,10 @@ def audit_prepare(*, audit_id: int) -> None:
         first_request = next((row for row in rows if row.turn == 0), None)
         manifest = {**builder.manifest(), **app_version(),
                     **structured_output_manifest(audit, models, builder=builder, first_request=first_request)}
+        # Last, so that the lock ANALYZE takes (until the commit) is held for a moment only: another preparation
+        # waits for it.
+        if not _requests_statistics_gather(ANALYZE_LOCK_WAIT):
+            transaction.on_commit(lambda: _requests_statistics_gather(LATE_ANALYZE_LOCK_WAIT))
         started = Audit.objects.filter(pk=audit.id, status=Audit.Status.QUEUED).update(
             status=Audit.Status.RUNNING, n_requests=len(rows), manifest=manifest, started_at=timezone.now(),
             status_reason="")
@@ -91,7 +96,7 @@ def audit_prepare(*, audit_id: int) -> None:
             enqueue_work(audit.id, audit.parallel_tasks)
 
 
-def _requests_statistics_gather() -> None:
+def _requests_statistics_gather(lock_wait: str) -> bool:
     """Gather the planner's statistics of the requests table with the new audit's requests in it (PostgreSQL).
 
     Autovacuum gathers them once an audit's writes settle, so they would know nothing of this audit: the planner
@@ -101,20 +106,23 @@ def _requests_statistics_gather() -> None:
     them at the commit, before any worker claims. It samples a fixed number of rows (30,000 at the default
     statistics target), so it costs about the same on a table of a million requests as on a small one.
 
-    The statistics only speed the audit up: if a vacuum that cannot be interrupted holds the table, the preparation
-    goes on without them after ANALYZE_LOCK_WAIT (the claims are then slower, never wrong)."""
+    The statistics only speed the audit up (its claims read what they take on any statistics, but choose better
+    plans with them): if another preparation's ANALYZE or a vacuum that cannot be interrupted holds the table
+    longer than ``lock_wait``, it goes on without them and says so (False)."""
     if connection.vendor != "postgresql":
-        return
+        return True
     table = connection.ops.quote_name(AuditRequest._meta.db_table)
     try:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute("SELECT current_setting('lock_timeout'), set_config('lock_timeout', %s, true)",
-                           [ANALYZE_LOCK_WAIT])
+                           [lock_wait])
             previous = cursor.fetchone()[0]
             cursor.execute(f"ANALYZE {table}")
             cursor.execute("SELECT set_config('lock_timeout', %s, true)", [previous])
     except OperationalError as error:
         logger.warning("The statistics of %s were not gathered (%s): the audit's claims may be slower", table, error)
+        return False
+    return True
 
 
 def _structured_output_refusal(audit: Audit, builder, rows: list[AuditRequest]) -> str:

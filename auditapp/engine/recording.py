@@ -4,7 +4,8 @@ judgments), renewals that enforce the error budget, and moving a finished audit 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -83,11 +84,28 @@ def chunk_open(*, audit_id: int) -> int | None:
 
 def _free(requests: QuerySet[AuditRequest], audit_id: int, now: datetime) -> QuerySet[AuditRequest]:
     """Those of ``requests`` that are pending and that no live lease holds, except later turns still waiting for
-    their key. The lapsed leases are a subquery, not a join: a join would let the planner read the audit's pending
-    requests out of dispatch order and sort them all, where the pending-requests index gives them in order."""
+    their key. The lapsed leases are a subquery, not a join, so that reading the audit's pending requests in
+    dispatch order off the pending-requests index stays a plan the planner can choose."""
     lapsed = AuditChunk.objects.filter(audit_id=audit_id, leased_until__lt=now).values("id")
     return requests.filter(state=AuditRequest.State.PENDING).filter(
         Q(chunk_id__isnull=True) | Q(chunk_id__in=lapsed)).exclude(key="")
+
+
+@contextmanager
+def _planner_setting(name: str, value: str) -> Iterator[None]:
+    """A PostgreSQL planner setting for the statements inside, in the current transaction only, then as it was
+    (nothing elsewhere)."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT current_setting(%s), set_config(%s, %s, true)", [name, name, value])
+        previous = cursor.fetchone()[0]
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT set_config(%s, %s, true)", [name, previous])
 
 
 def _free_requests(audit_id: int, now: datetime) -> QuerySet[AuditRequest]:
@@ -98,19 +116,28 @@ def _free_requests(audit_id: int, now: datetime) -> QuerySet[AuditRequest]:
 def chunk_claim(*, chunk_id: int, audit_id: int, limit: int) -> list[ClaimedRequest]:
     """Take up to ``limit`` pending requests no live lease holds, in dispatch order.
 
-    Every statement after the first names its rows by id only. The planner's statistics are gathered (by
-    autovacuum) while no audit runs, so they know nothing of a new audit's rows and estimate one: given the audit
-    or the lease as well, it read every request of the audit (or of the lease) to find the ids, at each claim
-    (``benchmarks/audit_throughput.py --history``)."""
+    Each claim reads only the rows it takes, whatever the planner's statistics say. They are gathered (by
+    autovacuum) while no audit runs, so they may know nothing of this audit's rows (the preparation gathers them
+    again, but may have had to go on without: ``engine.preparation``); on such statistics the planner estimated one
+    row for the audit and for the lease, and read every request of the audit, sorted them, or read every request of
+    the lease, at each claim (``benchmarks/audit_throughput.py --history``). So on PostgreSQL the first statement
+    may not sort (the pending-requests index gives the rows in dispatch order) and takes its rows under lock; the
+    later ones name rows by id only (``tests/auditapp/test_claim_plans.py`` counts what each reads)."""
     now = timezone.now()
+    locks = connection.features.has_select_for_update_skip_locked
     with transaction.atomic():
         free = _free_requests(audit_id, now).order_by("order", "id")
-        if connection.features.has_select_for_update_skip_locked:
+        if locks:
             free = free.select_for_update(skip_locked=True, of=("self",))
-        ids = list(free.values_list("id", flat=True)[:limit])
-        # Re-checked in the UPDATE itself: where row locks do not exist (SQLite) two workers may have read
-        # the same ids, and only the first UPDATE still finds them free.
-        _free(AuditRequest.objects.filter(id__in=ids), audit_id, now).update(chunk_id=chunk_id)
+            with _planner_setting("enable_sort", "off"):
+                ids = list(free.values_list("id", flat=True)[:limit])
+            # Locked by the SELECT until the commit: still free.
+            AuditRequest.objects.filter(id__in=ids).update(chunk_id=chunk_id)
+        else:
+            ids = list(free.values_list("id", flat=True)[:limit])
+            # Re-checked in the UPDATE itself: without row locks (SQLite) two workers may have read the same ids,
+            # and only the first UPDATE still finds them free.
+            _free(AuditRequest.objects.filter(id__in=ids), audit_id, now).update(chunk_id=chunk_id)
     rows = AuditRequest.objects.filter(id__in=ids).values_list("chunk_id", "state", "order", *CONVERSATION_FIELDS)
     claimed = [ClaimedRequest(*row[3:]) for row in sorted(rows, key=lambda row: (row[2], row[3]))
                if row[0] == chunk_id and row[1] == AuditRequest.State.PENDING]

@@ -57,7 +57,11 @@ def rows_read(plan: dict, table: str) -> int:
     return read + sum(rows_read(child, table) for child in plan.get("Plans", []))
 
 
-def test_a_claim_on_statistics_from_before_its_audit_reads_only_the_rows_it_takes(audit_tasks_off):
+@pytest.mark.parametrize("gathered", [True, False], ids=["statistics gathered", "preparation went on without"])
+def test_a_claim_on_statistics_from_before_its_audit_reads_only_the_rows_it_takes(audit_tasks_off, monkeypatch,
+                                                                                   gathered):
+    if not gathered:  # another preparation held the table: the statistics know nothing of this audit
+        monkeypatch.setattr(preparation, "_requests_statistics_gather", lambda lock_wait: True)
     history(20_000)
     table = AuditRequest._meta.db_table
     with connection.cursor() as cursor:
@@ -76,16 +80,24 @@ def test_a_claim_on_statistics_from_before_its_audit_reads_only_the_rows_it_take
         transaction.set_rollback(True)
     assert [request.id for request in claimed] == first[:LIMIT]
 
-    statements = [query["sql"] for query in queries.captured_queries if table in query["sql"]]
-    assert len(statements) == 3  # find the free ones, take them, read them
-    for sql in statements:
-        with transaction.atomic(), connection.cursor() as cursor:
+    # Replayed in order in one transaction, as the claim ran them (its planner setting included), each statement
+    # on the requests table under EXPLAIN ANALYZE, which runs it too; then rolled back.
+    statements = [query["sql"] for query in queries.captured_queries
+                  if table in query["sql"] or "set_config" in query["sql"]]
+    assert sum(table in sql for sql in statements) == 3  # find the free ones, take them, read them
+    plans = []
+    with transaction.atomic(), connection.cursor() as cursor:
+        for sql in statements:
+            if table not in sql:
+                cursor.execute(sql)
+                continue
             cursor.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {sql}")
             result = cursor.fetchone()[0]
-            transaction.set_rollback(True)
-        plan = (result if isinstance(result, list) else json.loads(result))[0]["Plan"]
-        # The first statement reads the first LIMIT pending requests in dispatch order (those of the lapsed lease
-        # are free again); the other two read LIMIT rows by id.
+            plans.append((sql, (result if isinstance(result, list) else json.loads(result))[0]["Plan"]))
+        transaction.set_rollback(True)
+    for sql, plan in plans:
+        # The first statement reads the first LIMIT pending requests in dispatch order off the pending-requests
+        # index (those of the lapsed lease are free again); the other two read LIMIT rows by id.
         assert rows_read(plan, table) <= 2 * LIMIT, (sql[:300], json.dumps(plan)[:4000])
 
 
@@ -104,10 +116,25 @@ def test_a_table_held_by_a_vacuum_delays_the_preparation_by_the_lock_wait_only(m
         holder.execute(f"LOCK TABLE {table} IN SHARE UPDATE EXCLUSIVE MODE")
         with transaction.atomic(), connection.cursor() as cursor:
             started = time.monotonic()
-            preparation._requests_statistics_gather()
+            assert preparation._requests_statistics_gather(preparation.ANALYZE_LOCK_WAIT) is False
             waited = time.monotonic() - started
             cursor.execute("SHOW lock_timeout")
             assert cursor.fetchone()[0] == "0"  # the preparation's own statements wait as before
             AuditRequest.objects.count()  # the transaction goes on
         holder.rollback()
     assert 0.2 <= waited < 2
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_preparation_that_went_on_without_statistics_gathers_them_after_its_commit(audit_tasks_off, monkeypatch):
+    waits = []
+
+    def held_then_free(lock_wait: str) -> bool:
+        waits.append((lock_wait, connection.in_atomic_block))
+        return len(waits) > 1
+    monkeypatch.setattr(preparation, "_requests_statistics_gather", held_then_free)
+    with LLMServer(latency=0.001, positive_words=AUDIT_POSITIVE_WORDS) as server:
+        audit = prepared_audit(server, 10)
+    assert audit.status == Audit.Status.RUNNING
+    # In the preparation's transaction with the short wait; then, after the commit, outside it with the long one.
+    assert waits == [(preparation.ANALYZE_LOCK_WAIT, True), (preparation.LATE_ANALYZE_LOCK_WAIT, False)]
