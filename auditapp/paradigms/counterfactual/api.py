@@ -5,16 +5,13 @@ what a row holds."""
 from __future__ import annotations
 
 import copy
-from functools import cached_property
 
-from django.shortcuts import get_object_or_404
 from django.urls import path
 from drf_spectacular.utils import PolymorphicProxySerializer, extend_schema
 from rest_framework import serializers
 from rest_framework.exceptions import ValidationError
 
 from auditapp.api.audits import AuditExportView
-from auditapp.models import Audit
 from auditapp.paradigms.counterfactual.interface import FLAVOURS, Flavour
 from auditapp.paradigms.counterfactual.pairs import ANSWER_CHOICES, OUTCOME_FILTERS, SIDE_OUTCOMES
 from auditapp.paradigms.counterfactual.selectors import (
@@ -24,7 +21,6 @@ from auditapp.paradigms.counterfactual.selectors import (
     judged_pairs_export,
     pair_columns,
 )
-from teams.scoping import visible
 
 
 def _side_fields(prefix: str, heading: str) -> dict:
@@ -121,11 +117,8 @@ def _rows_schema() -> PolymorphicProxySerializer:
 class AuditJudgedPairsView(AuditExportView):
     export_kind = "judged pairs"
 
-    @cached_property
-    def scoped_object(self) -> Audit:
-        # Any counterfactual flavour's audit (the shared route); another paradigm's is not found, as elsewhere.
-        audits = Audit.objects.filter(paradigm__in=list(FLAVOURS))
-        return get_object_or_404(visible(self.request.user, audits), pk=self.kwargs["pk"])
+    def served_paradigms(self) -> list[str]:
+        return list(FLAVOURS)  # the route the counterfactual paradigms share
 
     @property
     def flavour(self) -> Flavour:

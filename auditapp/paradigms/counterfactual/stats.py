@@ -164,7 +164,8 @@ def _sign_consistency(frame: pd.DataFrame, by: list[str], gap: str, significant:
 
 NAMES_COLUMNS = ("model", "task", "group", "pair", "side", "y")
 NAMES_CELL_COLUMNS = ("model", "task", "group", "n_pairs", "n_pairs_dropped", "n_minority", "yes_minority",
-                      "n_reference", "yes_reference", "yes_minority_paired", "yes_reference_paired", "mean_gap", "sd", "se", "t", "df", "p", "ci_low", "ci_high",
+                      "n_reference", "yes_reference", "yes_minority_paired", "yes_reference_paired", "mean_gap",
+                      "sd", "se", "t", "df", "p", "ci_low", "ci_high",
                       "fdr_tested", "q", "significant", "note")
 
 
