@@ -15,6 +15,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
 from auditapp.models import Audit, LLMEndpoint
+from auditapp.paradigms.bits.comparability import PUBLIC_DISABILITY_FACET
 from tests.auditapp.test_bits_audit import launch, run, table, tasks_off  # noqa: F401 (tasks_off is a fixture)
 from tests.auditapp.test_self_report_dashboard_view import page_text
 
@@ -22,8 +23,8 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 FOLDER = Path(os.environ.get("BITS_PUBLIC_DIR") or Path(__file__).parents[1] / "data" / "bits_public")
 FILES = {  # commit 762bc00878c444fccffdde4a90de528d2f1cfcdc of github.com/PranavNV/BITS
-    "Disablility_Facet_Results.csv": "13c886cf99c3afabf9ebd2d6647f93dc4ed09ca3db94b1ff459fe604717788d8",
-    "Standard_Corpus.csv": "637b1c7f894fa887c6b6b60a553ef0cc9f7a42cf0f33758ddc519100a8b3e1d1",
+    "Disablility_Facet_Results.csv": PUBLIC_DISABILITY_FACET["perturbed"],
+    "Standard_Corpus.csv": PUBLIC_DISABILITY_FACET["control"],
 }
 # Seed 001 Table 7, VADER: ScoreSense and mark per group. The files name the groups by their classes: Disable holds
 # the clinical terms (PWD:C), Disable_Social the social-discourse ones (PWD:SD), Non-Disable PWoD, Normal NRM.
@@ -113,6 +114,7 @@ def test_the_public_files_pair_by_rule_and_give_table_7_for_vader(api_client, st
     html = staff_client.get(reverse("audit-dashboard", args=[audit.id])).content.decode()
     page = page_text(html)
     assert "None" not in html
+    assert page.text("comparability").startswith("Comparable with the paper's Table 7.")
     rows = {attrs.get("data-scorer"): cells for attrs, cells in page.rows["table-7"] if attrs.get("data-scorer")}
     assert rows["vader"][1].endswith("5 without a control") and "missing" not in rows["vader"][1]
     # The undefined cell: no value, no mark, the counts, and why (the 385 pairs use 77 controls: all but T8's

@@ -16,6 +16,7 @@ from auditapp.paradigms.bits import analysis as bits_analysis
 from auditapp.paradigms.bits import selectors as bits_selectors
 from auditapp.paradigms.bits import services as bits_services
 from auditapp.paradigms.bits.admin import register_admin as register_corpus_admin
+from auditapp.paradigms.bits.comparability import comparability
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.bits.llm_scoring import ANSWER_SCHEMA, DEFAULT_PROMPTS, ScorePrompt
 from auditapp.paradigms.bits.requests import MAX_BATCH_SIZE
@@ -170,7 +171,8 @@ def dashboard_data(audit: Audit) -> dict:
         "corpus": {"id": corpus.id, "name": corpus.name, "n_units": corpus.n_units,
                    "content_hash": corpus.content_hash, "provenance": provenance_text(corpus.provenance),
                    "pairing": (corpus.provenance.get("summary") or {}).get("pairing"),
-                   "warnings": list(corpus.provenance.get("warnings") or [])},
+                   "warnings": list(corpus.provenance.get("warnings") or []),
+                   "comparability": comparability(corpus.provenance).as_dict()},
         "scorers": [{"name": names[m.id], "kind": kinds.get(m.display_name, ""), "imported": False}
                     for m in models] + [{"name": s.name, "kind": kinds.get(s.name, ""), "imported": True}
                                         for s in recorded],
