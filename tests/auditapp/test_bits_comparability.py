@@ -8,7 +8,7 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from auditapp.paradigms.bits.comparability import PUBLIC_DISABILITY_FACET, comparability
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from tests.auditapp.bits_upload_files import CONTROL_HEADER, CONTROL_ROWS, PERTURBED_HEADER, PERTURBED_ROWS, csv_bytes
-from tests.auditapp.test_bits_dashboard_page import render, toy_audit, toy_analysis
+from tests.auditapp.test_bits_dashboard_page import render, toy_analysis, toy_audit
 from tests.auditapp.test_self_report_dashboard_view import page_text
 
 
