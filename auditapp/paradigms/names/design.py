@@ -149,7 +149,7 @@ class NamesDesign:
             "task": task_column(judged["task"], [task.slug for task in self.tasks]),
             "group": pd.Categorical.from_codes(lookup[iterations, pair_no], categories=pd.Index(groups)),
             "pair": judged["request_id"].to_numpy(np.int64) * MAX_PAIRS + pair_no,
-            "side": parts["side"].to_numpy(),
+            "side": parts["side"].array,  # categorical: comparing its codes, not 4 million strings
             "y": judged["label"].to_numpy(float),
         })
 
