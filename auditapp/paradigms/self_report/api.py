@@ -47,18 +47,23 @@ ANSWER_COLUMNS = ["model_id", "model", "replicate", "form", "unit", "position", 
                   "text", "rewritten", "outcome", "option_index", "option", "reason", "request_key"]
 
 
-class AnswerRowSerializer(serializers.Serializer):
+class PresentedItemSerializer(serializers.Serializer):
+    """What the answers export and the error browser both say of a presented item."""
+
     model_id = serializers.IntegerField()
     model = serializers.CharField()
     replicate = serializers.IntegerField()
     form = serializers.CharField(help_text="original:<instrument slug> or masked.")
-    unit = serializers.CharField(help_text="The request: item:<position> or batch.")
     position = serializers.IntegerField(help_text="The item's position in the form as presented (1-based).")
     kind = serializers.CharField(help_text="instrument, filler or dummy.")
     source = serializers.CharField(help_text="The instrument's slug, the filler pool's or the dummy set's.")
     number = serializers.IntegerField(help_text="The item's number in its source.")
     keying = serializers.CharField(allow_blank=True, help_text="The instrument's key for the item (\"\" if unscored).")
     text = serializers.CharField(help_text="The wording shown.")
+
+
+class AnswerRowSerializer(PresentedItemSerializer):
+    unit = serializers.CharField(help_text="The request: item:<position> or batch.")
     rewritten = serializers.BooleanField()
     outcome = serializers.CharField(help_text="answer, refusal, unparseable, error or pending.")
     option_index = serializers.IntegerField(allow_null=True, help_text="0-based index of the chosen option.")
@@ -169,17 +174,7 @@ def validity_export(audit) -> Export:
     return Export(VALIDITY_COLUMNS, rows)
 
 
-class JudgedItemRowSerializer(serializers.Serializer):
-    model_id = serializers.IntegerField()
-    model = serializers.CharField()
-    replicate = serializers.IntegerField()
-    form = serializers.CharField(help_text="original:<instrument slug> or masked.")
-    position = serializers.IntegerField(help_text="The item's position in the form as presented (1-based).")
-    kind = serializers.CharField(help_text="instrument, filler or dummy.")
-    source = serializers.CharField(help_text="The instrument's slug, the filler pool's or the dummy set's.")
-    number = serializers.IntegerField(help_text="The item's number in its source.")
-    keying = serializers.CharField(allow_blank=True, help_text="The instrument's key for the item (\"\" if unscored).")
-    text = serializers.CharField(help_text="The wording shown.")
+class JudgedItemRowSerializer(PresentedItemSerializer):
     outcome = serializers.CharField(help_text="answer, refusal, unparseable, error or pending.")
     option = serializers.CharField(allow_blank=True, help_text="The option chosen (\"\" without an answer).")
     reason = serializers.CharField(allow_blank=True)
