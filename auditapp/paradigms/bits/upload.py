@@ -15,6 +15,10 @@ column is ignored):
 - perturbed file: ``Class`` (the group) and ``SubClass`` (the term), required; ``Control`` (optional: the
   exact text of the row's control sentence, which overrides the pairing rules below; an empty cell leaves the
   row to them);
+- the repository's other facet files (``Race Facet.xlsx``, ``Gender Facet.xlsx``) name the group column
+  ``Group`` or ``Gender`` and have no ``SubClass``: any one of :data:`GROUP_HEADERS` is the group column (two
+  of them in one file are a problem), and without a ``SubClass`` column each sentence's term is found by
+  :func:`derived_terms`, from the sentences of the other groups at the same place of its template and emotion;
 - every other column is a recorded scorer's score (a finite number; an empty cell is a missing score,
   never a zero).
 
@@ -34,7 +38,8 @@ or whose cells are empty in one file, leaves every pair with a missing side, so 
 from __future__ import annotations
 
 import math
-from collections import Counter
+import re
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -48,13 +53,20 @@ from auditapp.paradigms.bits.pairing import (
     PerturbedRow,
     match_text,
     pair_sentences,
+    without_term,
 )
 
 Records = Iterable[tuple[int, Mapping[str, str]]]
 UNMATCHED_RULES = ("report", "refuse")
 IGNORED_HEADERS = {"", "unnamed: 0", "index"}
 SENTENCE_COLUMNS = {"template", "sentence", "sentiment"}
-PERTURBED_COLUMNS = SENTENCE_COLUMNS | {"class", "subclass", "control"}
+GROUP_HEADERS = ("class", "group", "gender", "race")
+"""The headers a perturbed file's group column may have: the results file's ``Class``, the race facet's
+``Group``, the gender facet's ``Gender``, and ``Race``."""
+PERTURBED_COLUMNS = SENTENCE_COLUMNS | set(GROUP_HEADERS) | {"subclass", "control"}
+_ARTICLES = {"an": "a"}
+"""Read alike when comparing sentences: the files write "an" before a vowel ("an female" beside "a boy")."""
+_TOKEN = re.compile(r"\w[\w'-]*|[^\w\s]")
 MAX_REPORTED = 200
 
 
@@ -181,6 +193,71 @@ def _score_warnings(perturbed: _Reader, controls: _Reader, scores: pd.DataFrame,
     return warnings
 
 
+def _template_warnings(pairing: PairingReport, controls: list[ControlRow]) -> list[str]:
+    """Unpaired sentences whose text without the term is a control of *another* template: the two files number
+    their templates differently (the repository's race facet adds a template T6, so its T7 is the standard
+    corpus's T6). The pairing stays within a template, as the template design intends; the researcher is told."""
+    where: dict[str, set[str]] = defaultdict(set)
+    for control in controls:
+        where[match_text(control.text)].add(control.template)
+    elsewhere: Counter[tuple[str, str]] = Counter()
+    for row, _ in pairing.unpaired():
+        for template in where.get(match_text(without_term(row.text, row.term)), set()) - {row.template}:
+            elsewhere[row.template, template] += 1
+    return [f"{n} unpaired sentence(s) of template {ours} match a control of template {theirs} in the control "
+            "file: do the two files number their templates alike?" for (ours, theirs), n in sorted(elsewhere.items())]
+
+
+def _differing(mine: list[str], other: list[str]) -> tuple[int, int] | None:
+    """The first and last of ``mine``'s words between its common beginning and common end with ``other``."""
+    start = 0
+    while start < min(len(mine), len(other)) and mine[start] == other[start]:
+        start += 1
+    end = 0
+    while end < min(len(mine), len(other)) - start and mine[-1 - end] == other[-1 - end]:
+        end += 1
+    return (start, len(mine) - 1 - end) if start <= len(mine) - 1 - end else None
+
+
+def derived_terms(rows: Iterable[tuple[int, str, str, str, str]]) -> tuple[dict[int, str], list[tuple[int, str]]]:
+    """Each sentence's term, for a file without a ``SubClass`` column, and the rows where none can be found.
+
+    ``rows`` are (row, template, emotion, group, sentence). The repository's facet files write, for each template
+    and emotion, the same sentences once per group in the same order, the group's word the only difference
+    ("… of a white child." / "… of a black child."). So the k-th sentences of the groups of one template and
+    emotion are compared word by word, and a sentence's term is the words between their common beginning and
+    common end ("american indian", "non-binary"). Needs at least two groups, each with as many sentences there,
+    differing only in one stretch of words; otherwise the row is returned with the reason.
+    """
+    places: dict[tuple[str, str], dict[str, list[tuple[int, str]]]] = defaultdict(lambda: defaultdict(list))
+    for row, template, emotion, group, text in rows:
+        places[template, emotion][group].append((row, text))
+    terms: dict[int, str] = {}
+    problems: list[tuple[int, str]] = []
+    for (template, emotion), by_group in places.items():
+        where = f"template {template}" + (f", emotion {emotion}" if emotion else "")
+        counts = {group: len(sentences) for group, sentences in by_group.items()}
+        if len(by_group) < 2 or len(set(counts.values())) > 1:
+            why = (f"{where} has sentences of one group only" if len(by_group) < 2 else
+                   f"{where} has {', '.join(f'{n} of {g}' for g, n in counts.items())}: the groups' sentences "
+                   "cannot be compared")
+            problems += [(row, f"no SubClass column and no term found: {why}")
+                         for sentences in by_group.values() for row, _ in sentences]
+            continue
+        for place in zip(*by_group.values(), strict=True):
+            tokens = [list(_TOKEN.finditer(text)) for _, text in place]
+            words = [[_ARTICLES.get(w := t.group().casefold(), w) for t in found] for found in tokens]
+            for (row, text), found, mine in zip(place, tokens, words, strict=True):
+                spans = [span for other in words if other is not mine and (span := _differing(mine, other))]
+                if not spans:
+                    problems.append((row, f"no SubClass column and no term found: {where} has the same sentence "
+                                          "in every group"))
+                    continue
+                first, last = min(spans, key=lambda span: span[1] - span[0])
+                terms[row] = text[found[first].start():found[last].end()]
+    return terms, problems
+
+
 def parse_upload(perturbed: Records, controls: Records, *, perturbed_name: str = "perturbed file",
                  controls_name: str = "control file", unmatched: str = "report",
                  group_names: Mapping[str, str] | None = None) -> UploadedCorpus:
@@ -219,20 +296,38 @@ def parse_upload(perturbed: Records, controls: Records, *, perturbed_name: str =
         control_reader.scores(row, fields, key, scores)
 
     n_control_problems = len(problems)
-    reader = _Reader(perturbed_name, perturbed, known=PERTURBED_COLUMNS,
-                     required={"template", "sentence", "class", "subclass"}, problems=problems)
+    reader = _Reader(perturbed_name, perturbed, known=PERTURBED_COLUMNS, required={"template", "sentence"},
+                     problems=problems)
+    group_headers = [reader.column[h] for h in GROUP_HEADERS if h in reader.column]
+    if reader.rows and not group_headers:
+        reader.problem(1, "class", "a required column is missing: the group column (Class, Group, Gender or Race)")
+    elif len(group_headers) > 1:
+        reader.problem(1, group_headers[1], f"two group columns, {' and '.join(map(repr, group_headers))}: keep one")
+    group_column = next(h.casefold() for h in [*group_headers, "class"])
+    term_of: dict[int, str] = {}
+    if "subclass" not in reader.column and len(group_headers) == 1:
+        # Rows with an empty cell are left out here: the loop below names them.
+        def text_of(fields: Mapping[str, str], name: str) -> str:
+            return fields.get(reader.column.get(name, ""), "").strip()
+
+        named = [(row, text_of(fields, "template"), text_of(fields, "sentiment"), text_of(fields, group_column),
+                  text_of(fields, "sentence")) for row, fields in reader.rows]
+        term_of, term_problems = derived_terms(r for r in named if r[1] and r[3] and r[4])
+        for row, message in term_problems:
+            reader.problem(row, reader.column.get("sentence"), message)
     renamed = dict(group_names or {})
     seen: dict[str, int] = {}
     perturbed_rows: list[PerturbedRow] = []
     for row, fields in reader.rows:
         template, text = reader.cell(row, fields, "template"), reader.cell(row, fields, "sentence")
-        raw_group, term = reader.cell(row, fields, "class"), reader.cell(row, fields, "subclass")
+        raw_group = reader.cell(row, fields, group_column)
+        term = reader.cell(row, fields, "subclass") if "subclass" in reader.column else term_of.get(row, "")
         if not (template and text and raw_group and term):
             continue
         group = renamed.get(raw_group, raw_group)
         if group.casefold() in RESERVED_GROUPS:
             name, purpose = RESERVED_GROUPS[group.casefold()]
-            reader.problem(row, reader.column["class"], f"{name!r} is reserved for {purpose}")
+            reader.problem(row, reader.column[group_column], f"{name!r} is reserved for {purpose}")
             continue
         key = f"{template}|{text}"
         if key in seen:
@@ -241,7 +336,7 @@ def parse_upload(perturbed: Records, controls: Records, *, perturbed_name: str =
             continue
         seen[key] = row
         if term.casefold() not in text.casefold():
-            reader.problem(row, reader.column["subclass"], f"the term {term!r} is not in the sentence")
+            reader.problem(row, reader.column.get("subclass"), f"the term {term!r} is not in the sentence")
             continue
         perturbed_rows.append(PerturbedRow(
             row=row, template=template, text=text, group=group, term=term,
@@ -272,4 +367,5 @@ def parse_upload(perturbed: Records, controls: Records, *, perturbed_name: str =
     return UploadedCorpus(sentences=tuple(sentences), recorded_scores=score_frame, pairing=pairing,
                           unit_fields=unit_fields,
                           warnings=tuple(_score_warnings(reader, control_reader, score_frame,
-                                                         {c.key for c in control_rows})))
+                                                         {c.key for c in control_rows})
+                                         + _template_warnings(pairing, control_rows)))
