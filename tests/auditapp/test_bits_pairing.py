@@ -103,6 +103,15 @@ def test_position_is_not_used_where_part_of_the_terms_sentences_matched_by_text(
                                           "their text")
 
 
+def test_a_typo_never_pairs_a_sentence_with_a_control_of_another_emotion():
+    # "glad" is two edits from "sad": the typo rule would pair the Joy sentence with the Sadness control; within its
+    # emotion it finds none, and the position rule pairs it with the Joy control.
+    controls = [control(2, "T9", "The person feels sad.", "Sadness"),
+                control(3, "T9", "The person is feeling glad.", "Joy")]
+    rows = [sentence(2, "T9", "The autistic person feels glad.", "autistic", "Joy")]
+    assert by_row(pair_sentences(rows, controls))[2][:2] == ("T9|control|The person is feeling glad.", "position")
+
+
 def test_without_an_emotion_only_the_text_rules_apply():
     rows = [sentence(2, "T6", "They were aggravated because of the Deaf neighbour.", "Deaf")]
     assert by_row(pair_sentences(rows, CONTROLS))[2] == (

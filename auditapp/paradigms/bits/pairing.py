@@ -194,18 +194,22 @@ class _Controls:
             self.of_template[control.template].append(control)
             if control.emotion:
                 self.of_emotion[(control.template, control.emotion)].append(control)
-        self._near: dict[tuple[str, str], list[tuple[ControlRow, int]]] = {}
+        self._near: dict[tuple[str, str | None, str], list[tuple[ControlRow, int]]] = {}
 
-    def near(self, template: str, text: str) -> list[tuple[ControlRow, int]]:
-        """The controls of the template within the typo bound of ``text`` (not equal to it), with their distance."""
-        if (template, text) not in self._near:
+    def near(self, template: str, emotion: str | None, text: str) -> list[tuple[ControlRow, int]]:
+        """The controls of the template within the typo bound of ``text`` (not equal to it), with their distance;
+        of the sentence's emotion when both it and the control have one ("glad" is two edits from "sad": a typo
+        never pairs a sentence with a control of another emotion)."""
+        if (template, emotion, text) not in self._near:
             found = []
             for control in self.of_template.get(template, []):
+                if emotion and control.emotion and control.emotion != emotion:
+                    continue
                 distance = edit_distance_within(text, match_text(control.text), TYPO_MAX_EDITS)
                 if distance:
                     found.append((control, distance))
-            self._near[(template, text)] = found
-        return self._near[(template, text)]
+            self._near[(template, emotion, text)] = found
+        return self._near[(template, emotion, text)]
 
 
 def pair_sentences(rows: Sequence[PerturbedRow], controls: Sequence[ControlRow]) -> PairingReport:
@@ -232,7 +236,7 @@ def pair_sentences(rows: Sequence[PerturbedRow], controls: Sequence[ControlRow])
     for i, row in enumerate(rows):
         if found[i] is not None:
             continue
-        near = index.near(row.template, wanted[i])
+        near = index.near(row.template, row.emotion, wanted[i])
         if len(near) == 1:
             control, distance = near[0]
             found[i] = Pairing(control.key, TYPO)
