@@ -76,6 +76,17 @@ def test_a_sentence_worded_otherwise_takes_the_shortest_difference_to_another_gr
     assert terms[4] == "Their was a wide person at school"
 
 
+def test_two_groups_terms_that_share_a_word_lose_it_as_the_docs_say():
+    # The stated limit of the rule (docs/audits/bits.md): against the group that differs least, a shared word is
+    # context. A SubClass column gives the exact terms.
+    terms, problems = derived_terms([
+        (2, "T1", "Neutral", "A", "We met an African American cyclist."),
+        (3, "T1", "Neutral", "N", "We met a Native American cyclist."),
+        (4, "T1", "Neutral", "W", "We met a white cyclist."),
+    ])
+    assert problems == [] and terms == {2: "African", 3: "Native", 4: "white"}
+
+
 def test_facet_groups_reach_every_table_in_the_files_order():
     corpus = corpus_frame(parse_upload(facet("Gender"), controls()).sentences)
     rng = np.random.default_rng(7)

@@ -226,7 +226,10 @@ def derived_terms(rows: Iterable[tuple[int, str, str, str, str]]) -> tuple[dict[
     and emotion, the same sentences once per group in the same order, the group's word the only difference
     ("… of a white child." / "… of a black child."). So the k-th sentences of the groups of one template and
     emotion are compared word by word, and a sentence's term is the words between their common beginning and
-    common end ("american indian", "non-binary"). Needs at least two groups, each with as many sentences there,
+    common end ("american indian", "non-binary"), against the group whose sentence differs from it least (a
+    sentence of one group worded otherwise, as some of the gender facet's, then spoils no other group's term). So
+    two groups' terms that share a word lose it ("African American" beside "Native American" gives "African"): a
+    file with such terms needs its SubClass column. Needs at least two groups, each with as many sentences there,
     differing only in one stretch of words; otherwise the row is returned with the reason.
     """
     places: dict[tuple[str, str], dict[str, list[tuple[int, str]]]] = defaultdict(lambda: defaultdict(list))
