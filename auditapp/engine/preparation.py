@@ -87,13 +87,15 @@ def audit_prepare(*, audit_id: int) -> None:
                     **structured_output_manifest(audit, models, builder=builder, first_request=first_request)}
         # Last, so that the lock ANALYZE takes (until the commit) is held for a moment only: another preparation
         # waits for it.
-        if not _requests_statistics_gather(ANALYZE_LOCK_WAIT):
-            transaction.on_commit(lambda: _requests_statistics_gather(LATE_ANALYZE_LOCK_WAIT))
+        gathered = _requests_statistics_gather(ANALYZE_LOCK_WAIT)
         started = Audit.objects.filter(pk=audit.id, status=Audit.Status.QUEUED).update(
             status=Audit.Status.RUNNING, n_requests=len(rows), manifest=manifest, started_at=timezone.now(),
             status_reason="")
         if started:
             enqueue_work(audit.id, audit.parallel_tasks)
+        if not gathered:
+            # After the work is sent (on_commit callbacks run in their order), and never in its way.
+            transaction.on_commit(lambda: _requests_statistics_gather(LATE_ANALYZE_LOCK_WAIT), robust=True)
 
 
 def _requests_statistics_gather(lock_wait: str) -> bool:

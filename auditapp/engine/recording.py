@@ -101,11 +101,11 @@ def _planner_setting(name: str, value: str) -> Iterator[None]:
     with connection.cursor() as cursor:
         cursor.execute("SELECT current_setting(%s), set_config(%s, %s, true)", [name, name, value])
         previous = cursor.fetchone()[0]
-    try:
-        yield
-    finally:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT set_config(%s, %s, true)", [name, previous])
+    yield
+    # Not on an error: the transaction is then aborted (a statement sent would hide the error) and its rollback
+    # undoes the setting anyway.
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT set_config(%s, %s, true)", [name, previous])
 
 
 def _free_requests(audit_id: int, now: datetime) -> QuerySet[AuditRequest]:

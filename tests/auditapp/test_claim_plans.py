@@ -127,14 +127,16 @@ def test_a_table_held_by_a_vacuum_delays_the_preparation_by_the_lock_wait_only(m
 
 @pytest.mark.django_db(transaction=True)
 def test_a_preparation_that_went_on_without_statistics_gathers_them_after_its_commit(audit_tasks_off, monkeypatch):
-    waits = []
+    events = []
 
     def held_then_free(lock_wait: str) -> bool:
-        waits.append((lock_wait, connection.in_atomic_block))
-        return len(waits) > 1
+        events.append((lock_wait, connection.in_atomic_block))
+        return len(events) > 1
     monkeypatch.setattr(preparation, "_requests_statistics_gather", held_then_free)
+    monkeypatch.setattr("tasks.audits.audit_work_task.delay", lambda audit_id: events.append("work sent"))
     with LLMServer(latency=0.001, positive_words=AUDIT_POSITIVE_WORDS) as server:
         audit = prepared_audit(server, 10)
     assert audit.status == Audit.Status.RUNNING
-    # In the preparation's transaction with the short wait; then, after the commit, outside it with the long one.
-    assert waits == [(preparation.ANALYZE_LOCK_WAIT, True), (preparation.LATE_ANALYZE_LOCK_WAIT, False)]
+    # In the preparation's transaction with the short wait; after the commit, once the work is sent (never holding
+    # it up), outside the transaction with the long one.
+    assert events == [(preparation.ANALYZE_LOCK_WAIT, True), "work sent", (preparation.LATE_ANALYZE_LOCK_WAIT, False)]
