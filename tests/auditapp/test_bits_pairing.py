@@ -137,3 +137,21 @@ def test_the_edit_distance_is_nltks_within_the_bound(a, b):
     expected = distance if distance <= TYPO_MAX_EDITS else None
     assert edit_distance_within(a, b, TYPO_MAX_EDITS) == expected
     assert edit_distance_within(a, b, 10) == distance
+
+
+def test_a_template_or_group_named_items_renders_as_any_other():
+    # A page looks a name up in a mapping before its method: {"items": 3}.items is 3. The stored report's counts
+    # reach the page as (name, n) pairs.
+    from django.template.loader import render_to_string
+
+    from auditapp.paradigms.bits.pairing import stored_report
+
+    rows = [sentence(2, "items", "We met a Deaf friend.", "Deaf", "Neutral", group="items")]
+    report = pair_sentences(rows, [control(2, "items", "We met a friend.", "Neutral")]).as_dict()
+    unpaired = pair_sentences([sentence(3, "items", "We saw a Deaf friend.", "Deaf", "Neutral", group="items")],
+                              [control(2, "other", "We met a friend.", "Neutral")]).as_dict()
+    for stored in (report, unpaired):
+        shown = stored_report({"summary": {"pairing": stored}})
+        html = render_to_string("auditapp/_bits_pairing.html", {"corpus": {"pairing": shown, "warnings": []}})
+        assert "items: 1" in html
+    assert stored_report({"generator": "upload"}) is None

@@ -19,6 +19,7 @@ from auditapp.paradigms.bits.admin import register_admin as register_corpus_admi
 from auditapp.paradigms.bits.comparability import comparability
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.bits.llm_scoring import ANSWER_SCHEMA, DEFAULT_PROMPTS, ScorePrompt
+from auditapp.paradigms.bits.pairing import stored_report
 from auditapp.paradigms.bits.requests import MAX_BATCH_SIZE
 from auditapp.paradigms.bits.sensitivity import T_TESTS
 from common.api.exports import stored_analysis_table
@@ -170,7 +171,7 @@ def dashboard_data(audit: Audit) -> dict:
         "conditions": [{"code": code, "name": name} for code, name in cells(audit)],
         "corpus": {"id": corpus.id, "name": corpus.name, "n_units": corpus.n_units,
                    "content_hash": corpus.content_hash, "provenance": provenance_text(corpus.provenance),
-                   "pairing": (corpus.provenance.get("summary") or {}).get("pairing"),
+                   "pairing": stored_report(corpus.provenance),
                    "warnings": list(corpus.provenance.get("warnings") or []),
                    "comparability": comparability(corpus.provenance).as_dict()},
         "scorers": [{"name": names[m.id], "kind": kinds.get(m.display_name, ""), "imported": False}

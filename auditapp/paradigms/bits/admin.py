@@ -23,6 +23,7 @@ from auditapp.corpus_selectors import corpus_factor_counts, corpus_recorded_scor
 from auditapp.corpus_services import CorpusError
 from auditapp.models import Corpus
 from auditapp.paradigms.bits.corpora import bits_corpus_generate, bits_corpus_upload
+from auditapp.paradigms.bits.pairing import stored_report
 from auditapp.paradigms.bits.upload import UNMATCHED_RULES
 from teams.admin_scoping import TeamScopedAdmin
 from teams.scoping import TeamChoiceError
@@ -107,7 +108,7 @@ class CorpusAdmin(TeamScopedAdmin, admin.ModelAdmin):
     def pairing_report(self, corpus: Corpus):
         """An uploaded corpus's sentences per pairing rule, every unpaired row with its reason, and the warnings
         (the BITS dashboard shows the same section)."""
-        context = {"corpus": {"pairing": (corpus.provenance.get("summary") or {}).get("pairing"),
+        context = {"corpus": {"pairing": stored_report(corpus.provenance),
                               "warnings": list(corpus.provenance.get("warnings") or [])}}
         if not (context["corpus"]["pairing"] or context["corpus"]["warnings"]):
             return ("— (uploaded before the pairing was recorded: see the provenance)"

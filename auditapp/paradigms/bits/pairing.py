@@ -148,6 +148,20 @@ class PairingReport:
         }
 
 
+def stored_report(provenance: dict) -> dict | None:
+    """The pairing report a corpus stored (``PairingReport.as_dict`` in its provenance), with each count per
+    template or group as (name, n) pairs for a page: a template or group may be named anything, and a page looks up
+    a name such as "items" in a mapping before its method."""
+    report = (provenance.get("summary") or {}).get("pairing")
+    if not report:
+        return None
+    return {**report,
+            "rules": [{**rule, "per_template": list((rule.get("per_template") or {}).items())}
+                      for rule in report.get("rules", [])],
+            "unpaired": [{**entry, "per_group": list((entry.get("per_group") or {}).items())}
+                         for entry in report.get("unpaired", [])]}
+
+
 def match_text(text: str) -> str:
     """A sentence as the rules compare it: without case, spaces collapsed, no space before punctuation, "an"
     read as "a"."""
