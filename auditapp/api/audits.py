@@ -326,6 +326,17 @@ class AuditScoped(TeamScopedParentMixin):
 class AuditExportView(AuditScoped, ExportLogged, ExportListAPIView):
     """An export of one audit's rows: each answer with rows writes the access log (``export_kind``)."""
 
+    PAGING_PARAMETERS = ("page", "page_size", "format")
+    """Query parameters of every export's pages and format, never a filter."""
+
+    def validated_filters(self, serializer_class, **context) -> dict:
+        """The request's filters (its query parameters but the paging and format ones), validated by
+        ``serializer_class`` with ``context``: a 400 naming each value it refuses."""
+        filters = serializer_class(data={key: value for key, value in self.request.query_params.items()
+                                         if key not in self.PAGING_PARAMETERS}, context=context)
+        filters.is_valid(raise_exception=True)
+        return filters.validated_data
+
 
 class AuditDetailView(TeamScopedMixin, generics.RetrieveAPIView):
     serializer_class = AuditDetailSerializer

@@ -153,11 +153,8 @@ class AuditJudgedSentencesView(AuditExportView):
     paradigm = bits_services.PARADIGM
 
     def export_rows(self):
-        filters = JudgedSentenceFilterSerializer(
-            data={key: value for key, value in self.request.query_params.items()
-                  if key not in ("page", "page_size", "format")}, context={"choices": judged_choices(self.audit)})
-        filters.is_valid(raise_exception=True)
-        return judged_sentences_export(audit=self.audit, **filters.validated_data)
+        filters = self.validated_filters(JudgedSentenceFilterSerializer, choices=judged_choices(self.audit))
+        return judged_sentences_export(audit=self.audit, **filters)
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-judged-sentences.csv"

@@ -319,10 +319,7 @@ class AuditJudgedRepliesView(AuditExportView):
     paradigm = PARADIGM
 
     def export_rows(self):
-        filters = JudgedReplyFilterSerializer(data={key: value for key, value in self.request.query_params.items()
-                                                    if key not in ("page", "page_size", "format")})
-        filters.is_valid(raise_exception=True)
-        return judged_replies_export(audit=self.audit, **filters.validated_data)
+        return judged_replies_export(audit=self.audit, **self.validated_filters(JudgedReplyFilterSerializer))
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-judged-replies.csv"

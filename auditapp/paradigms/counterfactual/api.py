@@ -128,12 +128,10 @@ class AuditJudgedPairsView(AuditExportView):
         return pair_row_serializer(self.flavour)
 
     def export_rows(self):
-        filters = JudgedPairFilterSerializer(data={key: value for key, value in self.request.query_params.items()
-                                                   if key not in ("page", "page_size", "format")})
-        filters.is_valid(raise_exception=True)
+        filters = self.validated_filters(JudgedPairFilterSerializer)
         try:
             return judged_pairs_export(audit=self.audit, browser=self.flavour.pairs,
-                                       design_class=self.flavour.design_class, query=PairQuery(**filters.validated_data))
+                                       design_class=self.flavour.design_class, query=PairQuery(**filters))
         except PairFilterError as error:
             raise ValidationError({error.field: [str(error)]}) from error
 

@@ -117,12 +117,9 @@ class AuditJudgedInstancesView(AuditExportView):
 
     def export_rows(self):
         task = self.task
-        filters = JudgedInstanceFilterSerializer(
-            data={key: value for key, value in self.request.query_params.items()
-                  if key not in ("page", "page_size", "format")},
-            context={"choices": judged_choices(self.audit, task), "task": task})
-        filters.is_valid(raise_exception=True)
-        return judged_instances_export(audit=self.audit, task=task, **filters.validated_data)
+        filters = self.validated_filters(JudgedInstanceFilterSerializer, choices=judged_choices(self.audit, task),
+                                         task=task)
+        return judged_instances_export(audit=self.audit, task=task, **filters)
 
     def export_filename(self) -> str:
         return f"audit-{self.audit.id}-judged-instances.csv"

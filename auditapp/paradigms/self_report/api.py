@@ -232,11 +232,7 @@ class AuditJudgedItemsView(SelfReportScoped, AuditExportView):
     export_kind = "judged items"
 
     def export_rows(self):
-        filters = JudgedItemFilterSerializer(data={key: value for key, value in self.request.query_params.items()
-                                                   if key not in ("page", "page_size", "format")},
-                                             context={"audit": self.audit})
-        filters.is_valid(raise_exception=True)
-        return judged_items_export(self.audit, **filters.validated_data)
+        return judged_items_export(self.audit, **self.validated_filters(JudgedItemFilterSerializer, audit=self.audit))
 
     def export_filename(self) -> str:
         return f"audit-{self.kwargs['pk']}-judged-items.csv"
