@@ -59,6 +59,8 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {
                                                        "annotators",
     ("POST", "/api/corpora/"): "the spec must be a valid one for the paradigm's generator",
     ("POST", "/api/corpora/upload/"): "both files must be readable BITS corpus files",
+    ("POST", "/api/corpora/perturb/"): "the file must be a readable table of texts, at least one mentioning a target "
+                                       "word",
     ("POST", "/api/audits/{id}/extractions/"): "model mode: the endpoint must exist and be a chat model's",
     ("POST", "/api/codebooks/"): "a .qdc upload must be a readable codebook; JSON: code names distinct "
                                  "(case-insensitively) and shortcuts distinct, rules across items",

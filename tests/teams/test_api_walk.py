@@ -78,6 +78,7 @@ def creation_naming_a(path: str, world: dict, team_a) -> tuple[dict, str, set[st
         "/api/endpoints/": ({**team, "name": "Bob's", "base_url": "http://127.0.0.1:9/v1"}, "json", {"team"}),
         "/api/corpora/": ({**team, "name": "Bob's"}, "json", {"team"}),
         "/api/corpora/upload/": ({**team, "name": "Bob's"}, "multipart", {"team"}),
+        "/api/corpora/perturb/": ({**team, "name": "Bob's"}, "multipart", {"team"}),
         "/api/codebooks/": ({**team, "name": "Bob's", "codes": [{"name": "A"}]}, "json", {"team"}),
         "/api/audits/": ({"paradigm": "classification", "study": world["study"].id, "name": "Bob's",
                           "models": [{"endpoint": world["endpoint"].id, "model": "m"}]}, "json",

@@ -147,6 +147,11 @@ def provenance_text(provenance: dict) -> str:
         return ("generated from seed 001's Tables 3–5" if provenance.get("paper_tables")
                 else f"generated from a spec (sha256 {str(provenance.get('spec_hash', ''))[:12]})")
     files = provenance.get("files") or {}
+    if provenance.get("generator") == "posts":
+        report, texts = provenance.get("report") or {}, files.get("texts") or {}
+        return (f"your texts perturbed (seed 001 §3.1): {texts.get('file')} (sha256 "
+                f"{str(texts.get('sha256', ''))[:12]}), {report.get('posts', 0)} texts with a mention, "
+                f"{report.get('skipped', 0)} without")
     if files:
         return "uploaded: " + ", ".join(f"{entry.get('file')} (sha256 {str(entry.get('sha256', ''))[:12]})"
                                         for entry in files.values() if isinstance(entry, dict))
@@ -173,7 +178,9 @@ def dashboard_data(audit: Audit) -> dict:
                    "content_hash": corpus.content_hash, "provenance": provenance_text(corpus.provenance),
                    "pairing": stored_report(corpus.provenance),
                    "warnings": list(corpus.provenance.get("warnings") or []),
-                   "comparability": comparability(corpus.provenance).as_dict()},
+                   "comparability": comparability(corpus.provenance).as_dict(),
+                   "posts": (corpus.provenance.get("report") if corpus.provenance.get("generator") == "posts"
+                             else None)},
         "scorers": [{"name": names[m.id], "kind": kinds.get(m.display_name, ""), "imported": False}
                     for m in models] + [{"name": s.name, "kind": kinds.get(s.name, ""), "imported": True}
                                         for s in recorded],
@@ -200,7 +207,10 @@ ANALYSIS_TABLES = {
     "score_dev": "Table 8: ScoreDev per scorer × group and over all groups.",
     "template_means": "Table 9: the mean score per scorer × template × group, the control included.",
     "term_sense": "Table 10: ScoreSense per scorer × group × term.",
-    "group_means": "Figure 1: the mean score per scorer × group (the heatmap).",
+    "group_means": "Figure 1 (and Table 6 for perturbed texts): the mean score per scorer × group, each group's "
+                   "t-test against the control.",
+    "source_means": "Table 6 per source: the mean score per scorer × source × group with each group's t-test "
+                    "against the control within the source (perturbed texts with a source column).",
     "distributions": "The distribution of each scorer's scores per group: quartiles and histogram counts.",
     "coverage": "Per scorer: sentences, scored, missing; and Table 7's perturbed sentences: complete pairs, pairs "
                 "with a missing score, sentences without a control.",
@@ -216,9 +226,10 @@ TABLES = {
 
 
 def api_urls() -> list:
-    from auditapp.paradigms.bits.api import AuditJudgedSentencesView, CorpusUploadView
+    from auditapp.paradigms.bits.api import AuditJudgedSentencesView, CorpusUploadView, PostsPerturbView
 
     return [path("corpora/upload/", CorpusUploadView.as_view(), name="corpus-upload"),
+            path("corpora/perturb/", PostsPerturbView.as_view(), name="corpus-perturb"),
             path("audits/<int:pk>/judged-sentences/", AuditJudgedSentencesView.as_view(),
                  name="audit-judged-sentences")]
 

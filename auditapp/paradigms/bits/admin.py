@@ -1,7 +1,8 @@
 """Admin of corpora: the list (paradigm, name, units, content hash), a read-only page per corpus (provenance,
 counts per factor, recorded scorers, an uploaded corpus's pairing with its controls and its warnings), and an "Add"
 page that generates a BITS corpus (seed 001's tables or a
-spec) or uploads one in the public BITS repository's shape, listing every problem when nothing could be stored.
+spec), uploads one in the public BITS repository's shape, or perturbs the researcher's own texts (§3.1, Table 6:
+previewed first), listing every problem when nothing could be stored.
 
 Registered by the BITS paradigm (``Paradigm.register_admin``).
 """
@@ -22,8 +23,16 @@ from django.utils.safestring import mark_safe
 from auditapp.corpus_selectors import corpus_factor_counts, corpus_recorded_scorers
 from auditapp.corpus_services import CorpusError
 from auditapp.models import Corpus
-from auditapp.paradigms.bits.corpora import bits_corpus_generate, bits_corpus_upload
+from auditapp.paradigms.bits.corpora import (
+    bits_corpus_generate,
+    bits_corpus_upload,
+    bits_posts_read,
+    bits_posts_store,
+    posts_options,
+)
+from auditapp.paradigms.bits.corpus import TERM_CASES
 from auditapp.paradigms.bits.pairing import stored_report
+from auditapp.paradigms.bits.posts import DEFAULT_TARGET_WORDS, PostsOptions
 from auditapp.paradigms.bits.upload import UNMATCHED_RULES
 from teams.admin_scoping import TeamScopedAdmin
 from teams.scoping import TeamChoiceError
@@ -55,6 +64,36 @@ class CorpusUploadForm(forms.Form):
         choices=[(rule, rule) for rule in UNMATCHED_RULES], initial="report",
         help_text="A perturbed sentence no pairing rule finds a control for: imported and reported with its "
                   "reason, or refused.")
+
+
+class PostsPerturbForm(forms.Form):
+    name = forms.CharField(max_length=200, required=False, help_text="Required to store (not to preview).")
+    file = forms.FileField(help_text="CSV, TSV, XLSX or JSON Lines: one text a row, with an id and a text column; a "
+                                     "platform (or source) column gives Table 6 per source; other columns are kept "
+                                     "as each text's metadata.")
+    target_words = forms.CharField(max_length=5000, initial=", ".join(DEFAULT_TARGET_WORDS),
+                                   help_text="The words whose mentions are replaced, separated by commas (seed 001 "
+                                             "§3.1: disability, disabled). Whole words, any case.")
+    groups = forms.JSONField(required=False, widget=forms.Textarea(attrs={"rows": 4, "cols": 80}),
+                             help_text='Empty: seed 001\'s Table 4 as printed. Else [{"group": "PWD:C", "terms": '
+                                       '["Deaf", ...]}, ...].')
+    term_case = forms.ChoiceField(choices=[(case, case) for case in TERM_CASES], initial="lower")
+    id_column = forms.CharField(max_length=200, initial="id")
+    text_column = forms.CharField(max_length=200, initial="text")
+    source_column = forms.CharField(max_length=200, required=False,
+                                    help_text="Empty: platform or source, if the file has one.")
+
+    def clean(self):
+        data = super().clean()
+        if "posts-store" in self.data and not data.get("name"):
+            self.add_error("name", "a name is required to store the corpus")
+        return data
+
+    def options(self) -> PostsOptions:
+        data = self.cleaned_data
+        return posts_options(target_words=[w for w in data["target_words"].split(",") if w.strip()],
+                             groups=data["groups"], term_case=data["term_case"], id_column=data["id_column"],
+                             text_column=data["text_column"], source_column=data["source_column"])
 
 
 class CorpusAdmin(TeamScopedAdmin, admin.ModelAdmin):
@@ -126,10 +165,20 @@ class CorpusAdmin(TeamScopedAdmin, admin.ModelAdmin):
             raise PermissionDenied
         generate_form = CorpusGenerateForm(prefix="generate")
         upload_form = CorpusUploadForm(prefix="upload")
-        problems, total, corpus = [], 0, None
+        posts_form = PostsPerturbForm(prefix="posts")
+        problems, total, corpus, posts_preview = [], 0, None, None
         if request.method == "POST":
             try:
-                if "upload" in request.POST:
+                if "posts-preview" in request.POST or "posts-store" in request.POST:
+                    posts_form = PostsPerturbForm(request.POST, request.FILES, prefix="posts")
+                    if posts_form.is_valid():
+                        read = bits_posts_read(file=posts_form.cleaned_data["file"], options=posts_form.options())
+                        if "posts-store" in request.POST:
+                            corpus = bits_posts_store(read, name=posts_form.cleaned_data["name"],
+                                                      created_by=request.user)
+                        else:
+                            posts_preview = read.answer()
+                elif "upload" in request.POST:
                     upload_form = CorpusUploadForm(request.POST, request.FILES, prefix="upload")
                     if upload_form.is_valid():
                         data = upload_form.cleaned_data
@@ -157,6 +206,8 @@ class CorpusAdmin(TeamScopedAdmin, admin.ModelAdmin):
             "title": "Add a corpus",
             "generate_form": generate_form,
             "upload_form": upload_form,
+            "posts_form": posts_form,
+            "posts_preview": posts_preview,
             "problems": problems,
             "total_problems": total,
         }

@@ -16,7 +16,10 @@ The tables (each a DataFrame; :meth:`BitsAnalysis.to_dict` makes them JSON-ready
 - ``label_dist`` (Table 8, LabelDist) and ``score_dev`` (Table 8, ScoreDev, per group and ``All``);
 - ``template_means`` (Table 9): mean score per scorer × template × group, the control included;
 - ``term_sense`` (Table 10): ScoreSense per scorer × group × term;
-- ``group_means`` (Figure 1): mean score per scorer × group, the control included;
+- ``group_means`` (Figure 1, and Table 6 for a corpus of perturbed posts): mean score per scorer × group, the
+  control included, with each group's t-test against the control (the same test as Table 7's; t, df, p, mark);
+- ``source_means`` (Table 6 per source): the same per scorer × source × group, for a corpus of perturbed posts
+  with a source column (:mod:`auditapp.paradigms.bits.posts`); empty otherwise;
 - ``distributions``: per scorer × group, histogram counts over fixed bins of the scorer's scale (values outside
   it counted apart, never clipped into a bin) and the quartiles;
 - ``coverage``: per scorer, units, units scored and missing, and the perturbed sentences of the groups shown as
@@ -62,7 +65,7 @@ NOT_SCORED = "not scored (no row for this unit)"
 NO_REASON = "missing (no reason recorded)"
 SETTING_KEYS = frozenset({"t_test", "score_dev_ddof", "label_rules", "groups"})
 TABLES = ("scorers", "score_sense", "label_dist", "score_dev", "template_means", "term_sense", "group_means",
-          "distributions", "coverage", "missing")
+          "source_means", "distributions", "coverage", "missing")
 
 
 @dataclass(frozen=True)
@@ -327,6 +330,33 @@ def _coverage(corpus: pd.DataFrame, scores: pd.DataFrame, reduced: pd.DataFrame,
     return coverage, pd.DataFrame(missing_rows, columns=["scorer", "reason", "n"])
 
 
+def _with_marks(means: pd.DataFrame) -> pd.DataFrame:
+    """Table 6's cells: a group's mean with its t-test against the control; the control's own row, and a group
+    without a complete pair, have no test (an empty mark)."""
+    means = means.copy()
+    means["mark"] = means["mark"].fillna("")
+    means["note"] = means["note"].fillna("")
+    means["n_bases"] = means["n_bases"].fillna(0).astype(int)
+    return means
+
+
+SOURCE_MEANS_COLUMNS = ["scorer", "source", "group", "n", "n_missing", "mean_score", "test", "n_bases", "t", "df",
+                        "p", "mark", "note"]
+
+
+def _source_means(corpus: pd.DataFrame, scores: pd.DataFrame, pairs: pd.DataFrame, test: str) -> pd.DataFrame:
+    """Table 6 per source (a perturbed-posts corpus's platform): the mean score per scorer × source × group, the
+    control included, with each group's t-test against the control within the source. Empty for a corpus without
+    sources (one made from templates, or posts uploaded without a source column)."""
+    if "source" not in corpus.columns or not corpus["source"].fillna("").astype(bool).any():
+        return pd.DataFrame(columns=SOURCE_MEANS_COLUMNS)
+    means = mean_scores(corpus, scores, by=["source", "group"])
+    tests = control_tests(pairs, test=test, by=("scorer", "source", "group"))
+    merged = means.merge(tests[["scorer", "source", "group", "test", "n_bases", "t", "df", "p", "mark", "note"]],
+                         on=["scorer", "source", "group"], how="left")
+    return _with_marks(merged)[SOURCE_MEANS_COLUMNS]
+
+
 def _notes(settings: AnalysisSettings, scorer_table: pd.DataFrame, groups: list[str]) -> list[str]:
     test = ("paired t-test (scipy's ttest_rel): in each base sentence (a template with its word) the group's "
             "value, the mean over its terms, against the control sentence's score"
@@ -386,6 +416,7 @@ def analyse(corpus: pd.DataFrame, scores: pd.DataFrame, *, settings: AnalysisSet
     shown_corpus = corpus[corpus["group"].isin([*groups, CONTROL])]
     scorers = list(scorer_table["scorer"])
     orders = {"scorer": scorers, "template": list(corpus["template"].drop_duplicates()),
+              "source": list(corpus["source"].drop_duplicates()) if "source" in corpus.columns else [],
               "group": [*groups, CONTROL, ALL_GROUPS], "term": list(corpus["term"].dropna().drop_duplicates())}
 
     values = scores.assign(value=pd.to_numeric(scores["value"], errors="coerce").astype(float))
@@ -414,6 +445,9 @@ def analyse(corpus: pd.DataFrame, scores: pd.DataFrame, *, settings: AnalysisSet
         columns=["scorer", "group", "n_terms", "n_terms_undefined", "label_dist", "rule"])
     scored = reduced_scores.merge(shown_corpus, on="key", how="inner")
 
+    tests_columns = ["test", "n_bases", "t", "df", "p", "mark", "note"]
+    group_means = mean_scores(shown_corpus, reduced_scores, by=["group"]).merge(
+        tests[["scorer", "group", *tests_columns]], on=["scorer", "group"], how="left")
     tables = {
         "scorers": scorer_table,
         "score_sense": _ordered(table7, orders),
@@ -421,7 +455,8 @@ def analyse(corpus: pd.DataFrame, scores: pd.DataFrame, *, settings: AnalysisSet
         "score_dev": _ordered(score_dev(pairs, ddof=settings.score_dev_ddof), orders),
         "template_means": _ordered(mean_scores(shown_corpus, reduced_scores, by=["template", "group"]), orders),
         "term_sense": _ordered(score_sense(pairs, by_term=True), orders),
-        "group_means": _ordered(mean_scores(shown_corpus, reduced_scores, by=["group"]), orders),
+        "group_means": _ordered(_with_marks(group_means), orders),
+        "source_means": _ordered(_source_means(shown_corpus, reduced_scores, pairs, settings.t_test), orders),
         "distributions": _ordered(_distributions(scored, scorer_table), orders),
     }
     coverage, tables["missing"] = _coverage(corpus, values, reduced, scorer_table)
@@ -458,6 +493,16 @@ def headline(analysis: dict) -> Headline | None:
 
 def _index(records: list[dict], *keys: str) -> dict[tuple, dict]:
     return {tuple(record[key] for key in keys): record for record in records}
+
+
+def _table6(records: list[dict], names: list[str], imported: dict, groups: list[str]) -> list[dict]:
+    """Table 6's rows: per scorer, a cell per group and the control (the mean, its mark and p), None where the
+    table has no value."""
+    means = _index(records, "scorer", "group")
+    return [{"scorer": name, "imported": imported[name],
+             "cells": [means.get((name, group)) and {**means[(name, group)], "p_text": p_text(means[(name, group)].get("p"))}
+                       for group in groups]}
+            for name in names]
 
 
 def dashboard_payload(analysis: BitsAnalysis | dict) -> dict:
@@ -514,6 +559,11 @@ def dashboard_payload(analysis: BitsAnalysis | dict) -> dict:
                      for name in names],
                "n": [[(group_means.get((name, group)) or {}).get("n") for group in with_control] for name in names]}
 
+    table6 = _table6(tables["group_means"], names, imported, with_control)
+    sources = list(dict.fromkeys(record["source"] for record in tables["source_means"]))
+    table6_sources = [{"source": source, "table_id": f"table-6-source-{index}",
+                       "rows": _table6([r for r in tables["source_means"] if r["source"] == source], names, imported,
+                                       with_control)} for index, source in enumerate(sources)]
     distributions = [{"scorer": scorer["scorer"], "kind": scorer["kind"], "imported": scorer["imported"],
                       "scale": [scorer["scale_low"], scorer["scale_high"]],
                       "groups": [record for record in tables["distributions"] if record["scorer"] == scorer["scorer"]]}
@@ -528,4 +578,4 @@ def dashboard_payload(analysis: BitsAnalysis | dict) -> dict:
             "templates": list(data.get("templates", [])), "scorers": scorers, "settings": data.get("settings", {}),
             "notes": list(data.get("notes", [])), "table_names": list(TABLES), "table7": table7, "table8": table8,
             "table9": {"scorers": names, "imported": [imported[name] for name in names], "rows": table9_rows},
-            "table10": table10, "heatmap": heatmap, "distributions": distributions, "coverage": coverage}
+            "table10": table10, "table6": table6, "table6_sources": table6_sources, "heatmap": heatmap, "distributions": distributions, "coverage": coverage}

@@ -1,5 +1,6 @@
 """REST API of BITS (seed 001): the corpus upload in the public BITS repository's shape,
-``POST /api/corpora/upload/`` (§3.2; the other corpus routes are shared: :mod:`auditapp.api.corpora`), and an
+``POST /api/corpora/upload/`` (§3.2; the other corpus routes are shared: :mod:`auditapp.api.corpora`), a
+researcher's own texts perturbed, ``POST /api/corpora/perturb/`` (§3.1, Table 6), and an
 audit's scores sentence by sentence beside their controls' for the error browser,
 ``GET /api/audits/{id}/judged-sentences/`` (§4). Both are declared by the paradigm's adapter."""
 from __future__ import annotations
@@ -7,6 +8,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema
 from rest_framework import serializers
 from rest_framework.parsers import FormParser, MultiPartParser
+from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from auditapp.api.audits import AuditExportView
@@ -20,7 +22,8 @@ from auditapp.api.corpora import (
 )
 from auditapp.corpus_services import CorpusError
 from auditapp.paradigms.bits import services as bits_services
-from auditapp.paradigms.bits.corpora import bits_corpus_upload
+from auditapp.paradigms.bits.corpora import bits_corpus_upload, bits_posts_read, bits_posts_store, posts_options
+from auditapp.paradigms.bits.corpus import TERM_CASES
 from auditapp.paradigms.bits.selectors import (
     JUDGED_ORDERINGS,
     JUDGED_OUTCOMES,
@@ -73,6 +76,79 @@ class CorpusUploadView(APIView):
             with new_objects_in(new_object_team(request.user, data["team"])):
                 corpus = bits_corpus_upload(perturbed_file=data["perturbed_file"], control_file=data["control_file"],
                                             name=data["name"], unmatched=data["unmatched"], created_by=request.user)
+        except CorpusError as error:
+            return rejected_response([p.as_dict() for p in error.problems], str(error))
+        return stored_response(corpus)
+
+
+class PostsPerturbSerializer(serializers.Serializer):
+    """The multipart fields of ``POST /api/corpora/perturb/``."""
+
+    file = serializers.FileField(help_text="CSV, TSV, XLSX or JSON Lines: one text a row, with an id column and a "
+                                           "text column; a platform (or source) column gives the per-source "
+                                           "breakdown; every other column is kept as the text's metadata.")
+    name = serializers.CharField(max_length=200, required=False, help_text="The corpus's name (required unless "
+                                                                            "preview).")
+    target_words = serializers.CharField(required=False, max_length=5000, default="disability, disabled",
+                                         help_text="The words whose mentions are replaced, separated by commas "
+                                                   "(seed 001 §3.1: disability, disabled). Whole words, any case.")
+    groups = serializers.JSONField(required=False, default=None, binary=True,
+                                   help_text='The term groups as JSON, [{"group": "PWD:C", "terms": [...]}, ...] '
+                                             "(default: seed 001's Table 4 as printed).")
+    term_case = serializers.ChoiceField(choices=TERM_CASES, default="lower",
+                                        help_text="lower: terms lower-cased (a capitalised mention still gives a "
+                                                  "capital); as_printed: as the groups write them.")
+    id_column = serializers.CharField(max_length=200, default="id")
+    text_column = serializers.CharField(max_length=200, default="text")
+    source_column = serializers.CharField(max_length=200, required=False, allow_blank=True, default="",
+                                          help_text="The column of the per-source breakdown (default: platform or "
+                                                    "source, if the file has one).")
+    preview = serializers.BooleanField(default=False, help_text="Only read and perturb: answer the counts, the rows "
+                                                                "left out and the first posts' sentences; store "
+                                                                "nothing.")
+    team = EditableTeamField(required=False, allow_null=True, default=None, help_text=TEAM_HELP)
+
+    def validate(self, data):
+        if not data["preview"] and not data.get("name"):
+            raise serializers.ValidationError({"name": "a name is required to store the corpus (or preview)"})
+        return data
+
+
+class PostsPreviewSerializer(serializers.Serializer):
+    file = serializers.DictField(help_text="The file's name, sha256 and rows.")
+    options = serializers.DictField(help_text="The target words, groups, term case and columns used.")
+    report = serializers.DictField(help_text="posts, skipped, sentences, mentions, per_source, and skipped_rows: "
+                                             "every row left out with its reason.")
+    preview = serializers.ListField(child=serializers.DictField(), help_text="The first posts: original, control "
+                                                                            "and every perturbed sentence.")
+
+
+class PostsPerturbView(APIView):
+    parser_classes = [MultiPartParser, FormParser]
+
+    @extend_schema(request={"multipart/form-data": PostsPerturbSerializer},
+                   responses={201: CorpusDetailSerializer, 200: PostsPreviewSerializer, 400: CorpusRejectedSerializer},
+                   summary="Perturb your own texts into a BITS corpus (seed 001 §3.1, Table 6)",
+                   description="Every whole-word mention of the target words (default disability, disabled) is "
+                               "replaced by each term of each group (default Table 4), one sentence per term, and "
+                               "removed for the post's control; the rules are stated in the corpus's provenance. "
+                               "A text without a mention is reported with its row and id, not stored. preview=true "
+                               "answers the counts and the first posts' sentences and stores nothing (200). All or "
+                               "nothing: 400 names the row and column of every problem and stores nothing.")
+    def post(self, request):
+        body = PostsPerturbSerializer(data=request.data, context={"request": request})
+        if not body.is_valid():
+            return invalid_body_response(body.errors)
+        data = body.validated_data
+        try:
+            options = posts_options(target_words=[w for w in data["target_words"].split(",") if w.strip()],
+                                    groups=data["groups"], term_case=data["term_case"], id_column=data["id_column"],
+                                    text_column=data["text_column"], source_column=data["source_column"])
+            read = bits_posts_read(file=data["file"], options=options)
+            if data["preview"]:
+                return Response(read.answer())
+            with new_objects_in(new_object_team(request.user, data["team"])):
+                corpus = bits_posts_store(read, name=data["name"], created_by=request.user)
         except CorpusError as error:
             return rejected_response([p.as_dict() for p in error.problems], str(error))
         return stored_response(corpus)

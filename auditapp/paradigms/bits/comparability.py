@@ -48,6 +48,11 @@ def comparability(provenance: dict) -> Comparability:
                                  "size; to reproduce Table 7, upload the repository's files.")
         return Comparability(False, "your own spec of templates, words and terms",
                              "A design of your own: comparable with seed 001 in method, not with Table 7's values.")
+    if provenance.get("generator") == "posts":
+        return Comparability(False, "your own texts, perturbed as seed 001 §3.1 describes (Table 6's design)",
+                             "Comparable with seed 001 in method, not with its tables' values: the authors' Reddit "
+                             "posts and tweets are not public, and Table 7 was computed on the BITS templates. "
+                             "Table 6 below is this design's table.")
     files = provenance.get("files") or {}
     if provenance.get("generator") == "upload" and files:
         hashes = {side: (files.get(side) or {}).get("sha256") for side in PUBLIC_DISABILITY_FACET}

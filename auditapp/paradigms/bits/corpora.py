@@ -1,6 +1,6 @@
 """BITS corpora, the Django side (seed 001 §3.2): the corpus generated from the paper's Tables 3–5 or a
-researcher's spec, and one uploaded in the public BITS repository's shape with its per-tool score columns as
-recorded scorers. Both are stored through :func:`auditapp.corpus_services.corpus_store` (once per content hash);
+researcher's spec, one uploaded in the public BITS repository's shape with its per-tool score columns as
+recorded scorers, and a researcher's own texts perturbed as seed 001 §3.1 perturbed posts (Table 6). Both are stored through :func:`auditapp.corpus_services.corpus_store` (once per content hash);
 every problem is a :class:`~auditapp.corpus_services.CorpusError` naming all of them, raised before anything is
 written."""
 from __future__ import annotations
@@ -15,8 +15,17 @@ from django.conf import settings
 from annotation.item_files import ItemFileError, file_format_from_name, item_file_reading_cost, read_table_records
 from auditapp.corpus_services import CorpusError, CorpusProblem, corpus_store
 from auditapp.models import Corpus
-from auditapp.paradigms.bits.corpus import CONTROL, corpus_counts, generate, paper_spec, spec_from_dict, validate_spec
-from auditapp.paradigms.bits.units import sentence_units, uploaded_units
+from auditapp.paradigms.bits.corpus import (
+    CONTROL,
+    TermGroup,
+    corpus_counts,
+    generate,
+    paper_spec,
+    spec_from_dict,
+    validate_spec,
+)
+from auditapp.paradigms.bits.posts import DEFAULT_TARGET_WORDS, PerturbedPosts, PostsError, PostsOptions, perturb_posts
+from auditapp.paradigms.bits.units import posts_units, sentence_units, uploaded_units
 from auditapp.paradigms.bits.upload import BitsUploadError, parse_upload
 
 BITS_COUNTS_NOTE = (
@@ -146,3 +155,90 @@ def bits_corpus_upload(*, perturbed_file, control_file, name: str, created_by=No
     }
     return corpus_store(paradigm="bits", name=name, units=units, provenance=provenance, created_by=created_by,
                         recorded=columns)
+
+
+def posts_options(*, target_words=None, groups=None, term_case: str = "lower", id_column: str = "id",
+                  text_column: str = "text", source_column: str | None = None) -> PostsOptions:
+    """The options of a perturbation of posts from their API or form values: ``target_words`` a list (None: seed
+    001's "disability" and "disabled"), ``groups`` a list of ``{"group", "terms"}`` (None: Table 4 as printed).
+    A shape that cannot be read raises :class:`CorpusError`; content problems are the options' own."""
+    problems = []
+    if groups is None:
+        term_groups = paper_spec().groups
+    elif not isinstance(groups, list | tuple) or not all(
+            isinstance(g, Mapping) and isinstance(g.get("group"), str) and isinstance(g.get("terms"), list | tuple)
+            and all(isinstance(t, str) for t in g["terms"]) for g in groups):
+        problems.append(CorpusProblem('groups: a list of {"group": a name, "terms": [terms]}'))
+        term_groups = ()
+    else:
+        term_groups = tuple(TermGroup(name=g["group"], terms=tuple(g["terms"])) for g in groups)
+    words = DEFAULT_TARGET_WORDS if target_words is None else target_words
+    if not isinstance(words, list | tuple) or not all(isinstance(w, str) for w in words):
+        problems.append(CorpusProblem("target_words: a list of words"))
+        words = ()
+    if problems:
+        raise CorpusError(problems)
+    options = PostsOptions(groups=term_groups, target_words=tuple(w.strip() for w in words), term_case=term_case,
+                           id_column=id_column, text_column=text_column, source_column=source_column or None)
+    option_problems = options.problems()
+    if option_problems:
+        raise CorpusError([CorpusProblem(problem) for problem in option_problems])
+    return options
+
+
+@dataclass(frozen=True)
+class PostsRead:
+    """A file of posts read and perturbed, not stored: what the preview shows and what is stored."""
+
+    file: _ReadFile
+    options: PostsOptions
+    posts: PerturbedPosts
+
+    def answer(self) -> dict:
+        """The preview's answer: the counts, every row left out with its reason, and the first posts' sentences."""
+        return {"file": {"file": self.file.name, "sha256": self.file.sha256, "rows": len(self.file.rows)},
+                "options": self.options.as_dict(), "report": self.posts.report(), "preview": self.posts.preview()}
+
+
+def bits_posts_read(*, file, options: PostsOptions) -> PostsRead:
+    """Read a file of texts (CSV, TSV, XLSX or JSON Lines, at most ``CORPUS_UPLOAD_MAX_BYTES`` to read) and perturb
+    it (:mod:`auditapp.paradigms.bits.posts`). Any problem raises :class:`CorpusError` naming its row and column."""
+    problems: list[CorpusProblem] = []
+    read = _read_upload(file, "texts", problems)
+    if problems:
+        raise CorpusError(problems)
+    try:
+        posts = perturb_posts(read.rows, options)
+    except PostsError as error:
+        raise CorpusError([CorpusProblem(p.message, file=read.name, row=p.row, column=p.column)
+                           for p in error.problems], error.total) from None
+    if not posts.posts:
+        raise CorpusError([CorpusProblem(f"none of the {len(posts.skipped)} texts mentions "
+                                         f"{' or '.join(map(repr, options.target_words))} as a whole word: nothing "
+                                         "to perturb", file=read.name)])
+    return PostsRead(file=read, options=options, posts=posts)
+
+
+POSTS_RULES_NOTE = (
+    "Ours (seed 001 §3.1 does not say how): a mention is a target word as a whole word in any case (a hashtag and a "
+    "possessive included; not inside a longer word or a hyphenated compound); each is replaced by the term, with "
+    "the mention's capitals, and removed for the control; an article directly before a mention agrees with the "
+    "word after it; a removed mention leaves one space and none before punctuation, and capitalises the next word "
+    "when it began a sentence. Texts without a mention are reported and left out.")
+
+
+def bits_posts_store(read: PostsRead, *, name: str, created_by=None) -> Corpus:
+    """Store a file of posts read by :func:`bits_posts_read` as a BITS corpus: each post a base sentence (its id
+    the template) with its control and one sentence per group and term. Provenance: the file and its sha256, the
+    options, the rules (:data:`POSTS_RULES_NOTE`) and the report (every row left out with its reason)."""
+    provenance = {
+        "generator": "posts",
+        "design": "seed 001 §3.1 (Table 6): the researcher's own texts, perturbed",
+        "files": {"texts": {"file": read.file.name, "sha256": read.file.sha256, "bytes": read.file.size,
+                            "encoding": read.file.encoding, "rows": len(read.file.rows)}},
+        "options": read.options.as_dict(),
+        "rules": POSTS_RULES_NOTE,
+        "report": read.posts.report(),
+    }
+    return corpus_store(paradigm="bits", name=name, units=posts_units(read.posts), provenance=provenance,
+                        created_by=created_by)

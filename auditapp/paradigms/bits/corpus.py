@@ -125,6 +125,9 @@ class BitsSentence:
     group: str
     term: str | None
     control_key: str | None = field(default=None)
+    source: str | None = field(default=None)
+    """Where the text came from (a perturbed post's platform: the per-source breakdown); None for a corpus made
+    from templates."""
 
     @property
     def is_control(self) -> bool:
@@ -203,10 +206,18 @@ def validate_spec(spec: BitsSpec) -> list[str]:
         empty = [e.name for e in spec.emotions if any(not w.strip() for w in e.words(kind))]
         if empty:
             problems.append(f"emotions: empty {kind} word in {', '.join(empty)}")
-    if not spec.groups:
+    problems += group_problems(spec.groups)
+    return problems
+
+
+def group_problems(groups: Sequence[TermGroup]) -> list[str]:
+    """Every problem of a list of term groups (none, an empty or reserved name, a name or term twice, no terms),
+    each naming the group as ``groups[index] (name): …``."""
+    problems: list[str] = []
+    if not groups:
         problems.append("groups: none given")
     seen_groups: set[str] = set()
-    for index, group in enumerate(spec.groups):
+    for index, group in enumerate(groups):
         where = f"groups[{index}] ({group.name or 'no name'})"
         if not group.name.strip():
             problems.append(f"{where}: the name is empty")

@@ -66,8 +66,9 @@ def paper_mark(p: float) -> str:
 def pair_with_controls(corpus: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFrame:
     """Join each scorer's score of every perturbed sentence with its control's score.
 
-    ``corpus`` has the columns of :func:`auditapp.paradigms.bits.corpus.corpus_frame`; ``scores`` has
-    ``scorer``, ``key``, ``score`` (NaN when missing). Sentences a scorer has no row for are left out.
+    ``corpus`` has the columns of :func:`auditapp.paradigms.bits.corpus.corpus_frame` (and ``source`` for a corpus
+    of perturbed posts, kept in the pairs); ``scores`` has ``scorer``, ``key``, ``score`` (NaN when missing).
+    Sentences a scorer has no row for are left out.
     """
     scored = scores[["scorer", "key", "score"]].merge(corpus, on="key", how="inner", validate="many_to_one")
     perturbed = scored[scored["group"] != CONTROL]
@@ -75,7 +76,8 @@ def pair_with_controls(corpus: pd.DataFrame, scores: pd.DataFrame) -> pd.DataFra
         columns={"key": "control_key", "score": "control_score"})
     pairs = perturbed.merge(controls, on=["scorer", "control_key"], how="left")
     pairs["diff"] = pairs["score"] - pairs["control_score"]
-    return pairs[["scorer", "key", "control_key", *FACTORS, "score", "control_score", "diff"]].reset_index(drop=True)
+    factors = [*FACTORS, *(["source"] if "source" in corpus.columns else [])]
+    return pairs[["scorer", "key", "control_key", *factors, "score", "control_score", "diff"]].reset_index(drop=True)
 
 
 def _complete(pairs: pd.DataFrame) -> pd.DataFrame:
@@ -175,7 +177,8 @@ def _t_test(group_scores: np.ndarray, control_scores: np.ndarray, *, test: str) 
     return float(result.statistic), float(result.df), float(result.pvalue)
 
 
-def control_tests(pairs: pd.DataFrame, *, test: str = "paired") -> pd.DataFrame:
+def control_tests(pairs: pd.DataFrame, *, test: str = "paired", by: tuple[str, ...] = ("scorer", "group")
+                  ) -> pd.DataFrame:
     """The t-test of each group's scores against the control's (seed 001 §4: "a t-test between the scores of
     each group and the control group"), per scorer.
 
@@ -190,23 +193,26 @@ def control_tests(pairs: pd.DataFrame, *, test: str = "paired") -> pd.DataFrame:
     values against the control scores as two independent samples (``ttest_ind(equal_var=False)``).
     Undefined (t, df, p NaN; ``note`` says why) with fewer than two base sentences or no variance, e.g. a
     scorer that gives every sentence of a group the same score as its control.
+
+    ``by``: the columns of one test, ``scorer`` and ``group`` by default; with ``source`` among them (a corpus of
+    perturbed posts, :mod:`auditapp.paradigms.bits.posts`), one test per source as well.
     """
     if test not in T_TESTS:
         raise ValueError(f"test must be one of {', '.join(T_TESTS)}, not {test!r}")
-    per_base = _complete(pairs).groupby(["scorer", "group", "control_key"], sort=True).agg(
+    keys = list(by)
+    per_base = _complete(pairs).groupby([*keys, "control_key"], sort=True).agg(
         group_score=("score", "mean"), control_score=("control_score", "first"), n_sentences=("score", "size"))
     rows = []
-    for (scorer, group), frame in per_base.groupby(["scorer", "group"], sort=True):
+    for values, frame in per_base.groupby(keys, sort=True):
         group_scores = frame["group_score"].to_numpy(float)
         control_scores = frame["control_score"].to_numpy(float)
         t, df, p = _t_test(group_scores, control_scores, test=test)
-        rows.append({"scorer": scorer, "group": group, "test": test, "n_bases": len(frame),
+        rows.append({**dict(zip(keys, values, strict=True)), "test": test, "n_bases": len(frame),
                      "n_sentences": int(frame["n_sentences"].sum()), "mean_group": float(group_scores.mean()),
                      "mean_control": float(control_scores.mean()), "t": t, "df": df, "p": p,
                      "mark": paper_mark(p),
                      "note": "" if math.isfinite(p) else "undefined: fewer than two base sentences or no variance"})
-    columns = ["scorer", "group", "test", "n_bases", "n_sentences", "mean_group", "mean_control", "t", "df", "p",
-               "mark", "note"]
+    columns = [*keys, "test", "n_bases", "n_sentences", "mean_group", "mean_control", "t", "df", "p", "mark", "note"]
     return pd.DataFrame(rows, columns=columns)
 
 

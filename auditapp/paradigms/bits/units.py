@@ -4,7 +4,8 @@ per-tool score columns as recorded scorers. Pure: no Django.
 A sentence becomes a unit with its key (:func:`auditapp.paradigms.bits.corpus.sentence_key` for a generated
 corpus, template and text for an uploaded one), its text, and the factors analyses group by: ``template``,
 ``emotion``, ``word``, ``group``, ``term`` (an empty string where the sentence has none: a neutral template has
-no word, a control no term) and ``is_control`` ("1" or "0"). ``fields["control"]`` is the key of its control
+no word, a control no term), ``is_control`` ("1" or "0") and, for a perturbed post
+(:mod:`auditapp.paradigms.bits.posts`), ``source`` (its platform; "" when the file names none). ``fields["control"]`` is the key of its control
 sentence: None for a control, and for an uploaded sentence no pairing rule found one. An uploaded sentence's fields
 also keep its file ``row`` and, for a perturbed one, the ``pairing`` rule that found its control
 (:mod:`auditapp.paradigms.bits.pairing`), or ``unpaired`` and the reason under ``unpaired``.
@@ -19,6 +20,7 @@ import pandas as pd
 from auditapp.corpora import RecordedColumn
 from auditapp.engine.protocol import Unit
 from auditapp.paradigms.bits.corpus import BitsSentence
+from auditapp.paradigms.bits.posts import PerturbedPosts
 from auditapp.paradigms.bits.upload import UploadedCorpus
 
 FACTOR_NAMES = ("template", "emotion", "word", "group", "term", "is_control")
@@ -32,7 +34,8 @@ def sentence_unit(sentence: BitsSentence) -> Unit:
         text=sentence.text,
         factors={"template": sentence.template, "emotion": sentence.emotion or "", "word": sentence.word or "",
                  "group": sentence.group, "term": sentence.term or "",
-                 "is_control": "1" if sentence.is_control else "0"},
+                 "is_control": "1" if sentence.is_control else "0",
+                 **({"source": sentence.source} if sentence.source is not None else {})},
         fields={"control": sentence.control_key},
     )
 
@@ -83,4 +86,20 @@ def corpus_frame_of_units(units: pd.DataFrame) -> pd.DataFrame:
         frame[factor] = units[factor].where(units[factor] != "", None) if factor in units else None
     frame["word_kind"] = None
     frame["control_key"] = [fields.get("control") if isinstance(fields, dict) else None for fields in units["fields"]]
-    return frame[["key", "text", "template", "emotion", "word", "word_kind", "group", "term", "control_key"]]
+    columns = ["key", "text", "template", "emotion", "word", "word_kind", "group", "term", "control_key"]
+    if "source" in units:
+        frame["source"] = units["source"].where(units["source"] != "", None)
+        columns.append("source")
+    return frame[columns]
+
+
+def posts_units(posts: PerturbedPosts) -> list[Unit]:
+    """The units of a corpus of perturbed posts: each post's control, then its perturbed sentences, each keeping the
+    post's file ``row``, its ``post`` id and the file's other columns under ``metadata``."""
+    units = []
+    for post in posts.posts:
+        fields = {"row": post.row, "post": post.id, "metadata": dict(post.metadata)}
+        for sentence in (post.control, *post.sentences):
+            unit = sentence_unit(sentence)
+            units.append(Unit(key=unit.key, text=unit.text, factors=unit.factors, fields={**unit.fields, **fields}))
+    return units
