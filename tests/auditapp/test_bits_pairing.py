@@ -1,11 +1,15 @@
 """The pairing of uploaded BITS sentences with their controls (auditapp/paradigms/bits/pairing.py): each rule in its
 order on rows shaped like the public repository's quirks (the sentences are ours), the report per rule, every
 unpaired row's reason, and the edit distance against nltk's."""
+import time
+
 import pytest
 from nltk.metrics.distance import edit_distance
 
 from auditapp.paradigms.bits.pairing import (
+    POSITION,
     TYPO_MAX_EDITS,
+    UNPAIRED,
     ControlRow,
     PerturbedRow,
     edit_distance_within,
@@ -155,3 +159,34 @@ def test_a_template_or_group_named_items_renders_as_any_other():
         html = render_to_string("auditapp/_bits_pairing.html", {"corpus": {"pairing": shown, "warnings": []}})
         assert "items: 1" in html
     assert stored_report({"generator": "upload"}) is None
+
+
+@pytest.mark.parametrize("bound", [0, 1, 2, 3])
+def test_the_banded_edit_distance_equals_nltks_on_random_strings(bound):
+    import random
+
+    chances = random.Random(bound)
+    for _ in range(300):
+        a = "".join(chances.choice("ab c") for _ in range(chances.randint(0, 12)))
+        b = "".join(chances.choice("ab c") for _ in range(chances.randint(0, 12)))
+        distance = edit_distance(a, b)
+        assert edit_distance_within(a, b, bound) == (distance if distance <= bound else None), (a, b)
+
+
+def test_emotions_are_compared_without_case():
+    controls = [control(2, "T6", "They were glad because of the neighbour.", emotion="Joy")]
+    rows = [sentence(2, "T6", "They were happy because of the Deaf neighbour.", "Deaf", emotion="joy")]
+    report = pair_sentences(rows, controls)
+    assert report.pairings[0].rule == POSITION and report.pairings[0].control_key == controls[0].key
+
+
+def test_a_hostile_upload_spends_the_typo_rules_work_limit_and_its_rows_say_so(monkeypatch):
+    monkeypatch.setattr("auditapp.paradigms.bits.pairing.TYPO_MAX_STEPS", 10_000)
+    long = "x" * 200
+    controls = [control(i + 2, "T1", f"{long}{i:03d}") for i in range(50)]
+    rows = [sentence(2, "T1", f"{long}abc Deaf", "Deaf")]
+    started = time.perf_counter()
+    report = pair_sentences(rows, controls)
+    assert time.perf_counter() - started < 1
+    assert report.pairings[0].rule == UNPAIRED
+    assert "the typo rule was not tried: the upload spent its work limit" in report.pairings[0].reason

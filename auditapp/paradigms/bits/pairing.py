@@ -43,6 +43,10 @@ UNPAIRED = "unpaired"
 RULES = (CONTROL_COLUMN, EXACT, TYPO, POSITION)
 """The rules in the order they are tried."""
 TYPO_MAX_EDITS = 2
+TYPO_MAX_STEPS = 3_000_000
+"""The typo rule's work for one upload, in steps of the edit distance's programme (a few seconds of Python at
+worst). The repository's disability facet needs under 10,000; what is left when it is spent stays unpaired with
+that reason."""
 RULE_DESCRIPTIONS = {
     CONTROL_COLUMN: "the row's Control cell names the control (same template); it overrides the other rules",
     EXACT: "the control of the same template equal to the sentence with its term removed (without case, spaces "
@@ -178,19 +182,32 @@ def without_term(sentence: str, term: str) -> str:
 
 def edit_distance_within(a: str, b: str, bound: int) -> int | None:
     """The Levenshtein distance between ``a`` and ``b`` (insertions, deletions and substitutions of one character
-    each cost 1), or None when it exceeds ``bound``. The dynamic programme of Wagner and Fischer (1974), stopped
-    as soon as every entry of a row exceeds the bound."""
+    each cost 1), or None when it exceeds ``bound``. The dynamic programme of Wagner and Fischer (1974) over the
+    diagonal band of width ``2 × bound + 1`` only (a path outside it costs more than ``bound``: Ukkonen 1985), stopped
+    as soon as every entry of a row exceeds the bound; so a comparison costs at most ``len(a) × (2 × bound + 1)``
+    steps, whatever the texts."""
     if abs(len(a) - len(b)) > bound:
         return None
-    previous = list(range(len(b) + 1))
+    beyond = bound + 1
+    previous = {j: j for j in range(min(len(b), bound) + 1)}
     for i, char_a in enumerate(a, start=1):
-        current = [i]
-        for j, char_b in enumerate(b, start=1):
-            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
-        if min(current) > bound:
+        current = {}
+        for j in range(max(0, i - bound), min(len(b), i + bound) + 1):
+            if j == 0:
+                current[j] = i
+                continue
+            current[j] = min(previous.get(j, beyond) + 1, current.get(j - 1, beyond) + 1,
+                             previous.get(j - 1, beyond) + (char_a != b[j - 1]))
+        if min(current.values(), default=beyond) > bound:
             return None
         previous = current
-    return previous[-1] if previous[-1] <= bound else None
+    distance = previous.get(len(b), beyond)
+    return distance if distance <= bound else None
+
+
+def emotion_key(emotion: str) -> str:
+    """An emotion as the rules compare it: without case or surrounding spaces ("Joy" and "joy " are one emotion)."""
+    return emotion.strip().casefold()
 
 
 def _count(n: int, noun: str) -> str:
@@ -204,26 +221,43 @@ class _Controls:
         self.by_text = {(c.template, match_text(c.text)): c for c in controls}
         self.of_template: dict[str, list[ControlRow]] = defaultdict(list)
         self.of_emotion: dict[tuple[str, str], list[ControlRow]] = defaultdict(list)
+        self._by_length: dict[tuple[str, int], list[tuple[ControlRow, str]]] = defaultdict(list)
         for control in controls:
             self.of_template[control.template].append(control)
             if control.emotion:
-                self.of_emotion[(control.template, control.emotion)].append(control)
+                self.of_emotion[(control.template, emotion_key(control.emotion))].append(control)
+            text = match_text(control.text)
+            self._by_length[(control.template, len(text))].append((control, text))
         self._near: dict[tuple[str, str | None, str], list[tuple[ControlRow, int]]] = {}
+        self.typo_steps_left = TYPO_MAX_STEPS
+        self.typo_skipped: set[tuple[str, str | None, str]] = set()
 
     def near(self, template: str, emotion: str | None, text: str) -> list[tuple[ControlRow, int]]:
         """The controls of the template within the typo bound of ``text`` (not equal to it), with their distance;
         of the sentence's emotion when both it and the control have one ("glad" is two edits from "sad": a typo
-        never pairs a sentence with a control of another emotion)."""
-        if (template, emotion, text) not in self._near:
+        never pairs a sentence with a control of another emotion). Only controls whose length is within the bound
+        are compared, each at most ``len(text) × (2 × bound + 1)`` steps, and all the lookups of one upload share
+        :data:`TYPO_MAX_STEPS`: once spent, a lookup finds nothing and is remembered in ``typo_skipped``, so a
+        hostile upload cannot make the rule run for minutes."""
+        key = (template, emotion, text)
+        if key not in self._near:
+            buckets = [self._by_length.get((template, length), [])
+                       for length in range(len(text) - TYPO_MAX_EDITS, len(text) + TYPO_MAX_EDITS + 1)]
+            cost = sum(map(len, buckets)) * len(text) * (2 * TYPO_MAX_EDITS + 1)
+            if cost > self.typo_steps_left:
+                self.typo_skipped.add(key)
+                self.typo_steps_left = 0
+                buckets = []
+            self.typo_steps_left -= cost if buckets else 0
             found = []
-            for control in self.of_template.get(template, []):
-                if emotion and control.emotion and control.emotion != emotion:
+            for control, control_text in (pair for bucket in buckets for pair in bucket):
+                if emotion and control.emotion and emotion_key(control.emotion) != emotion_key(emotion):
                     continue
-                distance = edit_distance_within(text, match_text(control.text), TYPO_MAX_EDITS)
+                distance = edit_distance_within(text, control_text, TYPO_MAX_EDITS)
                 if distance:
                     found.append((control, distance))
-            self._near[(template, emotion, text)] = found
-        return self._near[(template, emotion, text)]
+            self._near[key] = found
+        return self._near[key]
 
 
 def pair_sentences(rows: Sequence[PerturbedRow], controls: Sequence[ControlRow]) -> PairingReport:
@@ -261,12 +295,13 @@ def pair_sentences(rows: Sequence[PerturbedRow], controls: Sequence[ControlRow])
     cells: dict[tuple[str, str, str, str], list[int]] = defaultdict(list)
     for i, row in enumerate(rows):
         if row.emotion:
-            cells[(row.template, row.emotion, row.group, row.term)].append(i)
-    for (template, emotion, _group, term), members in cells.items():
+            cells[(row.template, emotion_key(row.emotion), row.group, row.term)].append(i)
+    for (template, emotion_of_cell, _group, term), members in cells.items():
         left = [i for i in members if found[i] is None]
         if not left:
             continue
-        candidates = index.of_emotion.get((template, emotion), [])
+        emotion = rows[members[0]].emotion  # as the file writes it, for the reasons
+        candidates = index.of_emotion.get((template, emotion_of_cell), [])
         if not index.of_template.get(template):
             reason = f"template {template} has no control"
         elif len(left) < len(members):
@@ -293,6 +328,9 @@ def pair_sentences(rows: Sequence[PerturbedRow], controls: Sequence[ControlRow])
                       f"no control of template {row.template} matches {without_term(row.text, row.term)!r}, and the "
                       "row has no Sentiment for the position rule")
             pairing = Pairing(None, UNPAIRED, reason)
+        if pairing.rule == UNPAIRED and (row.template, row.emotion, wanted[i]) in index.typo_skipped:
+            pairing = Pairing(None, UNPAIRED, f"{pairing.reason} (the typo rule was not tried: the upload spent its "
+                                              f"work limit of {TYPO_MAX_STEPS:,} steps)")
         if pairing.rule == UNPAIRED and i in ambiguous:
             pairing = Pairing(None, UNPAIRED, f"{pairing.reason} ({ambiguous[i]} controls are within "
                                               f"{TYPO_MAX_EDITS} edits of its text: the typo rule does not choose)")
