@@ -420,6 +420,45 @@ def _records(content: bytes, file_format: str, encoding: str | None
     return [_spreadsheet_cell_text(h).strip() for h in first[1]], rows, used_encoding, warnings
 
 
+def _json_line_records(lines: Iterator[tuple[int, str | list]], encoding: str, warnings: list[str]) -> TableRecords:
+    """The rows of a JSON Lines file as :func:`read_table_records` gives them (see there)."""
+    problems: list[ImportProblem] = []
+    objects: list[tuple[int, dict[str, str]]] = []
+    columns: dict[str, None] = {}
+    for row_number, line in lines:
+        try:
+            obj = json_loads_bounded(str(line))
+        except json.JSONDecodeError as exc:
+            problems.append(ImportProblem(row_number, None, f"not valid JSON: {exc.msg} (character {exc.pos + 1})"))
+            continue
+        except JSONTooDeepError as exc:
+            problems.append(ImportProblem(row_number, None, str(exc)))
+            continue
+        if not isinstance(obj, dict):
+            problems.append(ImportProblem(row_number, None, "each line must be a JSON object"))
+            continue
+        nested = next((key for key, value in obj.items() if isinstance(value, dict | list)), None)
+        if nested is not None:
+            problems.append(ImportProblem(row_number, nested, "a value must be text, a number, true, false or null, "
+                                                              "not a list or an object"))
+            continue
+        row = {str(key): _cell_text(value) for key, value in obj.items()}
+        nul_column = _column_with_nul(row)
+        if nul_column is not None:
+            problems.append(ImportProblem(row_number, nul_column, NUL_MESSAGE))
+            continue
+        if len(columns) + len(row.keys() - columns.keys()) > MAX_COLUMNS:
+            problems.append(ImportProblem(row_number, None, f"more than {MAX_COLUMNS:,} distinct keys; at most "
+                                                            f"{MAX_COLUMNS:,} columns are read"))
+            break
+        columns.update(dict.fromkeys(row))
+        objects.append((row_number, row))
+    if problems:
+        raise ItemFileError(problems[:MAX_REPORTED_PROBLEMS], len(problems))
+    rows = [(row_number, {column: row.get(column, "") for column in columns}) for row_number, row in objects]
+    return TableRecords(rows=rows, encoding=encoding, warnings=warnings)
+
+
 def item_file_reading_cost(content: bytes, *, file_format: str) -> int:
     """How many bytes reading the file means: its size, or for a workbook the uncompressed size its zip
     declares (a member is never inflated past its declared size, so this bounds what a parser reads)."""
@@ -582,15 +621,22 @@ class TableRecords:
 
 
 def read_table_records(content: bytes, *, file_format: str, encoding: str | None = None) -> TableRecords:
-    """Every row of a CSV, TSV or XLSX file under its header, read with the bounds and cell rules of item files
-    (for files of another shape, such as a BITS corpus, whose own parser validates the columns).
+    """Every row of a CSV, TSV, XLSX or JSON Lines file under its header, read with the bounds and cell rules of
+    item files (for files of another shape, such as a BITS corpus, whose own parser validates the columns).
 
-    Raises :class:`ItemFileError` naming every row with more or fewer fields than the header or a NUL character.
+    A JSON Lines file has no header: each line is an object whose keys are its columns (the header is their union in
+    order of first appearance, a key a line lacks an empty cell), numbers as text, null as an empty
+    cell (true and false as 1 and 0, as item files read them); its rows are numbered by line.
+
+    Raises :class:`ItemFileError` naming every row with more or fewer fields than the header, a NUL character, or
+    (JSON Lines) a line that is not a JSON object of plain values.
     """
-    if file_format not in ("csv", "tsv", "xlsx"):
-        raise ItemFileError([ImportProblem(None, None, f"unknown format '{file_format}': use .csv, .tsv or .xlsx")])
+    if file_format not in FORMATS:
+        raise ItemFileError([ImportProblem(None, None, f"unknown format '{file_format}': use .csv, .tsv, .jsonl or "
+                                                       ".xlsx")])
     header, records, used_encoding, warnings = _records(content, file_format, encoding)
-    assert header is not None  # only JSONL, not read here, has no header
+    if header is None:
+        return _json_line_records(records, used_encoding, warnings)
     problems = [ImportProblem(1, name, "the column appears more than once")
                 for name in sorted({h for h in header if h and header.count(h) > 1})]
     rows: list[tuple[int, dict[str, str]]] = []

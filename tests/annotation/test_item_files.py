@@ -341,5 +341,21 @@ def test_read_table_records_gives_rows_under_the_header_and_names_every_bad_row(
         "row 2: 2 fields where the header has 3 (a missing or extra delimiter, or an unquoted comma?)",
         f"row 4, column 'a': {NUL_MESSAGE}",
     ]
-    with pytest.raises(ItemFileError, match="unknown format 'jsonl'"):
-        read_table_records(b"{}", file_format="jsonl")
+    with pytest.raises(ItemFileError, match="unknown format 'json'"):
+        read_table_records(b"{}", file_format="json")
+
+
+def test_read_table_records_reads_json_lines_under_the_union_of_their_keys():
+    table = read_table_records(b'{"id": 1, "text": "a"}\n\n{"id": "2", "platform": null, "score": 0.5}\n',
+                               file_format="jsonl")
+    assert table.rows == [(1, {"id": "1", "text": "a", "platform": "", "score": ""}),
+                          (3, {"id": "2", "text": "", "platform": "", "score": "0.5"})]
+    assert [list(row) for _, row in table.rows] == [["id", "text", "platform", "score"]] * 2
+    with pytest.raises(ItemFileError) as error:
+        read_table_records(b'{"id": 1\n[1, 2]\n{"id": {"a": 1}}\n{"t": "x\\u0000"}\n', file_format="jsonl")
+    assert [str(p) for p in error.value.problems] == [
+        "row 1: not valid JSON: Expecting ',' delimiter (character 9)",
+        "row 2: each line must be a JSON object",
+        "row 3, column 'id': a value must be text, a number, true, false or null, not a list or an object",
+        f"row 4, column 't': {NUL_MESSAGE}",
+    ]

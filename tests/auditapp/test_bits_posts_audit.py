@@ -9,6 +9,7 @@ mean and t-test equals an independent recomputation from the audit's scores expo
 from __future__ import annotations
 
 import io
+import json
 
 import numpy as np
 import pytest
@@ -17,6 +18,7 @@ from scipy import stats
 from auditapp.models import Audit, Corpus, CorpusUnit, LLMEndpoint
 from auditapp.paradigms.bits.corpus import paper_spec
 from tests.auditapp import bits_posts_files
+from tests.auditapp.bits_upload_files import xlsx_bytes
 from tests.auditapp.test_bits_audit import launch, run, table, tasks_off  # noqa: F401
 from tests.llm_server import LLMServer
 
@@ -86,6 +88,25 @@ def test_a_bad_file_or_bad_options_are_a_400_naming_each_problem_and_nothing_is_
     for (_, _, message), (_, _, wanted) in zip(problems, expected, strict=True):
         assert wanted is None or message == wanted
     assert not Corpus.objects.exists()
+
+
+@pytest.mark.parametrize("file_format", ["tsv", "jsonl", "xlsx"])
+def test_tsv_json_lines_and_xlsx_give_the_same_corpus_as_csv(api_client, file_format):
+    records = bits_posts_files.rows()
+    header = list(records[0])
+    if file_format == "tsv":
+        content = "\n".join(["\t".join(header), *("\t".join(row[h] for h in header) for row in records)]).encode()
+    elif file_format == "jsonl":
+        content = "\n".join(json.dumps(row) for row in records).encode()
+    else:
+        content = xlsx_bytes(header, [[row[h] for h in header] for row in records])
+    as_csv = upload(api_client, preview="true").json()
+    other = upload(api_client, content, filename=f"texts.{file_format}", preview="true")
+    assert other.status_code == 200, other.content
+    if file_format == "jsonl":  # its rows are its lines: no header line before them
+        for entry in [*as_csv["report"]["skipped_rows"], *as_csv["preview"]]:
+            entry["row"] -= 1
+    assert other.json()["report"] == as_csv["report"] and other.json()["preview"] == as_csv["preview"]
 
 
 def test_a_name_is_required_to_store(api_client):
