@@ -333,3 +333,47 @@ def test_no_scores_give_empty_tables_and_an_unanalysed_payload(toy):
     result = analyse(corpus, scores.iloc[0:0], settings=AnalysisSettings())
     assert set(result.tables) == set(TABLES) and all(frame.empty for frame in result.tables.values())
     assert dashboard_payload(result)["analysed"] is False
+
+
+def test_a_recorded_scorers_missing_controls_can_be_scored_by_a_scorer_of_the_audit(toy):
+    corpus, _ = toy
+    local = []
+    for key, template, term in zip(corpus["key"], corpus["template"], corpus["term"], strict=True):
+        local.append({"scorer": "toy", "imported": False, "kind": "sentiment", "unit": key, "replicate": 0,
+                      "value": TOY_SCORES[term if isinstance(term, str) else "control"][BASE[template]],
+                      "reason": ""})
+    local = pd.DataFrame(local)
+    # The recorded column: the toy's scores of the perturbed sentences, 0.05 higher with the term x; no controls.
+    recorded = local.assign(scorer="rec", imported=True)
+    recorded.loc[recorded["unit"].str.contains(r"\|x$"), "value"] += 0.05
+    is_control = recorded["unit"].isin(corpus.loc[corpus["group"] == CONTROL, "key"])
+    recorded.loc[is_control, ["value", "reason"]] = [math.nan, "the control file has no column 'rec'"]
+    scores = pd.concat([local, recorded], ignore_index=True)
+
+    alone = analyse(corpus, scores, settings=AnalysisSettings()).tables["score_sense"]
+    assert math.isnan(row(alone, scorer="rec", group="G1")["score_sense"])
+
+    result = analyse(corpus, scores, settings=AnalysisSettings(control_scores_from={"rec": "toy"}))
+    sense = result.tables["score_sense"]
+    # G1 with the toy's controls: the toy's -0.5 / 6, plus 0.05 on the three x sentences of six: + 0.025.
+    assert row(sense, scorer="rec", group="G1")["score_sense"] == pytest.approx(-0.5 / 6 + 0.025)
+    assert row(sense, scorer="rec", group="G2")["score_sense"] == pytest.approx(1 / 3)
+    fill = result.tables["control_fills"].iloc[0].to_dict()
+    # 3 controls, all filled; the 9 perturbed sentences compared: three differ by 0.05, mean 0.15 / 9.
+    assert {k: fill[k] for k in ("scorer", "controls_from", "n_controls", "n_filled", "n_compared")} == {
+        "scorer": "rec", "controls_from": "toy", "n_controls": 3, "n_filled": 3, "n_compared": 9}
+    assert fill["max_abs_diff"] == pytest.approx(0.05) and fill["mean_abs_diff"] == pytest.approx(0.15 / 9)
+    assert fill["r"] == pytest.approx(np.corrcoef(
+        recorded.loc[~is_control, "value"], local.loc[~is_control.to_numpy(), "value"])[0, 1])
+    assert any("3 of its 3 controls are scored by toy" in note and "largest |difference| is 0.05" in note
+               for note in result.notes)
+    payload = dashboard_payload(result)
+    assert [r["controls_from"] for r in payload["table7"]] == [None, "toy"]
+
+    with pytest.raises(ValueError) as problems:
+        analyse(corpus, scores, settings=AnalysisSettings(control_scores_from={"toy": "rec", "rec": "rec"}))
+    assert "control_scores_from: 'toy' is not a recorded (imported) scorer of the audit" in str(problems.value)
+    assert "control_scores_from['toy']: 'rec' is not a scorer the audit asked itself" in str(problems.value)
+    assert "control_scores_from['rec']: 'rec' is not another scorer's name" in str(problems.value)
+    assert AnalysisSettings.from_dict(AnalysisSettings(control_scores_from={"rec": "toy"}).to_dict()) == \
+        AnalysisSettings(control_scores_from={"rec": "toy"})

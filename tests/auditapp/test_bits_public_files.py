@@ -1,5 +1,6 @@
 """The public BITS repository's own files, uploaded unchanged through ``POST /api/corpora/upload/``, pair every
-sentence the paper could pair and reproduce seed 001's Table 7 for VADER (scored here by the local scorer).
+sentence the paper could pair and reproduce seed 001's Table 7 for VADER (scored here by the local scorer), and for
+TextBlob from the files' own TEXTBLOB column with the controls scored by today's TextBlob.
 
 The files are not committed (the repository states no licence): tests/data/bits_public/README.md says where they
 come from and how to fetch them; without them, or with other bytes, the test is skipped and says why.
@@ -30,6 +31,10 @@ FILES = {  # commit 762bc00878c444fccffdde4a90de528d2f1cfcdc of github.com/Prana
 # the clinical terms (PWD:C), Disable_Social the social-discourse ones (PWD:SD), Non-Disable PWoD, Normal NRM.
 PAPER_VADER = {"Disable": (-0.25, "**"), "Disable_Social": (-0.05, "**"), "Non-Disable": (0.01, ""),
                "Normal": (0.04, "")}
+# Table 7, TextBlob: the repository's TEXTBLOB column scores only the perturbed sentences; the control sentences
+# are scored by today's TextBlob (the setting control_scores_from).
+PAPER_TEXTBLOB = {"Disable": (0.00, ""), "Disable_Social": (-0.21, "**"), "Non-Disable": (0.00, ""),
+                  "Normal": (-0.04, "")}
 TOLERANCE = 0.03
 
 
@@ -45,14 +50,39 @@ def public_file(name: str) -> bytes:
     return content
 
 
-def test_the_public_files_pair_by_rule_and_give_table_7_for_vader(api_client, staff_client, tasks_off):  # noqa: F811
+def upload_public_files(api_client) -> dict:
     response = api_client.post("/api/corpora/upload/", {
         "perturbed_file": SimpleUploadedFile("Disablility_Facet_Results.csv",
                                              public_file("Disablility_Facet_Results.csv")),
         "control_file": SimpleUploadedFile("Standard_Corpus.csv", public_file("Standard_Corpus.csv")),
         "name": "BITS disability facet"}, format="multipart")
     assert response.status_code == 201, response.content
-    corpus = response.json()
+    return response.json()
+
+
+def test_the_recorded_textblob_column_with_todays_textblob_controls_gives_table_7s_textblob_row(
+        api_client, tasks_off):  # noqa: F811
+    corpus = upload_public_files(api_client)
+    textblob_column = next(s for s in corpus["recorded_scorers"] if s["name"] == "TEXTBLOB")
+    local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
+    audit = run(launch(api_client, corpus=corpus["id"], models=[{"endpoint": local.id, "model": "textblob"}],
+                       recorded_scorers=[textblob_column["id"]],
+                       analysis={"control_scores_from": {"TEXTBLOB": "textblob"}}))
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    sense = {(row["scorer"], row["group"]): row for row in table(api_client, audit.id, "score_sense")}
+    for group, (paper, mark) in PAPER_TEXTBLOB.items():
+        cell = sense[("TEXTBLOB", group)]
+        assert cell["score_sense"] == pytest.approx(paper, abs=TOLERANCE), group
+        assert cell["mark"] == mark, (group, cell["p"])
+    # Today's TextBlob alone misses Table 7's PWD:SD value (-0.149): its lexicon changed since the paper.
+    assert sense[("textblob", "Disable_Social")]["score_sense"] == pytest.approx(-0.149, abs=0.005)
+    [fill] = table(api_client, audit.id, "control_fills")
+    assert (fill["n_controls"], fill["n_filled"], fill["n_compared"]) == (78, 78, 1560)
+    assert fill["r"] == pytest.approx(0.967, abs=0.001)
+
+
+def test_the_public_files_pair_by_rule_and_give_table_7_for_vader(api_client, staff_client, tasks_off):  # noqa: F811
+    corpus = upload_public_files(api_client)
     assert corpus["n_units"] == 1560 + 78
 
     # 1,560 perturbed rows = 20 terms × 78 sentence slots: T1–T5 one each (5), T6 15 (14 emotional words and

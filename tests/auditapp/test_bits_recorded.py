@@ -164,3 +164,43 @@ def test_unpaired_rows_and_undefined_cells_are_named_on_every_page(api_client, s
     rules = {attrs.get("data-rule"): cells for attrs, cells in admin.rows["pairing-table"] if attrs.get("data-rule")}
     assert rules["exact"][2:] == ["4", "T1: 3, T6: 1"] and rules["unpaired"][2:] == ["1", "T6: 1"]
     assert admin.rows["unpaired-table"][1][1][3] == "6"
+
+
+def test_a_recorded_column_without_control_scores_takes_them_from_a_scorer_of_the_audit(api_client, tasks_off):  # noqa: F811
+    from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+
+    corpus = upload(api_client)
+    local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
+    bad = api_client.post("/api/audits/", {
+        "paradigm": "bits", "name": "bad", "corpus": corpus["id"], "models": [{"endpoint": local.id, "model": "vader"}],
+        "recorded_scorers": recorded_ids(corpus, "Google"),
+        "analysis": {"control_scores_from": {"vader": "Google", "Google": "textblob"}}}, format="json")
+    assert bad.status_code == 400
+    assert "'vader' is not one of the audit's recorded scorers" in bad.content.decode()
+    assert "'textblob' is not a scorer the audit asks" in bad.content.decode()
+
+    audit = run(launch(api_client, corpus=corpus["id"], models=[{"endpoint": local.id, "model": "vader"}],
+                       recorded_scorers=recorded_ids(corpus, "Google"),
+                       analysis={"control_scores_from": {"Google": "vader"}}))
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    vader = SentimentIntensityAnalyzer()
+    t1, t6 = (vader.polarity_scores(text)["compound"] for text in ("They are parents of a child.",
+                                                                   "They were vexing because of the neighbour."))
+    sense = {(row["scorer"], row["group"]): row for row in table(api_client, audit.id, "score_sense")}
+    # Google's Disable pairs: Autistic 0.2 against T1's control, Deaf -0.9 against T6's; Blind has no Google score.
+    assert sense[("Google", "Disable")]["score_sense"] == pytest.approx(((0.2 - t1) + (-0.9 - t6)) / 2)
+    assert (sense[("Google", "Disable")]["n"], sense[("Google", "Disable")]["n_missing"]) == (2, 1)
+    fills = table(api_client, audit.id, "control_fills")
+    assert [(f["scorer"], f["controls_from"], f["n_controls"], f["n_filled"]) for f in fills] == [
+        ("Google", "vader", 2, 2)]
+    assert fills[0]["n_compared"] == 3  # the perturbed sentences both scored: Blind has no Google score
+    manifest = api_client.get(f"/api/audits/{audit.id}/manifest/").json()
+    found = [value for value in _walk(manifest) if isinstance(value, dict) and "control_scores_from" in value]
+    assert found and all(value["control_scores_from"] == {"Google": "vader"} for value in found)
+
+
+def _walk(value):
+    yield value
+    children = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    for child in children:
+        yield from _walk(child)

@@ -215,6 +215,8 @@ ANALYSIS_TABLES = {
     "coverage": "Per scorer: sentences, scored, missing; and Table 7's perturbed sentences: complete pairs, pairs "
                 "with a missing score, sentences without a control.",
     "missing": "Per scorer × reason: how many sentences have no score.",
+    "control_fills": "Per recorded scorer whose missing control scores came from another scorer "
+                     "(control_scores_from): how many, and how far the two differ on the sentences both scored.",
 }
 
 TABLES = {

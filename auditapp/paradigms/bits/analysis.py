@@ -24,7 +24,9 @@ The tables (each a DataFrame; :meth:`BitsAnalysis.to_dict` makes them JSON-ready
   it counted apart, never clipped into a bin) and the quartiles;
 - ``coverage``: per scorer, units, units scored and missing, and the perturbed sentences of the groups shown as
   Table 7 counts them (complete pairs, pairs with a missing score, without a control: the sums of its cells);
-  ``missing``: scorer × reason.
+  ``missing``: scorer × reason;
+- ``control_fills``: per recorded scorer whose missing control scores came from another scorer
+  (``control_scores_from``), how many, and how far the two differ on the sentences both scored.
 
 Missing values (a failed request, an unparseable reply, a sentence a recorded scorer has no value for) are left
 out of every statistic and counted; nothing is imputed.
@@ -63,9 +65,9 @@ DDOFS = (0, 1)
 REPLICATE_RULE = ReplicateRule("mean")
 NOT_SCORED = "not scored (no row for this unit)"
 NO_REASON = "missing (no reason recorded)"
-SETTING_KEYS = frozenset({"t_test", "score_dev_ddof", "label_rules", "groups"})
+SETTING_KEYS = frozenset({"t_test", "score_dev_ddof", "label_rules", "groups", "control_scores_from"})
 TABLES = ("scorers", "score_sense", "label_dist", "score_dev", "template_means", "term_sense", "group_means",
-          "source_means", "distributions", "coverage", "missing")
+          "source_means", "distributions", "coverage", "missing", "control_fills")
 
 
 @dataclass(frozen=True)
@@ -76,13 +78,18 @@ class AnalysisSettings:
     - ``score_dev_ddof``: 0 (population standard deviation over a group's terms) or 1 (sample);
     - ``label_rules``: per scorer name, a :class:`LabelRule` that replaces the default rule of its kind
       (:data:`auditapp.paradigms.bits.sensitivity.LABEL_RULES`);
-    - ``groups``: the groups to analyse and show, in this order; empty means every group of the corpus.
+    - ``groups``: the groups to analyse and show, in this order; empty means every group of the corpus;
+    - ``control_scores_from``: per recorded (imported) scorer whose control sentences have no score (the public
+      BITS repository's control file carries none), another scorer of the audit whose scores of the control
+      sentences stand in for the missing ones, e.g. ``{"TEXTBLOB": "textblob"}``. The two are compared on the
+      sentences both scored (``control_fills``): the cells mean something only where they agree.
     """
 
     t_test: str = "paired"
     score_dev_ddof: int = 0
     label_rules: Mapping[str, LabelRule] = field(default_factory=dict)
     groups: tuple[str, ...] = ()
+    control_scores_from: Mapping[str, str] = field(default_factory=dict)
 
     def problems(self) -> list[str]:
         problems = []
@@ -103,13 +110,16 @@ class AnalysisSettings:
                 problems.append(f"groups: {CONTROL!r} is the no-group control, always shown; it is not a group")
             if len(set(self.groups)) != len(self.groups):
                 problems.append("groups: a group is listed twice")
+        for scorer, source in self.control_scores_from.items():
+            if not isinstance(source, str) or not source.strip() or source == scorer:
+                problems.append(f"control_scores_from[{scorer!r}]: {source!r} is not another scorer's name")
         return problems
 
     def to_dict(self) -> dict:
         return {"t_test": self.t_test, "score_dev_ddof": self.score_dev_ddof,
                 "label_rules": {scorer: {"threshold": rule.threshold, "inclusive": rule.inclusive, "note": rule.note}
                                 for scorer, rule in self.label_rules.items()},
-                "groups": list(self.groups)}
+                "groups": list(self.groups), "control_scores_from": dict(self.control_scores_from)}
 
     @classmethod
     def from_dict(cls, data: Mapping) -> AnalysisSettings:
@@ -134,8 +144,12 @@ class AnalysisSettings:
                                  f"false}}, not {rule!r}")
             parsed[str(scorer)] = LabelRule(threshold=rule["threshold"], inclusive=rule["inclusive"],
                                             note=str(rule.get("note", "")))
+        fills = data.get("control_scores_from") or {}
+        if not isinstance(fills, Mapping):
+            raise ValueError(f"control_scores_from: an object of recorded scorer → scorer, not {type(fills).__name__}")
         return cls(t_test=data.get("t_test", "paired"), score_dev_ddof=data.get("score_dev_ddof", 0),
-                   label_rules=parsed, groups=tuple(groups))
+                   label_rules=parsed, groups=tuple(groups),
+                   control_scores_from={str(scorer): source for scorer, source in fills.items()})
 
 
 @dataclass(frozen=True)
@@ -219,6 +233,12 @@ def _input_problems(corpus: pd.DataFrame, scores: pd.DataFrame, settings: Analys
         first = scores[duplicated].iloc[0]
         problems.append(f"scores: {int(duplicated.sum())} repeated scorer × unit × replicate row(s), e.g. "
                         f"{first['scorer']!r} {first['unit']!r} replicate {first['replicate']}")
+    imported = scores.groupby("scorer")["imported"].first().astype(bool) if not scores.empty else pd.Series(dtype=bool)
+    for scorer, source in settings.control_scores_from.items():
+        if scorer not in imported.index or not imported[scorer]:
+            problems.append(f"control_scores_from: {scorer!r} is not a recorded (imported) scorer of the audit")
+        if source not in imported.index or imported[source]:
+            problems.append(f"control_scores_from[{scorer!r}]: {source!r} is not a scorer the audit asked itself")
     corpus_groups = set(corpus["group"]) - {CONTROL}
     absent = [group for group in settings.groups if group not in corpus_groups]
     if absent:
@@ -330,6 +350,40 @@ def _coverage(corpus: pd.DataFrame, scores: pd.DataFrame, reduced: pd.DataFrame,
     return coverage, pd.DataFrame(missing_rows, columns=["scorer", "reason", "n"])
 
 
+CONTROL_FILL_COLUMNS = ["scorer", "controls_from", "n_controls", "n_filled", "n_compared", "max_abs_diff",
+                        "mean_abs_diff", "r"]
+
+
+def _fill_controls(reduced: pd.DataFrame, corpus: pd.DataFrame, fills: Mapping[str, str]
+                   ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The reduced scores with each recorded scorer's missing control scores taken from the scorer the settings
+    name (``control_scores_from``), and per such scorer: its controls, how many were filled, and how far the two
+    scorers' scores differ on the sentences both scored (the largest and mean |difference|, Pearson's r)."""
+    if not fills:
+        return reduced, pd.DataFrame(columns=CONTROL_FILL_COLUMNS)
+    reduced = reduced.copy()
+    controls = set(corpus.loc[corpus["group"] == CONTROL, "key"])
+    rows = []
+    for scorer, source in fills.items():
+        own = reduced["scorer"] == scorer
+        theirs = reduced.loc[reduced["scorer"] == source].set_index("unit")["value"]
+        is_control = reduced["unit"].isin(controls)
+        wanted = own & is_control & reduced["value"].isna()
+        filled = reduced.loc[wanted, "unit"].map(theirs).astype(float)
+        if wanted.any():
+            reduced.loc[wanted, "value"] = filled
+        both = pd.concat([reduced.loc[own & ~is_control].set_index("unit")["value"], theirs], axis=1,
+                         join="inner", keys=["own", "theirs"]).dropna()
+        differences = (both["own"] - both["theirs"]).abs()
+        correlated = len(both) >= 2 and both["own"].std() > 0 and both["theirs"].std() > 0
+        rows.append({"scorer": scorer, "controls_from": source, "n_controls": int((own & is_control).sum()),
+                     "n_filled": int(filled.notna().sum()), "n_compared": len(both),
+                     "max_abs_diff": float(differences.max()) if len(both) else math.nan,
+                     "mean_abs_diff": float(differences.mean()) if len(both) else math.nan,
+                     "r": float(both["own"].corr(both["theirs"])) if correlated else math.nan})
+    return reduced, pd.DataFrame(rows, columns=CONTROL_FILL_COLUMNS)
+
+
 def _with_marks(means: pd.DataFrame) -> pd.DataFrame:
     """Table 6's cells: a group's mean with its t-test against the control; the control's own row, and a group
     without a complete pair, have no test (an empty mark)."""
@@ -357,7 +411,8 @@ def _source_means(corpus: pd.DataFrame, scores: pd.DataFrame, pairs: pd.DataFram
     return _with_marks(merged)[SOURCE_MEANS_COLUMNS]
 
 
-def _notes(settings: AnalysisSettings, scorer_table: pd.DataFrame, groups: list[str]) -> list[str]:
+def _notes(settings: AnalysisSettings, scorer_table: pd.DataFrame, groups: list[str], fills: pd.DataFrame
+           ) -> list[str]:
     test = ("paired t-test (scipy's ttest_rel): in each base sentence (a template with its word) the group's "
             "value, the mean over its terms, against the control sentence's score"
             if settings.t_test == "paired" else
@@ -388,6 +443,14 @@ def _notes(settings: AnalysisSettings, scorer_table: pd.DataFrame, groups: list[
         "for toxicity); values outside the scale are counted apart. Boxes: quartiles, whiskers at the minimum "
         "and maximum.",
     ]
+    for fill in fills.itertuples():
+        agreement = (f"on the {fill.n_compared} sentences both scored, the largest |difference| is "
+                     f"{fill.max_abs_diff:.4g} (mean {fill.mean_abs_diff:.4g}, r {fill.r:.4g})"
+                     if fill.n_compared else "no sentence was scored by both, so their agreement is unknown")
+        notes.append(f"The controls of {fill.scorer} have no score of their own: {fill.n_filled} of its "
+                     f"{fill.n_controls} controls are scored by {fill.controls_from} (the setting "
+                     f"control_scores_from); {agreement}. Its cells compare one scorer's sentences with another's "
+                     "controls: they measure the groups' effect only as far as the two agree.")
     imported = list(scorer_table.loc[scorer_table["imported"], "scorer"])
     if imported:
         notes.append(f"Imported (recorded) scores, not computed here: {', '.join(imported)}.")
@@ -422,6 +485,7 @@ def analyse(corpus: pd.DataFrame, scores: pd.DataFrame, *, settings: AnalysisSet
     values = scores.assign(value=pd.to_numeric(scores["value"], errors="coerce").astype(float))
     reduced = REPLICATE_RULE.reduce(values, ["scorer", "unit"], "value")
     reduced["value"] = reduced["value"].astype(float)
+    reduced, fills = _fill_controls(reduced, corpus, settings.control_scores_from)
     reduced_scores = reduced.rename(columns={"unit": "key", "value": "score"})
     pairs = pair_with_controls(shown_corpus, reduced_scores)
     rules = {scorer: LabelRule(threshold, bool(inclusive)) for scorer, threshold, inclusive in zip(
@@ -467,7 +531,8 @@ def analyse(corpus: pd.DataFrame, scores: pd.DataFrame, *, settings: AnalysisSet
     pair_columns = ["n_pairs_complete", "n_pairs_missing", "n_unpaired"]
     coverage[pair_columns] = coverage[pair_columns].fillna(0).astype(int)
     tables["coverage"] = coverage
-    return BitsAnalysis(tables=tables, notes=tuple(_notes(settings, scorer_table, groups)), settings=settings,
+    tables["control_fills"] = fills
+    return BitsAnalysis(tables=tables, notes=tuple(_notes(settings, scorer_table, groups, fills)), settings=settings,
                         groups=tuple(groups), templates=tuple(orders["template"]))
 
 
@@ -521,7 +586,8 @@ def dashboard_payload(analysis: BitsAnalysis | dict) -> dict:
     with_control = [*groups, CONTROL]
 
     sense = _index(tables["score_sense"], "scorer", "group")
-    table7 = [{"scorer": name, "imported": imported[name], "kind": kinds[name],
+    controls_from = {fill["scorer"]: fill["controls_from"] for fill in tables["control_fills"]}
+    table7 = [{"scorer": name, "imported": imported[name], "kind": kinds[name], "controls_from": controls_from.get(name),
                "cells": [sense.get((name, group)) and {**sense[(name, group)],
                                                       "p_text": p_text(sense[(name, group)]["p"])}
                          for group in groups]}

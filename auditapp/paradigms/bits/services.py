@@ -172,6 +172,14 @@ def bits_problems(*, corpus: Corpus | None, models: list[ModelChoice], recorded:
     unknown = sorted(set(settings.label_rules) - set(names))
     if unknown:
         problems.append(f"analysis: label rules name no scorer of the audit: {unknown}")
+    recorded_names = {scorer.name for scorer in recorded}
+    for scorer, source in settings.control_scores_from.items():
+        if scorer not in recorded_names:
+            problems.append(f"analysis: control_scores_from: {scorer!r} is not one of the audit's recorded scorers "
+                            f"({sorted(recorded_names)})")
+        if source not in set(names) - recorded_names:
+            problems.append(f"analysis: control_scores_from[{scorer!r}]: {source!r} is not a scorer the audit asks "
+                            f"({sorted(set(names) - recorded_names)})")
     if settings.groups and not settings.problems():
         present = corpus_groups(corpus)
         absent = [group for group in settings.groups if group not in present]
