@@ -84,6 +84,14 @@ def audits_with_models_named_alike() -> list[int]:
                 .order_by("id").values_list("id", flat=True))
 
 
+def bits_audits_before_table_6() -> list[int]:
+    """Analysed BITS audits, not being worked on, whose stored analysis has no ``source_means`` table: analysed
+    before Table 6 (the group means' t-tests and the per-source table) and the pairing rules' counts (such an
+    analysis counts a sentence without a control as a missing pair)."""
+    return list(Audit.objects.filter(paradigm="bits", analysed_at__isnull=False).exclude(status__in=WORKED_ON)
+                .exclude(analysis__tables__has_key="source_means").order_by("id").values_list("id", flat=True))
+
+
 def analyse_again(audit_ids: list[int]) -> str:
     """Analyse each audit again from its stored replies with its paradigm's analysis (one transaction per audit,
     the paradigm's own). An audit whose analysis cannot be computed again is reported and keeps the one it has."""
@@ -111,6 +119,8 @@ STEPS: tuple[Step, ...] = (
          "classification audits analysed before undefined metrics had notes, analysed again"),
     Step("audits-with-models-named-alike", lambda: analyse_again(audits_with_models_named_alike()),
          "audits with two models named alike, analysed again under one naming rule"),
+    Step("bits-audits-before-table-6", lambda: analyse_again(bits_audits_before_table_6()),
+         "BITS audits analysed before Table 6 and the pairing counts, analysed again"),
 )
 
 

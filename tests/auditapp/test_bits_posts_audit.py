@@ -174,3 +174,24 @@ def test_table_6_finds_the_planted_group_with_two_marks_and_marks_nothing_else(a
     assert 'id="table-9"' not in html  # one row per text: not a table to read
     assert 'id="posts-skipped"' in html and "Non-disabled allies" not in html and ">x3<" in html
     assert "None" not in page.context["data"]["analysis"]["table6"][0]["scorer"]
+
+
+def test_the_upgrade_analyses_again_a_bits_audit_stored_before_table_6(api_client, tasks_off):  # noqa: F811
+    from auditapp import upgrade_steps
+
+    corpus_id = upload(api_client, name="posts").json()["id"]
+    local = LLMEndpoint.objects.create(name="local", protocol="local", base_url="")
+    audit = run(launch(api_client, corpus=corpus_id, models=[{"endpoint": local.id, "model": "vader"}]))
+    assert audit.status == Audit.Status.COMPLETED, audit.status_reason
+    assert upgrade_steps.bits_audits_before_table_6() == []
+    # As an analysis stored before Table 6 was: no per-source table, no tests beside the group means.
+    stored = audit.analysis
+    del stored["tables"]["source_means"]
+    stored["tables"]["group_means"] = [{k: v for k, v in row.items() if k not in ("p", "mark", "t")}
+                                       for row in stored["tables"]["group_means"]]
+    Audit.objects.filter(pk=audit.pk).update(analysis=stored)
+    assert upgrade_steps.bits_audits_before_table_6() == [audit.id]
+    assert upgrade_steps.analyse_again(upgrade_steps.bits_audits_before_table_6()) == "1 audits analysed again"
+    again = Audit.objects.get(pk=audit.pk).analysis
+    assert again["tables"]["source_means"] and all("mark" in row for row in again["tables"]["group_means"])
+    assert upgrade_steps.bits_audits_before_table_6() == []

@@ -443,12 +443,12 @@ def _notes(settings: AnalysisSettings, scorer_table: pd.DataFrame, groups: list[
         "for toxicity); values outside the scale are counted apart. Boxes: quartiles, whiskers at the minimum "
         "and maximum.",
     ]
-    for fill in fills.itertuples():
-        agreement = (f"on the {fill.n_compared} sentences both scored, the largest |difference| is "
-                     f"{fill.max_abs_diff:.4g} (mean {fill.mean_abs_diff:.4g}, r {fill.r:.4g})"
-                     if fill.n_compared else "no sentence was scored by both, so their agreement is unknown")
-        notes.append(f"The controls of {fill.scorer} have no score of their own: {fill.n_filled} of its "
-                     f"{fill.n_controls} controls are scored by {fill.controls_from} (the setting "
+    for fill in fills.to_dict(orient="records"):
+        agreement = (f"on the {fill['n_compared']} sentences both scored, the largest |difference| is "
+                     f"{fill['max_abs_diff']:.4g} (mean {fill['mean_abs_diff']:.4g}, r {fill['r']:.4g})"
+                     if fill["n_compared"] else "no sentence was scored by both, so their agreement is unknown")
+        notes.append(f"The controls of {fill['scorer']} have no score of their own: {fill['n_filled']} of its "
+                     f"{fill['n_controls']} controls are scored by {fill['controls_from']} (the setting "
                      f"control_scores_from); {agreement}. Its cells compare one scorer's sentences with another's "
                      "controls: they measure the groups' effect only as far as the two agree.")
     imported = list(scorer_table.loc[scorer_table["imported"], "scorer"])
