@@ -370,7 +370,7 @@ def test_a_recorded_scorers_missing_controls_can_be_scored_by_a_scorer_of_the_au
     payload = dashboard_payload(result)
     assert [r["controls_from"] for r in payload["table7"]] == [None, "toy"]
 
-    with pytest.raises(ValueError) as problems:
+    with pytest.raises(ValueError, match="control_scores_from") as problems:
         analyse(corpus, scores, settings=AnalysisSettings(control_scores_from={"toy": "rec", "rec": "rec"}))
     assert "control_scores_from: 'toy' is not a recorded (imported) scorer of the audit" in str(problems.value)
     assert "control_scores_from['toy']: 'rec' is not a scorer the audit asked itself" in str(problems.value)
