@@ -51,7 +51,8 @@ def open_status_details(page) -> None:
 def assert_results_first(page) -> None:
     """A completed audit's page at 1440×900 opens on its results: the first results section's heading (the first
     section after the status strip) is on the first screen, the per-row progress and parse quality are folded away,
-    and the bar of the page's sections is there and stays at the top when the page scrolls."""
+    and the bar of the page's sections is there and stays at the top when the page scrolls; and at a phone's width
+    the page does not scroll sideways (:func:`assert_no_sideways_scroll`)."""
     page.set_viewport_size({"width": 1440, "height": 900})
     page.evaluate("window.scrollTo(0, 0)")
     heading = page.locator("#progress-section ~ section h2").first
@@ -67,3 +68,31 @@ def assert_results_first(page) -> None:
     toc_box = toc.bounding_box()
     assert toc_box is not None and abs(toc_box["y"]) < 1, "the section bar stays at the top"
     page.evaluate("window.scrollTo(0, 0)")
+    assert_no_sideways_scroll(page)
+
+
+PHONE = {"width": 390, "height": 844}
+_WIDER_THAN_THE_SCREEN = """width => [...document.querySelectorAll('body *')]
+    .filter(e => e.getBoundingClientRect().right > width + 1)
+    .filter(e => { for (let a = e.parentElement; a; a = a.parentElement) {
+        const overflow = getComputedStyle(a).overflowX;
+        if (overflow === 'auto' || overflow === 'scroll' || overflow === 'hidden') return false; } return true; })
+    .filter(e => e.parentElement && e.parentElement.getBoundingClientRect().right <= width + 1)
+    .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + ' in #' + ((e.closest('section') || {}).id || '?'))"""
+
+
+def assert_no_sideways_scroll(page) -> None:
+    """At a phone's width (390 px, the page loaded at that width as a phone would) the page does not scroll
+    sideways: a wide table scrolls within its own box. Names the widest offenders when it does. Leaves the page at
+    its former size, reloaded."""
+    former = page.viewport_size
+    page.set_viewport_size(PHONE)
+    page.reload()
+    page.wait_for_load_state("networkidle")
+    overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
+    offenders = page.evaluate(_WIDER_THAN_THE_SCREEN, PHONE["width"]) if overflow > 1 else []
+    if former:
+        page.set_viewport_size(former)
+    page.reload()
+    page.wait_for_load_state("networkidle")
+    assert overflow <= 1, f"at {PHONE['width']} px the page scrolls sideways by {overflow} px: {offenders[:10]}"
