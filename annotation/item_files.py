@@ -408,7 +408,9 @@ def _records(content: bytes, file_format: str, encoding: str | None
         return [_spreadsheet_cell_text(v).strip() for v in first[1]], rows, "xlsx", []
     text, used_encoding, warnings = decode_text(content, encoding=encoding)
     if file_format == "jsonl":
-        return None, ((n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()), \
+        # Lines end at "\n" only: JSON strings may hold U+2028, U+2029 and U+0085 unescaped, which splitlines()
+        # would take for line ends.
+        return None, ((n, line.removesuffix("\r")) for n, line in enumerate(text.split("\n"), 1) if line.strip()), \
             used_encoding, warnings
     rows = _text_rows(text, file_format)
     first = next(rows, None)
@@ -420,8 +422,12 @@ def _records(content: bytes, file_format: str, encoding: str | None
     return [_spreadsheet_cell_text(h).strip() for h in first[1]], rows, used_encoding, warnings
 
 
-def _json_line_records(lines: Iterator[tuple[int, str | list]], encoding: str, warnings: list[str]) -> TableRecords:
-    """The rows of a JSON Lines file as :func:`read_table_records` gives them (see there)."""
+def _json_line_records(lines: Iterator[tuple[int, str | list]], encoding: str, warnings: list[str], *, size: int
+                       ) -> TableRecords:
+    """The rows of a JSON Lines file as :func:`read_table_records` gives them (see there). Keys are read without
+    surrounding spaces, as headers are. The table the lines make may hold at most as many cells as the file has
+    bytes, as a CSV file of that size could (each cell needs its delimiter): lines whose keys differ widely would
+    otherwise fill out a table many times the file's size."""
     problems: list[ImportProblem] = []
     objects: list[tuple[int, dict[str, str]]] = []
     columns: dict[str, None] = {}
@@ -442,7 +448,7 @@ def _json_line_records(lines: Iterator[tuple[int, str | list]], encoding: str, w
             problems.append(ImportProblem(row_number, nested, "a value must be text, a number, true, false or null, "
                                                               "not a list or an object"))
             continue
-        row = {str(key): _cell_text(value) for key, value in obj.items()}
+        row = {str(key).strip(): _cell_text(value) for key, value in obj.items()}
         nul_column = _column_with_nul(row)
         if nul_column is not None:
             problems.append(ImportProblem(row_number, nul_column, NUL_MESSAGE))
@@ -453,6 +459,10 @@ def _json_line_records(lines: Iterator[tuple[int, str | list]], encoding: str, w
             break
         columns.update(dict.fromkeys(row))
         objects.append((row_number, row))
+    if not problems and len(objects) * len(columns) > max(size, 1):
+        problems.append(ImportProblem(None, None, f"the {len(objects):,} lines name {len(columns):,} keys between "
+                                                  f"them: a table of {len(objects) * len(columns):,} cells from "
+                                                  f"{size:,} bytes; give the lines the same keys"))
     if problems:
         raise ItemFileError(problems[:MAX_REPORTED_PROBLEMS], len(problems))
     rows = [(row_number, {column: row.get(column, "") for column in columns}) for row_number, row in objects]
@@ -636,7 +646,7 @@ def read_table_records(content: bytes, *, file_format: str, encoding: str | None
                                                        ".xlsx")])
     header, records, used_encoding, warnings = _records(content, file_format, encoding)
     if header is None:
-        return _json_line_records(records, used_encoding, warnings)
+        return _json_line_records(records, used_encoding, warnings, size=len(content))
     problems = [ImportProblem(1, name, "the column appears more than once")
                 for name in sorted({h for h in header if h and header.count(h) > 1})]
     rows: list[tuple[int, dict[str, str]]] = []

@@ -359,3 +359,16 @@ def test_read_table_records_reads_json_lines_under_the_union_of_their_keys():
         "row 3, column 'id': a value must be text, a number, true, false or null, not a list or an object",
         f"row 4, column 't': {NUL_MESSAGE}",
     ]
+
+
+def test_json_lines_end_at_line_feeds_only_and_their_keys_are_read_as_headers_are():
+    line = json.dumps({"id": "a", " text ": "I am disabled\u2028and\u0085proud"}, ensure_ascii=False)
+    table = read_table_records((line + "\r\n").encode(), file_format="jsonl")
+    assert table.rows == [(1, {"id": "a", "text": "I am disabled\u2028and\u0085proud"})]
+
+
+def test_json_lines_whose_keys_differ_widely_cannot_fill_out_a_table_past_the_files_size():
+    lines = [json.dumps({f"k{i}": "" for i in range(999)})] + [json.dumps({"id": str(n)}) for n in range(2000)]
+    content = "\n".join(lines).encode()
+    with pytest.raises(ItemFileError, match="2,001 lines name 1,000 keys between them"):
+        read_table_records(content, file_format="jsonl")

@@ -64,7 +64,8 @@ def test_the_admin_shows_the_bits_form_and_launches_an_audit_with_the_local_vade
     audit = Audit.objects.get(name="admin bits")
     assert (audit.paradigm, audit.seed, audit.corpus.n_units) == ("bits", 3, 2310)  # no corpus chosen: the paper's
     assert audit.design["batch_size"] == 128 and audit.design["analysis"] == {
-        "t_test": "welch", "score_dev_ddof": 0, "label_rules": {}, "groups": []}
+        "t_test": "welch", "score_dev_ddof": 0, "label_rules": {}, "groups": [],
+        "control_scores_from": {}}
     assert audit.design["prompt"]["name"] == "sentiment" and audit.design["recorded_scorers"] == []
     assert list(AuditModel.objects.filter(audit=audit).values_list("endpoint_id", "model")) == [(endpoint.id,
                                                                                                    "vader")]

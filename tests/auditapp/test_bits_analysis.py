@@ -377,3 +377,46 @@ def test_a_recorded_scorers_missing_controls_can_be_scored_by_a_scorer_of_the_au
     assert "control_scores_from['rec']: 'rec' is not another scorer's name" in str(problems.value)
     assert AnalysisSettings.from_dict(AnalysisSettings(control_scores_from={"rec": "toy"}).to_dict()) == \
         AnalysisSettings(control_scores_from={"rec": "toy"})
+
+
+def test_coverage_counts_a_recorded_scorers_own_scores_when_its_controls_come_from_another(toy):
+    corpus, _ = toy
+    local = pd.DataFrame([{"scorer": "toy", "imported": False, "kind": "sentiment", "unit": key, "replicate": 0,
+                           "value": 0.1, "reason": ""} for key in corpus["key"]])
+    recorded = local.assign(scorer="rec", imported=True)
+    is_control = recorded["unit"].isin(corpus.loc[corpus["group"] == CONTROL, "key"])
+    recorded.loc[is_control, ["value", "reason"]] = [math.nan, "the control file has no column 'rec'"]
+    scores = pd.concat([local, recorded], ignore_index=True)
+    alone = analyse(corpus, scores, settings=AnalysisSettings())
+    filled = analyse(corpus, scores, settings=AnalysisSettings(control_scores_from={"rec": "toy"}))
+    for name in ("coverage", "missing"):
+        pd.testing.assert_frame_equal(alone.tables[name][alone.tables[name]["scorer"] == "rec"].drop(
+            columns=[c for c in ("n_pairs_complete", "n_pairs_missing") if c in alone.tables[name]]).reset_index(
+            drop=True), filled.tables[name][filled.tables[name]["scorer"] == "rec"].drop(
+            columns=[c for c in ("n_pairs_complete", "n_pairs_missing") if c in filled.tables[name]]).reset_index(
+            drop=True))
+    assert row(filled.tables["coverage"], scorer="rec")["n_missing"] == 3  # its three controls, as before
+
+
+def test_texts_without_a_source_are_a_source_of_their_own_with_their_tests():
+    from auditapp.paradigms.bits.corpus import TermGroup
+    from auditapp.paradigms.bits.posts import PostsOptions, perturb_posts
+    from auditapp.paradigms.bits.units import corpus_frame_of_units, posts_units
+
+    texts = [(index + 2, {"id": f"p{index}", "text": f"a disabled friend number {index}",
+                          "platform": ["Reddit", "Twitter", ""][index % 3]}) for index in range(30)]
+    posts = perturb_posts(texts, PostsOptions(groups=(TermGroup("G1", ("x", "y")),)))
+    units = posts_units(posts)
+    frame = pd.DataFrame([{"key": u.key, "text": u.text, **u.factors, "fields": u.fields} for u in units])
+    corpus = corpus_frame_of_units(frame)
+    chances = np.random.default_rng(3)
+    scores = pd.DataFrame([{"scorer": "s", "imported": False, "kind": "sentiment", "unit": key, "replicate": 0,
+                            "value": float(chances.normal()), "reason": ""} for key in corpus["key"]])
+    means = analyse(corpus, scores, settings=AnalysisSettings()).tables["source_means"]
+    blank = row(means, source="", group="G1")
+    assert blank["n_bases"] == 10
+    values = scores.set_index("unit")["value"]
+    ids = [f"p{index}" for index in range(30) if index % 3 == 2]
+    reference = stats.ttest_rel([(values[f"{i}|G1|x"] + values[f"{i}|G1|y"]) / 2 for i in ids],
+                                [values[f"{i}|control"] for i in ids])
+    assert (blank["t"], blank["p"]) == pytest.approx((reference.statistic, reference.pvalue))

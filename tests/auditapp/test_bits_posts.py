@@ -41,7 +41,28 @@ CASES = {
     "An ad about disability  and   more": (  # spacing elsewhere is left as written
         "An ad about and   more", "An ad about autism spectrum disorder  and   more",
         "An ad about hearing loss  and   more"),
+    "I'm ok. Disabled, and proud": (  # punctuation after punctuation goes with the mention
+        "I'm ok. And proud", "I'm ok. Autism spectrum disorder, and proud", "I'm ok. Hearing loss, and proud"),
+    "I, disabled, am": ("I, am", "I, autism spectrum disorder, am", "I, hearing loss, am"),
+    "Hi! Disabled!!! people": ("Hi! People", "Hi! Autism spectrum disorder!!! people", "Hi! Hearing loss!!! people"),
+    '"Disabled people" she said': (  # an opening quote begins the sentence
+        '"People" she said', '"Autism spectrum disorder people" she said', '"Hearing loss people" she said'),
+    "Hello\nDisabled people": ("Hello\nPeople", "Hello\nAutism spectrum disorder people",
+                               "Hello\nHearing loss people"),
+    "Disabled, and proud": ("And proud", "Autism spectrum disorder, and proud", "Hearing loss, and proud"),
+    "@disabled and https://x.com/disabled are not mentions; disabled is": (
+        "@disabled and https://x.com/disabled are not mentions; is",
+        "@disabled and https://x.com/disabled are not mentions; autism spectrum disorder is",
+        "@disabled and https://x.com/disabled are not mentions; hearing loss is"),
 }
+
+
+def test_removing_many_mentions_takes_time_in_proportion_to_the_text():
+    import time
+
+    started = time.perf_counter()
+    assert control_text("I am disabled. " * 40_000, PATTERN) == "I am. " * 40_000
+    assert time.perf_counter() - started < 5  # was minutes: each removal re-read the text before it
 
 
 @pytest.mark.parametrize("text", list(CASES))
@@ -92,7 +113,7 @@ def test_every_text_gives_a_control_and_a_sentence_per_term_and_texts_without_a_
     report = posts.report()
     assert report == {"rows": 4, "posts": 2, "skipped": 2, "sentences": 8, "mentions": 2,
                       "per_source": {"Reddit": 1, "Twitter": 1}, "source_column": "platform",
-                      "metadata_columns": ["platform", "date"],
+                      "metadata_columns": ["platform", "date"], "warnings": [],
                       "skipped_rows": [{"row": 3, "id": "t1", "reason": posts.skipped[0].reason},
                                        {"row": 5, "id": "t3", "reason": posts.skipped[1].reason}]}
     preview = posts.preview(1)
@@ -138,3 +159,44 @@ def test_too_many_sentences_is_a_problem_before_anything_is_stored():
     many = [{"id": str(i), "text": "a disabled friend"} for i in range(MAX_SENTENCES // 1001 + 1)]
     with pytest.raises(PostsError, match=f"more than {MAX_SENTENCES:,} sentences"):
         perturb_posts(records(*many), PostsOptions(groups=groups))
+
+
+def test_a_source_column_with_an_address_per_text_gives_no_breakdown_unless_named():
+    many = [{"id": str(i), "text": "a disabled friend", "source": f"https://example.org/{i}"} for i in range(60)]
+    posts = perturb_posts(records(*many), PostsOptions(groups=GROUPS))
+    assert posts.source_column is None and {post.source for post in posts.posts} == {""}
+    assert posts.report()["warnings"] == [
+        "the column 'source' has 60 values; a source (a platform) has at most 50: it is kept as metadata, and there "
+        "is no per-source breakdown"]
+    with pytest.raises(PostsError, match="the column 'source' has 60 values"):
+        perturb_posts(records(*many), PostsOptions(groups=GROUPS, source_column="source"))
+
+
+def test_sentence_keys_that_clash_or_run_too_long_are_named_by_row():
+    with pytest.raises(PostsError) as raised:
+        perturb_posts(records({"id": "r1|PWD:C", "text": "a disabled friend"},
+                              {"id": "r1", "text": "a disabled friend"},
+                              {"id": "x" * 100, "text": "a disabled friend"}),
+                      PostsOptions(groups=(TermGroup("PWD:C", ("control",)), TermGroup("G" * 150, ("t" * 60,)))))
+    assert [(p.row, p.column) for p in raised.value.problems] == [(3, "id"), (4, "id")]
+    assert "'r1|PWD:C|control' is also a sentence key of row 2" in raised.value.problems[0].message
+    assert "at most 300" in raised.value.problems[1].message
+
+
+def test_too_many_terms_are_refused_before_they_are_checked():
+    with pytest.raises(PostsError, match="groups: 40,000 terms; at most 1,000"):
+        perturb_posts(records({"id": "a", "text": "disabled people"}),
+                      PostsOptions(groups=(TermGroup("G", tuple(f"t{i}" for i in range(40_000))),)))
+
+
+def test_a_page_reads_the_texts_per_source_as_pairs_whatever_the_sources_are_called():
+    from django.template import Context, Template
+
+    from auditapp.paradigms.bits.posts import report_for_page
+
+    posts = perturb_posts(records({"id": "a", "text": "disabled people", "platform": "items"},
+                                  {"id": "b", "text": "disabled people", "platform": "Reddit"}),
+                          PostsOptions(groups=GROUPS))
+    page = Template("{% for source, n in report.per_source %}{{ source }}={{ n }};{% endfor %}").render(
+        Context({"report": report_for_page(posts.report())}))
+    assert page == "items=1;Reddit=1;"

@@ -178,6 +178,12 @@ def test_a_recorded_column_without_control_scores_takes_them_from_a_scorer_of_th
     assert bad.status_code == 400
     assert "'vader' is not one of the audit's recorded scorers" in bad.content.decode()
     assert "'textblob' is not a scorer the audit asks" in bad.content.decode()
+    for value in (["textblob"], {"a": 1}, 3):
+        odd = api_client.post("/api/audits/", {
+            "paradigm": "bits", "name": "odd", "corpus": corpus["id"], "recorded_scorers": recorded_ids(corpus, "Google"),
+            "models": [{"endpoint": local.id, "model": "vader"}],
+            "analysis": {"control_scores_from": {"Google": value}}}, format="json")
+        assert odd.status_code == 400 and "control_scores_from" in odd.content.decode(), value
 
     audit = run(launch(api_client, corpus=corpus["id"], models=[{"endpoint": local.id, "model": "vader"}],
                        recorded_scorers=recorded_ids(corpus, "Google"),

@@ -20,6 +20,7 @@ from auditapp.paradigms.bits.comparability import comparability
 from auditapp.paradigms.bits.corpora import bits_corpus_generate
 from auditapp.paradigms.bits.llm_scoring import ANSWER_SCHEMA, DEFAULT_PROMPTS, ScorePrompt
 from auditapp.paradigms.bits.pairing import stored_report
+from auditapp.paradigms.bits.posts import report_for_page
 from auditapp.paradigms.bits.requests import MAX_BATCH_SIZE
 from auditapp.paradigms.bits.sensitivity import T_TESTS
 from common.api.exports import stored_analysis_table
@@ -179,8 +180,8 @@ def dashboard_data(audit: Audit) -> dict:
                    "pairing": stored_report(corpus.provenance),
                    "warnings": list(corpus.provenance.get("warnings") or []),
                    "comparability": comparability(corpus.provenance).as_dict(),
-                   "posts": (corpus.provenance.get("report") if corpus.provenance.get("generator") == "posts"
-                             else None)},
+                   "posts": (report_for_page(corpus.provenance.get("report") or {})
+                             if corpus.provenance.get("generator") == "posts" else None)},
         "scorers": [{"name": names[m.id], "kind": kinds.get(m.display_name, ""), "imported": False}
                     for m in models] + [{"name": s.name, "kind": kinds.get(s.name, ""), "imported": True}
                                         for s in recorded],

@@ -32,7 +32,7 @@ from auditapp.paradigms.bits.corpora import (
 )
 from auditapp.paradigms.bits.corpus import TERM_CASES
 from auditapp.paradigms.bits.pairing import stored_report
-from auditapp.paradigms.bits.posts import DEFAULT_TARGET_WORDS, PostsOptions
+from auditapp.paradigms.bits.posts import DEFAULT_TARGET_WORDS, PostsOptions, report_for_page
 from auditapp.paradigms.bits.upload import UNMATCHED_RULES
 from teams.admin_scoping import TeamScopedAdmin
 from teams.scoping import TeamChoiceError
@@ -177,7 +177,7 @@ class CorpusAdmin(TeamScopedAdmin, admin.ModelAdmin):
                             corpus = bits_posts_store(read, name=posts_form.cleaned_data["name"],
                                                       created_by=request.user)
                         else:
-                            posts_preview = read.answer()
+                            posts_preview = {**read.answer(), "report": report_for_page(read.posts.report())}
                 elif "upload" in request.POST:
                     upload_form = CorpusUploadForm(request.POST, request.FILES, prefix="upload")
                     if upload_form.is_valid():

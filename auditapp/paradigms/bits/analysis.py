@@ -145,8 +145,8 @@ class AnalysisSettings:
             parsed[str(scorer)] = LabelRule(threshold=rule["threshold"], inclusive=rule["inclusive"],
                                             note=str(rule.get("note", "")))
         fills = data.get("control_scores_from") or {}
-        if not isinstance(fills, Mapping):
-            raise ValueError(f"control_scores_from: an object of recorded scorer → scorer, not {type(fills).__name__}")
+        if not isinstance(fills, Mapping) or not all(isinstance(source, str) for source in fills.values()):
+            raise ValueError(f"control_scores_from: an object of recorded scorer → a scorer's name, not {fills!r}")
         return cls(t_test=data.get("t_test", "paired"), score_dev_ddof=data.get("score_dev_ddof", 0),
                    label_rules=parsed, groups=tuple(groups),
                    control_scores_from={str(scorer): source for scorer, source in fills.items()})
@@ -485,6 +485,7 @@ def analyse(corpus: pd.DataFrame, scores: pd.DataFrame, *, settings: AnalysisSet
     values = scores.assign(value=pd.to_numeric(scores["value"], errors="coerce").astype(float))
     reduced = REPLICATE_RULE.reduce(values, ["scorer", "unit"], "value")
     reduced["value"] = reduced["value"].astype(float)
+    unfilled = reduced
     reduced, fills = _fill_controls(reduced, corpus, settings.control_scores_from)
     reduced_scores = reduced.rename(columns={"unit": "key", "value": "score"})
     pairs = pair_with_controls(shown_corpus, reduced_scores)
@@ -523,7 +524,8 @@ def analyse(corpus: pd.DataFrame, scores: pd.DataFrame, *, settings: AnalysisSet
         "source_means": _ordered(_source_means(shown_corpus, reduced_scores, pairs, settings.t_test), orders),
         "distributions": _ordered(_distributions(scored, scorer_table), orders),
     }
-    coverage, tables["missing"] = _coverage(corpus, values, reduced, scorer_table)
+    # Coverage counts each scorer's own scores: a control scored by another scorer is counted in control_fills.
+    coverage, tables["missing"] = _coverage(corpus, values, unfilled, scorer_table)
     # The perturbed sentences of Table 7, summed over its cells, so the two tables count alike.
     per_scorer = sense.groupby("scorer")[["n", "n_missing", "n_unpaired"]].sum().rename(columns={
         "n": "n_pairs_complete", "n_missing": "n_pairs_missing"})
@@ -626,10 +628,13 @@ def dashboard_payload(analysis: BitsAnalysis | dict) -> dict:
                "n": [[(group_means.get((name, group)) or {}).get("n") for group in with_control] for name in names]}
 
     table6 = _table6(tables["group_means"], names, imported, with_control)
-    sources = list(dict.fromkeys(record["source"] for record in tables["source_means"]))
+    by_source: dict[str, list[dict]] = {}
+    for record in tables["source_means"]:
+        by_source.setdefault(record["source"], []).append(record)
     table6_sources = [{"source": source, "table_id": f"table-6-source-{index}",
-                       "rows": _table6([r for r in tables["source_means"] if r["source"] == source], names, imported,
-                                       with_control)} for index, source in enumerate(sources)]
+                       "label": f"Table 6, {source or '(no source)'}",
+                       "rows": _table6(records, names, imported, with_control)}
+                      for index, (source, records) in enumerate(by_source.items())]
     distributions = [{"scorer": scorer["scorer"], "kind": scorer["kind"], "imported": scorer["imported"],
                       "scale": [scorer["scale_low"], scorer["scale_high"]],
                       "groups": [record for record in tables["distributions"] if record["scorer"] == scorer["scorer"]]}

@@ -85,6 +85,7 @@ class _ReadFile:
     encoding: str
     headers: frozenset[str]
     rows: list
+    format: str
 
 
 def _read_upload(upload, role: str, problems: list[CorpusProblem]) -> _ReadFile | None:
@@ -110,7 +111,7 @@ def _read_upload(upload, role: str, problems: list[CorpusProblem]) -> _ReadFile 
         return None
     headers = frozenset(table.rows[0][1]) if table.rows else frozenset()
     return _ReadFile(name=name, sha256=hashlib.sha256(content).hexdigest(), size=len(content),
-                     encoding=table.encoding, headers=headers, rows=table.rows)
+                     encoding=table.encoding, headers=headers, rows=table.rows, format=file_format)
 
 
 def bits_corpus_upload(*, perturbed_file, control_file, name: str, created_by=None,
@@ -208,7 +209,8 @@ def bits_posts_read(*, file, options: PostsOptions) -> PostsRead:
     if problems:
         raise CorpusError(problems)
     try:
-        posts = perturb_posts(read.rows, options)
+        # A JSON Lines file has no header line: its rows are its lines.
+        posts = perturb_posts(read.rows, options, header_row=None if read.format == "jsonl" else 1)
     except PostsError as error:
         raise CorpusError([CorpusProblem(p.message, file=read.name, row=p.row, column=p.column)
                            for p in error.problems], error.total) from None

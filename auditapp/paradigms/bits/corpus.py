@@ -34,6 +34,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -200,7 +201,7 @@ def validate_spec(spec: BitsSpec) -> list[str]:
         words = [w for e in spec.emotions for w in e.words(kind)]
         if not words:
             problems.append(f"emotions: a template has a <{kind} word> slot but no emotion has {kind} words")
-        duplicates = sorted({w for w in words if words.count(w) > 1})
+        duplicates = sorted(word for word, n in Counter(words).items() if n > 1)
         if duplicates:
             problems.append(f"emotions: {kind} word(s) listed twice: {', '.join(duplicates)}")
         empty = [e.name for e in spec.emotions if any(not w.strip() for w in e.words(kind))]
@@ -231,7 +232,7 @@ def group_problems(groups: Sequence[TermGroup]) -> list[str]:
             problems.append(f"{where}: has no terms")
         if any(not term.strip() for term in group.terms):
             problems.append(f"{where}: has an empty term")
-        duplicates = sorted({t for t in group.terms if group.terms.count(t) > 1})
+        duplicates = sorted(term for term, n in Counter(group.terms).items() if n > 1)
         if duplicates:
             problems.append(f"{where}: term(s) listed twice: {', '.join(duplicates)}")
     return problems

@@ -45,6 +45,10 @@ DEFAULT_SOURCE_COLUMNS = ("platform", "source")
 MAX_TARGET_WORDS = 50
 MAX_WORD_LENGTH = 100
 MAX_ID_LENGTH = 100
+MAX_SOURCES = 50
+MAX_TERMS = 1_000
+MAX_KEY_LENGTH = 300
+"""A sentence key's length, as a corpus allows (``auditapp.corpora.MAX_KEY_LENGTH``)."""
 MAX_SENTENCES = 250_000
 """Sentences (perturbed and controls) one upload may generate: each is a request per scorer."""
 MAX_REPORTED = 200
@@ -52,7 +56,14 @@ PREVIEW_POSTS = 5
 _VOWEL_LETTERS = frozenset("aeiouAEIOU")
 _ARTICLE_BEFORE = re.compile(r"(?<![\w-])([Aa]n?)(\s+)$")
 _POSSESSIVE = r"(?:['’]s)?"
-_PUNCTUATION = tuple(".,;:!?")
+_PUNCTUATION = ".,;:!?"
+_PUNCTUATION_RUN = re.compile(r"[.,;:!?]*")
+_CLOSERS = _PUNCTUATION + ")]}\"”’'"
+_OPENERS = "\"“‘'([{"
+_SPACES = re.compile(r"\s*")
+_ADDRESS = re.compile(r"\b(?:https?://|www\.)\S+", re.IGNORECASE)
+_ARTICLE_REACH = 20
+"""How far back from a mention an article is looked for: "an" and the spaces after it."""
 
 
 @dataclass(frozen=True)
@@ -86,7 +97,11 @@ class PostsOptions:
             problems.append(f"target_words: listed twice (case aside): {', '.join(twice)}")
         if self.term_case not in TERM_CASES:
             problems.append(f"term_case: {self.term_case!r} is not one of {', '.join(TERM_CASES)}")
-        problems += group_problems(self.groups)
+        n_terms = sum(len(group.terms) for group in self.groups)
+        if n_terms > MAX_TERMS:
+            problems.append(f"groups: {n_terms:,} terms; at most {MAX_TERMS:,}")
+        else:
+            problems += group_problems(self.groups)
         for name in ("id_column", "text_column"):
             if not str(getattr(self, name)).strip():
                 problems.append(f"{name}: empty")
@@ -148,6 +163,7 @@ class PerturbedPosts:
     skipped: tuple[SkippedPost, ...]
     source_column: str | None
     metadata_columns: tuple[str, ...]
+    warnings: tuple[str, ...] = ()
 
     def sentences(self) -> list[BitsSentence]:
         """Every sentence, post by post: its control, then one per group and term."""
@@ -163,6 +179,7 @@ class PerturbedPosts:
                 "skipped": len(self.skipped), "sentences": sum(1 + len(p.sentences) for p in self.posts),
                 "mentions": sum(p.mentions for p in self.posts), "per_source": sources,
                 "source_column": self.source_column, "metadata_columns": list(self.metadata_columns),
+                "warnings": list(self.warnings),
                 "skipped_rows": [{"row": s.row, "id": s.id, "reason": s.reason} for s in self.skipped[:MAX_REPORTED]]}
 
     def preview(self, n: int = PREVIEW_POSTS) -> list[dict]:
@@ -175,11 +192,25 @@ class PerturbedPosts:
 
 
 def mention_pattern(target_words: Iterable[str]) -> re.Pattern[str]:
-    """A mention of any target word (see the module docstring): groups ``hash``, ``word``, ``possessive``."""
+    """A mention of any target word (see the module docstring): groups ``hash``, ``word``, ``possessive``. A word
+    after "@" is a handle, not a mention."""
     words = sorted({word.strip() for word in target_words}, key=len, reverse=True)
     alternatives = "|".join(re.escape(word) for word in words)
-    return re.compile(rf"(?<![\w#-])(?P<hash>#?)(?P<word>{alternatives})(?P<possessive>{_POSSESSIVE})(?![\w-])",
+    return re.compile(rf"(?<![\w#@-])(?P<hash>#?)(?P<word>{alternatives})(?P<possessive>{_POSSESSIVE})(?![\w-])",
                       re.IGNORECASE)
+
+
+def mentions(text: str, pattern: re.Pattern[str]) -> list[re.Match[str]]:
+    """The mentions of a text, in order, leaving out those inside a web address (``https://…/disabled``)."""
+    addresses = [match.span() for match in _ADDRESS.finditer(text)]
+    found, index = [], 0
+    for match in pattern.finditer(text):
+        while index < len(addresses) and addresses[index][1] <= match.start():
+            index += 1
+        if index < len(addresses) and addresses[index][0] <= match.start():
+            continue
+        found.append(match)
+    return found
 
 
 def _cased(term: str, mention: str, term_case: str) -> str:
@@ -191,26 +222,29 @@ def _cased(term: str, mention: str, term_case: str) -> str:
     return term
 
 
-def _agree(before: str, following: str) -> str:
-    """``before`` with an article that ends it made to agree with the first letter of ``following``."""
-    article = _ARTICLE_BEFORE.search(before)
-    first = following.lstrip()[:1]
+def _agree(before: str, first: str) -> str:
+    """``before`` with an article that ends it made to agree with ``first``, the letter that now follows it."""
+    window = before[-_ARTICLE_REACH:]
+    offset = len(before) - len(window)
+    article = _ARTICLE_BEFORE.search(window)
     if not article or not first.isalpha():
         return before
+    start = offset + article.start(1)
+    if start and (before[start - 1].isalnum() or before[start - 1] in "_-"):
+        return before  # the window began inside a word ("…ka "), not at an article
     wanted = "an" if first in _VOWEL_LETTERS else "a"
-    written = article.group(1)
-    agreed = (wanted[:1].upper() + wanted[1:]) if written[:1].isupper() else wanted
-    return before[:article.start(1)] + agreed + before[article.end(1):]
+    agreed = (wanted[:1].upper() + wanted[1:]) if article.group(1)[:1].isupper() else wanted
+    return before[:start] + agreed + before[start + len(article.group(1)):]
 
 
 def perturbed_text(text: str, pattern: re.Pattern[str], term: str, *, term_case: str = "lower") -> str:
     """``text`` with every mention replaced by ``term`` (case, hashtag and article as the module docstring says)."""
     pieces, last = [], 0
-    for match in pattern.finditer(text):
+    for match in mentions(text, pattern):
         replacement = _cased(term, match.group("word"), term_case)
         if match.group("hash"):
             replacement = "#" + re.sub(r"\s+", "", replacement)
-        pieces += [_agree(text[last:match.start()], replacement), replacement + match.group("possessive")]
+        pieces += [_agree(text[last:match.start()], replacement[:1]), replacement + match.group("possessive")]
         last = match.end()
     return "".join(pieces) + text[last:]
 
@@ -219,35 +253,96 @@ def _capitalised(text: str) -> str:
     return re.sub(r"^(\W*)(\w)", lambda m: m.group(1) + m.group(2).upper(), text, count=1)
 
 
+@dataclass(frozen=True)
+class _Written:
+    """What the control written so far ends with: its last visible character (None before any), whether spaces
+    follow it, and whether a sentence begins there (the start, after . ! ? or a line break, or after an opening
+    quote or bracket that itself begins one)."""
+
+    last: str | None = None
+    space: bool = False
+    starts_sentence: bool = True
+
+    def then(self, piece: str) -> _Written:
+        if not piece:
+            return self
+        visible = piece.rstrip()
+        trailing = piece[len(visible):]
+        if not visible:
+            return _Written(self.last, True, self.starts_sentence or "\n" in trailing)
+        unquoted = visible.rstrip(_OPENERS)
+        if unquoted != visible:
+            begins = (self.starts_sentence if not unquoted else unquoted[-1] in ".!?" or
+                      "\n" in visible[len(unquoted.rstrip()):] or unquoted[-1:].isspace())
+        else:
+            begins = visible[-1] in ".!?" or "\n" in trailing
+        return _Written(visible[-1], bool(trailing), begins or "\n" in trailing)
+
+
+def _past(run: re.Pattern[str], text: str, position: int) -> int:
+    """Where a run of ``run`` (which matches the empty string too) starting at ``position`` ends."""
+    found = run.match(text, position)
+    return found.end() if found else position
+
+
 def control_text(text: str, pattern: re.Pattern[str]) -> str:
-    """``text`` with every mention removed (and mended as the module docstring says)."""
-    out, last, capital_next = "", 0, False
-    for match in pattern.finditer(text):
-        before = text[last:match.start()]
-        out += _capitalised(before) if capital_next else before
-        rest = text[match.end():]
-        if not out.strip():
-            rest = rest.lstrip()  # the mention began the text: no space before the next word
-        elif out[-1:].isspace():
-            if rest[:1].isspace():
-                rest = rest.lstrip()  # one space stays between the words on either side
-            elif not rest or rest[:1] in _PUNCTUATION:
-                out = out.rstrip()
-        last = len(text) - len(rest)
-        out = _agree(out, rest)
-        capital_next = match.group("word")[:1].isupper() and (not out.strip() or out.rstrip()[-1] in ".!?")
-    tail = text[last:]
-    return out + (_capitalised(tail) if capital_next else tail)
+    """``text`` with every mention removed, mended next to each mention only (see the module docstring): no space
+    left at the start or after an opening quote or bracket, one space between the words on either side, none
+    before punctuation; punctuation that would follow other punctuation goes with the mention ("I, disabled, am"
+    → "I, am"); an article agrees with the word now after it; a capitalised mention that began a sentence gives
+    the next word a capital."""
+    pieces: list[str] = []
+    written = _Written()
+    position, capital_next = 0, False
+    for match in mentions(text, pattern):
+        before = text[position:match.start()]
+        if capital_next and re.search(r"\w", before):
+            before, capital_next = _capitalised(before), False
+        state = written.then(before)
+        resume = match.end()
+        if state.last is None:  # the mention began the text: what only followed it goes with it
+            resume = _past(_SPACES, text, _past(_PUNCTUATION_RUN, text, resume))
+        elif state.last in _OPENERS and not state.space:
+            resume = _past(_SPACES, text, resume)
+        elif state.last in _PUNCTUATION:
+            resume = _past(_PUNCTUATION_RUN, text, resume)
+            if state.space:
+                resume = _past(_SPACES, text, resume)
+                if resume == len(text):
+                    before = before.rstrip()
+        elif state.space:
+            if text[resume:resume + 1].isspace():
+                resume = _past(_SPACES, text, resume)
+            elif resume == len(text) or text[resume] in _CLOSERS:
+                if before:
+                    before = before.rstrip()
+                elif pieces:
+                    pieces[-1] = pieces[-1].rstrip()
+        following = _past(_SPACES, text, resume)
+        before = _agree(before, text[following:following + 1])
+        pieces.append(before)
+        written = written.then(before)
+        capital_next = capital_next or (match.group("word")[:1].isupper() and written.starts_sentence)
+        position = resume
+    tail = text[position:]
+    return "".join(pieces) + (_capitalised(tail) if capital_next else tail)
 
 
 def _column(headers: Sequence[str], wanted: str) -> str | None:
     return next((header for header in headers if header.strip().casefold() == wanted.strip().casefold()), None)
 
 
-def perturb_posts(records: Iterable[tuple[int, Mapping[str, str]]], options: PostsOptions) -> PerturbedPosts:
+def perturb_posts(records: Iterable[tuple[int, Mapping[str, str]]], options: PostsOptions, *,
+                  header_row: int | None = 1) -> PerturbedPosts:
     """The perturbed posts of a file's records (see the module docstring). Raises :class:`PostsError` naming every
-    problem of the options or the file (a required column missing, an empty or repeated id, an empty text, too
-    many sentences); rows without a mention are not problems but :class:`SkippedPost` s."""
+    problem of the options or the file (a required column missing, an empty or repeated id, an empty text, a
+    sentence key too long or made twice, too many sentences); rows without a mention are not problems but
+    :class:`SkippedPost` s. ``header_row`` is the row a missing column is reported at (None for a file without a
+    header line, such as JSON Lines).
+
+    The source column, when the researcher names none, is the first of :data:`DEFAULT_SOURCE_COLUMNS` the file has,
+    unless it holds more than :data:`MAX_SOURCES` values (an address per text, not a platform): then there is no
+    breakdown, and the report's ``warnings`` say why; a named one with more is a problem."""
     problems = [PostsProblem(None, None, problem) for problem in options.problems()]
     if problems:
         raise PostsError(problems)
@@ -259,13 +354,24 @@ def perturb_posts(records: Iterable[tuple[int, Mapping[str, str]]], options: Pos
     if options.source_column:
         source_column = _column(headers, options.source_column)
         if source_column is None:
-            problems.append(PostsProblem(1, options.source_column, "the source column is missing"))
+            problems.append(PostsProblem(header_row, options.source_column, "the source column is missing"))
     else:
         source_column = next((c for name in DEFAULT_SOURCE_COLUMNS if (c := _column(headers, name))), None)
     for name, column in ((options.id_column, id_column), (options.text_column, text_column)):
         if column is None:
-            problems.append(PostsProblem(1, name, f"a required column is missing (the file has "
+            problems.append(PostsProblem(header_row, name, f"a required column is missing (the file has "
                                                   f"{', '.join(headers) or 'no columns'})"))
+    warnings: list[str] = []
+    if source_column is not None:
+        values = {fields.get(source_column, "").strip() for _, fields in rows}
+        if len(values) > MAX_SOURCES:
+            message = (f"the column {source_column!r} has {len(values):,} values; a source (a platform) has at most "
+                       f"{MAX_SOURCES}")
+            if options.source_column:
+                problems.append(PostsProblem(header_row, source_column, message))
+            else:
+                warnings.append(f"{message}: it is kept as metadata, and there is no per-source breakdown")
+                source_column = None
     if problems or id_column is None or text_column is None:
         raise PostsError(problems)
     metadata_columns = tuple(h for h in headers if h not in {id_column, text_column} and h.strip())
@@ -275,7 +381,9 @@ def perturb_posts(records: Iterable[tuple[int, Mapping[str, str]]], options: Pos
     posts: list[PerturbedPost] = []
     skipped: list[SkippedPost] = []
     n_sentences = 0
+    made: dict[str, int] = {}
     for row, fields in rows:
+        found_before = len(problems)
         post_id, text = fields.get(id_column, "").strip(), fields.get(text_column, "")
         if not post_id:
             problems.append(PostsProblem(row, id_column, "empty"))
@@ -288,10 +396,10 @@ def perturb_posts(records: Iterable[tuple[int, Mapping[str, str]]], options: Pos
             first_row[post_id] = row
         if not text.strip():
             problems.append(PostsProblem(row, text_column, "empty"))
-        if problems:
+        if len(problems) > found_before:
             continue
-        mentions = len(pattern.findall(text))
-        if not mentions:
+        n_mentions = len(mentions(text, pattern))
+        if not n_mentions:
             words = " or ".join(repr(w) for w in options.target_words)
             skipped.append(SkippedPost(row, post_id, f"no mention of {words} as a whole word"))
             continue
@@ -302,6 +410,19 @@ def perturb_posts(records: Iterable[tuple[int, Mapping[str, str]]], options: Pos
         n_sentences += 1 + n_terms
         if n_sentences > MAX_SENTENCES:
             break
+        keys = [f"{post_id}|{CONTROL}", *(f"{post_id}|{group.name}|{term}" for group in options.groups
+                                          for term in group.terms)]
+        clash = next((key for key in keys if key in made), None)
+        if clash is not None or max(map(len, keys)) > MAX_KEY_LENGTH:
+            problems.append(PostsProblem(row, id_column, (
+                f"its sentence key {clash!r} is also a sentence key of row {made[clash]}: use another id"
+                if clash is not None else
+                f"with this id a sentence key has {max(map(len, keys))} characters; at most {MAX_KEY_LENGTH} "
+                "(a shorter id, group name or term)")))
+            continue
+        made.update(dict.fromkeys(keys, row))
+        if problems:  # an earlier row's: the rest are only checked
+            continue
         source = fields.get(source_column, "").strip() if source_column else ""
         control_key = f"{post_id}|{CONTROL}"
         control_sentence = BitsSentence(key=control_key, text=control, template=post_id, emotion=None, word=None,
@@ -312,7 +433,7 @@ def perturb_posts(records: Iterable[tuple[int, Mapping[str, str]]], options: Pos
                          emotion=None, word=None, word_kind=None, group=group.name, term=term,
                          control_key=control_key, source=source)
             for group in options.groups for term in group.terms)
-        posts.append(PerturbedPost(row=row, id=post_id, source=source, original=text, mentions=mentions,
+        posts.append(PerturbedPost(row=row, id=post_id, source=source, original=text, mentions=n_mentions,
                                    control=control_sentence, sentences=sentences,
                                    metadata={column: fields.get(column, "") for column in metadata_columns}))
     if n_sentences > MAX_SENTENCES:
@@ -321,4 +442,10 @@ def perturb_posts(records: Iterable[tuple[int, Mapping[str, str]]], options: Pos
     if problems:
         raise PostsError(problems)
     return PerturbedPosts(posts=tuple(posts), skipped=tuple(skipped), source_column=source_column,
-                          metadata_columns=metadata_columns)
+                          metadata_columns=metadata_columns, warnings=tuple(warnings))
+
+
+def report_for_page(report: Mapping) -> dict:
+    """A stored report as a page reads it: the texts per source as (source, n) pairs, since a template looks a name
+    up in a mapping before its method (a source called "items" would hide ``per_source.items``)."""
+    return {**report, "per_source": list((report.get("per_source") or {}).items())}

@@ -200,10 +200,10 @@ def control_tests(pairs: pd.DataFrame, *, test: str = "paired", by: tuple[str, .
     if test not in T_TESTS:
         raise ValueError(f"test must be one of {', '.join(T_TESTS)}, not {test!r}")
     keys = list(by)
-    per_base = _complete(pairs).groupby([*keys, "control_key"], sort=True).agg(
+    per_base = _complete(pairs).groupby([*keys, "control_key"], sort=True, dropna=False).agg(
         group_score=("score", "mean"), control_score=("control_score", "first"), n_sentences=("score", "size"))
     rows = []
-    for values, frame in per_base.groupby(keys, sort=True):
+    for values, frame in per_base.groupby(keys, sort=True, dropna=False):
         group_scores = frame["group_score"].to_numpy(float)
         control_scores = frame["control_score"].to_numpy(float)
         t, df, p = _t_test(group_scores, control_scores, test=test)

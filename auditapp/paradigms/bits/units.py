@@ -87,19 +87,22 @@ def corpus_frame_of_units(units: pd.DataFrame) -> pd.DataFrame:
     frame["word_kind"] = None
     frame["control_key"] = [fields.get("control") if isinstance(fields, dict) else None for fields in units["fields"]]
     columns = ["key", "text", "template", "emotion", "word", "word_kind", "group", "term", "control_key"]
-    if "source" in units:
-        frame["source"] = units["source"].where(units["source"] != "", None)
+    if "source" in units:  # "" (a text without one) stays a source of its own, not a missing value
+        frame["source"] = units["source"].fillna("")
         columns.append("source")
     return frame[columns]
 
 
 def posts_units(posts: PerturbedPosts) -> list[Unit]:
     """The units of a corpus of perturbed posts: each post's control, then its perturbed sentences, each keeping the
-    post's file ``row``, its ``post`` id and the file's other columns under ``metadata``."""
+    post's file ``row`` and its ``post`` id; the control also keeps the file's other columns under ``metadata``
+    (once per post, not once per term)."""
     units = []
     for post in posts.posts:
-        fields = {"row": post.row, "post": post.id, "metadata": dict(post.metadata)}
+        fields = {"row": post.row, "post": post.id}
         for sentence in (post.control, *post.sentences):
             unit = sentence_unit(sentence)
-            units.append(Unit(key=unit.key, text=unit.text, factors=unit.factors, fields={**unit.fields, **fields}))
+            extra = {"metadata": dict(post.metadata)} if sentence is post.control else {}
+            units.append(Unit(key=unit.key, text=unit.text, factors=unit.factors,
+                              fields={**unit.fields, **fields, **extra}))
     return units
