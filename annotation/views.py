@@ -12,6 +12,7 @@ from annotation.models import LabelValue, Participant, Study
 from annotation.participation import (
     FlowError,
     Step,
+    flow_facts_read_with,
     instructions_read,
     label_skip,
     label_submit,
@@ -60,7 +61,7 @@ def join(request: HttpRequest, open_token: str) -> HttpResponse:
 
 @participant_page()
 def resume(request: HttpRequest, participant) -> HttpResponse:
-    return redirect(step_url(participant, next_step(participant)))
+    return redirect(step_url(participant, next_step(participant, facts=flow_facts_read_with(participant))))
 
 
 @require_http_methods(["GET", "POST"])
