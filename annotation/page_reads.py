@@ -31,15 +31,17 @@ SELECT p.*,
                         AND qs.completed_at IS NOT NULL)
     ORDER BY si.position, si.id LIMIT 1) AS flow_unfinished_instrument_id,
   EXISTS (SELECT 1 FROM psychometrics_iatsession iat
-          WHERE iat.participant_id = p.id AND iat.completed_at IS NOT NULL) AS flow_iat_finished
+          WHERE iat.participant_id = p.id AND iat.completed_at IS NOT NULL) AS flow_iat_finished,
+  (SELECT COUNT(*) FROM psychometrics_studyinstrument si WHERE si.study_id = p.study_id) AS flow_instrument_count
 FROM annotation_participant p
 WHERE p.invite_token = %s
 """
 
 
 def participant_for_page(token: str) -> Participant | None:
-    """The participant of an invite token with their study, and with what ``participation.next_step`` asks the
-    database (``flow_unfinished_instrument_id``, ``flow_iat_finished``), or None for an unknown token."""
+    """The participant of an invite token with their study, and with what ``participation.next_step`` and
+    ``step_position`` ask the database (``flow_unfinished_instrument_id``, ``flow_iat_finished``,
+    ``flow_instrument_count``), or None for an unknown token."""
     participant = next(iter(Participant.objects.raw(_PARTICIPANT_FOR_PAGE, [token])), None)
     if participant is None:
         return None

@@ -83,10 +83,12 @@ class Step:
 @dataclass(frozen=True)
 class FlowFacts:
     """What :func:`next_step` asks the database about a participant who has consented: the study's first
-    instrument they have not finished (None when none is left) and whether they have finished the IAT."""
+    instrument they have not finished (None when none is left) and whether they have finished the IAT; and, for
+    :func:`step_position` on the labelling pages, how many instruments the study has."""
 
     unfinished_instrument_id: int | None
     iat_finished: bool
+    instrument_count: int
 
 
 def flow_facts_read_with(participant: Participant) -> FlowFacts | None:
@@ -95,7 +97,8 @@ def flow_facts_read_with(participant: Participant) -> FlowFacts | None:
     facts may be out of date."""
     if not hasattr(participant, "flow_iat_finished"):
         return None
-    return FlowFacts(participant.flow_unfinished_instrument_id, participant.flow_iat_finished)
+    return FlowFacts(participant.flow_unfinished_instrument_id, participant.flow_iat_finished,
+                     participant.flow_instrument_count)
 
 
 def next_step(participant: Participant, *, facts: FlowFacts | None = None) -> Step:
@@ -139,6 +142,10 @@ class StepPosition:
     name: str
 
 
+LABELLING = "Labelling"
+"""What the pages call the flow's last step (the labelling instructions and the items)."""
+
+
 @dataclass(frozen=True)
 class FlowStep:
     """One step of a study's flow as participants take it: ``kind`` is consent, questionnaire (``instrument_id``),
@@ -159,15 +166,19 @@ def study_flow(*, study: Study) -> list[FlowStep]:
     return [FlowStep("consent", "Consent"),
             *(FlowStep("questionnaire", name, instrument_id) for instrument_id, name in instruments),
             *([FlowStep("iat", "Reaction-time task")] if study.iat_enabled else []),
-            FlowStep("label", "Labelling")]
+            FlowStep("label", LABELLING)]
 
 
-def step_position(*, participant: Participant, step: Step) -> StepPosition | None:
+def step_position(*, participant: Participant, step: Step, facts: FlowFacts | None = None) -> StepPosition | None:
     """Where ``step`` stands among the study's steps (:func:`study_flow`) as the participant sees it. None for the
-    pages outside the count (done, withdrawn). One query, for the instruments.
+    pages outside the count (done, withdrawn). One query, for the instruments; none for the labelling pages when
+    ``facts`` read with the participant (:func:`flow_facts_read_with`) count them: labelling is the last step.
     """
     if step.kind not in ("consent", "questionnaire", "iat", "instructions", "label"):
         return None
+    if facts is not None and step.kind in ("instructions", "label"):
+        steps = 1 + facts.instrument_count + participant.study.iat_enabled + 1
+        return StepPosition(steps, steps, LABELLING)
     flow = study_flow(study=participant.study)
     kind = "label" if step.kind == "instructions" else step.kind
     for number, flow_step in enumerate(flow, start=1):

@@ -155,7 +155,8 @@ def label(request: HttpRequest, participant) -> HttpResponse:
     context = {"participant": participant, "study": participant.study, "error": error,
                "label_choices": label_choices(participant.study),
                "skipping_allowed": participant.study.skipping != Study.Skipping.OFF,
-               "flow_step": step_position(participant=participant, step=Step("label"))}
+               "flow_step": step_position(participant=participant, step=Step("label"),
+                                          facts=flow_facts_read_with(participant))}
     position = request.GET.get("at")
     if position is not None:
         # A position is a small whole number: anything else (other digits, a number past any column) opens no review.

@@ -12,12 +12,14 @@ from django.utils import timezone
 from annotation import page_reads
 from annotation.models import Assignment, Label, Participant, Study
 from annotation.participation import (
+    Step,
     flow_facts_read_with,
     instructions_read,
     label_skip,
     label_submit,
     next_step,
     participant_consent,
+    step_position,
 )
 from psychometrics.models import IATSession, Instrument, QuestionnaireSession, StudyInstrument
 from psychometrics.services import iat_session, iat_stimuli_for
@@ -33,9 +35,14 @@ def fields(instance) -> dict:
 def step_both_ways(participant: Participant):
     """The step the page lookup routes to, and the one the ORM queries give for the same participant."""
     read = page_reads.participant_for_page(participant.invite_token)
-    assert fields(read) == fields(Participant.objects.get(pk=participant.pk))
+    orm = Participant.objects.get(pk=participant.pk)
+    assert fields(read) == fields(orm)
     assert fields(read.study) == fields(Study.objects.get(pk=participant.study_id))
-    return next_step(read, facts=flow_facts_read_with(read)), next_step(Participant.objects.get(pk=participant.pk))
+    # The labelling pages' "Step n of m", counted from the facts, is the one the study's flow gives.
+    for labelling in (Step("instructions"), Step("label")):
+        assert (step_position(participant=read, step=labelling, facts=flow_facts_read_with(read))
+                == step_position(participant=orm, step=labelling))
+    return next_step(read, facts=flow_facts_read_with(read)), next_step(orm)
 
 
 def test_the_page_lookup_routes_every_step_of_the_flow_as_the_orm_queries_do():

@@ -16,9 +16,9 @@ pytestmark = pytest.mark.django_db
 # what the write needs to know, the label's INSERT, the savepoint's release. (On PostgreSQL outside a test, BEGIN
 # and COMMIT take the savepoint's place.)
 LABEL_POST_QUERIES = 7
-# The page: the participant, their study, the study's steps (the page's "Step n of m"), the next sentence with its
-# counts, its item.
-LABEL_PAGE_QUERIES = 5
+# The page: the participant (with their place in the flow and the number of the study's steps, for the page's "Step n
+# of m"), their study, the next sentence with its counts, its item.
+LABEL_PAGE_QUERIES = 4
 
 
 def test_each_label_page_and_post_take_a_fixed_few_queries(django_assert_num_queries):
