@@ -1,13 +1,13 @@
 """The reads an annotator makes at every sentence, written once in SQL: who the link is, what a label post needs to
 know, and which sentence comes next.
 
-Every label takes two requests (the page, then the post) and each of these reads is made at each of them, by a
-hundred annotators at once. Built with the ORM they cost ~1-4 ms of CPU each to build and compile, the most of
-a request's CPU (``benchmarks/label_breakdown.py``); run as SQL through ``Model.objects.raw`` (which still turns
-each row into the model, with the database's conversions) they cost a tenth of that. The SQL is standard and runs on
-PostgreSQL and SQLite alike. What each query returns is what the ORM queries it replaced returned
-(``tests/annotation/test_page_reads.py`` holds them side by side); the ORM versions remain where a page is not on
-this path.
+Every label takes two requests (the page, then the post), made by a hundred annotators at once, and one of these
+reads or two are made at each. Built with the ORM they cost 2.5-4 ms of CPU each, nearly all of it building and
+compiling the query, most of a request's CPU (``benchmarks/label_breakdown.py``); run as SQL through
+``Model.objects.raw`` (which still turns each row into its model, with the database's conversions) they cost
+0.4-0.7 ms. The SQL is standard and runs on PostgreSQL and SQLite alike. What each returns is what the ORM queries
+it replaced return (``tests/annotation/test_page_reads.py`` holds them side by side); the ORM versions remain off
+this path (a participant read otherwise, the page after the last sentence).
 
 A raw query's extra columns are not converted by the database backend: an EXISTS is a boolean on PostgreSQL and 0
 or 1 on SQLite, so each is read with ``bool``; a time is compared in SQL against a parameter adapted by the backend

@@ -96,7 +96,8 @@ def instructions(request: HttpRequest, participant) -> HttpResponse:
         return redirect("participant:resume", participant.invite_token)
     return render(request, "participant/instructions.html", {
         "participant": participant, "study": participant.study, "label_choices": label_choices(participant.study),
-        "flow_step": step_position(participant=participant, step=Step("instructions"))})
+        "flow_step": step_position(participant=participant, step=Step("instructions"),
+                                   facts=flow_facts_read_with(participant))})
 
 
 def label_choices(study: Study) -> list[tuple[int, str, str]]:
