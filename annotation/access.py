@@ -2,11 +2,12 @@
 
 Tokens are 192-bit random strings. Requests with unknown tokens are counted per client address; past
 BAD_TOKEN_LIMIT within BAD_TOKEN_WINDOW seconds that address gets 429 for every unknown token, so tokens
-cannot be guessed by trying. A valid token is always served: the token is looked up first (one indexed
-query, as before), so one guesser behind a shared address (a university, a panel provider's proxy) does
-not lock out the participants who share it. ``row_by_token`` is that lookup for any invite token (a
-coder's link in ``coding.access`` uses it too), so one count covers every kind of link. The count lives in
-the cache (Redis in production); while that is unreachable, unknown links are answered 404 uncounted.
+cannot be guessed by trying. A valid token is always served: the token is looked up first (an indexed
+query), so one guesser behind a shared address (a university, a panel provider's proxy) does not lock out
+the participants who share it. ``row_by_token`` is that lookup for any invite token (a coder's link in
+``coding.access`` uses it); a participant's link is read with its study by ``page_reads``, and its misses
+are counted the same way, so one count covers every kind of link. The count lives in the cache (Redis in
+production); while that is unreachable, unknown links are answered 404 uncounted.
 
 A write refused because the participant has withdrawn or declined consent (ParticipantWithdrawn, raised under the
 participant's row lock, or a POST to a page of the flow once it has ended that way) is answered here for every
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from functools import wraps
-from typing import TypeVar
+from typing import NoReturn, TypeVar
 
 import redis
 from django.core.cache import cache
@@ -24,8 +25,13 @@ from django.db.models import Model, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 
+from annotation import page_reads
 from annotation.models import Participant
-from annotation.participation import ParticipantWithdrawn, participant_opened
+from annotation.participation import (
+    ParticipantWithdrawn,
+    flow_facts_read_with,
+    participant_opened,
+)
 
 RowT = TypeVar("RowT", bound=Model)
 
@@ -48,8 +54,13 @@ def row_by_token(request: HttpRequest, queryset: QuerySet[RowT], token: str) -> 
     address (one count for every kind of invite link) and Http404 is raised, or TooManyBadTokens once the
     address is over the limit."""
     row = queryset.filter(invite_token=token).first() if token else None
-    if row is not None:
-        return row
+    if row is None:
+        _unknown_token(request)
+    return row
+
+
+def _unknown_token(request: HttpRequest) -> NoReturn:
+    """Count an unknown invite link for the client's address; raise Http404, or TooManyBadTokens over the limit."""
     key = f"bad-token:{_client_address(request)}"
     try:
         over_limit = cache.get(key, 0) >= BAD_TOKEN_LIMIT
@@ -75,8 +86,13 @@ def too_many_bad_tokens_response() -> HttpResponse:
 
 
 def participant_by_token(request: HttpRequest, token: str) -> Participant:
-    """The participant whose invite token this is (``row_by_token``)."""
-    return row_by_token(request, Participant.objects.select_related("study"), token)
+    """The participant whose invite token this is, with their study and what
+    :func:`~annotation.participation.next_step` asks the database (``page_reads.participant_for_page``); an
+    unknown token is counted as ``row_by_token`` counts it."""
+    participant = page_reads.participant_for_page(token) if token else None
+    if participant is None:
+        _unknown_token(request)
+    return participant
 
 
 def participant_page(*, step: str | None = None):
@@ -97,7 +113,7 @@ def participant_page(*, step: str | None = None):
             if step is not None:
                 from annotation.participation import next_step, step_url
 
-                current = next_step(participant)
+                current = next_step(participant, facts=flow_facts_read_with(participant))
                 if current.kind in ("withdrawn", "declined") and request.method == "POST":
                     # A write answered with a redirect would look stored to a page's script (fetch follows it).
                     return _withdrawn_response(request, participant, str(ParticipantWithdrawn(

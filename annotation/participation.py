@@ -16,13 +16,14 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.db.models import Count, Exists, OuterRef, Q, Subquery
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation import page_reads
 from annotation.locking import study_lock
 from annotation.models import Assignment, Item, Label, LabelChange, Participant, ParticipantWeight, Study
 from annotation.study_analysis import study_analysis_enqueue
@@ -60,11 +61,13 @@ def participant_locked(participant: Participant) -> Iterator[Participant]:
     transaction alone (IMMEDIATE mode), which gives the same order.
     """
     with transaction.atomic():
-        current = Participant.objects.select_for_update(no_key=True).get(pk=participant.pk)
-        if current.status in (Participant.Status.WITHDRAWN, Participant.Status.DECLINED):
-            raise ParticipantWithdrawn(declined=current.status == Participant.Status.DECLINED)
+        # Only the flow state is copied onto the caller's instance, so only it is read.
+        current = (Participant.objects.select_for_update(no_key=True).filter(pk=participant.pk)
+                   .values(*_FLOW_STATE_FIELDS).get())
+        if current["status"] in (Participant.Status.WITHDRAWN, Participant.Status.DECLINED):
+            raise ParticipantWithdrawn(declined=current["status"] == Participant.Status.DECLINED)
         for field in _FLOW_STATE_FIELDS:
-            setattr(participant, field, getattr(current, field))
+            setattr(participant, field, current[field])
         yield participant
 
 
@@ -77,8 +80,30 @@ class Step:
     instrument_id: int | None = None
 
 
-def next_step(participant: Participant) -> Step:
-    """The first step of the flow that the participant has not finished."""
+@dataclass(frozen=True)
+class FlowFacts:
+    """What :func:`next_step` asks the database about a participant who has consented: the study's first
+    instrument they have not finished (None when none is left) and whether they have finished the IAT; and, for
+    :func:`step_position` on the labelling pages, how many instruments the study has."""
+
+    unfinished_instrument_id: int | None
+    iat_finished: bool
+    instrument_count: int
+
+
+def flow_facts_read_with(participant: Participant) -> FlowFacts | None:
+    """The FlowFacts read with the participant (``page_reads.participant_for_page``, every participant page's
+    lookup); None for a participant read otherwise. Ask it before anything is written for them: afterwards the
+    facts may be out of date."""
+    if not hasattr(participant, "flow_iat_finished"):
+        return None
+    return FlowFacts(participant.flow_unfinished_instrument_id, participant.flow_iat_finished,
+                     participant.flow_instrument_count)
+
+
+def next_step(participant: Participant, *, facts: FlowFacts | None = None) -> Step:
+    """The first step of the flow that the participant has not finished. ``facts`` read with the participant
+    (:func:`flow_facts_read_with`) save the queries that would read them."""
     from psychometrics.models import IATSession, QuestionnaireSession, StudyInstrument
 
     if participant.status == Participant.Status.WITHDRAWN:
@@ -87,15 +112,19 @@ def next_step(participant: Participant) -> Step:
         return Step("declined")
     if participant.started_at is None:
         return Step("consent")
-    # One query on every participant page: the study's first instrument the participant has not finished.
-    finished = QuestionnaireSession.objects.filter(participant=participant, instrument_id=OuterRef("instrument_id"),
-                                                   completed_at__isnull=False)
-    unfinished = (StudyInstrument.objects.filter(study_id=participant.study_id).exclude(Exists(finished))
-                  .order_by("position", "id").values_list("instrument_id", flat=True).first())
+    if facts is None:
+        finished = QuestionnaireSession.objects.filter(participant=participant,
+                                                       instrument_id=OuterRef("instrument_id"),
+                                                       completed_at__isnull=False)
+        unfinished = (StudyInstrument.objects.filter(study_id=participant.study_id).exclude(Exists(finished))
+                      .order_by("position", "id").values_list("instrument_id", flat=True).first())
+    else:
+        unfinished = facts.unfinished_instrument_id
     if unfinished is not None:
         return Step("questionnaire", unfinished)
-    if participant.study.iat_enabled and not IATSession.objects.filter(
-            participant=participant, completed_at__isnull=False).exists():
+    if participant.study.iat_enabled and not (
+            facts.iat_finished if facts is not None
+            else IATSession.objects.filter(participant=participant, completed_at__isnull=False).exists()):
         return Step("iat")
     if participant.read_instructions_at is None:
         return Step("instructions")
@@ -111,6 +140,10 @@ class StepPosition:
     number: int
     total: int
     name: str
+
+
+LABELLING = "Labelling"
+"""What the pages call the flow's last step (the labelling instructions and the items)."""
 
 
 @dataclass(frozen=True)
@@ -133,15 +166,19 @@ def study_flow(*, study: Study) -> list[FlowStep]:
     return [FlowStep("consent", "Consent"),
             *(FlowStep("questionnaire", name, instrument_id) for instrument_id, name in instruments),
             *([FlowStep("iat", "Reaction-time task")] if study.iat_enabled else []),
-            FlowStep("label", "Labelling")]
+            FlowStep("label", LABELLING)]
 
 
-def step_position(*, participant: Participant, step: Step) -> StepPosition | None:
+def step_position(*, participant: Participant, step: Step, facts: FlowFacts | None = None) -> StepPosition | None:
     """Where ``step`` stands among the study's steps (:func:`study_flow`) as the participant sees it. None for the
-    pages outside the count (done, withdrawn). One query, for the instruments.
+    pages outside the count (done, withdrawn). One query, for the instruments; none for the labelling pages when
+    ``facts`` read with the participant (:func:`flow_facts_read_with`) count them: labelling is the last step.
     """
     if step.kind not in ("consent", "questionnaire", "iat", "instructions", "label"):
         return None
+    if facts is not None and step.kind in ("instructions", "label"):
+        steps = 1 + facts.instrument_count + participant.study.iat_enabled + 1
+        return StepPosition(steps, steps, LABELLING)
     flow = study_flow(study=participant.study)
     kind = "label" if step.kind == "instructions" else step.kind
     for number, flow_step in enumerate(flow, start=1):
@@ -375,16 +412,17 @@ class LabellingProgress:
 
 
 def labelling_progress(*, participant: Participant) -> LabellingProgress:
-    """The next assignment to do in the participant's order, how many are done, and the one before it."""
+    """The next assignment to do in the participant's order (with its item), how many are done, and the one before
+    it. The label page asks it at every sentence: while one is left to do, one query reads it all
+    (``page_reads.next_sentence``)."""
+    following = page_reads.next_sentence(participant_id=participant.pk)
+    if following is not None:
+        return LabellingProgress(following.assignment, following.done, following.total, following.previous_position)
     assignments = Assignment.objects.filter(participant=participant)
     finished = Q(_labelled(participant)) | Q(skipped_at__isnull=False)
     counts = assignments.aggregate(total=Count("id"), done=Count("id", filter=finished))
-    following = _pending_assignments(participant).select_related("item").order_by("position").first()
-    earlier = assignments.filter(finished)
-    if following is not None:
-        earlier = earlier.filter(position__lt=following.position)
-    previous = earlier.order_by("-position").values_list("position", flat=True).first()
-    return LabellingProgress(following, counts["done"], counts["total"], previous)
+    previous = assignments.filter(finished).order_by("-position").values_list("position", flat=True).first()
+    return LabellingProgress(None, counts["done"], counts["total"], previous)
 
 
 @dataclass(frozen=True)
@@ -435,10 +473,27 @@ def _note_text(text: str, *, field: str, limit: int) -> str:
         raise FlowError(f"Your text cannot be saved: {error}") from None
 
 
+def _expiry(study: Study) -> tuple[datetime, datetime]:
+    """(new expiry, due): activity moves the participant's assignments' expiry on to now + the time-out once it is
+    within a tenth of the time-out (at most a minute) of that, so a participant labelling every few seconds
+    rewrites their assignment rows about once a minute, not at every label."""
+    timeout = timedelta(minutes=study.assignment_timeout_minutes)
+    expires = timezone.now() + timeout
+    return expires, expires - min(timeout / 10, timedelta(minutes=1))
+
+
 def _assignment_for_write(participant: Participant, item_id: int) -> Assignment | None:
     """The participant's assignment of the item, or None once they have finished (a post repeated after the last
-    label, which stored it: nothing more changes)."""
-    assignment = Assignment.objects.filter(participant=participant, item_id=item_id).first()
+    label, which stored it: nothing more changes).
+
+    Read with it, in one query (``page_reads.assignment_for_write``): whether the item is labelled (``labelled``),
+    whether any other of the participant's sentences is still to do (``others_pending``: once this one is labelled
+    or skipped, they are done when none is) and whether the expiry of their assignments is due to move on
+    (``expiry_due``). Read under the participant's lock, so no other write of theirs changes these before the
+    transaction ends.
+    """
+    assignment = page_reads.assignment_for_write(participant_id=participant.pk, item_id=item_id,
+                                                 due=_expiry(participant.study)[1])
     if assignment is None:
         raise FlowError("This sentence is not one of yours.")
     return None if participant.completed_at is not None else assignment
@@ -459,17 +514,14 @@ def _flag_set(assignment: Assignment, flag_reason: str | None, now) -> list[str]
     return ["flag_reason", "flagged_at"]
 
 
-def _after_activity(participant: Participant) -> None:
-    """Keep the participant's open assignments alive, and complete them once nothing is left to do."""
-    study = participant.study
-    # Activity moves the expiry on, to within a tenth of the time-out (at most a minute): a participant
-    # labelling every few seconds rewrites their assignment rows about once a minute, not at every label.
-    timeout = timedelta(minutes=study.assignment_timeout_minutes)
-    expires = timezone.now() + timeout
-    Assignment.objects.filter(participant=participant, expires_at__lt=expires - min(timeout / 10,
-                                                                                    timedelta(minutes=1))
-                              ).update(expires_at=expires)
-    if participant.completed_at is None and not _pending_assignments(participant).exists():
+def _after_activity(participant: Participant, assignment: Assignment) -> None:
+    """After a label or a skip of ``assignment`` (read by :func:`_assignment_for_write`): keep the participant's
+    open assignments alive, and complete them once nothing is left to do. Neither sends a statement when there is
+    nothing to do, as for most labels."""
+    if assignment.expiry_due:
+        expires, due = _expiry(participant.study)
+        Assignment.objects.filter(participant=participant, expires_at__lt=due).update(expires_at=expires)
+    if participant.completed_at is None and not assignment.others_pending:
         participant_complete(participant=participant)
 
 
@@ -491,25 +543,26 @@ def label_submit(*, participant: Participant, item_id: int, value: int, rational
         if assignment is None:
             return
         now = timezone.now()
-        label = Label.objects.filter(participant=participant, item_id=item_id).first()
-        if label is None:
+        if not assignment.labelled:
             # ON CONFLICT DO NOTHING: two first submissions racing keep one label, without the savepoint a
             # caught IntegrityError would need.
             Label.objects.bulk_create([Label(participant=participant, item_id=item_id, value=value,
                                              rationale=rationale)], ignore_conflicts=True)
-        elif revise and (label.value, label.rationale) != (value, rationale):
-            LabelChange.objects.create(label=label, previous_value=label.value,
-                                       previous_rationale=label.rationale, previous_at=label.updated_at,
-                                       changed_at=now)
-            label.value, label.rationale = value, rationale
-            label.save(update_fields=["value", "rationale", "updated_at"])
+        elif revise:
+            label = Label.objects.get(participant=participant, item_id=item_id)
+            if (label.value, label.rationale) != (value, rationale):
+                LabelChange.objects.create(label=label, previous_value=label.value,
+                                           previous_rationale=label.rationale, previous_at=label.updated_at,
+                                           changed_at=now)
+                label.value, label.rationale = value, rationale
+                label.save(update_fields=["value", "rationale", "updated_at"])
         changed = _flag_set(assignment, flag_reason, now)
         if assignment.skipped_at is not None:
             assignment.skipped_at, assignment.skip_reason = None, ""
             changed += ["skipped_at", "skip_reason"]
         if changed:
             assignment.save(update_fields=changed)
-        _after_activity(participant)
+        _after_activity(participant, assignment)
 
 
 def label_skip(*, participant: Participant, item_id: int, reason: str, flag_reason: str | None = None) -> None:
@@ -529,7 +582,7 @@ def label_skip(*, participant: Participant, item_id: int, reason: str, flag_reas
         assignment = _assignment_for_write(participant, item_id)
         if assignment is None:
             return
-        if Label.objects.filter(participant=participant, item_id=item_id).exists():
+        if assignment.labelled:
             raise FlowError("You have labelled this sentence; you can change its label but not skip it.")
         now = timezone.now()
         changed = _flag_set(assignment, flag_reason, now)
@@ -538,7 +591,7 @@ def label_skip(*, participant: Participant, item_id: int, reason: str, flag_reas
             changed += ["skipped_at", "skip_reason"]
         if changed:
             assignment.save(update_fields=changed)
-        _after_activity(participant)
+        _after_activity(participant, assignment)
 
 
 def participant_complete(*, participant: Participant) -> None:

@@ -12,6 +12,7 @@ from annotation.models import LabelValue, Participant, Study
 from annotation.participation import (
     FlowError,
     Step,
+    flow_facts_read_with,
     instructions_read,
     label_skip,
     label_submit,
@@ -60,7 +61,7 @@ def join(request: HttpRequest, open_token: str) -> HttpResponse:
 
 @participant_page()
 def resume(request: HttpRequest, participant) -> HttpResponse:
-    return redirect(step_url(participant, next_step(participant)))
+    return redirect(step_url(participant, next_step(participant, facts=flow_facts_read_with(participant))))
 
 
 @require_http_methods(["GET", "POST"])
@@ -95,7 +96,8 @@ def instructions(request: HttpRequest, participant) -> HttpResponse:
         return redirect("participant:resume", participant.invite_token)
     return render(request, "participant/instructions.html", {
         "participant": participant, "study": participant.study, "label_choices": label_choices(participant.study),
-        "flow_step": step_position(participant=participant, step=Step("instructions"))})
+        "flow_step": step_position(participant=participant, step=Step("instructions"),
+                                   facts=flow_facts_read_with(participant))})
 
 
 def label_choices(study: Study) -> list[tuple[int, str, str]]:
@@ -154,7 +156,8 @@ def label(request: HttpRequest, participant) -> HttpResponse:
     context = {"participant": participant, "study": participant.study, "error": error,
                "label_choices": label_choices(participant.study),
                "skipping_allowed": participant.study.skipping != Study.Skipping.OFF,
-               "flow_step": step_position(participant=participant, step=Step("label"))}
+               "flow_step": step_position(participant=participant, step=Step("label"),
+                                          facts=flow_facts_read_with(participant))}
     position = request.GET.get("at")
     if position is not None:
         # A position is a small whole number: anything else (other digits, a number past any column) opens no review.

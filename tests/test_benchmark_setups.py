@@ -151,3 +151,22 @@ def test_iat_timing_study_is_in_the_benchmarks_team():
     participant_id, _ = new_participant()
 
     assert Participant.objects.get(pk=participant_id).study.team.name == BENCHMARKS
+
+
+def test_label_breakdown_times_the_label_pages_of_the_load_benchmarks_study(settings):
+    from django.db import connection
+    from django.test import Client
+
+    from benchmarks import label_breakdown
+    from benchmarks.annotator_load import build_study
+
+    _, (token,) = build_study(annotators=1, items_per_annotator=2, annotators_per_item=1)
+    settings.MIDDLEWARE = [*settings.MIDDLEWARE, "benchmarks.label_breakdown.ViewTimer"]
+    with connection.execute_wrapper(label_breakdown.RECORDER.sql):
+        labels = label_breakdown.label_everything(Client(enforce_csrf_checks=True), token, None)
+
+    assert labels == 2
+    assert label_breakdown.RECORDER.counts == {"label GET": 3, "label POST": 2}  # the third page: done
+    lines = label_breakdown.report(1, labels)
+    statements = next(line for line in lines if line.startswith("SQL statements")).split()
+    assert all(float(count) > 0 for count in statements[2:])
