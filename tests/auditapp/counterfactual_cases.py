@@ -23,7 +23,7 @@ from auditapp.paradigms.names.design import NamesDesign
 DATA = Path(__file__).parent / "data"
 MODEL_NAMES = {31: "model-a", 17: "model-b", 44: "always-yes"}
 ITERATIONS = 5
-REASONS = (("refusal", "refused, \"as a policy\""), ("unparseable", "index absent"), ("unparseable", ""))
+REASONS = ("refused, \"as a policy\"", "index absent", "")
 
 
 def names_case(seed: int = 3) -> tuple[NamesDesign, pd.DataFrame, pd.DataFrame, pd.DataFrame, dict]:
@@ -73,11 +73,11 @@ def _answered(design, seed: int) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
                     if draw < (0.7 if scarce else 0.03):
                         continue
                     if draw < (0.85 if scarce else 0.09):
-                        outcome, reason = REASONS[int(rng.integers(len(REASONS)))]
-                        rows.append((request_id, model_id, task.slug, iteration, text.unit, np.nan, outcome, reason))
+                        reason = REASONS[int(rng.integers(len(REASONS)))]
+                        rows.append((request_id, model_id, task.slug, iteration, text.unit, np.nan, reason))
                     else:
                         rows.append((request_id, model_id, task.slug, iteration, text.unit,
-                                     float(rng.random() < rate), "label", ""))
+                                     float(rng.random() < rate), ""))
     judged = pd.DataFrame.from_records(rows, columns=list(reader.JUDGMENT_COLUMNS))
     judged = judged.iloc[rng.permutation(len(judged))].reset_index(drop=True)
     for column in reader.CATEGORY_COLUMNS:

@@ -43,8 +43,8 @@ def build_audit() -> tuple[int, list[tuple], list[tuple]]:
             Judgment(unit=unit, outcome=outcome, label=value, reason=reason) for unit, outcome, value, reason in units))))
         k = int(request.unit.split(":")[1])
         expected += [(request.id, request.audit_model_id, request.condition, k, unit,
-                      np.nan if value is None else float(value), outcome, reason)
-                     for unit, outcome, value, reason in units]
+                      np.nan if value is None else float(value), reason)
+                     for unit, _, value, reason in units]
     with transaction.atomic():
         engine_judgments.judgments_create(audit.id, judged)
     return audit.id, expected, [(failed.id, failed.audit_model_id, failed.condition, 0, "HTTP 500: boom")]
@@ -76,7 +76,7 @@ def test_every_judgment_is_a_row_joined_to_its_request_with_missing_labels_as_na
     assert list(frame.columns) == list(reader.JUDGMENT_COLUMNS)
     assert frame.dtypes.astype(str).to_dict() == {
         "request_id": "int64", "model_id": "int64", "task": "category", "iteration": "int64", "unit": "category",
-        "label": "float64", "outcome": "category", "reason": "category"}
+        "label": "float64", "reason": "category"}
     # 10 answered requests × 4 judgments; the failed and the pending request have none.
     assert len(frame) == 40
     pd.testing.assert_frame_equal(in_order(frame), in_order(expected_frame(rows)))
