@@ -13,7 +13,7 @@ import pytest
 from tests.auditapp.counterfactual_cases import DATA, as_stored, assert_same_analysis, dialect_case, names_case
 
 
-@pytest.mark.parametrize("name, case", [("names", names_case), ("dialect", dialect_case)])
+@pytest.mark.parametrize(("name", "case"), [("names", names_case), ("dialect", dialect_case)])
 def test_the_analysis_gives_its_recorded_output(name, case):
     design, judged, failed, requests, model_names = case()
     expected = json.loads((DATA / f"{name}_analysis.json").read_text())
