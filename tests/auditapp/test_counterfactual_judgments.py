@@ -149,3 +149,13 @@ def test_failed_requests_frame():
     assert frame.dtypes.astype(str).to_dict() == {"request_id": "int64", "model_id": "int64", "task": "category",
                                                   "iteration": "int64", "error": "object"}
     assert reader.failed_requests_frame(Audit.objects.create(name="none").id).empty
+
+
+@pytest.mark.parametrize("spread", [1, 3, 10**7])
+def test_a_judgments_request_is_found_by_table_or_binary_search_alike(spread):
+    rng = np.random.default_rng(spread)
+    request_ids = np.cumsum(rng.integers(1, spread + 1, size=500)).astype(np.int64) + 10**6
+    judged = rng.choice(request_ids, size=5000)
+    position = reader._positions(request_ids, judged)
+    np.testing.assert_array_equal(position, np.searchsorted(request_ids, judged))
+    np.testing.assert_array_equal(request_ids[position], judged)

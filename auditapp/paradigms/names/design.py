@@ -142,7 +142,7 @@ class NamesDesign:
         groups = self.minority_groups
         lookup = np.full((int(iterations.max(initial=-1)) + 1, self.pairs_per_iteration), -1, dtype=np.int64)
         code = {group: n for n, group in enumerate(groups)}
-        for iteration in np.unique(iterations):
+        for iteration in np.flatnonzero(np.bincount(iterations)):  # the iterations judged, without sorting 4 million
             lookup[iteration, :] = [code[pair.group] for pair in self.pairs(int(iteration))]
         request_ids = judged["request_id"].to_numpy(np.int64)
         first_request = int(request_ids.min()) if len(request_ids) else 0
