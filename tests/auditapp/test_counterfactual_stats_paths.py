@@ -26,11 +26,13 @@ def assert_same_cells(found: pd.DataFrame, expected: pd.DataFrame) -> None:
 def test_dense_codes_are_np_unique(seed):
     rng = np.random.default_rng(seed)
     for values in (rng.integers(-50, 50, size=1000), rng.integers(10**9, 10**9 + 3000, size=800),
+                   rng.integers(0, 100, size=300).astype(np.int32),
                    np.repeat(rng.integers(0, 10, size=30), 7), np.array([5])):
         uniques, inverse = np.unique(values, return_inverse=True)
         found = stats._dense_codes(values)
         assert found is not None
         np.testing.assert_array_equal(found[0], uniques)
+        assert found[0].dtype == uniques.dtype
         np.testing.assert_array_equal(found[1], inverse)
     assert stats._dense_codes(np.array([0, 10**12])) is None  # too wide: the caller sorts or hashes
     assert stats._dense_codes(np.array([], dtype=np.int64)) is None

@@ -84,7 +84,7 @@ def _dense_codes(values: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     present = np.zeros(high - low + 1, dtype=bool)
     present[offset] = True
     rank = np.cumsum(present, dtype=np.int64) - 1
-    return np.flatnonzero(present) + low, rank[offset]
+    return (np.flatnonzero(present) + low).astype(values.dtype, copy=False), rank[offset]
 
 
 def _unique_inverse(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
