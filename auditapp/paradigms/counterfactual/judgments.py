@@ -13,10 +13,11 @@ completion rates count as missing with their error.
 On PostgreSQL the judgments come through ``COPY (SELECT …) TO STDOUT (FORMAT csv)`` (read by asyncpg outside a
 transaction, and parsed while they arrive: :mod:`auditapp.engine.bulk_read`) and pandas' C CSV parser reads them
 with categorical dtypes (ours: the paper says nothing of storage); the audit's requests (60 times fewer) are read
-apart and joined by position. 4,000,000 judgments load in about 2.5–3 s on the shared 2-core machine
-(``benchmarks/judgment_storage.py read``). pandas' pyarrow engine would
-parse faster but pyarrow is not a dependency. On other databases (SQLite) the judgments are read in chunks with
-``values_list``. Both readers give equal frames: categories in sorted order, rows in no particular order.
+apart and joined by position. 4,000,000 judgments load in about 3.5 s on the shared 2-core machine at a load
+average of 3–5, most of it waiting for the server's COPY output (``benchmarks/judgment_storage.py read``). pandas'
+pyarrow engine would parse faster but pyarrow is not a dependency. On other databases (SQLite) the judgments are
+read in chunks with ``values_list``. Both readers give equal frames: categories in sorted order, rows in no
+particular order.
 """
 from __future__ import annotations
 
