@@ -43,8 +43,8 @@ def build_audit() -> tuple[int, list[tuple], list[tuple]]:
             Judgment(unit=unit, outcome=outcome, label=value, reason=reason) for unit, outcome, value, reason in units))))
         k = int(request.unit.split(":")[1])
         expected += [(request.id, request.audit_model_id, request.condition, k, unit,
-                      np.nan if value is None else float(value), outcome, reason)
-                     for unit, outcome, value, reason in units]
+                      np.nan if value is None else float(value), reason)
+                     for unit, _, value, reason in units]
     with transaction.atomic():
         engine_judgments.judgments_create(audit.id, judged)
     return audit.id, expected, [(failed.id, failed.audit_model_id, failed.condition, 0, "HTTP 500: boom")]
@@ -76,7 +76,7 @@ def test_every_judgment_is_a_row_joined_to_its_request_with_missing_labels_as_na
     assert list(frame.columns) == list(reader.JUDGMENT_COLUMNS)
     assert frame.dtypes.astype(str).to_dict() == {
         "request_id": "int64", "model_id": "int64", "task": "category", "iteration": "int64", "unit": "category",
-        "label": "float64", "outcome": "category", "reason": "category"}
+        "label": "float64", "reason": "category"}
     # 10 answered requests × 4 judgments; the failed and the pending request have none.
     assert len(frame) == 40
     pd.testing.assert_frame_equal(in_order(frame), in_order(expected_frame(rows)))
@@ -149,3 +149,13 @@ def test_failed_requests_frame():
     assert frame.dtypes.astype(str).to_dict() == {"request_id": "int64", "model_id": "int64", "task": "category",
                                                   "iteration": "int64", "error": "object"}
     assert reader.failed_requests_frame(Audit.objects.create(name="none").id).empty
+
+
+@pytest.mark.parametrize("spread", [1, 3, 10**7])
+def test_a_judgments_request_is_found_by_table_or_binary_search_alike(spread):
+    rng = np.random.default_rng(spread)
+    request_ids = np.cumsum(rng.integers(1, spread + 1, size=500)).astype(np.int64) + 10**6
+    judged = rng.choice(request_ids, size=5000)
+    position = reader._positions(request_ids, judged)
+    np.testing.assert_array_equal(position, np.searchsorted(request_ids, judged))
+    np.testing.assert_array_equal(request_ids[position], judged)

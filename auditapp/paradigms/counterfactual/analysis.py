@@ -96,8 +96,10 @@ def completion_tables(judged: pd.DataFrame, requests: pd.DataFrame, model_names:
     ``judged``: one row per judgment (model_id, task, label, reason); ``requests``: per model_id × task × state,
     ``n`` requests (answered, failed or pending: a pending request's texts, those an audit stopped before sending,
     count as asked and not recorded, "no judgment recorded")."""
-    frame = pd.DataFrame({"model": model_column(judged["model_id"], model_names), "task": judged["task"].to_numpy(),
-                          "y": judged["label"].to_numpy(float), "reason": judged["reason"].astype("category")})
+    # The task stays categorical (its codes are counted, 4 million strings are not) and no column is copied.
+    frame = pd.DataFrame({"model": model_column(judged["model_id"], model_names), "task": judged["task"].array,
+                          "y": judged["label"].to_numpy(float), "reason": judged["reason"].astype("category").array},
+                         copy=False)
     texts = requests["n"] * texts_per_request
     targets = pd.DataFrame({"model": requests["model_id"].map(model_names), "task": requests["task"].astype(str),
                             "n_texts_asked": texts,

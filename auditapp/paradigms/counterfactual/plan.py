@@ -216,7 +216,7 @@ def name_unit_parts(units: pd.Series | pd.Categorical) -> pd.DataFrame:
         "index": parts[0].astype(np.int64).to_numpy()[codes],
         "pair_no": parts[1].astype(np.int64).to_numpy()[codes],
         "side": _categorical(parts[2], codes, SIDES),
-    }, index=row_index)
+    }, index=row_index, copy=False)  # the arrays made here, not copied again into one block
 
 
 def dialect_unit_parts(units: pd.Series | pd.Categorical) -> pd.DataFrame:
@@ -230,4 +230,4 @@ def dialect_unit_parts(units: pd.Series | pd.Categorical) -> pd.DataFrame:
         "index": parts[0].astype(np.int64).to_numpy()[codes],
         "pair_key": _categorical(parts[1], codes),
         "dialect": _categorical(parts[2], codes, DIALECTS),
-    }, index=row_index)
+    }, index=row_index, copy=False)

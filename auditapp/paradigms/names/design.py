@@ -142,16 +142,20 @@ class NamesDesign:
         groups = self.minority_groups
         lookup = np.full((int(iterations.max(initial=-1)) + 1, self.pairs_per_iteration), -1, dtype=np.int64)
         code = {group: n for n, group in enumerate(groups)}
-        for iteration in np.unique(iterations):
+        for iteration in np.flatnonzero(np.bincount(iterations)):  # the iterations judged, without sorting 4 million
             lookup[iteration, :] = [code[pair.group] for pair in self.pairs(int(iteration))]
+        request_ids = judged["request_id"].to_numpy(np.int64)
+        first_request = int(request_ids.min()) if len(request_ids) else 0
         return pd.DataFrame({
             "model": model_column(judged["model_id"], model_names),
             "task": task_column(judged["task"], [task.slug for task in self.tasks]),
             "group": pd.Categorical.from_codes(lookup[iterations, pair_no], categories=pd.Index(groups)),
-            "pair": judged["request_id"].to_numpy(np.int64) * MAX_PAIRS + pair_no,
+            # Counted from the audit's first request: an audit's requests have ids close together, so the pair ids
+            # span a small range the statistics code without sorting or hashing them.
+            "pair": (request_ids - first_request) * self.pairs_per_iteration + pair_no,
             "side": parts["side"].array,  # categorical: comparing its codes, not 4 million strings
             "y": judged["label"].to_numpy(float),
-        })
+        }, copy=False)
 
     @staticmethod
     def headline(analysis: dict) -> Headline | None:
