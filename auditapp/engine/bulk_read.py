@@ -24,7 +24,15 @@ import threading
 from collections.abc import Callable
 from typing import BinaryIO, TypeVar
 
-from django.db import OperationalError, connection
+from django.db import (
+    DatabaseError,
+    DataError,
+    IntegrityError,
+    InternalError,
+    OperationalError,
+    ProgrammingError,
+    connection,
+)
 
 CONNECT_TIMEOUT_S = 10
 _SSL_MODES = ("disable", "allow", "prefer", "require", "verify-ca", "verify-full")
@@ -158,13 +166,28 @@ def _parse_while_arriving(select_sql: str, parameters: dict, parse: Callable[[Bi
     return parsed
 
 
+_TRANSIENT_CLASSES = frozenset({"08", "40", "53", "54", "55", "57", "58"})
+"""SQLSTATE classes psycopg (and so Django) raise as OperationalError: connection exceptions, transaction rollbacks
+(serialization failures, deadlocks), insufficient resources, limits, objects in use, operator intervention (a
+shutdown), system errors."""
+_PERMANENT_CLASSES = {"22": DataError, "23": IntegrityError, "42": ProgrammingError, "XX": InternalError}
+
+
 def _as_operational(error: BaseException) -> BaseException:
-    """asyncpg's failures as Django's connection would say them: the callers retry an OperationalError (the database
-    away, its connections all taken) instead of failing the audit for good."""
+    """asyncpg's failures as Django's connection would say them, by SQLSTATE class as psycopg maps them: the callers
+    retry an OperationalError (the database away, its connections all taken, a shutdown) instead of failing the
+    audit for good, and fail at once on an error no retry mends (a division by zero is a DataError, a bad query a
+    ProgrammingError)."""
     import asyncpg
 
-    if isinstance(error, OSError | TimeoutError | asyncpg.PostgresError | asyncpg.InterfaceError):
-        return OperationalError(f"reading through asyncpg: {type(error).__name__}: {error}")
+    message = f"reading through asyncpg: {type(error).__name__}: {error}"
+    if isinstance(error, asyncpg.PostgresError):
+        sqlstate = str(getattr(error, "sqlstate", "") or "")
+        if sqlstate[:2] in _TRANSIENT_CLASSES:
+            return OperationalError(message)
+        return _PERMANENT_CLASSES.get(sqlstate[:2], DatabaseError)(message)
+    if isinstance(error, OSError | TimeoutError | asyncpg.InterfaceError):
+        return OperationalError(message)
     return error
 
 

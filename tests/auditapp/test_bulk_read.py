@@ -9,7 +9,7 @@ import time
 
 import pandas as pd
 import pytest
-from django.db import OperationalError, connection, transaction
+from django.db import DataError, OperationalError, connection, transaction
 
 from auditapp.engine import bulk_read
 
@@ -53,14 +53,29 @@ def test_no_rows_is_an_empty_stream(on_asyncpg):
     assert bulk_read.read_copy_csv("SELECT 1 WHERE false", lambda stream: stream.read()) == b""
 
 
-def test_a_copy_failing_midway_is_an_operational_error_never_a_partial_result(on_asyncpg):
+def test_a_copy_failing_midway_raises_never_a_partial_result_and_a_data_error_is_not_retried(on_asyncpg):
     failing = f"SELECT n, 'text', 1 / (n - {ROWS - 10}) FROM generate_series(1, {ROWS}) n"  # noqa: S608 - ints
-    with pytest.raises(OperationalError, match="DivisionByZero"):
+    # A division by zero is SQLSTATE 22012: a DataError, as psycopg raises it; no retry would mend it.
+    with pytest.raises(DataError, match="DivisionByZero"):
         bulk_read.read_copy_csv(failing, parse)
     parsed = []
-    with pytest.raises(OperationalError, match="DivisionByZero"):
+    with pytest.raises(DataError, match="DivisionByZero"):
         bulk_read.read_copy_csv(failing, lambda stream: parsed.append(len(stream.read())))
     assert parsed == []  # the stream raised before the parser could return what had come
+    assert not isinstance(DataError(), OperationalError)
+
+
+def test_a_server_that_shuts_the_copy_down_is_an_operational_error_the_callers_retry(on_asyncpg):
+    # 57014 (query_canceled, class 57: operator intervention) as a statement timeout gives it.
+    slow = f"SELECT n, pg_sleep(0.01) FROM generate_series(1, {ROWS}) n"  # noqa: S608 - ints
+    with connection.cursor() as cursor:
+        cursor.execute("ALTER ROLE CURRENT_USER SET statement_timeout = '200ms'")
+    try:
+        with pytest.raises(OperationalError, match="QueryCanceled"):
+            bulk_read.read_copy_csv(slow, parse)
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute("ALTER ROLE CURRENT_USER RESET statement_timeout")
 
 
 def test_a_parser_that_fails_stops_the_copy(on_asyncpg):
