@@ -200,7 +200,8 @@ def one_audit(args, study, endpoint, server, env, servers) -> tuple[Figures, int
         while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running"]).exists():
             if worker.poll() is not None:
                 raise SystemExit(f"the worker died:\n{worker.stderr.read()[-3000:]}")
-            time.sleep(0.2)
+            # Soon after the last request is recorded: the analysis that follows is not counted.
+            time.sleep(0.05)
         sending_done = time.monotonic()
         worker_cpu = cpu_seconds(worker_process) - worker_cpu_before
         server_cpu = cpu_seconds(server_process) - server_cpu_before
