@@ -54,13 +54,18 @@ script call: the slots given back since its last call (with the outcomes reporte
 asked for, granted in arrival order (FIFO within a process) while the limit allows. A sender that gives
 back its slot and asks for the next one therefore costs one round trip, and 64 senders finishing at once
 cost a handful rather than 128: at a thousand requests per second, one call per request was as much of a
-worker's CPU as the HTTP itself (``benchmarks/audit_throughput.py``). When the endpoint is full the task
-polls, sleeping 2 ms doubling to 50 ms with jitter, and is woken at once when a slot of its own process
-is given back; polling needs no connection per waiter and no lost-wake-up handling, as a blocking pop on
-a release list would. Across processes there is no order: a process that holds slots retakes them first
-(its releases go out with its requests), others get one when a poll finds it free. Every request's
-deadline counts its wait, so a worker should not queue more requests than the limit serves within the
-deadline. A slot is counted in Redis until the call that gives it back has run, so the limit holds.
+worker's CPU as the HTTP itself (``benchmarks/audit_throughput.py``). While no rate limit paces the starts
+and the last call saw the limit at its maximum, a slot given back without a 429 even stays in the process:
+handed straight to a task of the process waiting for one, or parked for ``PARK_SECONDS`` for the next that
+asks (a sender gives its slot back before it builds its next request), then given back; the holders in
+Redis stay as many, so the limit holds, and the attempts' outcomes go to Redis in batches. When the
+endpoint is full the task polls, sleeping 2 ms doubling to 50 ms with jitter, and is woken at once when a
+slot of its own process is given back; polling needs no connection per waiter and no lost-wake-up
+handling, as a blocking pop on a release list would. Across processes there is no order: a process that
+holds slots retakes them first (its releases go out with its requests), others get one when a poll finds
+it free. Every request's deadline counts its wait, so a worker should not queue more requests than the
+limit serves within the deadline. A slot is counted in Redis until the call that gives it back has run, so
+the limit holds.
 
 A :class:`RedisLimiter` belongs to the event loop it is first used in, as its Redis connections do; a
 :class:`LocalLimiter` may serve successive event loops (one ``asyncio.run`` after another), one at a time.
@@ -92,6 +97,10 @@ KEY_TTL_MS = 24 * 3600 * 1000
 # Each script call holds a connection for well under a millisecond, so a few serve hundreds of waiting
 # tasks; a blocking pool makes the rest queue for one instead of failing with "Too many connections".
 REDIS_CONNECTIONS = 16
+# How long a slot given back with no task of its process waiting stays parked for the next one to ask, and how many
+# attempts' outcomes of slots kept in the process wait for a call to Redis (see RedisLimiter._release).
+PARK_SECONDS = 0.01
+OUTCOMES_PER_CALL = 64
 POLL_FIRST = 0.002
 POLL_MAX = 0.05
 
@@ -363,6 +372,8 @@ class RedisLimiter:
         self._held: set[str] = set()
         self._renew_seconds = slot_ttl / 3
         self._renewer: asyncio.Task | None = None
+        # Slots given back while no task of this process was waiting: token → epoch (_park).
+        self._parked: dict[str, int] = {}
 
     def slot(self) -> SlotContext:
         return _Slot(self._acquire, self._release)
@@ -385,6 +396,10 @@ class RedisLimiter:
                 self._wake_stepper()
 
     async def _acquire(self) -> _Hold:
+        if self._parked:
+            token = next(iter(self._parked))
+            del self._parked[token]
+            return _Hold(owner=self, epoch=self._epoch_seen, token=token)
         request = _Request(f"{self._token_prefix}{next(self._token_numbers)}", asyncio.get_running_loop().create_future())
         self._asking.append(request)
         self._wake_stepper()
@@ -408,25 +423,58 @@ class RedisLimiter:
     async def _release(self, hold: _Hold) -> None:
         # Given back in the background with the next call: the request is done, and its sender need not wait
         # a round trip before taking the next one (the slot stays counted until Redis has it back).
-        if self._hand_over(hold):
-            return
-        self._give_back(hold.token, hold.outcome, hold.epoch)
+        if not self._may_keep(hold):
+            self._give_back(hold.token, hold.outcome, hold.epoch)
+        elif not self._hand_over(hold):
+            self._park(hold)
+
+    def _may_keep(self, hold: _Hold) -> bool:
+        """Whether the slot may go to another task of this process without Redis: no rate limit to pace, the last
+        call saw the limit at its maximum, and this attempt was not throttled. The holders in Redis stay as many as
+        before, so the limit holds as if the slot had gone through Redis. The attempt's outcome (a success: at the
+        maximum it changes nothing) waits for a later call, which takes :data:`OUTCOMES_PER_CALL` of them at a
+        time; the slot's expiry is restarted by the renewals, as for any slot held."""
+        return not self._interval_us and self._limit_seen >= self.max_concurrency and hold.outcome != THROTTLED
 
     def _hand_over(self, hold: _Hold) -> bool:
-        """Give the slot straight to the first task of this process waiting for one, if that cannot break a
-        limit: no rate limit to pace, the last call saw the limit at its maximum, and this attempt was not
-        throttled. The holders in Redis stay as many as before, so the limit holds as if the slot had gone
-        through Redis; the next call applies the attempt's outcome and restarts the slot's expiry."""
-        if self._interval_us or self._limit_seen < self.max_concurrency or hold.outcome == THROTTLED:
-            return False
+        """Give the slot straight to the first task of this process waiting for one (:meth:`_may_keep`)."""
         while self._asking:
             request = self._asking.popleft()
             if not request.future.done():
                 request.future.set_result((hold.token, self._epoch_seen, 0))
-                self._give_back("", hold.outcome, hold.epoch)
-                self._keeping.append(hold.token)
+                self._outcome_later(hold)
                 return True
         return False
+
+    def _park(self, hold: _Hold) -> None:
+        """Keep the slot for :data:`PARK_SECONDS` for the next task of this process that asks (:meth:`_may_keep`).
+
+        A sender gives its slot back before it builds its next request, and asks again a moment later: through
+        Redis that was one call per request, a tenth of the worker's CPU in a profile of
+        ``benchmarks/audit_throughput.py`` (the socket writes alone 8%), and a round trip of waiting. A slot not
+        asked for in time is given back."""
+        self._parked[hold.token] = hold.epoch
+        self._outcome_later(hold)
+        asyncio.get_running_loop().call_later(PARK_SECONDS, self._unpark, hold.token)
+
+    def _unpark(self, token: str) -> None:
+        epoch = self._parked.pop(token, None)
+        if epoch is not None:
+            self._give_back(token, "", epoch)
+
+    def _unpark_all(self) -> None:
+        for token in list(self._parked):
+            self._unpark(token)
+
+    def _outcome_later(self, hold: _Hold) -> None:
+        """The attempt's outcome, for a later call (:meth:`_may_keep`)."""
+        if not hold.outcome:
+            return
+        self._giving_back.append(("", hold.outcome, hold.epoch))
+        self._unsettled += 1
+        self._all_settled.clear()
+        if len(self._giving_back) >= OUTCOMES_PER_CALL:
+            self._wake_stepper()
 
     def _give_back(self, token: str, outcome: str, epoch: int) -> None:
         self._held.discard(token)
@@ -491,6 +539,8 @@ class RedisLimiter:
         args.extend(asking)
         limit, epoch, *waits = await self._step_script(keys=self._keys, args=args)
         self._limit_seen, self._epoch_seen = int(limit), int(epoch)
+        if self._limit_seen < self.max_concurrency:
+            self._unpark_all()  # the limit went down: a parked slot may no longer be taken without asking
         return self._limit_seen, self._epoch_seen, [int(wait) for wait in waits]
 
     async def _report(self, outcome: str) -> None:
@@ -511,7 +561,10 @@ class RedisLimiter:
         return limit
 
     async def settled(self) -> None:
-        """Wait until every slot given back so far is back in Redis."""
+        """Wait until every slot given back so far (parked ones too) is back in Redis, with every outcome."""
+        self._unpark_all()
+        if self._giving_back:
+            self._wake_stepper()
         await self._all_settled.wait()
 
     async def aclose(self) -> None:

@@ -6,12 +6,14 @@ LLM server (``tests/llm_server.py``) with ``--latency`` per reply, one endpoint 
 the audit's parallel tasks) on the real broker and database, then prints:
 
 - achieved requests/s while sending, as a fraction of the endpoint's capacity (concurrency ÷ latency), as the
-  endpoint saw it (its first request to its last reply); target ≥ 90% at 20,000 requests, 50 ms latency,
+  endpoint saw it (its first request to its last reply); target ≥ 95% at 20,000 requests, 50 ms latency,
   concurrency 64 on a 2-core machine. Beside it the audit's view, which adds the worker's start (picking up
   the task, loading the audit) and the last write, and the steady state (10th to 90th percentile of writes);
 - where each sender's time goes: the reply latency the worker measured (median, percentiles) and the
   turnaround between a reply and the next request;
-- the worker's CPU time per request (all its processes, user + system), and the server's;
+- CPU time per request (user + system): the worker's (all its processes), PostgreSQL's and Redis's (the servers of
+  the URLs, when they run on this machine: other servers of a shared machine are not counted) and their sum, the
+  engine's (target ≤ 1.1 ms); and the test server's;
 - the most requests the server saw in flight (must not exceed the concurrency).
 
 Every request is sent: the audit does not use the reply cache (a cached reply is not sent, and a run that took
@@ -19,6 +21,20 @@ some from the cache would report more than the endpoint's capacity), and a run i
 from the cache stops without figures. The load average before and after is printed: the machine is shared by the
 worker, the server, PostgreSQL and Redis, and its figures vary by a few percent from run to run: run it several
 times.
+
+``--vs lm-eval`` runs lm-evaluation-harness's ``local-chat-completions`` model (``benchmarks/lm_eval_peer.py``) on
+the same requests (the first audit's prompts, written as a task of our own in a temporary folder) against the same
+server, alternately with the engine, ``--rounds`` times in one invocation, and prints both side by side: share of
+capacity, CPU per request (the engine: worker + PostgreSQL + Redis; lm-eval: its process while it sends, and with
+its start-up), the load average, lm-eval's version, and how many of lm-eval's replies equal the engine's (all of
+them: the server's reply depends only on the model and the prompt). lm-eval runs from its own virtual environment,
+never the app's (``--lm-eval-python``)::
+
+    python3 -m venv /work/venvs/lmeval && /work/venvs/lmeval/bin/pip install "lm_eval[api]==0.4.13"
+    .venv/bin/python benchmarks/audit_throughput.py ... --vs lm-eval --lm-eval-python /work/venvs/lmeval/bin/python
+
+Before each run it waits while the 1-minute load average is above ``--max-load`` (1.5), at most ``--load-waits``
+times 30 s.
 
 Needs PostgreSQL and Redis; with bin/test's throwaway servers, for example::
 
@@ -33,7 +49,9 @@ import math
 import os
 import subprocess
 import sys
+import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -41,6 +59,8 @@ sys.path.insert(0, str(REPO))
 
 CONDITIONS = ["zs", "cot", "icl_a", "icl_b", "persona_sic", "persona_ifl", "persona_pfl"]
 MODELS = ["model-a", "model-b"]
+# A wait for the machine to quieten down before a measured run (--max-load, --load-waits).
+LOAD_PAUSE_SECONDS = 30
 
 
 def cpu_seconds(process) -> float:
@@ -103,26 +123,60 @@ def statistics_gather() -> None:
         cursor.execute(f"ANALYZE {AuditRequest._meta.db_table}")
 
 
-def postgres_cpu_seconds() -> float:
-    """User + system CPU of the PostgreSQL servers of this machine: each server process, its live backends, and
-    the backends that ended (a connection closes after each task), which the server counts as its children's."""
+def listener(url: str):
+    """The process listening on the port of ``url`` on this machine (PostgreSQL's postmaster, redis-server), or
+    None when the URL's host is elsewhere or no process of this machine listens there (reading other users'
+    sockets needs root). Only that server is counted: other servers of a shared machine are other people's."""
+    import socket
+    from urllib.parse import urlsplit
+
     import psutil
 
-    total = 0.0
-    for process in psutil.process_iter(["name", "ppid"]):
-        if process.info["name"] not in ("postgres", "postmaster"):
-            continue
+    parts = urlsplit(url)
+    try:
+        local = parts.hostname in ("localhost", "::1") or socket.gethostbyname(parts.hostname or "").startswith("127.")
+    except OSError:
+        return None
+    if not local or parts.port is None:
+        return None
+    for connection in psutil.net_connections(kind="tcp"):
+        if connection.status == psutil.CONN_LISTEN and connection.laddr.port == parts.port and connection.pid:
+            return psutil.Process(connection.pid)
+    return None
+
+
+def server_cpu_seconds(server) -> float:
+    """User + system CPU of a server process (None: 0), its live children (PostgreSQL's backends) and the children
+    that ended (a connection closes after each task), which the server counts as its children's."""
+    if server is None:
+        return 0.0
+    times = server.cpu_times()
+    return times.user + times.system + times.children_user + times.children_system + sum(
+        child_times.user + child_times.system for child_times in _children_times(server))
+
+
+def _children_times(process):
+    for child in process.children(recursive=True):
         try:
-            times = process.cpu_times()
-            server = psutil.Process(process.info["ppid"]).name() not in ("postgres", "postmaster")
+            yield child.cpu_times()
         except Exception:  # noqa: BLE001 - a backend that exited in between was counted by its server
             continue
-        total += times.user + times.system + (times.children_user + times.children_system if server else 0.0)
-    return total
 
 
-def one_audit(args, study, endpoint, server, env) -> None:
-    """Launch the audit with a fresh worker, wait for every request, print its figures."""
+@dataclass(frozen=True)
+class Figures:
+    """What a side-by-side round compares: the share of capacity as the endpoint saw it (its first request to its
+    last reply), CPU per request, the load average before the run."""
+
+    share: float
+    cpu_ms: float
+    load: float
+    note: str = ""
+
+
+def one_audit(args, study, endpoint, server, env, servers) -> tuple[Figures, int]:
+    """Launch the audit with a fresh worker, wait for every request, print its figures; return them and the
+    audit's id."""
     import numpy as np
     import psutil
 
@@ -137,7 +191,8 @@ def one_audit(args, study, endpoint, server, env) -> None:
         worker_process = psutil.Process(worker.pid)
         server_process = psutil.Process(server.process.pid)
         worker_cpu_before, server_cpu_before = cpu_seconds(worker_process), cpu_seconds(server_process)
-        postgres_cpu_before = postgres_cpu_seconds()
+        postgres_cpu_before, redis_cpu_before = (server_cpu_seconds(servers["postgres"]),
+                                                 server_cpu_seconds(servers["redis"]))
         server.reset_stats()
         load_before = os.getloadavg()
         wall_start = time.monotonic()
@@ -145,11 +200,13 @@ def one_audit(args, study, endpoint, server, env) -> None:
         while Audit.objects.filter(pk=audit.pk, status__in=["queued", "running"]).exists():
             if worker.poll() is not None:
                 raise SystemExit(f"the worker died:\n{worker.stderr.read()[-3000:]}")
-            time.sleep(0.2)
+            # Soon after the last request is recorded: the analysis that follows is not counted.
+            time.sleep(0.05)
         sending_done = time.monotonic()
         worker_cpu = cpu_seconds(worker_process) - worker_cpu_before
         server_cpu = cpu_seconds(server_process) - server_cpu_before
-        postgres_cpu = postgres_cpu_seconds() - postgres_cpu_before
+        postgres_cpu = server_cpu_seconds(servers["postgres"]) - postgres_cpu_before
+        redis_cpu = server_cpu_seconds(servers["redis"]) - redis_cpu_before
         stats = server.stats()
     finally:
         worker.terminate()
@@ -179,7 +236,7 @@ def one_audit(args, study, endpoint, server, env) -> None:
     print(f"endpoint: latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency} "
           f"→ capacity {capacity:.0f} requests/s")
     print(f"sending: {sending_s:.2f} s (the endpoint's first request → its last reply) → {rate:.0f} requests/s "
-          f"= {rate / capacity:.1%} of capacity (target ≥ 90%)")
+          f"= {rate / capacity:.1%} of capacity (target ≥ 95%)")
     print(f"audit running → last reply written: {audit_s:.2f} s → {n / audit_s:.0f} requests/s = "
           f"{n / audit_s / capacity:.1%} of capacity (first request {start_s * 1000:.0f} ms after the audit started)")
     finished = sorted(requests.values_list("finished_at", flat=True))
@@ -199,9 +256,119 @@ def one_audit(args, study, endpoint, server, env) -> None:
           f"{sending_done - wall_start:.2f} s")
     print(f"worker CPU: {worker_cpu:.2f} s = {worker_cpu / n * 1000:.3f} ms per request "
           f"({args.worker_concurrency} processes)")
-    print(f"PostgreSQL CPU (every process of this machine): {postgres_cpu / n * 1000:.3f} ms per request")
+    measured = [name for name, process in servers.items() if process is not None]
+    print(f"PostgreSQL CPU (its server and backends): {_per_request(postgres_cpu, n, servers['postgres'])}; "
+          f"Redis CPU: {_per_request(redis_cpu, n, servers['redis'])}")
+    engine_cpu = worker_cpu + postgres_cpu + redis_cpu
+    print(f"engine CPU (worker + {' + '.join(measured) or 'no server of this machine'}): "
+          f"{engine_cpu / n * 1000:.3f} ms per request (target ≤ 1.1 ms)")
     print(f"server CPU: {server_cpu / n * 1000:.3f} ms per request; max in flight at the server: "
           f"{stats['max_in_flight']} (limit {args.concurrency})")
+    return Figures(share=rate / capacity, cpu_ms=engine_cpu / n * 1000, load=load_before[0]), audit.pk
+
+
+def _per_request(cpu: float, n: int, process) -> str:
+    return f"{cpu / n * 1000:.3f} ms per request" if process is not None else "not measured (not on this machine)"
+
+
+def peer_requests(audit_id: int):
+    """The audit's requests as lm-eval sends them: each one's model, messages (rebuilt, as the worker does) and the
+    reply the engine stored."""
+    from auditapp.engine import planning
+    from auditapp.models import Audit, AuditRequest
+    from benchmarks.lm_eval_peer import PeerRequest
+
+    builder = planning.request_builder(Audit.objects.get(pk=audit_id))
+    models = {audit_model.id: audit_model.model for audit_model in builder.models.values()}
+    for request in AuditRequest.objects.filter(audit_id=audit_id).select_related("reply").order_by("order", "id"):
+        yield PeerRequest(model=models[request.audit_model_id], messages=builder.payload(request),
+                          reply=request.reply.text if request.reply else "")
+
+
+def one_lm_eval(args, task_dir: Path, tasks: dict[str, int], server) -> Figures:
+    """lm-eval sends the same requests to the same server: print its figures and return them."""
+    import psutil
+
+    from benchmarks import lm_eval_peer
+
+    n = sum(tasks.values())
+    output = Path(tempfile.mkdtemp(dir=task_dir, prefix="results-"))
+    server.reset_stats()
+    load_before = os.getloadavg()
+    started = time.monotonic()
+    peer = subprocess.Popen(
+        lm_eval_peer.command(args.lm_eval_python, base_url=server.base_url, first_model=MODELS[0], tasks=tasks,
+                             directory=task_dir, output=output, concurrency=args.concurrency),
+        env=lm_eval_peer.environment(task_dir), cwd=task_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+    with lm_eval_peer.CpuSampler(psutil.Process(peer.pid), cpu_seconds) as sampler:
+        out, _ = peer.communicate(timeout=30 * 60)
+    wall = time.monotonic() - started
+    if peer.returncode:
+        raise SystemExit(f"lm-eval failed (exit {peer.returncode}):\n{out[-3000:]}")
+    stats = server.stats()
+    if stats["requests"] != n or stats["by_status"].get("200") != n:
+        raise SystemExit(f"the server answered {stats['requests']} requests of lm-eval's {n} (by status: "
+                         f"{stats['by_status']}): some were not sent (a cache?) or failed, so no figure is printed")
+    capacity = args.concurrency / args.latency
+    sending_s = stats["last_reply_at"] - stats["first_request_at"]
+    rate = n / sending_s
+    total_cpu = sampler.samples[-1][1]
+    sending_cpu = sampler.at(stats["last_reply_at"]) - sampler.at(stats["first_request_at"])
+    matches = lm_eval_peer.exact_matches(output)
+    print(f"load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in load_before)}; after: "
+          f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    print(f"requests: {n}, each answered by the server (none from a cache); lm-eval's replies equal to the "
+          f"engine's (exact match): {', '.join(f'{task} {score:.1%}' for task, score in matches.items())}")
+    print(f"sending: {sending_s:.2f} s (the endpoint's first request → its last reply) → {rate:.0f} requests/s "
+          f"= {rate / capacity:.1%} of capacity; the whole process {wall:.2f} s")
+    print(f"lm-eval CPU: while sending {sending_cpu / n * 1000:.3f} ms per request; the whole process (start-up, "
+          f"reading the tasks, scoring) {total_cpu:.2f} s = {total_cpu / n * 1000:.3f} ms per request; max in "
+          f"flight at the server: {stats['max_in_flight']} (limit {args.concurrency})")
+    return Figures(share=rate / capacity, cpu_ms=sending_cpu / n * 1000, load=load_before[0],
+                   note=f"{total_cpu / n * 1000:.3f} ms with start-up")
+
+
+def wait_for_quiet(args) -> None:
+    """Wait while the 1-minute load average is above --max-load (other work on a shared machine), up to
+    --load-waits pauses; then go on whatever it is (the load is printed with every figure)."""
+    for _ in range(args.load_waits):
+        load = os.getloadavg()[0]
+        if load <= args.max_load:
+            return
+        print(f"load average {load:.2f} > {args.max_load}: waiting {LOAD_PAUSE_SECONDS} s", flush=True)
+        time.sleep(LOAD_PAUSE_SECONDS)
+
+
+def side_by_side(args, study, endpoint, server, env, servers) -> None:
+    """--vs lm-eval: the engine and lm-eval on the same requests, alternately, --rounds times; then a table."""
+    from benchmarks import lm_eval_peer
+
+    version = lm_eval_peer.version(args.lm_eval_python)
+    rows: list[tuple[Figures, Figures]] = []
+    with tempfile.TemporaryDirectory(prefix="audit-throughput-lm-eval-") as directory:
+        task_dir, tasks = Path(directory), {}
+        for round_number in range(1, args.rounds + 1):
+            wait_for_quiet(args)
+            print(f"== round {round_number} of {args.rounds}: the engine", flush=True)
+            engine, audit_id = one_audit(args, study, endpoint, server, env, servers)
+            statistics_gather()
+            if not tasks:
+                tasks = lm_eval_peer.task_write(task_dir, peer_requests(audit_id))
+            wait_for_quiet(args)
+            print(f"== round {round_number} of {args.rounds}: lm-eval {version} (local-chat-completions)", flush=True)
+            rows.append((engine, one_lm_eval(args, task_dir, tasks, server)))
+    print(f"\n== side by side: {sum(tasks.values())} requests, latency {args.latency * 1000:.0f} ms, concurrency "
+          f"{args.concurrency}; engine CPU = worker + PostgreSQL + Redis, lm-eval's = its process while sending")
+    print(f"{'round':>5}  {'engine':>8} {'CPU/req':>9} {'load':>5}   {'lm-eval ' + version:>14} {'CPU/req':>9} "
+          f"{'load':>5}  lm-eval CPU/req with start-up")
+    for number, (engine, peer) in enumerate(rows, 1):
+        print(f"{number:>5}  {engine.share:>8.1%} {engine.cpu_ms:>7.3f}ms {engine.load:>5.2f}   {peer.share:>14.1%} "
+              f"{peer.cpu_ms:>7.3f}ms {peer.load:>5.2f}  {peer.note}")
+    for name, figures in (("engine", [row[0] for row in rows]), (f"lm-eval {version}", [row[1] for row in rows])):
+        print(f"{name}: {min(f.share for f in figures):.1%}–{max(f.share for f in figures):.1%} of capacity, "
+              f"{min(f.cpu_ms for f in figures):.3f}–{max(f.cpu_ms for f in figures):.3f} ms CPU per request, "
+              f"load average {min(f.load for f in figures):.2f}–{max(f.load for f in figures):.2f}")
 
 
 def main() -> None:
@@ -223,11 +390,29 @@ def main() -> None:
                              "(e.g. 1000000: a deployment's history)")
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
     parser.add_argument("--redis-url", default=os.environ.get("CELERY_BROKER_URL", ""))
+    parser.add_argument("--vs", choices=["lm-eval"],
+                        help="also run lm-evaluation-harness on the same requests, alternately with the engine")
+    parser.add_argument("--lm-eval-python", default=os.environ.get("LM_EVAL_PYTHON", ""),
+                        help="the Python of a virtual environment with lm_eval[api] installed (never the app's); "
+                             "default: $LM_EVAL_PYTHON")
+    parser.add_argument("--rounds", type=int, default=3, help="with --vs: rounds of engine then lm-eval (default: 3)")
+    parser.add_argument("--max-load", type=float, default=1.5,
+                        help="with --vs: before each run, wait while the 1-minute load average is above this")
+    parser.add_argument("--load-waits", type=int, default=4,
+                        help=f"with --vs: at most this many waits of {LOAD_PAUSE_SECONDS} s for the load to fall "
+                             "(then run anyway: the load is printed with each figure)")
     args = parser.parse_args()
     if not args.database_url.startswith("postgres") or not args.redis_url.startswith("redis"):
         parser.error("give --database-url postgres://... and --redis-url redis://... (see the docstring)")
     if args.history < 1 or args.old_requests < 0:
         parser.error("--history is at least 1 and --old-requests at least 0")
+    if args.vs and (args.history > 1 or args.old_requests):
+        parser.error("--vs runs its own rounds on one database: leave out --history and --old-requests")
+    if args.vs and args.rounds < 1:
+        parser.error("--rounds is at least 1")
+    if args.vs and not (os.path.isfile(args.lm_eval_python) and os.access(args.lm_eval_python, os.X_OK)):
+        parser.error("--vs lm-eval needs --lm-eval-python: the python of a venv with lm_eval[api] installed "
+                     "(see the docstring)")
 
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.test", "DATABASE_URL": args.database_url,
            "CELERY_BROKER_URL": args.redis_url, "LOG_LEVEL": "WARNING"}
@@ -246,7 +431,16 @@ def main() -> None:
     redis.Redis.from_url(args.redis_url).flushdb()
     n_items = math.ceil(args.requests / (len(MODELS) * len(CONDITIONS)))
 
+    servers = {"postgres": listener(args.database_url), "redis": listener(args.redis_url)}
+
     with LLMServer(latency=args.latency, positive_words=AUDIT_POSITIVE_WORDS) as server:
+        if args.vs:
+            study = build_study(n_items)
+            endpoint = LLMEndpoint.objects.create(name=f"bench-{time.time_ns()}", protocol="openai",
+                                                  base_url=server.base_url, max_concurrency=args.concurrency,
+                                                  attempt_timeout_s=30, max_attempts=3, team=study.team)
+            side_by_side(args, study, endpoint, server, env, servers)
+            return
         for run in range(1, args.history + 1):
             study = build_study(n_items)
             endpoint = LLMEndpoint.objects.create(name=f"bench-{time.time_ns()}", protocol="openai",
@@ -258,7 +452,7 @@ def main() -> None:
             print(f"== audit {run} of {args.history}: the database holds {AuditRequest.objects.count():,} requests, "
                   "statistics gathered with none pending" if run > 1 or args.old_requests else
                   f"== audit {run} of {args.history}: on the database as it is", flush=True)
-            one_audit(args, study, endpoint, server, env)
+            one_audit(args, study, endpoint, server, env, servers)
             statistics_gather()
 
 

@@ -4,7 +4,7 @@ judgments), renewals that enforce the error budget, and moving a finished audit 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -160,15 +160,16 @@ def chunk_record(*, chunk_id: int, results: list[RequestResult], parse: ReplyPar
     in the same transaction (:func:`turns_advance`), so a worker killed between two turns loses no conversation."""
     if not results:
         return
+    audit_id = builder.audit.id if builder is not None else None
     if builder is not None and is_multi_turn(builder):
         with transaction.atomic():
-            _chunk_record(chunk_id, results, parse)
+            _chunk_record(chunk_id, results, parse, audit_id)
             turns_advance(builder.audit, builder, {result.request.id for result in results})
         return
-    _chunk_record(chunk_id, results, parse)
+    _chunk_record(chunk_id, results, parse, audit_id)
 
 
-def _chunk_record(chunk_id: int, results: list[RequestResult], parse: ReplyParser) -> None:
+def _chunk_record(chunk_id: int, results: list[RequestResult], parse: ReplyParser, audit_id: int | None) -> None:
     now = timezone.now()
     with transaction.atomic():
         stored = _replies_store(results, now)
@@ -193,10 +194,10 @@ def _chunk_record(chunk_id: int, results: list[RequestResult], parse: ReplyParse
         if connection.vendor == "postgresql":
             # A request that was pending has no judgment (a failed one has none, and is retried only once its
             # judgments are gone), so the judgments of the requests recorded now are new: COPY, no conflict check.
-            judgments_copy_new(_audit_of_chunk(chunk_id),
+            judgments_copy_new(audit_id or _audit_of_chunk(chunk_id),
                                 [(request_id, parsed) for request_id, parsed in judged if request_id in recorded_now])
         else:
-            judgments_create(_audit_of_chunk(chunk_id),
+            judgments_create(audit_id or _audit_of_chunk(chunk_id),
                               [(request_id, parsed) for request_id, parsed in judged if request_id in recorded_now])
 
 
@@ -204,12 +205,39 @@ _REPLY_FIELDS = ("key", "text", "finish_reason", "prompt_tokens", "completion_to
                  "fingerprint", "latency_ms", "attempts", "created_at")
 
 
+# Temporary tables a batch's replies and finished requests are COPYed into on PostgreSQL (_staged).
+_REPLY_STAGING = "auditapp_reply_staging"
+_RECORD_STAGING = "auditapp_record_staging"
+
+
+@contextmanager
+def _staged(cursor, staging: str, columns: list[tuple[str, str | None]], rows: Iterable[tuple]) -> Iterator[str]:
+    """PostgreSQL: ``rows`` COPYed into the session's temporary table ``staging`` (``columns``: quoted name and
+    type each), whose quoted name is yielded for one statement to read them.
+
+    A batch's VALUES list had psycopg quote each value into the statement in Python, and PostgreSQL parse it: 6% of
+    the worker's CPU for the replies and the requests together in a profile of ``benchmarks/audit_throughput.py``;
+    COPY formats the rows in C. The table is made the first time a database session needs it (a reconnected session
+    makes it again) and emptied at each commit (ON COMMIT DELETE ROWS: no dead rows pile up, and no other batch sees
+    these); the statements run in a transaction (the caller's, without a savepoint), so the rows are there for the
+    statement that reads them."""
+    name = connection.ops.quote_name(staging)
+    with transaction.atomic(savepoint=False):
+        cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {name} "
+                       f"({', '.join(f'{column} {kind}' for column, kind in columns)}) ON COMMIT DELETE ROWS")
+        with cursor.cursor.copy(f"COPY {name} ({', '.join(column for column, _ in columns)}) FROM STDIN") as copy:
+            for row in rows:
+                copy.write_row(row)
+        yield name
+
+
 def _replies_store(results: list[RequestResult], now: datetime) -> dict[str, tuple[int, str, str]]:
     """Store the replies of a batch (its results with a completion), each key once (the first of the batch, unless
     the key was answered before), and return the stored reply of every key: (id, text, finish reason).
 
-    One multi-row ``INSERT … ON CONFLICT (key) DO NOTHING RETURNING key, id``: the replies it inserted are the ones
-    in hand, so only the keys answered before are read back. bulk_create costs three times as much here on
+    One ``INSERT … ON CONFLICT (key) DO NOTHING RETURNING key, id`` of the batch's rows in their order (on
+    PostgreSQL from a staging table, :func:`_staged`; elsewhere from a VALUES list): the replies it inserted are the
+    ones in hand, so only the keys answered before are read back. bulk_create costs three times as much here on
     PostgreSQL, where Django 5.2 sends its rows as arrays that psycopg escapes in Python (a 50-reply batch of 60
     judgments each: 27 ms against 9 ms, ``benchmarks/counterfactual_scale.py``)."""
     first: dict[str, tuple[RequestResult, llm_clients.Completion]] = {}
@@ -223,21 +251,31 @@ def _replies_store(results: list[RequestResult], now: datetime) -> dict[str, tup
              c.fingerprint or "", r.latency_ms, r.attempts, created_at) for key, (r, c) in first.items()]
     meta = LLMReply._meta
     quote = connection.ops.quote_name
-    columns = ", ".join(quote(concrete_field(LLMReply, name).column) for name in _REPLY_FIELDS)
-    row_placeholder = f"({', '.join(['%s'] * len(_REPLY_FIELDS))})"
+    fields = [concrete_field(LLMReply, name) for name in _REPLY_FIELDS]
+    columns = ", ".join(quote(field.column) for field in fields)
     table, key_column = quote(meta.db_table), quote(concrete_field(LLMReply, "key").column)
-    stored: dict[str, tuple[int, str, str]] = {}
+    returning = f"ON CONFLICT ({key_column}) DO NOTHING RETURNING {key_column}, {quote(meta.pk.column)}"
+    inserted: list[tuple[str, int]] = []
     with connection.cursor() as cursor:
-        for start in range(0, len(rows), BULK_BATCH_SIZE):
-            batch = rows[start:start + BULK_BATCH_SIZE]
-            values = ", ".join([row_placeholder] * len(batch))
-            cursor.execute(
-                f"INSERT INTO {table} ({columns}) VALUES {values} "  # noqa: S608 - names from the model only
-                f"ON CONFLICT ({key_column}) DO NOTHING RETURNING {key_column}, {quote(meta.pk.column)}",
-                [value for row in batch for value in row])
-            for key, reply_id in cursor.fetchall():
-                completion = first[key][1]
-                stored[key] = (reply_id, completion.text, completion.finish_reason or "")
+        if connection.vendor == "postgresql":
+            staging_columns = [("position", "integer"), *((quote(f.column), f.db_type(connection)) for f in fields)]
+            with _staged(cursor, _REPLY_STAGING, staging_columns,
+                         ((position, *row) for position, row in enumerate(rows))) as staging:
+                cursor.execute(f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {staging} "  # noqa: S608 - names from the model only
+                               f"ORDER BY position {returning}")
+                inserted = cursor.fetchall()
+        else:
+            row_placeholder = f"({', '.join(['%s'] * len(_REPLY_FIELDS))})"
+            for start in range(0, len(rows), BULK_BATCH_SIZE):
+                batch = rows[start:start + BULK_BATCH_SIZE]
+                cursor.execute(f"INSERT INTO {table} ({columns}) "  # noqa: S608 - names from the model only
+                               f"VALUES {', '.join([row_placeholder] * len(batch))} {returning}",
+                               [value for row in batch for value in row])
+                inserted += cursor.fetchall()
+    stored: dict[str, tuple[int, str, str]] = {}
+    for key, reply_id in inserted:
+        completion = first[key][1]
+        stored[key] = (reply_id, completion.text, completion.finish_reason or "")
     answered_before = [key for key in first if key not in stored]
     for start in range(0, len(answered_before), BULK_BATCH_SIZE):
         stored.update({key: (pk, text, finish) for key, pk, text, finish in LLMReply.objects.filter(
@@ -247,10 +285,11 @@ def _replies_store(results: list[RequestResult], now: datetime) -> dict[str, tup
 
 def _requests_record(parameters: list[tuple]) -> set[int]:
     """Record finished requests, each ``(id, *values of _RECORDED_FIELDS)``, in one
-    ``UPDATE … FROM (VALUES …) … RETURNING id`` that touches only a request still pending, so a duplicate
-    completion (a lease that expired while its worker still lived) is not recorded twice; returns the ids it
-    recorded. One statement rather than one per request: on PostgreSQL a 50-request batch costs 3 ms against 8 ms
-    with a pipelined executemany (``benchmarks/counterfactual_scale.py``)."""
+    ``UPDATE … FROM … RETURNING id`` (on PostgreSQL from a staging table, :func:`_staged`; elsewhere from a VALUES
+    list) that touches only a request still pending, so a duplicate completion (a lease that expired while its
+    worker still lived) is not recorded twice; returns the ids it recorded. One statement rather than one per
+    request: on PostgreSQL a 50-request batch costs 3 ms against 8 ms with a pipelined executemany
+    (``benchmarks/counterfactual_scale.py``)."""
     meta = AuditRequest._meta
     quote = connection.ops.quote_name
     once: dict[int, tuple] = {}
@@ -258,24 +297,28 @@ def _requests_record(parameters: list[tuple]) -> set[int]:
         once.setdefault(row[0], row)
     fields = [meta.pk, *(concrete_field(AuditRequest, name) for name in _RECORDED_FIELDS)]
     names = ["id", *(field.column for field in fields[1:])]
-    # Field.cast_db_type is Django's (5.2) but missing from django-stubs 5.2.9.
-    casts = [field.cast_db_type(connection)  # type: ignore[attr-defined]
-             if connection.vendor == "postgresql" else None for field in fields]
-    first_row = "(" + ", ".join(f"%s::{cast}" if cast else "%s" for cast in casts) + ")"
-    other_row = "(" + ", ".join(["%s"] * len(fields)) + ")"
     table, v_columns = quote(meta.db_table), ", ".join(quote(name) for name in names)
     assignments = ", ".join(f"{quote(column)} = v.{quote(column)}" for column in names[1:])
+    pending = (f"WHERE {table}.{quote(meta.pk.column)} = v.{quote('id')} "
+               f"AND {table}.{quote('state')} = %s RETURNING {table}.{quote(meta.pk.column)}")
     recorded: set[int] = set()
     rows = list(once.values())
     with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Field.cast_db_type is Django's (5.2) but missing from django-stubs 5.2.9.
+            staging_columns = [(quote(name), field.cast_db_type(connection))  # type: ignore[attr-defined]
+                               for name, field in zip(names, fields, strict=True)]
+            with _staged(cursor, _RECORD_STAGING, staging_columns, rows) as staging:
+                cursor.execute(f"UPDATE {table} SET {assignments} FROM {staging} v {pending}",  # noqa: S608 - names from the model only
+                               [AuditRequest.State.PENDING])
+                recorded.update(row[0] for row in cursor.fetchall())
+            return recorded
+        row_placeholder = "(" + ", ".join(["%s"] * len(fields)) + ")"
         for start in range(0, len(rows), BULK_BATCH_SIZE):
             batch = rows[start:start + BULK_BATCH_SIZE]
-            values = ", ".join([first_row] + [other_row] * (len(batch) - 1))
             cursor.execute(
-                f"WITH v ({v_columns}) AS (VALUES {values}) "  # noqa: S608 - names from the model only
-                f"UPDATE {table} SET {assignments} FROM v "
-                f"WHERE {table}.{quote(meta.pk.column)} = v.{quote('id')} "
-                f"AND {table}.{quote('state')} = %s RETURNING {table}.{quote(meta.pk.column)}",
+                f"WITH v ({v_columns}) AS (VALUES {', '.join([row_placeholder] * len(batch))}) "  # noqa: S608 - names from the model only
+                f"UPDATE {table} SET {assignments} FROM v {pending}",
                 [*(value for row in batch for value in row), AuditRequest.State.PENDING])
             recorded.update(row[0] for row in cursor.fetchall())
     return recorded

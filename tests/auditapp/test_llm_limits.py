@@ -516,20 +516,26 @@ def test_redis_limiters_together_keep_the_rate_limit(redis_url, endpoint_key):
     assert_paced(times, interval=0.1)  # paced by Redis's clock, slept by ours
 
 
+def counted_commands(limiter) -> list[str]:
+    """The Redis commands the limiter sends from now on, by name."""
+    commands: list[str] = []
+    execute = limiter.redis.execute_command
+
+    async def counting(*args, **kwargs):
+        commands.append(args[0])
+        return await execute(*args, **kwargs)
+
+    limiter.redis.execute_command = counting
+    return commands
+
+
 @pytest.mark.integration
-def test_redis_limiter_sends_a_given_back_slot_with_the_next_request_and_batches_concurrent_ones(redis_url,
-                                                                                                endpoint_key):
+def test_redis_limiter_keeps_a_given_back_slot_for_the_next_request_and_batches_concurrent_ones(redis_url,
+                                                                                               endpoint_key):
     async def main():
         limiter = RedisLimiter(redis.asyncio.Redis.from_url(redis_url), endpoint_key, 64, None, slot_ttl=30,
                                owns_client=True)
-        commands = []
-        execute = limiter.redis.execute_command
-
-        async def counting(*args, **kwargs):
-            commands.append(args[0])
-            return await execute(*args, **kwargs)
-
-        limiter.redis.execute_command = counting
+        commands = counted_commands(limiter)
         try:
             async with limiter.slot():  # loads the scripts on first use
                 await limiter.succeeded()
@@ -550,9 +556,43 @@ def test_redis_limiter_sends_a_given_back_slot_with_the_next_request_and_batches
         return sequential, commands, gauge, limit
 
     sequential, concurrent, gauge, limit = asyncio.run(main())
-    # The first slot asked for, nine given back each with the next one asked for, the last given back.
-    assert sequential == ["EVALSHA"] * 11
+    # The first slot asked for; the nine after it took the slot the one before parked in the process; the last given
+    # back with the ten outcomes.
+    assert sequential == ["EVALSHA"] * 2
     # 64 slots asked for at once in one call and given back in one or a few, instead of 128 calls.
     assert gauge.total == 64 and gauge.peak == 64
     assert set(concurrent) == {"EVALSHA"} and 2 <= len(concurrent) <= 4
     assert limit == 64
+
+
+@pytest.mark.integration
+def test_a_parked_slot_goes_back_to_redis_when_no_task_asks_and_none_is_parked_below_the_maximum(redis_url,
+                                                                                                endpoint_key):
+    async def main():
+        keeper, other = two_workers(redis_url, endpoint_key, 2)
+        try:
+            await keeper.current_limit()  # the limit is seen at its maximum: slots may be kept in the process
+            async with keeper.slot(), keeper.slot():
+                await keeper.succeeded()
+            holders_parked = await keeper.redis.zcard(keeper.prefix + "holders")
+            started = time.perf_counter()
+            async with asyncio.timeout(1), other.slot(), other.slot():  # both back within the parking time
+                waited = time.perf_counter() - started
+            await other.settled()
+            async with keeper.slot():
+                await keeper.throttled()  # 2 → 1: below the maximum nothing is kept
+            await keeper.settled()
+            commands = counted_commands(keeper)
+            for _ in range(3):
+                async with keeper.slot():
+                    await keeper.succeeded()
+        finally:
+            await close_all([keeper, other])
+        return holders_parked, waited, commands
+
+    holders_parked, waited, commands = asyncio.run(main())
+    assert holders_parked == 2  # parked: still counted in Redis, so the limit holds
+    assert waited < 0.5
+    # Each slot asked for through Redis (a slot given back goes with the next one asked for), as the limit is below
+    # its maximum; kept in the process, the three would cost two calls: the first asked for, the last given back.
+    assert commands.count("EVALSHA") >= 3

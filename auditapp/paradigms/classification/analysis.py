@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -55,8 +56,15 @@ def dispatch_order(seed: int, item_id: int) -> int:
 def example_order(examples: Sequence[Sentence], seed: int, item_id: int) -> list[Sentence]:
     """The examples in the order shown with this item, from a generator seeded with (seed, item id)."""
     ordered = sorted(examples, key=lambda example: example.item_id)
-    permutation = np.random.default_rng([_seed_int("examples", seed), item_id]).permutation(len(ordered))
-    return [ordered[i] for i in permutation]
+    return [ordered[i] for i in _example_permutation(seed, item_id, len(ordered))]
+
+
+@lru_cache(maxsize=4096)
+def _example_permutation(seed: int, item_id: int, n: int) -> tuple[int, ...]:
+    """A worker rebuilds each request's messages, and both ICL conditions of an item ask for the same permutation:
+    a seeded generator costs more than the rest of the prompt (2% of the worker's CPU in a profile of
+    benchmarks/audit_throughput.py), so the last few thousand are kept."""
+    return tuple(int(i) for i in np.random.default_rng([_seed_int("examples", seed), item_id]).permutation(n))
 
 
 def build_messages(template_text: str, item: Sentence, *, examples: Sequence[Sentence] = (), seed: int = 0
