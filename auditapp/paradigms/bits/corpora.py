@@ -1,6 +1,7 @@
 """BITS corpora, the Django side (seed 001 §3.2): the corpus generated from the paper's Tables 3–5 or a
 researcher's spec, one uploaded in the public BITS repository's shape with its per-tool score columns as
-recorded scorers, and a researcher's own texts perturbed as seed 001 §3.1 perturbed posts (Table 6). Both are stored through :func:`auditapp.corpus_services.corpus_store` (once per content hash);
+recorded scorers, and a researcher's own texts perturbed as seed 001 §3.1 perturbed posts (Table 6). Each is
+stored through :func:`auditapp.corpus_services.corpus_store` (once per content hash);
 every problem is a :class:`~auditapp.corpus_services.CorpusError` naming all of them, raised before anything is
 written."""
 from __future__ import annotations

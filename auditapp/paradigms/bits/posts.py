@@ -36,6 +36,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from auditapp.corpora import MAX_KEY_LENGTH
 from auditapp.paradigms.bits.corpus import CONTROL, TERM_CASES, BitsSentence, TermGroup, group_problems
 
 DEFAULT_TARGET_WORDS = ("disability", "disabled")
@@ -47,8 +48,6 @@ MAX_WORD_LENGTH = 100
 MAX_ID_LENGTH = 100
 MAX_SOURCES = 50
 MAX_TERMS = 1_000
-MAX_KEY_LENGTH = 300
-"""A sentence key's length, as a corpus allows (``auditapp.corpora.MAX_KEY_LENGTH``)."""
 MAX_SENTENCES = 250_000
 """Sentences (perturbed and controls) one upload may generate: each is a request per scorer."""
 MAX_REPORTED = 200
