@@ -21,12 +21,19 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(trans
 TEXTS = {"name": "texts.csv", "mimeType": "text/csv", "buffer": bits_posts_files.csv_bytes()}
 
 
+def send_texts(page, button: str, name: str = "") -> None:
+    """Choose the texts file in the admin's perturbation form, give the corpus ``name`` if any, press ``button``."""
+    form = page.locator("#posts-form")
+    form.locator('input[type="file"]').set_input_files(TEXTS)
+    if name:
+        form.locator('input[name="posts-name"]').fill(name)
+    form.locator(f'input[name="{button}"]').click()
+
+
 def test_the_admin_form_previews_the_texts_then_stores_them(live_server, browser_context):
     page, problems, _ = logged_in_page(browser_context, live_server, "posts-admin-researcher")
     page.goto(f"{live_server.url}/admin/auditapp/corpus/add/")
-    form = page.locator("#posts-form")
-    form.locator('input[type="file"]').set_input_files(TEXTS)
-    form.locator('input[name="posts-preview"]').click()
+    send_texts(page, "posts-preview")
 
     preview = page.locator("#posts-preview")
     expect(preview.locator("#posts-preview-counts")).to_contain_text("43 rows: 40 texts with 40 mentions would give "
@@ -41,10 +48,7 @@ def test_the_admin_form_previews_the_texts_then_stores_them(live_server, browser
     assert not Corpus.objects.exists()
     assert_accessible(page, "corpus admin's preview of perturbed texts", within=("#posts-preview",))
 
-    form = page.locator("#posts-form")
-    form.locator('input[type="file"]').set_input_files(TEXTS)
-    form.locator('input[name="posts-name"]').fill("My posts")
-    form.locator('input[name="posts-store"]').click()
+    send_texts(page, "posts-store", name="My posts")
     expect(page.locator(".messagelist").filter(has_text="Stored")).to_contain_text("Stored My posts (840 units)")
     corpus = Corpus.objects.get()
     assert corpus.name == "My posts" and corpus.n_units == 40 * 21
@@ -55,9 +59,7 @@ def test_the_admin_form_previews_the_texts_then_stores_them(live_server, browser
 def test_a_name_is_asked_for_before_storing(live_server, browser_context):
     page, _, _ = logged_in_page(browser_context, live_server, "posts-admin-researcher")
     page.goto(f"{live_server.url}/admin/auditapp/corpus/add/")
-    form = page.locator("#posts-form")
-    form.locator('input[type="file"]').set_input_files(TEXTS)
-    form.locator('input[name="posts-store"]').click()
+    send_texts(page, "posts-store")
     expect(page.locator("#posts-form .errorlist")).to_contain_text("a name is required")
     assert not Corpus.objects.exists()
 
