@@ -33,6 +33,12 @@ never the app's (``--lm-eval-python``)::
     python3 -m venv /work/venvs/lmeval && /work/venvs/lmeval/bin/pip install "lm_eval[api]==0.4.13"
     .venv/bin/python benchmarks/audit_throughput.py ... --vs lm-eval --lm-eval-python /work/venvs/lmeval/bin/python
 
+``--vs direct`` runs the direct loop (``benchmarks/direct_peer.py``) the same way: the engine's own HTTP session and
+request bodies from as many processes as the worker has, and nothing else (no database, no Redis, nothing stored).
+Capacity is an ideal no client reaches on a machine whose cores the server shares; the direct loop's share is what
+this machine allows any client, and the engine's share is printed as a part of it, round by round. ``--vs`` may be
+given twice (``--vs direct --vs lm-eval``).
+
 Before each run it waits while the 1-minute load average is above ``--max-load`` (1.5), at most ``--load-waits``
 times 30 s.
 
@@ -45,6 +51,7 @@ Needs PostgreSQL and Redis; with bin/test's throwaway servers, for example::
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import subprocess
@@ -73,6 +80,19 @@ def cpu_seconds(process) -> float:
             continue
         total += times.user + times.system
     return total
+
+
+def process_tree_cpu_seconds(process) -> float | None:
+    """:func:`cpu_seconds` plus the process's children that ended and were waited for (a peer's worker processes
+    end before its last sample; their CPU then shows in the parent's children times); None once the process is
+    gone (reaped: its times with it)."""
+    import psutil
+
+    try:
+        times = process.cpu_times()
+    except psutil.NoSuchProcess:
+        return None
+    return cpu_seconds(process) + times.children_user + times.children_system
 
 
 def build_study(n_items: int):
@@ -285,48 +305,115 @@ def peer_requests(audit_id: int):
                           reply=request.reply.text if request.reply else "")
 
 
-def one_lm_eval(args, task_dir: Path, tasks: dict[str, int], server) -> Figures:
-    """lm-eval sends the same requests to the same server: print its figures and return them."""
+def peer_process(argv: list[str], *, env: dict[str, str], cwd: Path, server, n: int, who: str):
+    """Run a peer's process against the server and sample its CPU; stop without figures unless the server
+    answered every one of its ``n`` requests with 200 (none left out by a cache, none failed). Return its output,
+    the CPU sampler, the server's stats, the load before and the wall time."""
     import psutil
 
     from benchmarks import lm_eval_peer
 
-    n = sum(tasks.values())
-    output = Path(tempfile.mkdtemp(dir=task_dir, prefix="results-"))
     server.reset_stats()
     load_before = os.getloadavg()
     started = time.monotonic()
-    peer = subprocess.Popen(
-        lm_eval_peer.command(args.lm_eval_python, base_url=server.base_url, first_model=MODELS[0], tasks=tasks,
-                             directory=task_dir, output=output, concurrency=args.concurrency),
-        env=lm_eval_peer.environment(task_dir), cwd=task_dir, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-        text=True)
-    with lm_eval_peer.CpuSampler(psutil.Process(peer.pid), cpu_seconds) as sampler:
+    peer = subprocess.Popen(argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    with lm_eval_peer.CpuSampler(psutil.Process(peer.pid), process_tree_cpu_seconds) as sampler:
         out, _ = peer.communicate(timeout=30 * 60)
     wall = time.monotonic() - started
     if peer.returncode:
-        raise SystemExit(f"lm-eval failed (exit {peer.returncode}):\n{out[-3000:]}")
+        raise SystemExit(f"{who} failed (exit {peer.returncode}):\n{out[-3000:]}")
     stats = server.stats()
     if stats["requests"] != n or stats["by_status"].get("200") != n:
-        raise SystemExit(f"the server answered {stats['requests']} requests of lm-eval's {n} (by status: "
+        raise SystemExit(f"the server answered {stats['requests']} requests of {who}'s {n} (by status: "
                          f"{stats['by_status']}): some were not sent (a cache?) or failed, so no figure is printed")
+    return out, sampler, stats, load_before, wall
+
+
+def peer_figures(args, who: str, n: int, sampler, stats, load_before, wall: float, matches: str) -> Figures:
+    """Print a peer's run as the engine's is printed (share of capacity as the endpoint saw it, CPU per request
+    while sending and over its whole process) and return its figures."""
     capacity = args.concurrency / args.latency
     sending_s = stats["last_reply_at"] - stats["first_request_at"]
     rate = n / sending_s
     total_cpu = sampler.samples[-1][1]
     sending_cpu = sampler.at(stats["last_reply_at"]) - sampler.at(stats["first_request_at"])
-    matches = lm_eval_peer.exact_matches(output)
     print(f"load average (1, 5, 15 min) before: {', '.join(f'{x:.2f}' for x in load_before)}; after: "
           f"{', '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(f"requests: {n}, each answered by the server (none from a cache); lm-eval's replies equal to the "
-          f"engine's (exact match): {', '.join(f'{task} {score:.1%}' for task, score in matches.items())}")
+    print(f"requests: {n}, each answered by the server (none from a cache); {who}'s replies equal to the engine's "
+          f"(exact match): {matches}")
     print(f"sending: {sending_s:.2f} s (the endpoint's first request → its last reply) → {rate:.0f} requests/s "
           f"= {rate / capacity:.1%} of capacity; the whole process {wall:.2f} s")
-    print(f"lm-eval CPU: while sending {sending_cpu / n * 1000:.3f} ms per request; the whole process (start-up, "
-          f"reading the tasks, scoring) {total_cpu:.2f} s = {total_cpu / n * 1000:.3f} ms per request; max in "
-          f"flight at the server: {stats['max_in_flight']} (limit {args.concurrency})")
+    print(f"{who} CPU: while sending {sending_cpu / n * 1000:.3f} ms per request; the whole process (start-up, "
+          f"reading the requests{', scoring' if who.startswith('lm-eval') else ''}) {total_cpu:.2f} s = "
+          f"{total_cpu / n * 1000:.3f} ms per request; max in flight at the server: {stats['max_in_flight']} "
+          f"(limit {args.concurrency})")
     return Figures(share=rate / capacity, cpu_ms=sending_cpu / n * 1000, load=load_before[0],
-                   note=f"{total_cpu / n * 1000:.3f} ms with start-up")
+                   note=f"{who} {total_cpu / n * 1000:.3f} ms")
+
+
+class LmEvalPeer:
+    """lm-evaluation-harness's ``local-chat-completions`` on the audit's requests (``benchmarks/lm_eval_peer.py``),
+    from its own virtual environment."""
+
+    def __init__(self, args):
+        from benchmarks import lm_eval_peer
+
+        self.args = args
+        self.label = f"lm-eval {lm_eval_peer.version(args.lm_eval_python)}"
+        self.directory = Path()
+        self.tasks: dict[str, int] = {}
+
+    def prepare(self, directory: Path, requests: list) -> None:
+        from benchmarks import lm_eval_peer
+
+        self.directory = directory / "lm-eval"
+        self.directory.mkdir()
+        self.tasks = lm_eval_peer.task_write(self.directory, requests)
+
+    def run(self, server) -> Figures:
+        from benchmarks import lm_eval_peer
+
+        n = sum(self.tasks.values())
+        output = Path(tempfile.mkdtemp(dir=self.directory, prefix="results-"))
+        argv = lm_eval_peer.command(self.args.lm_eval_python, base_url=server.base_url, first_model=MODELS[0],
+                                    tasks=self.tasks, directory=self.directory, output=output,
+                                    concurrency=self.args.concurrency)
+        _, sampler, stats, load_before, wall = peer_process(
+            argv, env=lm_eval_peer.environment(self.directory), cwd=self.directory, server=server, n=n,
+            who=self.label)
+        matches = ", ".join(f"{task} {score:.1%}" for task, score in lm_eval_peer.exact_matches(output).items())
+        return peer_figures(self.args, self.label, n, sampler, stats, load_before, wall, matches)
+
+
+class DirectPeer:
+    """The direct loop (``benchmarks/direct_peer.py``): the engine's HTTP session and request bodies, as many
+    processes as the worker, and nothing else; the most this machine lets a client send."""
+
+    label = "direct loop"
+
+    def __init__(self, args):
+        self.args = args
+        self.requests_file = Path()
+        self.n = 0
+
+    def prepare(self, directory: Path, requests: list) -> None:
+        from benchmarks import direct_peer
+
+        self.requests_file = directory / "direct-requests.jsonl"
+        self.n = direct_peer.requests_write(self.requests_file, requests)
+
+    def run(self, server) -> Figures:
+        argv = [sys.executable, "-m", "benchmarks.direct_peer", "--requests", str(self.requests_file),
+                "--base-url", server.base_url, "--concurrency", str(self.args.concurrency),
+                "--processes", str(self.args.worker_concurrency)]
+        out, sampler, stats, load_before, wall = peer_process(argv, env=os.environ.copy(), cwd=REPO, server=server,
+                                                              n=self.n, who=self.label)
+        counts = json.loads(out.strip().splitlines()[-1])
+        return peer_figures(self.args, self.label, self.n, sampler, stats, load_before, wall,
+                            f"{counts['equal']:,} of {counts['sent']:,}")
+
+
+PEERS = {"lm-eval": LmEvalPeer, "direct": DirectPeer}
 
 
 def wait_for_quiet(args) -> None:
@@ -341,34 +428,45 @@ def wait_for_quiet(args) -> None:
 
 
 def side_by_side(args, study, endpoint, server, env, servers) -> None:
-    """--vs lm-eval: the engine and lm-eval on the same requests, alternately, --rounds times; then a table."""
-    from benchmarks import lm_eval_peer
-
-    version = lm_eval_peer.version(args.lm_eval_python)
-    rows: list[tuple[Figures, Figures]] = []
-    with tempfile.TemporaryDirectory(prefix="audit-throughput-lm-eval-") as directory:
-        task_dir, tasks = Path(directory), {}
+    """--vs: the engine and each peer on the same requests, alternately, --rounds times; then a table."""
+    peers = [PEERS[name](args) for name in dict.fromkeys(args.vs)]
+    rows: list[list[Figures]] = []
+    with tempfile.TemporaryDirectory(prefix="audit-throughput-peers-") as directory:
         for round_number in range(1, args.rounds + 1):
             wait_for_quiet(args)
             print(f"== round {round_number} of {args.rounds}: the engine", flush=True)
             engine, audit_id = one_audit(args, study, endpoint, server, env, servers)
             statistics_gather()
-            if not tasks:
-                tasks = lm_eval_peer.task_write(task_dir, peer_requests(audit_id))
-            wait_for_quiet(args)
-            print(f"== round {round_number} of {args.rounds}: lm-eval {version} (local-chat-completions)", flush=True)
-            rows.append((engine, one_lm_eval(args, task_dir, tasks, server)))
-    print(f"\n== side by side: {sum(tasks.values())} requests, latency {args.latency * 1000:.0f} ms, concurrency "
-          f"{args.concurrency}; engine CPU = worker + PostgreSQL + Redis, lm-eval's = its process while sending")
-    print(f"{'round':>5}  {'engine':>8} {'CPU/req':>9} {'load':>5}   {'lm-eval ' + version:>14} {'CPU/req':>9} "
-          f"{'load':>5}  lm-eval CPU/req with start-up")
-    for number, (engine, peer) in enumerate(rows, 1):
-        print(f"{number:>5}  {engine.share:>8.1%} {engine.cpu_ms:>7.3f}ms {engine.load:>5.2f}   {peer.share:>14.1%} "
-              f"{peer.cpu_ms:>7.3f}ms {peer.load:>5.2f}  {peer.note}")
-    for name, figures in (("engine", [row[0] for row in rows]), (f"lm-eval {version}", [row[1] for row in rows])):
+            if round_number == 1:
+                requests = list(peer_requests(audit_id))
+                for peer in peers:
+                    peer.prepare(Path(directory), requests)
+            row = [engine]
+            for peer in peers:
+                wait_for_quiet(args)
+                print(f"== round {round_number} of {args.rounds}: {peer.label}", flush=True)
+                row.append(peer.run(server))
+            rows.append(row)
+    names = ["engine", *(peer.label for peer in peers)]
+    print(f"\n== side by side: {len(requests)} requests, latency {args.latency * 1000:.0f} ms, concurrency "
+          f"{args.concurrency}; the engine's CPU is worker + PostgreSQL + Redis, a peer's its process while sending "
+          "(its whole run, start-up included, in the last column)")
+    print(f"{'round':>5}  " + "  ".join(f"{name:>14} {'CPU/req':>9} {'load':>5}" for name in names)
+          + "  a peer's CPU/req with start-up")
+    for number, row in enumerate(rows, 1):
+        print(f"{number:>5}  " + "  ".join(f"{figures.share:>14.1%} {figures.cpu_ms:>7.3f}ms {figures.load:>5.2f}"
+                                          for figures in row)
+              + "  " + ", ".join(figures.note for figures in row[1:]))
+    for index, name in enumerate(names):
+        figures = [row[index] for row in rows]
         print(f"{name}: {min(f.share for f in figures):.1%}–{max(f.share for f in figures):.1%} of capacity, "
               f"{min(f.cpu_ms for f in figures):.3f}–{max(f.cpu_ms for f in figures):.3f} ms CPU per request, "
               f"load average {min(f.load for f in figures):.2f}–{max(f.load for f in figures):.2f}")
+    if "direct" in args.vs:
+        direct = names.index(DirectPeer.label)
+        ratios = [row[0].share / row[direct].share for row in rows]
+        print(f"the engine's share as a part of the direct loop's in the same round: "
+              f"{', '.join(f'{ratio:.1%}' for ratio in ratios)}")
 
 
 def main() -> None:
@@ -390,12 +488,14 @@ def main() -> None:
                              "(e.g. 1000000: a deployment's history)")
     parser.add_argument("--database-url", default=os.environ.get("DATABASE_URL", ""))
     parser.add_argument("--redis-url", default=os.environ.get("CELERY_BROKER_URL", ""))
-    parser.add_argument("--vs", choices=["lm-eval"],
-                        help="also run lm-evaluation-harness on the same requests, alternately with the engine")
+    parser.add_argument("--vs", choices=sorted(PEERS), action="append", default=[],
+                        help="also run a peer on the same requests, alternately with the engine: lm-eval "
+                             "(lm-evaluation-harness) or direct (the least any client does); may be given twice")
     parser.add_argument("--lm-eval-python", default=os.environ.get("LM_EVAL_PYTHON", ""),
                         help="the Python of a virtual environment with lm_eval[api] installed (never the app's); "
                              "default: $LM_EVAL_PYTHON")
-    parser.add_argument("--rounds", type=int, default=3, help="with --vs: rounds of engine then lm-eval (default: 3)")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="with --vs: rounds of the engine then each peer (default: 3)")
     parser.add_argument("--max-load", type=float, default=1.5,
                         help="with --vs: before each run, wait while the 1-minute load average is above this")
     parser.add_argument("--load-waits", type=int, default=4,
@@ -410,7 +510,7 @@ def main() -> None:
         parser.error("--vs runs its own rounds on one database: leave out --history and --old-requests")
     if args.vs and args.rounds < 1:
         parser.error("--rounds is at least 1")
-    if args.vs and not (os.path.isfile(args.lm_eval_python) and os.access(args.lm_eval_python, os.X_OK)):
+    if "lm-eval" in args.vs and not (os.path.isfile(args.lm_eval_python) and os.access(args.lm_eval_python, os.X_OK)):
         parser.error("--vs lm-eval needs --lm-eval-python: the python of a venv with lm_eval[api] installed "
                      "(see the docstring)")
 

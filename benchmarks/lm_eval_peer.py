@@ -93,7 +93,8 @@ def environment(directory: Path) -> dict[str, str]:
 
 class CpuSampler:
     """A process's CPU (itself and its children), read every ``interval`` seconds with the wall clock, so the CPU
-    spent between two instants the server reports (its first request, its last reply) can be read off."""
+    spent between two instants the server reports (its first request, its last reply) can be read off.
+    ``cpu_seconds`` returns None once the process is gone: that reading is not a sample."""
 
     def __init__(self, process, cpu_seconds, interval: float = 0.1):
         self.process, self.cpu_seconds, self.interval = process, cpu_seconds, interval
@@ -103,7 +104,10 @@ class CpuSampler:
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.samples.append((time.time(), self.cpu_seconds(self.process)))
+            seconds = self.cpu_seconds(self.process)
+            if seconds is None:
+                return
+            self.samples.append((time.time(), seconds))
             self._stop.wait(self.interval)
 
     def __enter__(self) -> CpuSampler:

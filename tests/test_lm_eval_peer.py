@@ -74,3 +74,14 @@ def test_exact_matches_are_read_from_the_newest_results_file(tmp_path):
     assert exact_matches(tmp_path) == {"audit_throughput_model_a": 1.0}
     with pytest.raises(FileNotFoundError):
         exact_matches(tmp_path / "empty")
+
+
+def test_the_sampler_stops_once_the_process_is_gone():
+    from benchmarks.lm_eval_peer import CpuSampler
+
+    readings = iter([1.0, 2.0, None, 9.0])
+
+    with CpuSampler(object(), lambda process: next(readings), interval=0.001) as sampler:
+        sampler._thread.join(timeout=5)
+
+    assert [seconds for _, seconds in sampler.samples] == [1.0, 2.0]
