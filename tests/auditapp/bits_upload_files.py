@@ -1,10 +1,11 @@
 """A small BITS corpus in the public repository's file shape (github.com/PranavNV/BITS): an unnamed pandas index
 column, ``Template``, ``Sentence``, ``Sentiment``, ``Class``, ``SubClass`` and one score column per tool, and a
-separate control file. The sentences and scores are ours; as CSV or XLSX bytes for upload tests."""
+separate control file. The sentences and scores are ours; as CSV, XLSX or JSON Lines bytes for upload tests."""
 from __future__ import annotations
 
 import csv
 import io
+import json
 
 from openpyxl import Workbook
 
@@ -47,9 +48,19 @@ def _number_or_text(cell: str):
         return cell or None
 
 
+def jsonl_bytes(header: list[str], rows: list[list[str]]) -> bytes:
+    """One JSON object a line, numbers as numbers, an empty cell left out (as a script writing records does); the
+    unnamed index column has no key to go under, so it is left out too."""
+    lines = []
+    for row in rows:
+        record = {name: _number_or_text(cell) for name, cell in zip(header, row, strict=True) if name and cell != ""}
+        lines.append(json.dumps(record, ensure_ascii=False))
+    return ("\n".join(lines) + "\n").encode("utf-8")
+
+
 def public_shape_files(*, fmt: str = "csv", perturbed_rows: list[list[str]] | None = None
                        ) -> tuple[tuple[str, bytes], tuple[str, bytes]]:
     """((name, bytes) of the perturbed file, (name, bytes) of the control file)."""
-    make = csv_bytes if fmt == "csv" else xlsx_bytes
+    make = {"csv": csv_bytes, "xlsx": xlsx_bytes, "jsonl": jsonl_bytes}[fmt]
     return ((f"Disability_Corpus.{fmt}", make(PERTURBED_HEADER, perturbed_rows or PERTURBED_ROWS)),
             (f"Standard_Corpus.{fmt}", make(CONTROL_HEADER, CONTROL_ROWS)))

@@ -104,7 +104,7 @@ def test_corpus_store_refuses_bad_units_and_names():
     assert not Corpus.objects.exists()
 
 
-@pytest.mark.parametrize("fmt", ["csv", "xlsx"])
+@pytest.mark.parametrize("fmt", ["csv", "xlsx", "jsonl"])
 def test_an_upload_in_the_public_shape_is_stored_with_its_recorded_scorers(fmt):
     # The hash is of the very bytes uploaded: a workbook built twice differs in its save time.
     (p_name, p_bytes), (c_name, c_bytes) = public_shape_files(fmt=fmt)
@@ -144,8 +144,9 @@ def test_an_upload_in_the_public_shape_is_stored_with_its_recorded_scorers(fmt):
 
     frame = corpus_units_frame(corpus).set_index("key")
     assert frame.loc["T1|They are parents of a Tall child.", "group"] == "Normal"
+    # The row as the file numbers it: a spreadsheet's header is row 1, a JSON Lines file has no header line.
     assert frame.loc["T1|They are parents of a Tall child.", "fields"] == {
-        "control": "T1|control|They are parents of a child.", "row": 5, "pairing": "exact"}
+        "control": "T1|control|They are parents of a child.", "row": 4 if fmt == "jsonl" else 5, "pairing": "exact"}
 
 
 def test_the_same_upload_twice_is_one_corpus_and_a_column_with_other_scores_is_refused():

@@ -55,10 +55,10 @@ class CorpusGenerateForm(forms.Form):
 
 class CorpusUploadForm(forms.Form):
     name = forms.CharField(max_length=200)
-    perturbed_file = forms.FileField(help_text="CSV, TSV or XLSX: Template, Sentence, Class, SubClass (optional "
+    perturbed_file = forms.FileField(help_text="CSV, TSV, XLSX or JSON Lines: Template, Sentence, Class, SubClass (optional "
                                                "Sentiment; Control: the control's text, which overrides the pairing "
                                                "rules); every other column is a tool's score.")
-    control_file = forms.FileField(help_text="CSV, TSV or XLSX: Template, Sentence (optional Sentiment) and score "
+    control_file = forms.FileField(help_text="CSV, TSV, XLSX or JSON Lines: Template, Sentence (optional Sentiment) and score "
                                              "columns.")
     unmatched = forms.ChoiceField(
         choices=[(rule, rule) for rule in UNMATCHED_RULES], initial="report",

@@ -38,10 +38,10 @@ from teams.scoping import new_objects_in
 class CorpusUploadSerializer(serializers.Serializer):
     """The multipart fields of ``POST /api/corpora/upload/``."""
 
-    perturbed_file = serializers.FileField(help_text="CSV, TSV or XLSX: Template, Sentence, Class, SubClass "
+    perturbed_file = serializers.FileField(help_text="CSV, TSV, XLSX or JSON Lines: Template, Sentence, Class, SubClass "
                                                      "(optional Sentiment; Control: the control's text, which "
                                                      "overrides the pairing rules) and one column per tool's score.")
-    control_file = serializers.FileField(help_text="CSV, TSV or XLSX: Template, Sentence (optional Sentiment) "
+    control_file = serializers.FileField(help_text="CSV, TSV, XLSX or JSON Lines: Template, Sentence (optional Sentiment) "
                                                    "and score columns.")
     name = serializers.CharField(max_length=200)
     unmatched = serializers.ChoiceField(choices=UNMATCHED_RULES, default="report",

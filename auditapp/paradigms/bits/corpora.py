@@ -118,8 +118,8 @@ def _read_upload(upload, role: str, problems: list[CorpusProblem]) -> _ReadFile 
 def bits_corpus_upload(*, perturbed_file, control_file, name: str, created_by=None,
                        unmatched: str = "report") -> Corpus:
     """Store a BITS corpus uploaded in the public repository's shape
-    (:mod:`auditapp.paradigms.bits.upload`): a file of perturbed sentences and one of controls, each CSV, TSV or
-    XLSX (read as item files are, :func:`annotation.item_files.read_table_records`), at most
+    (:mod:`auditapp.paradigms.bits.upload`): a file of perturbed sentences and one of controls, each CSV, TSV,
+    XLSX or JSON Lines (read as item files are, :func:`annotation.item_files.read_table_records`), at most
     ``CORPUS_UPLOAD_MAX_BYTES`` to read each.
 
     All or nothing: any problem in either file raises :class:`CorpusError` naming the file, row and column of
