@@ -66,6 +66,7 @@ def test_the_page_shows_the_papers_tables_from_a_stored_analysis():
     audit = toy_audit(status=Audit.Status.COMPLETED, analysis=toy_analysis())
     html = render(audit)
     page = page_text(html)
+    assert '<label for="sentence-template">Template</label>' in html
     rows = {attrs.get("data-scorer"): cells for attrs, cells in page.rows["table-7"] if attrs.get("data-scorer")}
     # G1 -0.5/6 = -0.08, paired t = -5.0 with 2 df, p = 0.0377: no mark; G2 1/3 = 0.33, t = 5.0, p = 0.0377
     assert rows["toy"] == ["toy", "-0.08 p = 0.038", "0.33 p = 0.038"]

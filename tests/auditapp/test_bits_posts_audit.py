@@ -175,6 +175,8 @@ def test_table_6_finds_the_planted_group_with_two_marks_and_marks_nothing_else(a
     assert 'id="table-6"' in html and 'id="table-6-source-0"' in html and 'id="table-6-source-1"' in html
     assert 'id="table-9"' not in html  # one row per text: not a table to read
     assert 'id="posts-skipped"' in html and "Non-disabled allies" not in html and ">x3<" in html
+    # A sentence's base is the text it came from, named as such in the sentence browser.
+    assert '<label for="sentence-template">Text id</label>' in html and 'data-key="template">Text id</th>' in html
     assert "None" not in page.context["data"]["analysis"]["table6"][0]["scorer"]
 
 
