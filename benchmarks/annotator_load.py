@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import os
 import random
 import re
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -196,6 +198,8 @@ def main() -> None:
     import psutil
 
     var_dir = tempfile.mkdtemp(prefix="auditapp-load-")
+    # The collected static files and the server's var folder are the run's alone, whichever way it ends.
+    atexit.register(shutil.rmtree, var_dir, ignore_errors=True)
     # Plain HTTP on 127.0.0.1 with no TLS proxy in front: no HTTPS redirect, no secure cookies.
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "config.settings.production", "SECRET_KEY": "benchmark-only",
            "SECURE_COOKIES": "0", "SECURE_SSL_REDIRECT": "0", "LOG_LEVEL": "WARNING", "VAR_DIR": var_dir,
