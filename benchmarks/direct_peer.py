@@ -5,10 +5,11 @@ A share of the endpoint's capacity counts against an ideal no client reaches: ea
 server's event loop, the kernel's loopback and the client's own loop, on cores the server shares. The direct loop
 measures that floor. It sends the audit's own requests (each one's model and messages, the body built by
 :func:`auditapp.llm_clients.chat_payload` as the engine builds it) through the engine's own session
-(:func:`auditapp.llm_clients.chat_session`) from ``--processes`` processes, each holding its share of
-``--concurrency`` requests in flight, as the engine's worker processes do, and does nothing else: no database, no
-Redis, no limiter, no retries, nothing stored. Each reply's text is compared with the one the engine stored (the
-server's reply is a pure function of the model and the prompt), so equal replies show both sent the same requests.
+(:func:`auditapp.llm_clients.chat_session`) on the engine's event loop (uvloop) from ``--processes`` processes,
+each holding its share of ``--concurrency`` requests in flight, as the engine's worker processes do, and does
+nothing else: no database, no Redis, no limiter, no retries, nothing stored. Each reply's text is compared with the
+one the engine stored (the server's reply is a pure function of the model and the prompt), so equal replies show
+both sent the same requests.
 
 Run by the benchmark as its own process (``python -m benchmarks.direct_peer --requests FILE --base-url URL``); it
 prints one JSON line: requests sent, answered with 200, and equal to the engine's replies.
@@ -22,6 +23,8 @@ import multiprocessing
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+
+import uvloop
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -73,7 +76,7 @@ async def send_all(base_url: str, requests: list[PeerRequest], concurrency: int)
 
 
 def _process(base_url: str, requests: list[PeerRequest], concurrency: int, results) -> None:
-    results.put(asyncio.run(send_all(base_url, requests, concurrency)))
+    results.put(uvloop.run(send_all(base_url, requests, concurrency)))
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from auditapp.paradigms.classification.prompts import (
     BASE_PROMPT_STRUCTURE,
@@ -295,3 +297,23 @@ def test_format_examples_layout_and_render():
 def test_format_examples_rejects_bad_labels(label):
     with pytest.raises(ValueError, match="label must be 0 or 1"):
         format_examples([("", "T", "", label)])
+
+
+def _replace_one_by_one(text: str, values) -> str:
+    """The rendering rule written the plain way: split on each placeholder in turn, join the value in."""
+    if not values:
+        return text
+    (placeholder, value), rest = values[0], values[1:]
+    return value.join(_replace_one_by_one(part, rest) for part in text.split(placeholder))
+
+
+@given(st.lists(st.sampled_from(["{a}", "{b}", "{ab}", "{a}{b}", "x", "{", "}", "é", "\n", "{a"]), max_size=12),
+       st.lists(st.sampled_from(["", "{a}", "{b}", "v", "{ab}", "ü\n"]), min_size=3, max_size=3))
+def test_the_split_template_renders_as_replacing_one_placeholder_after_another(pieces, inserted):
+    from auditapp.paradigms.classification.prompts import _replace_exact
+
+    values = list(zip(["{a}", "{b}", "{ab}"], inserted, strict=True))
+    text = "".join(pieces)
+
+    assert _replace_exact(text, values) == _replace_one_by_one(text, values)
+    assert _replace_exact(text, values) == _replace_exact(text, values)  # again, from the cache
