@@ -81,14 +81,19 @@ _WIDER_THAN_THE_SCREEN = """width => [...document.querySelectorAll('body *')]
     .map(e => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + ' in #' + ((e.closest('section') || {}).id || '?'))"""
 
 
-def assert_no_sideways_scroll(page) -> None:
+def assert_no_sideways_scroll(page, unfold: str = "") -> None:
     """At a phone's width (390 px, the page loaded at that width as a phone would) the page does not scroll
-    sideways: a wide table scrolls within its own box. Names the widest offenders when it does. Leaves the page at
-    its former size, reloaded."""
+    sideways: a wide table scrolls within its own box. ``unfold``, a CSS selector, names the ``<details>`` to open
+    once loaded there, so that what a page folds away is checked too. Names the widest offenders when it scrolls.
+    Leaves the page at its former size, reloaded."""
     former = page.viewport_size
     page.set_viewport_size(PHONE)
     page.reload()
     page.wait_for_load_state("networkidle")
+    if unfold:
+        page.eval_on_selector_all(unfold, "folded => folded.forEach(details => { details.open = true; })")
+        # Their "toggle" events (which size the charts inside) come in a later task: wait for a frame and a task.
+        page.evaluate("() => new Promise(done => requestAnimationFrame(() => setTimeout(done)))")
     overflow = page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth")
     offenders = page.evaluate(_WIDER_THAN_THE_SCREEN, PHONE["width"]) if overflow > 1 else []
     if former:

@@ -9,7 +9,7 @@ from playwright.sync_api import expect
 from auditapp.models import AuditMetric
 from tests.auditapp.test_audit_dashboard_view import COMPLETED_PLAN, build_audit
 from tests.browser.accessibility import serious_violations
-from tests.browser.staff import logged_in_page
+from tests.browser.staff import assert_no_sideways_scroll, logged_in_page
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -33,6 +33,7 @@ def test_home_index_compare_and_a_models_card(live_server, browser_context):
     expect(second_row.locator(".headline")).to_contain_text("Cohen's κ against the weighted ground truth (Table 1)")
     expect(second_row.get_by_role("link", name="Second run")).to_have_attribute("href", f"/audits/{second.id}/dashboard/")
     assert serious_violations(page) == []
+    assert_no_sideways_scroll(page)
 
     page.get_by_label("Compare First run").check()
     page.get_by_label("Compare Second run").check()
@@ -50,6 +51,7 @@ def test_home_index_compare_and_a_models_card(live_server, browser_context):
     difference = kappa(first, "model-b", condition) - kappa(second, "model-b", condition)
     expect(row.locator("td.difference .value")).to_have_text(f"{'+' if difference > 0 else ''}{difference:.3f}")
     assert serious_violations(page) == []
+    assert_no_sideways_scroll(page)
 
     page.goto(f"{live_server.url}/")
     page.locator(f'#audits tr[data-audit="{first.id}"] .models').get_by_role("link", name="model-b").click()
@@ -61,4 +63,5 @@ def test_home_index_compare_and_a_models_card(live_server, browser_context):
     shown = sorted(first_card.locator("td .value").all_text_contents())
     assert shown == sorted(f"{kappa(first, 'model-b', c):.3f}" for c in ("zs", "cot"))
     assert serious_violations(page) == []
+    assert_no_sideways_scroll(page)
     assert problems == []

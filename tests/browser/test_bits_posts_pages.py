@@ -13,7 +13,7 @@ from tests.auditapp import bits_posts_files
 from tests.auditapp.test_bits_audit import launch, run, tasks_off  # noqa: F401 (tasks_off is a fixture)
 from tests.auditapp.test_bits_posts_audit import upload
 from tests.browser.accessibility import assert_accessible
-from tests.browser.staff import assert_results_first, logged_in_page, screenshot_if_asked
+from tests.browser.staff import assert_no_sideways_scroll, assert_results_first, logged_in_page, screenshot_if_asked
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -47,6 +47,8 @@ def test_the_admin_form_previews_the_texts_then_stores_them(live_server, browser
     expect(preview.locator("#posts-preview-skipped tr")).to_have_count(1 + 3)
     assert not Corpus.objects.exists()
     assert_accessible(page, "corpus admin's preview of perturbed texts", within=("#posts-preview",))
+    assert_no_sideways_scroll(page)  # the reload sends the texts again: a preview still
+    assert not Corpus.objects.exists()
 
     send_texts(page, "posts-store", name="My posts")
     expect(page.locator(".messagelist").filter(has_text="Stored")).to_contain_text("Stored My posts (840 units)")

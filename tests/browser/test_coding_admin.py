@@ -9,6 +9,7 @@ from playwright.sync_api import expect
 
 from coding.codebook_selectors import codebook_defaults_latest
 from coding.models import Coder, CodingRound
+from tests.browser.staff import assert_no_sideways_scroll
 from tests.coding.round_support import make_completed_audit
 from tests.factories import make_researcher
 
@@ -29,6 +30,7 @@ def test_a_researcher_draws_a_round_and_invites_a_coder_in_the_browser(live_serv
     page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
     page.click("#new-coding-round")
     expect(page.locator("#round-create")).to_be_visible()
+    assert_no_sideways_scroll(page)
     lenses = codebook_defaults_latest()
     page.fill("input[name=name]", "Pilot round")
     page.fill("input[name=sample_size]", "12")
@@ -46,6 +48,7 @@ def test_a_researcher_draws_a_round_and_invites_a_coder_in_the_browser(live_serv
     page.click("#coder-add input[type=submit]")
     link = page.get_attribute('input[aria-label="Invite link of Analyst 2"]', "value")
     assert link == f"{live_server.url}/c/{Coder.objects.get(name='Analyst 2').invite_token}/"
+    assert_no_sideways_scroll(page)
     assert problems == []
     context.close()
 

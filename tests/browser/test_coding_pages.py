@@ -22,6 +22,7 @@ from sklearn.metrics import cohen_kappa_score
 from coding import views as coding_views
 from coding.models import ExcerptCoding
 from tests.browser.accessibility import assert_accessible
+from tests.browser.staff import assert_no_sideways_scroll
 from tests.coding.coder_rounds import add_coder, make_round
 from tests.factories import make_researcher
 
@@ -157,9 +158,12 @@ def test_two_coders_code_a_round_with_the_keyboard_and_one_resumes_on_another_de
     page = _open_link(laptop, link_a)
     expect(page.locator("#lens-name")).to_have_text("Thematic content and error type")
     assert_accessible(page, "intro")
+    assert_no_sideways_scroll(page)
     _start_from_the_intro(page)
     _ready(page, 1)
     assert_accessible(page, "excerpt")
+    assert_no_sideways_scroll(page, unfold="details")
+    _ready(page, 1)
     page.keyboard.press("?")
     expect(page.locator("#keys-help")).to_have_attribute("open", "")
     page.keyboard.press("?")
@@ -183,6 +187,7 @@ def test_two_coders_code_a_round_with_the_keyboard_and_one_resumes_on_another_de
     _code_excerpts(page_b, B_KEYS, B_MEMOS, 0, 12)
     expect(page_b.locator("h1")).to_have_text("Thank you: all 12 excerpts are coded")
     assert_accessible(page_b, "done")
+    assert_no_sideways_scroll(page_b)
     assert page_b.problems == []
     other.close()
 
@@ -244,6 +249,8 @@ def _the_results_page_shows_the_hand_counts_and_the_libraries_agreement(live_ser
         row = page.locator(f'table.agreement tr[data-code="{code}"]')
         expect(row.locator("td.alpha")).to_have_text(f"{alpha:.3f}")
         expect(row.locator("td.kappa")).to_have_text(f"{cohen_kappa_score(a, b):.3f}")
+    assert_accessible(page, "round results")
+    assert_no_sideways_scroll(page, unfold="details")
     assert page.problems == []
     context.close()
 

@@ -19,7 +19,7 @@ from auditapp.models import LLMEndpoint
 from tests.auditapp.test_counterfactual_audit import run
 from tests.auditapp.test_counterfactual_pair_browser import ANNOTATORS
 from tests.browser.accessibility import serious_violations
-from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from tests.browser.staff import assert_no_sideways_scroll, logged_in_page, outside_requests, screenshot_if_asked
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -125,6 +125,7 @@ def test_names_and_dialect_pairs_filter_page_and_match_the_api(live_server, brow
     assert_rows_match(page, api_client, names.id, sides, model=refuses, task="hireable", outcome="refusal")
     assert serious_violations(page) == []
     screenshot_if_asked(page, "PAIR_BROWSER_SCREENSHOT")
+    assert_no_sideways_scroll(page)
 
     # A point of Figure 1 opens the page preset to its model × task × group.
     page.goto(f"{live_server.url}/audits/{names.id}/dashboard/?pairs_model={refuses}&pairs_task=hireable"
@@ -150,6 +151,7 @@ def test_names_and_dialect_pairs_filter_page_and_match_the_api(live_server, brow
     assert serious_violations(page) == []
     click_plotted(page.locator(".figure-2-panel .bars .point").first)
     expect(page).to_have_url(re.compile(rf"pairs_model={model}&pairs_task=toxic#pair-browser$"))
+    assert_no_sideways_scroll(page)
 
     assert outside_requests(requests, live_server) == []
     assert problems == []

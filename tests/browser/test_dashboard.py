@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.study_analysis import study_analysis_compute
-from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from tests.browser.staff import assert_no_sideways_scroll, logged_in_page, outside_requests, screenshot_if_asked
 from tests.factories import make_study, make_worked_example_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -39,6 +39,7 @@ def test_dashboard_draws_its_charts_with_the_vendored_plotly(live_server, browse
     assert outside_requests(requests, live_server) == []
 
     screenshot_if_asked(page, "DASHBOARD_SCREENSHOT")
+    assert_no_sideways_scroll(page, unfold="details")
     assert problems == []
 
 
@@ -49,6 +50,7 @@ def test_dashboard_before_any_analysis_offers_the_computation(live_server, brows
     expect(page.locator("#no-analysis")).to_contain_text("No analysis has been computed")
     expect(page.locator("#recompute button")).to_have_text("Compute the analysis")
     assert page.locator("script[src*='plotly']").count() == 0
+    assert_no_sideways_scroll(page)
     assert problems == []
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from tests.browser.staff import assert_no_sideways_scroll, logged_in_page, outside_requests, screenshot_if_asked
 from tests.scale_study import scale_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -62,6 +62,7 @@ def test_the_2121_item_dashboard_stays_under_three_screens(live_server, chromium
         page.fill("#ties-q", "sentence 212")
         page.press("#ties-q", "Enter")
         expect(page.locator("#ties-range")).to_contain_text("containing “sentence 212”")
+    assert_no_sideways_scroll(page, unfold="#ties-details")
     assert outside_requests(requests, live_server) == []
     assert problems == []
     context.close()

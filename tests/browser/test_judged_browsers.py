@@ -17,7 +17,7 @@ from tests.auditapp.test_bits_audit import run as bits_run
 from tests.auditapp.test_bits_audit import small_corpus
 from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run
 from tests.browser.accessibility import serious_violations
-from tests.browser.staff import logged_in_page
+from tests.browser.staff import assert_no_sideways_scroll, logged_in_page
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -85,6 +85,7 @@ def test_the_bits_browser_filters_pages_and_shows_the_apis_rows(live_server, bro
     expect(rows).to_have_count(found["count"])
     assert all("hearing loss" in text.lower() for text in shown_column(rows, 1))
     assert serious_violations(page) == []
+    assert_no_sideways_scroll(page)
     assert problems == []
 
 
@@ -130,6 +131,7 @@ def test_the_seed_003_browsers_show_the_apis_rows_and_shade_the_consistent_ones(
     assert set(rows.evaluate_all("rows => rows.map(r => Number(r.dataset.request))")) == {
         row["request_id"] for row in narrowed["results"]}
     assert serious_violations(page) == []
+    assert_no_sideways_scroll(page)
 
     url = f"/api/audits/{aat.id}/judged-instances/"
     page.goto(f"{live_server.url}/audits/{aat.id}/dashboard/")
@@ -155,4 +157,5 @@ def test_the_seed_003_browsers_show_the_apis_rows_and_shade_the_consistent_ones(
     expect(rows.locator(f"td:nth-child({answer_column + 1})")).to_have_text([row["answer"] for row in answers])
     assert_no_placeholder_text(browser)
     assert serious_violations(page) == []
+    assert_no_sideways_scroll(page)
     assert problems == []

@@ -11,7 +11,7 @@ from playwright.sync_api import expect
 
 from auditapp.models import Audit, LLMEndpoint
 from tests.browser.accessibility import serious_violations
-from tests.browser.staff import logged_in_page, screenshot_if_asked
+from tests.browser.staff import assert_no_sideways_scroll, logged_in_page, screenshot_if_asked
 from tests.factories import make_audit_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -25,6 +25,7 @@ def test_the_preview_counts_the_requests_and_follows_the_options(browser_context
     page.goto(f"{live_server.url}/admin/auditapp/audit/add/")
     expect(page.locator("#launch-preview")).to_contain_text("then Preview")
     expect(page.locator("input[name=_save]")).to_have_count(0)
+    assert_no_sideways_scroll(page)
 
     page.fill("input[name=name]", "pilot")
     page.select_option("select[name=study]", str(study.id))
@@ -36,6 +37,8 @@ def test_the_preview_counts_the_requests_and_follows_the_options(browser_context
     assert not Audit.objects.exists()
     assert serious_violations(page) == []
     screenshot_if_asked(page, "LAUNCH_PREVIEW_SCREENSHOT")
+    assert_no_sideways_scroll(page)  # the preview's reload sends the form again: it stores nothing
+    assert not Audit.objects.exists()
 
     page.uncheck("input[name=conditions][value=icl_a]")
     page.uncheck("input[name=conditions][value=icl_b]")

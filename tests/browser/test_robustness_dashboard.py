@@ -7,7 +7,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.auditapp.test_robustness import audited_study
-from tests.browser.staff import logged_in_page, outside_requests
+from tests.browser.staff import assert_no_sideways_scroll, logged_in_page, outside_requests
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -30,6 +30,7 @@ def test_the_robustness_sections_render(live_server, browser_context, audit_task
         expect(flipped.first.locator("table")).not_to_be_visible()
         flipped.first.locator("summary").click()
         expect(flipped.first.locator("table")).to_be_visible()
+    assert_no_sideways_scroll(page, unfold="details")
 
     page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
     expect(page.locator("#chart-robustness .main-svg").first).to_be_attached()

@@ -21,7 +21,7 @@ from annotation.study_analysis import study_analysis_compute, study_analysis_run
 from teams import roles
 from teams.models import Membership
 from tests.browser.accessibility import assert_accessible
-from tests.browser.staff import logged_in_page, outside_requests, screenshot_if_asked
+from tests.browser.staff import assert_no_sideways_scroll, logged_in_page, outside_requests, screenshot_if_asked
 from tests.monitor_study import make_monitor_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -121,6 +121,7 @@ def test_the_monitor_shows_the_funnel_first_and_links_every_export(live_server, 
     assert analysis.status == 200 and json.loads(analysis.text())["state"] == "done"
 
     assert_accessible(page, "study monitor")
+    assert_no_sideways_scroll(page, unfold="details")
     assert outside_requests(requests, live_server) == []
     screenshot_if_asked(page, "MONITOR_SCREENSHOT")
     assert problems == []
@@ -175,4 +176,5 @@ def test_the_demo_study_dashboard_passes_axe(live_server, wide_context, settings
     expect(page.locator("#annotators tr.excluded").first).to_be_visible()
     expect(page.locator("#chart-times .main-svg").first).to_be_attached()
     assert_accessible(page, "demo study dashboard")
+    assert_no_sideways_scroll(page, unfold="details")
     assert problems == []

@@ -1,6 +1,6 @@
 """A researcher sets a study up in its admin page in Debian Chromium: the page passes axe-core with its instrument
 rows, asks for no missing file (the site's icon), edits the IAT categories and words, copies the open link, and
-opens the preview as a participant.
+opens the preview as a participant; the import pages fit a phone.
 
 Set STUDY_SETUP_SCREENSHOT=/tmp/study-setup.png to keep a full-page screenshot of the study's admin page.
 """
@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 from annotation.models import Study
 from psychometrics.services import StudyInstrumentChoice, instruments_sync_shipped, study_instruments_set
 from tests.browser.accessibility import assert_accessible
-from tests.browser.staff import logged_in_page, screenshot_if_asked
+from tests.browser.staff import assert_no_sideways_scroll, logged_in_page, screenshot_if_asked
 from tests.factories import make_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -44,6 +44,7 @@ def test_the_study_admin_page_passes_axe_and_asks_for_no_missing_file(live_serve
     expect(page.locator("#id_study_instruments-2-role")).to_have_value("")
     assert_accessible(page, "study admin page with a new instrument row")
     screenshot_if_asked(page, "STUDY_SETUP_SCREENSHOT")
+    assert_no_sideways_scroll(page)
     page.goto(f"{live_server.url}/admin/")
     page.wait_for_load_state("networkidle")
     assert f"{live_server.url}/static/site/favicon.svg" in requests
@@ -102,9 +103,23 @@ def test_the_preview_opens_from_the_study_page_and_passes_axe(live_server, brows
     page.click("#preview-as-participant")
     expect(page.locator("#preview-banner")).to_contain_text("nothing you do here is stored")
     assert_accessible(page, "preview: consent")
+    assert_no_sideways_scroll(page)
     page.click("#consent-button")
     expect(page.locator("h1")).to_have_text("Autism-Spectrum Quotient (AQ-50)")
     page.locator("li.item").first.locator("input[type=radio]").first.check()
     expect(page.locator("#answered-count")).to_have_text("1 of 50 answered")
     assert_accessible(page, "preview: questionnaire")
+    assert_no_sideways_scroll(page)
+    assert problems == []
+
+
+def test_the_study_import_pages_fit_a_phone_and_pass_axe(live_server, browser_context):
+    """The import forms' encoding menu (its longest choice wider than a phone) keeps within the screen."""
+    study = _study_with_instruments()
+    page, problems, _ = logged_in_page(browser_context, live_server)
+    for step, title in (("import-items", "Import items"), ("import-annotator-data", "Import annotator data")):
+        page.goto(f"{live_server.url}/admin/annotation/study/{study.pk}/{step}/")
+        expect(page.locator(".breadcrumbs")).to_contain_text(title)
+        assert_accessible(page, title)
+        assert_no_sideways_scroll(page)
     assert problems == []

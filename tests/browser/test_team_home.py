@@ -11,6 +11,7 @@ from auditapp.models import Audit
 from teams.models import Membership, Team
 from tests import team_defaults
 from tests.browser.accessibility import assert_accessible
+from tests.browser.staff import assert_no_sideways_scroll
 from tests.factories import make_researcher, make_study
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -44,6 +45,7 @@ def test_each_team_sees_only_its_own_studies_and_audits(live_server, browser_con
     expect(alices.locator("#studies")).not_to_contain_text("Study of B")
     expect(alices.locator("#teams")).to_contain_text("A: owner")
     assert_accessible(alices, "home page with studies, audits and teams")
+    assert_no_sideways_scroll(alices)
 
     bobs = home_of(bob, browser_context, live_server)
     expect(bobs.locator("#studies")).to_contain_text("Study of B")
