@@ -19,9 +19,10 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 
 from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
 
 from auditapp import llm_clients, scorer_kinds
-from auditapp.engine.launch import ModelChoice
+from auditapp.engine.launch import ENGINE_BOUNDS, ModelChoice
 from auditapp.engine.launch_settings import Setting
 from auditapp.engine.registry import CHAT
 from auditapp.models import LLMEndpoint
@@ -175,6 +176,18 @@ class LaunchForm(ModelsFieldsMixin, forms.ModelForm):
     (:attr:`previewing`) is validated in full and is never valid, so the admin never saves it."""
 
     settings: tuple[Setting, ...] = ()
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        # The model's columns allow more than a launch does (a negative seed, no parallel task): the form states
+        # the bounds the API states.
+        for name, (low, high) in ENGINE_BOUNDS.items():
+            field = self.fields.get(name)
+            if field is None:
+                continue
+            field.min_value, field.max_value = low, high
+            field.validators = [*field.validators, MinValueValidator(low), MaxValueValidator(high)]
+            field.widget.attrs.update(min=low, max=high)
 
     def setting_values(self) -> dict:
         return {setting.name: self.cleaned_data[setting.in_form] for setting in self.settings}

@@ -30,7 +30,7 @@ from django.shortcuts import render
 from django.urls import reverse
 
 from annotation.access import TooManyBadTokens, row_by_token, too_many_bad_tokens_response
-from auditapp.api.launch import BIGINT_MAX
+from auditapp.engine.launch import BIGINT_MAX
 from coding.coding_services import RoundClosed
 from coding.models import Coder, Excerpt
 

@@ -13,7 +13,7 @@ from rest_framework.exceptions import PermissionDenied
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from auditapp.api.launch import BIGINT_MAX
+from auditapp.engine.launch import BIGINT_MAX
 from auditapp.models import Audit
 from coding import round_services as services
 from coding.access import blind_reason

@@ -25,11 +25,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from auditapp import scorer_kinds
-from auditapp.api.launch import BIGINT_MAX
 from auditapp.endpoint_keys import KEY_VARIABLE_PREFIX, EndpointRefused
 from auditapp.engine import analysis as engine_analysis
 from auditapp.engine import control, launch, registry
 from auditapp.engine import endpoints as engine_endpoints
+from auditapp.engine.launch import BIGINT_MAX
 from auditapp.engine.selectors import (
     SHAPE_SAMPLE,
     audit_list,

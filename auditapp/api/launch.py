@@ -14,13 +14,12 @@ from functools import partial
 
 from rest_framework import serializers
 
-from auditapp.engine.launch import MAX_REPLICATES, ModelChoice
+from auditapp.engine.launch import ENGINE_BOUNDS, ModelChoice
 from auditapp.engine.launch_settings import Setting
 from auditapp.models import LLMEndpoint
 from common.api.fields import storable_json
 from teams.api import EditableTeamField
 
-BIGINT_MAX = 2**63 - 1
 """The largest id or seed the database stores (a 64-bit signed integer); larger ones are a 400, not a 500."""
 
 
@@ -38,15 +37,18 @@ class LaunchSerializer(serializers.Serializer):
 
     name = serializers.CharField(max_length=200)
     models = ModelChoiceSerializer(many=True)
-    replicates = serializers.IntegerField(default=1, min_value=1, max_value=MAX_REPLICATES)
-    seed = serializers.IntegerField(default=0, min_value=-BIGINT_MAX - 1, max_value=BIGINT_MAX)
+    replicates = serializers.IntegerField(default=1, min_value=ENGINE_BOUNDS["replicates"][0],
+                                          max_value=ENGINE_BOUNDS["replicates"][1])
+    seed = serializers.IntegerField(default=0, min_value=ENGINE_BOUNDS["seed"][0], max_value=ENGINE_BOUNDS["seed"][1])
     use_cache = serializers.BooleanField(default=True)
     structured_output = serializers.BooleanField(
         default=False, help_text="Constrain chat models' replies to the paradigm's JSON answer schema, sent in each "
                                  "endpoint's structured-output form (every chat endpoint needs one). Off by default: "
                                  "the papers' prompts are free text.")
-    error_budget = serializers.FloatField(default=0.2, min_value=0, max_value=1)
-    parallel_tasks = serializers.IntegerField(default=1, min_value=1, max_value=32)
+    error_budget = serializers.FloatField(default=0.2, min_value=ENGINE_BOUNDS["error_budget"][0],
+                                          max_value=ENGINE_BOUNDS["error_budget"][1])
+    parallel_tasks = serializers.IntegerField(default=1, min_value=ENGINE_BOUNDS["parallel_tasks"][0],
+                                              max_value=ENGINE_BOUNDS["parallel_tasks"][1])
     # No default: a body without a team leaves none in the validated values a paradigm's launch takes.
     team = EditableTeamField(
         required=False, allow_null=True,

@@ -15,6 +15,13 @@ from auditapp.models import (
 )
 
 MAX_REPLICATES = 100
+MAX_PARALLEL_TASKS = 32
+BIGINT_MAX = 2**63 - 1
+# The engine's settings every launch shares, with the bounds the API and the admin's launch form both state. A seed
+# is not negative: NumPy's generators, which draw the bootstrap resamples, take none.
+ENGINE_BOUNDS: dict[str, tuple[int, int]] = {
+    "replicates": (1, MAX_REPLICATES), "seed": (0, BIGINT_MAX), "parallel_tasks": (1, MAX_PARALLEL_TASKS),
+    "error_budget": (0, 1)}
 
 
 @dataclass(frozen=True)

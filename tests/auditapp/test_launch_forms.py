@@ -286,6 +286,31 @@ def test_a_preview_of_an_invalid_form_shows_its_errors_and_no_count(staff_client
     assert "launch_preview" not in response.context and not Corpus.objects.exists()
 
 
+@pytest.mark.parametrize("paradigm", registry.PARADIGMS)
+@pytest.mark.parametrize(("field", "value"), [("seed", -1), ("parallel_tasks", 0), ("parallel_tasks", 33),
+                                              ("replicates", 0)])
+def test_every_launch_form_states_the_apis_bounds_on_the_shared_settings(paradigm, field, value):
+    from auditapp.engine.launch import ENGINE_BOUNDS
+
+    form_class = registry.get(paradigm).launch_form
+    if field not in form_class.base_fields:
+        pytest.skip(f"the {paradigm} form has no {field}")
+    form = form_class(data={field: value})
+    form.is_valid()
+    assert field in form.errors, (paradigm, field, value)
+    low, high = ENGINE_BOUNDS[field]
+    assert form.fields[field].widget.attrs["min"] == low and form.fields[field].widget.attrs["max"] == high
+
+
+def test_a_negative_seed_is_refused_by_the_api_before_anything_is_sent(api_client, chat):
+    study = make_audit_study(4)
+    response = api_client.post("/api/audits/", {"study": study.id, "name": "edge", "seed": -5, "conditions": ["zs"],
+                                                "models": [{"endpoint": chat.id, "model": "model-a"}]},
+                               format="json")
+    assert response.status_code == 400 and "seed" in response.json()
+    assert not Audit.objects.exists()
+
+
 # ----------------------------------------------------------------------------------------- after the launch
 
 def test_a_launched_audit_opens_its_dashboard_and_the_list_shows_its_progress(staff_client, chat, listed_only):

@@ -6,8 +6,9 @@ from django import forms
 from django.urls import path
 from rest_framework import serializers
 
-from auditapp.api.launch import BIGINT_MAX, model_choices, settings_serializer
+from auditapp.api.launch import model_choices, settings_serializer
 from auditapp.engine import registry
+from auditapp.engine.launch import BIGINT_MAX
 from auditapp.engine.launch_settings import Setting
 from auditapp.launch_forms import launch_form_base
 from auditapp.models import Audit
