@@ -50,6 +50,7 @@ DEFAULT_LABEL_COLUMN_PATTERN = r"^(?P<annotator>.+?)[_ ]score$"
 # PostgreSQL cannot store a NUL in text or JSON; a UTF-16 file without a byte-order mark shows NULs everywhere.
 NUL_MESSAGE = ("contains a NUL character (byte 0), which cannot be stored: remove it (a file saved as UTF-16 "
                "without a byte-order mark looks like this; save it as UTF-8)")
+NESTED_VALUE_MESSAGE = "a value must be text, a number, true, false or null, not a list or an object"
 
 # Sequences produced when UTF-8 text is decoded as Windows-1252 and saved again ("mojibake").
 _MOJIBAKE = re.compile("â€[™œ\u009d“”˜¦]|Ã[©¨¡¢£¤¥§ª«¬®¯°±²³´µ¶·¸¹º»¼½¾¿]|Â[ ©®°±·»«]")
@@ -445,8 +446,7 @@ def _json_line_records(lines: Iterator[tuple[int, str | list]], encoding: str, w
             continue
         nested = next((key for key, value in obj.items() if isinstance(value, dict | list)), None)
         if nested is not None:
-            problems.append(ImportProblem(row_number, nested, "a value must be text, a number, true, false or null, "
-                                                              "not a list or an object"))
+            problems.append(ImportProblem(row_number, nested, NESTED_VALUE_MESSAGE))
             continue
         row = {str(key).strip(): _cell_text(value) for key, value in obj.items()}
         nul_column = _column_with_nul(row)
@@ -560,6 +560,12 @@ def parse_item_file(content: bytes, *, file_format: str, mapping: ColumnMapping 
                 continue
             row = {name: _spreadsheet_cell_text(value) for name, value in zip(header, record, strict=True)}
         assert columns is not None  # set from the header, or from the first JSON line above
+        # Lists and objects are kept for the metadata; a sentence, an id or a label must be one value.
+        nested = next((column for column in (*columns.values(), *label_columns)
+                       if column and isinstance(row.get(column), dict | list)), None)
+        if nested is not None:
+            report(row_number, nested, NESTED_VALUE_MESSAGE)
+            continue
 
         nul_column = _column_with_nul(row)
         if nul_column is not None:

@@ -185,6 +185,19 @@ def test_jsonl_with_nested_metadata_and_bad_lines():
     assert "not valid JSON" in problems[0].message and "JSON object" in problems[1].message
 
 
+def test_a_list_or_an_object_where_a_sentence_id_or_label_goes_is_named_and_nothing_is_read():
+    lines = [{"id": "j1", "sentence": "ok", "preceding": "", "A1_Score": 1, "meta": ["kept"]},
+             {"id": "j2", "sentence": ["list"]}, {"id": "j3", "sentence": {"a": 1}}, {"id": ["j4"], "sentence": "four"},
+             {"id": "j5", "sentence": "five", "A1_Score": [1]}, {"id": "j6", "sentence": "six", "preceding": {"a": 1}}]
+    content = "\n".join(json.dumps(line) for line in lines).encode()
+
+    problems = problems_of(content, file_format="jsonl")
+
+    assert [(p.row, p.column) for p in problems] == [(2, "sentence"), (3, "sentence"), (4, "id"), (5, "A1_Score"),
+                                                     (6, "preceding")]
+    assert all("not a list or an object" in p.message for p in problems)
+
+
 def xlsx_bytes(rows: list[list]) -> bytes:
     workbook = Workbook()
     for row in rows:
