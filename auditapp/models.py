@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import urllib.parse
 from collections import Counter
 from collections.abc import Iterable
 
@@ -62,7 +63,14 @@ def endpoint_address_policy() -> AddressPolicy:
 
 
 def validate_endpoint_address(url: str) -> None:
-    """Refuse a base URL on a link-local or metadata address (or a private one, when the settings say so)."""
+    """Refuse a base URL that is not http or https (a URL field takes ftp too, which no endpoint speaks), or that is
+    on a link-local or metadata address (or a private one, when the settings say so)."""
+    scheme = urllib.parse.urlsplit(url).scheme.lower() if "://" in url else ""
+    if not scheme:
+        raise ValidationError(f"{url!r} does not say how to reach it: begin it with http:// or https:// (for "
+                              f"example http://{url})", code="scheme")
+    if scheme not in ("http", "https"):
+        raise ValidationError(f"an endpoint is reached over http:// or https://, not {scheme}://", code="scheme")
     try:
         check_endpoint_url(url, endpoint_address_policy())
     except EndpointAddressRefused as error:

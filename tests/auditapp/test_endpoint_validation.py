@@ -44,6 +44,31 @@ def test_the_api_accepts_usable_limits(api_client):
     assert response.status_code == 201, response.json()
 
 
+@pytest.mark.parametrize(("base_url", "message"), [
+    ("ftp://127.0.0.1/", "an endpoint is reached over http:// or https://, not ftp://"),
+    ("FTPS://127.0.0.1/v1", "not ftps://"),
+    ("127.0.0.1:18081", "begin it with http:// or https:// (for example http://127.0.0.1:18081)"),
+])
+def test_an_endpoint_is_reached_over_http_or_https_and_a_missing_scheme_is_named(api_client, client, researcher,
+                                                                                 base_url, message):
+    response = api_client.post("/api/endpoints/", {**VALID, "base_url": base_url}, format="json")
+    assert response.status_code == 400
+    assert any(message in error for error in response.json()["base_url"]), response.json()
+    client.force_login(researcher[0])
+    form = {**VALID, "api_key_env": "", "requests_per_minute": "", "score_min": -1, "score_max": 1,
+            "base_url": base_url}
+    page = client.post("/admin/auditapp/llmendpoint/add/", form)
+    if "://" in base_url:
+        assert page.status_code == 200 and "http:// or https://" in page.content.decode()
+        assert not LLMEndpoint.objects.exists()
+    else:  # the admin's URL field assumes http:// for an address typed without it
+        assert page.status_code == 302
+        assert LLMEndpoint.objects.get().base_url == f"http://{base_url}"
+        LLMEndpoint.objects.all().delete()
+    assert api_client.post("/api/endpoints/", {**VALID, "base_url": "HTTPS://127.0.0.1:8000"},
+                           format="json").status_code == 201
+
+
 @pytest.mark.parametrize(("field", "value"), UNUSABLE)
 def test_the_admin_refuses_an_endpoint_with_an_unusable_limit(client, researcher, field, value):
     client.force_login(researcher[0])
