@@ -43,8 +43,10 @@ def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget:
     for choice in models:
         takes = scorer_kinds.takes(choice.endpoint.protocol)
         if takes not in accepts:
-            problems.append(f"endpoint {choice.endpoint.name} ({choice.endpoint.get_protocol_display()}) cannot "
-                            f"be asked by this paradigm: it asks {', '.join(accepts)}, the endpoint takes {takes}")
+            # The endpoint's name, not its kind's long label too: "Local scorers (in the worker)" beside "Local
+            # scorers in the worker (VADER, TextBlob; no server)" read as one garbled phrase.
+            problems.append(f"endpoint {choice.endpoint.name!r} cannot be asked by this paradigm: the paradigm sends "
+                            f"{' or '.join(accepts)}, the endpoint takes {takes}")
         elif takes != "messages" and choice.params:
             problems.append(f"endpoint {choice.endpoint.name} is a scorer, not a chat model: it takes no generation "
                             f"parameters ({sorted(choice.params)})")

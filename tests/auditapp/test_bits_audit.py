@@ -265,7 +265,9 @@ def test_launch_refuses_what_the_analysis_or_the_scorers_could_not_take(api_clie
     study = make_audit_study(6, n_examples=0)
     response = api_client.post("/api/audits/", {"study": study.id, "name": "x", "conditions": ["zs"],
                                                 "models": vader}, format="json")
-    assert response.status_code == 400 and "cannot be asked by this paradigm" in response.json()["detail"]
+    assert response.status_code == 400 and (
+        f"endpoint {local.name!r} cannot be asked by this paradigm: the paradigm sends messages, the endpoint takes "
+        "texts") in response.json()["detail"]
     assert not Audit.objects.exists()
     # "All" names ScoreDev over every group: no term group may take it.
     response = api_client.post("/api/corpora/", {"paradigm": "bits", "name": "all", "spec": {
