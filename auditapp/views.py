@@ -1,7 +1,9 @@
-"""Project-level pages: the home page and the health check used by docker-compose."""
+"""Project-level pages: the home page, the health check used by docker-compose, and the answer to a path no route
+matches."""
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.views import defaults
 
 from annotation.selectors import study_list
 from auditapp.audit_overview import headline_summary, with_headline_data
@@ -34,3 +36,12 @@ def healthz(request: HttpRequest) -> JsonResponse:
     with connection.cursor() as cursor:
         cursor.execute("SELECT 1")
     return JsonResponse({"status": "ok"})
+
+
+def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
+    """A path no route matches: under ``/api/``, where a script reads the answer, JSON as every API error is; the
+    site's page elsewhere."""
+    if request.path.startswith("/api/"):
+        return JsonResponse({"detail": f"Not found: no API route is {request.path!r}. The routes are listed at "
+                                       "/api/ and described at /api/docs/."}, status=404)
+    return defaults.page_not_found(request, exception)

@@ -100,3 +100,6 @@ urlpatterns = [
     path("", include("coding.urls")),
     path("", include("annotation.urls_participant")),
 ]
+
+# Under /api/ a path no route matches is answered in JSON, as the routes' own errors are.
+handler404 = views.not_found

@@ -22,3 +22,16 @@ def test_the_root_names_every_resource_at_an_address_that_answers(api_client, cl
         if name not in ("schema", "docs"):
             assert set(answer.json()) == {"count", "next", "previous", "results"}, name  # every list paginated alike
     assert client.get("/api/studies/").status_code in (401, 403)
+
+
+@pytest.mark.parametrize("path", ["/api/nothing-here/", "/api/audits/abc/", "/api/endpoints/1/nope/"])
+def test_a_path_no_api_route_matches_is_a_json_404_naming_where_the_routes_are(api_client, path):
+    response = api_client.get(path)
+    assert response.status_code == 404 and response["Content-Type"].startswith("application/json")
+    assert response.json()["detail"] == (f"Not found: no API route is {path!r}. The routes are listed at /api/ and "
+                                         "described at /api/docs/.")
+
+
+def test_a_path_no_page_matches_outside_the_api_is_the_sites_page(client):
+    response = client.get("/nothing-here/")
+    assert response.status_code == 404 and response["Content-Type"].startswith("text/html")
