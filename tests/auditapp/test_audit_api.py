@@ -64,6 +64,7 @@ def test_launching_an_audit_checks_the_study_and_names_every_problem(api_client,
                                                 "models": [{"endpoint": endpoint.id, "model": "m"}]}, format="json")
     assert response.status_code == 400
     assert "no ground truth" in response.json()["detail"] and "icl_a" in response.json()["detail"]
+    assert "has no labels yet" in response.json()["detail"]  # the cause, not only the missing analysis
     assert not Audit.objects.exists() and not prepare_sent
 
     study = make_audit_study(12, n_examples=3)
@@ -147,3 +148,18 @@ def test_admin_launches_an_audit_from_listed_models(client, researcher, server, 
         "replicates": 1, "seed": 0, "error_budget": 0.2, "unparsed": "exclude", "n_resamples": 500,
         "parallel_tasks": 1})
     assert response.status_code == 200 and "no ground truth" in response.content.decode()
+
+
+def test_a_labelled_study_without_its_analysis_is_asked_to_compute_it(api_client, prepare_sent):
+    from annotation.models import ItemGroundTruth, Label, Participant
+
+    endpoint = LLMEndpoint.objects.create(name="e", base_url="http://127.0.0.1:1")
+    study = make_audit_study(6, n_examples=0)
+    ItemGroundTruth.objects.filter(item__study=study).delete()
+    annotator = Participant.objects.create(study=study, pseudonym="A1", status="completed")
+    Label.objects.create(participant=annotator, item=study.items.first(), value=1)
+    response = api_client.post("/api/audits/", {"study": study.id, "name": "x", "conditions": ["zs"],
+                                                "models": [{"endpoint": endpoint.id, "model": "m"}]}, format="json")
+    assert response.status_code == 400
+    assert "has no ground truth yet: compute its analysis first" in response.json()["detail"]
+    assert not Audit.objects.exists() and not prepare_sent

@@ -14,7 +14,7 @@ import pandas as pd
 from django.db import transaction
 from django.utils import timezone
 
-from annotation.models import AnalysisRun, Item, ItemGroundTruth, ItemSetMember, Study
+from annotation.models import AnalysisRun, Item, ItemGroundTruth, ItemSetMember, Label, Study
 from auditapp.corpus_services import corpus_store
 from auditapp.engine.errors import AuditError
 from auditapp.engine.launch import ModelChoice, audit_models_create, launch_problems, manifest_models
@@ -114,6 +114,10 @@ def evaluation_plan(*, study: Study, evaluation: EvaluationSet, conditions: list
               ItemGroundTruth.objects.filter(item__study=study, item__attention_check_answer__isnull=True)
               .values_list("item_id", "majority_label", "weighted_label")}
     if not truths:
+        if not Label.objects.filter(item__study=study).exists():
+            return EvaluationPlan([], record, [
+                f"study {study} has no labels yet, so no ground truth: collect or import its annotators' labels, "
+                "then compute its analysis (study dashboard)"])
         return EvaluationPlan([], record, [
             f"study {study} has no ground truth yet: compute its analysis first (study dashboard)"])
     # One read of the study's ids each, not an IN list of thousands of ids (SQLite caps its parameters).
