@@ -280,3 +280,13 @@ def test_an_unreachable_endpoint_is_shown_with_since_when_in_the_progress(staff_
     assert 'id="endpoint-unreachable"' in staff_client.get(reverse("audit-dashboard", args=[audit.id])).content.decode()
     AuditChunk.objects.filter(audit=audit).update(released_at=timezone.now())
     assert api_client.get(f"/api/audits/{audit.id}/progress/").json()["unreachable_endpoints"] == []
+
+
+def test_an_audit_stopped_before_its_metrics_says_how_to_get_them(staff_client):
+    audit = build_audit(RUNNING_PLAN, status=Audit.Status.STOPPED)
+    html = staff_client.get(reverse("audit-dashboard", args=[audit.id])).content.decode()
+    assert "No metrics yet for this audit." in html
+    assert "<em>Re-parse and recompute</em> computes the metrics" in html and "higher budget" in html
+    running = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING)
+    html = staff_client.get(reverse("audit-dashboard", args=[running.id])).content.decode()
+    assert "higher budget" not in html and "computed when every request has been answered" in html
