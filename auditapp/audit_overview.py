@@ -1,7 +1,8 @@
 """Audits seen together: each audit's headline (its paper's first table, :mod:`auditapp.engine.headlines`, from
 its paradigm's ``headline``), two or more audits side by side, and one model across every audit it took part in
 (a model's card). Reads only: the headlines come from the stored analyses, and the caller passes the audits a user
-may see (:func:`teams.scoping.visible`).
+may see (:func:`teams.scoping.visible`). Each also as the rows of one flat table, for CSV: one row per model × cell
+(the comparison and the card: per audit too), every value in a column of its own.
 """
 from __future__ import annotations
 
@@ -104,3 +105,38 @@ def model_card(audits: QuerySet[Audit], model: str) -> dict:
     return {"model": model, "n_audits": len(by_audit),
             "paradigms": [{"paradigm": name, "label": paradigm_label, "audits": sections[name]}
                           for name, paradigm_label in registry.choices() if name in sections]}
+
+
+HEADLINE_COLUMNS = ("model", "cell", "value", "low", "high", "n", "note")
+
+
+def headline_rows(table: dict) -> list[dict]:
+    """An audit's headline (:meth:`Headline.as_json`) as flat rows, the measure on each."""
+    return [{"measure": table["measure"], **{column: row[column] for column in HEADLINE_COLUMNS}}
+            for row in table["rows"]]
+
+
+def compared_rows(table: dict) -> list[dict]:
+    """A comparison (:func:`audits_compared`) as flat rows: one per model × cell × audit, with the audit's value and
+    its difference from the first audit's (empty for the first, and where either audit has no value)."""
+    rows = []
+    for row in table["rows"]:
+        differences = [None, *row["differences"]]
+        for audit, value, difference in zip(table["audits"], row["values"], differences, strict=True):
+            value = value or {}
+            difference = difference or {}
+            rows.append({"measure": table["measure"], "model": row["model"], "cell": row["cell"],
+                         "audit_id": audit["id"], "audit": audit["name"],
+                         **{column: value.get(column) for column in ("value", "low", "high", "n", "note")},
+                         "difference": difference.get("value"), "difference_low": difference.get("low"),
+                         "difference_high": difference.get("high")})
+    return rows
+
+
+def model_card_rows(card: dict) -> list[dict]:
+    """A model's card (:func:`model_card`) as flat rows: one per audit × its headline row of the model."""
+    return [{"paradigm": section["paradigm"], "audit_id": entry["audit"]["id"], "audit": entry["audit"]["name"],
+             "status": entry["audit"]["status"], "endpoints": ", ".join(entry["endpoints"]),
+             "measure": entry["headline"]["measure"], **{column: row[column] for column in HEADLINE_COLUMNS}}
+            for section in card["paradigms"] for entry in section["audits"] if entry["headline"]
+            for row in entry["headline"]["rows"]]

@@ -162,3 +162,39 @@ def test_the_home_page_and_a_card_ask_as_many_queries_for_six_audits_as_for_two(
         build_audit(COMPLETED_PLAN, name=f"Audit {n}")
     assert queries(lambda: staff_client.get(reverse("home"))) == home
     assert queries(lambda: api_client.get("/api/model-card/", {"model": "model-a"})) == card
+
+
+def _csv(response) -> list[dict]:
+    import csv
+    import io
+
+    assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
+    return list(csv.DictReader(io.StringIO(response.content.decode())))
+
+
+def test_as_csv_the_headline_the_comparison_and_the_card_are_flat_tables(api_client):
+    first = build_audit(COMPLETED_PLAN, name="Baseline run")
+    second = build_audit(BETTER_PLAN, name="Second run")
+    headline = api_client.get(f"/api/audits/{first.id}/headline/").json()
+
+    rows = _csv(api_client.get(f"/api/audits/{first.id}/headline/", {"format": "csv"}))
+    assert list(rows[0]) == ["measure", "model", "cell", "value", "low", "high", "n", "note"]
+    assert [(row["model"], row["cell"], float(row["value"])) for row in rows] == [
+        (row["model"], row["cell"], pytest.approx(row["value"])) for row in headline["rows"]]
+
+    compared = api_client.get("/api/audits/compare/", {"audits": f"{first.id},{second.id}"}).json()
+    rows = _csv(api_client.get("/api/audits/compare/", {"audits": f"{first.id},{second.id}", "format": "csv"}))
+    assert len(rows) == 2 * len(compared["rows"])  # one row per model × cell × audit
+    cell_b = dict(condition_cells(first))["zs"]
+    first_b, second_b = [row for row in rows if row["model"] == "Model B" and row["cell"] == cell_b]
+    assert (first_b["audit_id"], second_b["audit_id"]) == (str(first.id), str(second.id))
+    assert first_b["difference"] == ""  # the baseline has no difference from itself
+    kappa_first, kappa_second = _kappa(first, "model-b", "zs")["kappa"], _kappa(second, "model-b", "zs")["kappa"]
+    assert float(second_b["value"]) == pytest.approx(kappa_second)
+    assert float(second_b["difference"]) == pytest.approx(kappa_second - kappa_first)
+    assert float(second_b["difference_low"]) < float(second_b["difference"]) < float(second_b["difference_high"])
+    assert not any(cell.startswith(("{", "[")) for row in rows for cell in row.values())
+
+    rows = _csv(api_client.get("/api/model-card/", {"model": "model-b", "format": "csv"}))
+    assert {row["audit_id"] for row in rows} == {str(first.id), str(second.id)}
+    assert {row["model"] for row in rows} == {"Model B"} and len(rows) == 4
