@@ -15,7 +15,9 @@ CSV holds the filtered rows.
 from __future__ import annotations
 
 import csv
+import html
 import io
+import re
 from collections import defaultdict
 
 import pytest
@@ -199,7 +201,7 @@ def test_names_planted_differences_are_exactly_the_differing_pairs(api_client, n
     assert rows(api_client, audit, model=refuses, task="hireable", outcome="complete") == []
 
 
-def test_search_paging_and_the_csv(api_client, names_audit):
+def test_search_paging_and_the_csv(api_client, staff_client, names_audit):
     audit = names_audit
     model = audit.models.get(model="annotator-planted").id
     every = rows(api_client, audit, model=model, task="self_disciplined")
@@ -220,6 +222,11 @@ def test_search_paging_and_the_csv(api_client, names_audit):
     assert [(int(row["request_id"]), row["pair"]) for row in exported] == [(row["request_id"], str(row["pair"]))
                                                                            for row in differ]
     assert list(exported[0]) == list(differ[0]) and {row["differs"] for row in exported} == {"True"}
+    # The page's "these rows (CSV)" link, before any script runs, names the model and task shown first.
+    page = staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode()
+    [href] = re.findall(r'id="pair-export" class="judged-export" href="([^"]+)"', page)
+    first = api_client.get(html.unescape(href))
+    assert first.status_code == 200 and first["Content-Type"].startswith("text/csv")
 
 
 def test_dialect_rows_and_filters_match_the_judgments_export(api_client, dialect_audit):
