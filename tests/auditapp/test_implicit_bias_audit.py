@@ -259,9 +259,10 @@ def test_launch_names_every_bad_field(api_client, server, audit_tasks_off):
                   samples_per_combination=0)
     assert wabt.status_code == 400
     assert {"word_order", "dimension_draw", "samples_per_combination"} <= set(wabt.json())
-    negative = launch(api_client, "word_association", models, seed=-1, replicates=2)
-    assert negative.status_code == 400
-    assert "seed" in json.dumps(negative.json()) and "replicates" in json.dumps(negative.json())
+    negative = launch(api_client, "word_association", models, seed=-1)
+    assert negative.status_code == 400 and "seed" in negative.json()  # refused with every launch's fields
+    replicated = launch(api_client, "word_association", models, replicates=2)
+    assert replicated.status_code == 400 and "replicates" in json.dumps(replicated.json())
     assert not Audit.objects.exists() and not Corpus.objects.exists()
 
 
