@@ -47,6 +47,13 @@ def launch_problems(*, models: list[ModelChoice], replicates: int, error_budget:
             # scorers in the worker (VADER, TextBlob; no server)" read as one garbled phrase.
             problems.append(f"endpoint {choice.endpoint.name!r} cannot be asked by this paradigm: the paradigm sends "
                             f"{' or '.join(accepts)}, the endpoint takes {takes}")
+        elif choice.endpoint.listed_models and choice.model not in {
+                entry["name"] for entry in choice.endpoint.listed_models}:
+            # The preparation asks the endpoint again and would fail the audit seconds later: say it now.
+            listed = sorted(entry["name"] for entry in choice.endpoint.listed_models)
+            problems.append(f"endpoint {choice.endpoint.name!r} does not list model {choice.model!r} (it lists "
+                            f"{', '.join(listed[:20])}{', …' if len(listed) > 20 else ''}); if the model was added "
+                            f"since, list its models again (GET /api/endpoints/{choice.endpoint.id}/models/)")
         elif takes != "messages" and choice.params:
             problems.append(f"endpoint {choice.endpoint.name} is a scorer, not a chat model: it takes no generation "
                             f"parameters ({sorted(choice.params)})")

@@ -302,6 +302,22 @@ def test_every_launch_form_states_the_apis_bounds_on_the_shared_settings(paradig
     assert form.fields[field].widget.attrs["min"] == low and form.fields[field].widget.attrs["max"] == high
 
 
+def test_a_model_the_endpoint_does_not_list_is_refused_at_launch_naming_what_it_lists(api_client, chat):
+    study = make_audit_study(4)
+    response = api_client.post("/api/audits/", {"study": study.id, "name": "typo", "conditions": ["zs"],
+                                                "models": [{"endpoint": chat.id, "model": "modle-a"}]}, format="json")
+    assert response.status_code == 400
+    assert (f"endpoint 'chat' does not list model 'modle-a' (it lists model-a, model-b); if the model was added "
+            f"since, list its models again (GET /api/endpoints/{chat.id}/models/)") in response.json()["detail"]
+    assert not Audit.objects.exists()
+    # An endpoint never listed is asked at the preparation, as before.
+    unlisted = LLMEndpoint.objects.create(name="unlisted", base_url="http://127.0.0.1:9/v1")
+    response = api_client.post("/api/audits/", {"study": study.id, "name": "later", "conditions": ["zs"],
+                                                "models": [{"endpoint": unlisted.id, "model": "modle-a"}]},
+                               format="json")
+    assert response.status_code == 201, response.json()
+
+
 def test_a_negative_seed_is_refused_by_the_api_before_anything_is_sent(api_client, chat):
     study = make_audit_study(4)
     response = api_client.post("/api/audits/", {"study": study.id, "name": "edge", "seed": -5, "conditions": ["zs"],
