@@ -57,7 +57,7 @@ from typing import Any
 import numpy as np
 
 # Random streams (the second element of every generator's seed).
-_PARTICIPANTS, _SEEDS, _AQ, _SATA, _IAT, _ITEMS, _LABELS, _ANSWER_TIMES, _DIFFICULTIES = range(1, 10)
+_PARTICIPANTS, _SEEDS, _AQ, _SATA, _IAT, _ITEMS, _LABELS, _ANSWER_TIMES, _DIFFICULTIES, _LABEL_TIMES = range(1, 11)
 
 TRAITS = ("trait", "attitude", "implicit_bias")
 TRAIT_CORRELATION = np.array([
@@ -208,6 +208,13 @@ def sata_answers(participants: SimulatedParticipants, item_keys: Sequence[Sequen
 def answer_times_ms(seed: int, participant: int, n: int, *, stream: int = 0) -> list[int]:
     """N plausible per-item answer times (lognormal around 3.5 s) for a questionnaire's autosave."""
     times = _rng(seed, _ANSWER_TIMES, stream, participant).lognormal(math.log(3500.0), 0.4, n)
+    return [round(t) for t in times]
+
+
+def label_times_ms(seed: int, participant: int, n: int) -> list[int]:
+    """N plausible times to read a sentence with its context and label it (lognormal around 8 s; ours, for the
+    simulated timeline, not from any paper)."""
+    times = _rng(seed, _LABEL_TIMES, participant).lognormal(math.log(8000.0), 0.5, n)
     return [round(t) for t in times]
 
 

@@ -95,6 +95,16 @@ def test_the_demo_has_simulated_annotators_with_weights_and_room_for_its_invitee
     assert sum(said_one[1]) / len(said_one[1]) - sum(said_one[0]) / len(said_one[0]) > 0.5
     assert agreed["demo-12"] == -1
     assert set(given.filter(item__external_id="demo-12").values_list("value", flat=True)) == {-1}
+    # Each took the time their simulated answers, IAT trials and labels add up to, in the order of the flow.
+    for person in simulated:
+        assert person.opened_at < person.started_at < person.read_instructions_at < person.completed_at
+        minutes = (person.completed_at - person.started_at).total_seconds() / 60
+        assert 5 < minutes < 30, (person.pseudonym, minutes)
+        assert Label.objects.filter(participant=person, created_at__lt=person.started_at).count() == 0
+    from annotation.monitor import study_monitor
+
+    times = study_monitor(study=study).times
+    assert times.median > 300 and times.shortest < times.longest  # not "Median 0 s (shortest 0 s, longest 0 s)"
     study_analysis_compute(study_id=study.pk)
     weights = ParticipantWeight.objects.filter(participant__in=simulated, weight__isnull=False)
     assert weights.count() == 12 and len(set(weights.values_list("weight", flat=True))) > 1
