@@ -65,7 +65,8 @@ class Headline:
 
 
 def _fmt(value: float) -> str:
-    return f"{value:+.3f}" if value < 0 else f"{value:.3f}"
+    """Three decimals; a value that rounds to zero is "0.000", never "-0.000" (the ``z`` option)."""
+    return f"{value:z.3f}"
 
 
 def standard_error(row: HeadlineRow) -> float | None:

@@ -6,10 +6,10 @@ retry state comes from the live leases of the workers.
 """
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.core.cache import cache
-from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Sum, Window
+from django.db.models import Avg, Count, Exists, F, Min, OuterRef, Q, QuerySet, Subquery, Sum, Window
 from django.db.models.functions import Coalesce, RowNumber
 from django.urls import reverse
 from django.utils import timezone
@@ -22,6 +22,7 @@ from auditapp.worker_status import worker_status
 from common.export_rows import Export
 
 RATE_WINDOW = timedelta(seconds=60)
+MIN_RATE_SPAN = timedelta(seconds=1)
 
 
 def finished_counts() -> dict[str, Coalesce]:
@@ -42,21 +43,22 @@ def audit_list() -> QuerySet[Audit]:
 
 
 def audit_progress(audit: Audit) -> dict:
-    """Per model × condition: answered, failed, waiting, from cache, retries, rate (requests finished per
-    second over the last minute), requests waiting to retry now, and an ETA; then the totals; the endpoints a live
-    worker finds unreachable (its requests held until they answer), each with since when (ISO 8601); and whether
-    any worker is alive (:mod:`auditapp.worker_status`); and when the results were last computed (``analysed_at``,
-    ISO 8601 or None), which a dashboard waiting for a recomputation watches."""
+    """Per model × condition: answered, failed, waiting, from cache, retries, rate (:func:`_sending_rates`),
+    requests waiting to retry now, and an ETA (the waiting requests at that rate; None unless the audit is
+    running); then the totals; the endpoints a live worker finds unreachable (its requests held until they answer),
+    each with since when (ISO 8601); and whether any worker is alive (:mod:`auditapp.worker_status`); and when the
+    results were last computed (``analysed_at``, ISO 8601 or None), which a dashboard waiting for a recomputation
+    watches."""
     now = timezone.now()
-    since = now - RATE_WINDOW
     rows = (AuditRequest.objects.filter(audit=audit).values("audit_model_id", "condition")
             .annotate(answered=Count("id", filter=Q(state=AuditRequest.State.ANSWERED)),
                       failed=Count("id", filter=Q(state=AuditRequest.State.FAILED)),
                       waiting=Count("id", filter=Q(state=AuditRequest.State.PENDING)),
-                      recent=Count("id", filter=Q(finished_at__gte=since, from_cache=False)),
                       cached=Count("id", filter=Q(from_cache=True)),
                       retried=Sum(F("attempts") - 1, filter=Q(attempts__gt=1)))
             .order_by())
+    rates, total_rate = _sending_rates(audit, now)
+    running = audit.status == Audit.Status.RUNNING
     live = AuditChunk.objects.filter(audit=audit, released_at__isnull=True, leased_until__gte=now)
     retrying_now: dict[str, int] = {}
     last_reason = ""
@@ -76,10 +78,11 @@ def audit_progress(audit: Audit) -> dict:
         for condition in conditions:
             row = by_cell.get((model_id, condition), {})
             cells.append(_progress_row({"model_id": model_id, "model": name, "condition": condition}, row,
-                                       retrying_now.get(f"{model_id}:{condition}", 0)))
+                                       retrying_now.get(f"{model_id}:{condition}", 0),
+                                       rates.get((model_id, condition), 0.0), running))
     totals = _progress_row({}, {key: sum(row.get(key) or 0 for row in by_cell.values())
-                                for key in ("answered", "failed", "waiting", "cached", "recent", "retried")},
-                           sum(retrying_now.values()))
+                                for key in ("answered", "failed", "waiting", "cached", "retried")},
+                           sum(retrying_now.values()), total_rate, running)
     return {"status": audit.status, "status_reason": audit.status_reason, "n_requests": audit.n_requests,
             "analysed_at": audit.analysed_at.isoformat() if audit.analysed_at else None,
             "last_retry_reason": last_reason, "live_workers": live.count(), "worker": worker_status().as_json(),
@@ -87,13 +90,49 @@ def audit_progress(audit: Audit) -> dict:
             "unreachable_endpoints": [{"endpoint": endpoint, **seen} for endpoint, seen in sorted(unreachable.items())]}
 
 
-def _progress_row(head: dict, counts: dict, retrying_now: int) -> dict:
+def _sending_rates(audit: Audit, now: datetime) -> tuple[dict[tuple[int, str], float], float]:
+    """Requests finished per second (replies from the cache not counted) per model × condition, and in all.
+
+    A rate is the requests finished within the last :data:`RATE_WINDOW` over the time spent sending them: from when
+    the first of them was sent (its finish less the mean latency of the row's replies in the window: the requests in
+    flight when sending began, or began again after an outage or a pause, took that long to come back), or from the
+    audit's start or the window's start if later, to now. So 12 s into an audit, or 10 s after an outage ended, the
+    rate is that of those seconds, not of a minute mostly spent waiting; a row that stops sending slows down as the
+    time since grows. The span is at least :data:`MIN_RATE_SPAN` (replies are written in batches, so the first
+    ones share one time). One grouped query over the window's rows (the ``audit, finished_at`` index), never one
+    per row."""
+    floor = now - RATE_WINDOW
+    if audit.started_at is not None and audit.started_at > floor:
+        floor = audit.started_at
+    recent = (AuditRequest.objects.filter(audit=audit, finished_at__gte=now - RATE_WINDOW, from_cache=False)
+              .values("audit_model_id", "condition")
+              .annotate(n=Count("id"), first=Min("finished_at"), latency_ms=Avg("reply__latency_ms")).order_by())
+    starts: dict[tuple[int, str], tuple[int, datetime]] = {}
+    for row in recent:
+        sent = row["first"] - timedelta(milliseconds=row["latency_ms"] or 0)
+        starts[_cell_key(row)] = row["n"], max(sent, floor)
+
+    def rate(n: int, start: datetime) -> float:
+        return n / max((now - start).total_seconds(), MIN_RATE_SPAN.total_seconds())
+
+    rates = {cell: rate(n, start) for cell, (n, start) in starts.items()}
+    total = rate(sum(n for n, _ in starts.values()), min(start for _, start in starts.values())) if starts else 0.0
+    return rates, total
+
+
+def _progress_row(head: dict, counts: dict, retrying_now: int, rate: float, running: bool) -> dict:
+    """One row of the progress table. Its ETA is None unless the audit is running (a paused, stopped, cancelled,
+    failed or finished audit sends nothing, so none can be said), 0 once nothing waits, and None while nothing
+    was finished in the window."""
     answered, failed, waiting = counts.get("answered", 0), counts.get("failed", 0), counts.get("waiting", 0)
-    rate = (counts.get("recent") or 0) / RATE_WINDOW.total_seconds()
+    eta = None
+    if running and not waiting:
+        eta = 0.0
+    elif running and rate > 0:
+        eta = round(waiting / rate, 1)
     return {**head, "answered": answered, "failed": failed, "waiting": waiting,
             "from_cache": counts.get("cached", 0), "retries": counts.get("retried") or 0,
-            "retrying_now": retrying_now, "rate_per_s": round(rate, 3),
-            "eta_s": round(waiting / rate, 1) if rate > 0 and waiting else (0.0 if not waiting else None)}
+            "retrying_now": retrying_now, "rate_per_s": round(rate, 3), "eta_s": eta}
 
 
 RESPONSE_EXPORT = {

@@ -192,7 +192,9 @@
       tr.appendChild(element("td", n, "num"));
     });
     tr.appendChild(element("td", fixed(row.rate_per_s, 2), "num"));
-    tr.appendChild(element("td", row.waiting === 0 && row.eta_s === 0 ? "done" : duration(row.eta_s), "num"));
+    // The API gives an ETA only while the audit runs: a row that sent all it had is done whatever the status.
+    var done = row.waiting === 0 && row.answered + row.failed > 0;
+    tr.appendChild(element("td", done ? "done" : duration(row.eta_s), "num"));
   }
 
   function renderWorkerStatus(worker) {

@@ -17,7 +17,11 @@
       return plotlyText(name) + (heat.imported[i] ? " (imported)" : "");
     });
     var text = heat.z.map(function (row) {
-      return row.map(function (value) { return known(value) ? value.toFixed(2) : "—"; });
+      return row.map(function (value) {
+        if (!known(value)) { return "—"; }
+        var text = value.toFixed(2);
+        return Number(text) === 0 ? "0.00" : text;  // a mean that rounds to zero reads 0.00, not -0.00
+      });
     });
     // A diverging scale centred on 0, red below and blue above: below 0 a sentiment scorer rates the group
     // negatively. Symmetric, so equal distances from 0 have equal colours.

@@ -12,6 +12,7 @@ from auditapp.paradigms.bits.sensitivity import (
     LABEL_RULES,
     LabelRule,
     control_tests,
+    exact_mean,
     label_dist,
     mean_scores,
     pair_with_controls,
@@ -67,6 +68,35 @@ def test_score_sense_per_group_and_term(toy):
     assert row(terms, term="x")["score_sense"] == pytest.approx(-0.4 / 3)  # (0.1 - 0.2 - 0.3) / 3
     assert row(terms, term="y")["score_sense"] == pytest.approx(-0.1 / 3)  # (-0.2 + 0.0 + 0.1) / 3
     assert row(terms, term="z")["score_sense"] == pytest.approx(1 / 3)
+
+
+# G1's differences cancel:              A      B      C
+CANCELLING_SCORES = {"control":   (0.6, 0.2, -0.5),
+                     "x":         (0.2, -0.5, 0.7),    # diffs -0.4, -0.7,  1.2
+                     "y":         (-0.1, 0.7, -0.4),   # diffs -0.7,  0.5,  0.1: with x's, 0 in all
+                     "z":         (0.4, 0.9, 0.0)}     # diffs -0.2,  0.7,  0.5
+
+
+def test_differences_that_cancel_give_a_score_sense_of_exactly_zero():
+    """Summed step by step in the pairs' order, G1's six float differences leave 1.9e-17 (the public BITS files
+    gave VADER's PWoD 5.8e-19, shown as "-0.000" in the headline); summed exactly, they are 0."""
+    corpus = corpus_frame(generate(TOY))
+    position = {"A": 0, "B": 1, "C": 2}
+    scores = pd.DataFrame({
+        "scorer": "toy", "key": corpus["key"],
+        "score": [CANCELLING_SCORES[term if isinstance(term, str) else "control"][position[template]]
+                  for template, term in zip(corpus["template"], corpus["term"], strict=True)]})
+    pairs = pair_with_controls(corpus, scores)
+    assert math.fsum(pairs.loc[pairs["group"] == "G1", "diff"]) == 0.0
+    assert row(score_sense(pairs), group="G1")["score_sense"] == 0.0
+    assert row(score_sense(pairs), group="G2")["score_sense"] == pytest.approx(1 / 3)
+
+
+def test_exact_mean():
+    # A pandas group mean of these gives 6.9e-18.
+    assert exact_mean(pd.Series([0.1 - 0.2, 0.3 - 0.7, 0.2 - 0.1, 0.7 - 0.3])) == 0.0
+    assert exact_mean(pd.Series([0.1, np.nan, 0.3])) == pytest.approx(0.2)  # missing values are left out
+    assert math.isnan(exact_mean(pd.Series([np.nan]))) and math.isnan(exact_mean(np.array([])))
 
 
 def test_a_missing_score_is_left_out_and_counted_never_imputed(toy):

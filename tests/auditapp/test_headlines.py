@@ -62,6 +62,13 @@ def test_summary_names_the_range_and_the_row_the_measure_points_at():
     assert kappa([HeadlineRow("A", "zs", None, note="n = 0")]).summary() == "Cohen's κ (Table 1): no defined value (n = 0)"
 
 
+def test_a_value_that_rounds_to_zero_is_never_negative_zero():
+    sense = Headline("ScoreSense (Table 7)", "Group", "abs", (HeadlineRow("vader", "PWoD", -5.8e-19),
+                                                              HeadlineRow("textblob", "PWoD", -0.0004)))
+    assert sense.summary() == ("ScoreSense (Table 7): 0.000 to 0.000 over 2 of 2 cells; largest in size 0.000 "
+                               "(textblob, PWoD)")
+
+
 def test_z_is_the_normal_quantile():
     from scipy.stats import norm
     assert math.isclose(Z_95, norm.ppf(0.975), rel_tol=1e-12)

@@ -11,6 +11,7 @@ from scipy import stats as scipy_stats
 
 from auditapp.models import LLMEndpoint
 from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run
+from tests.auditapp.test_self_report_dashboard_view import page_text
 from tests.llm_server import LLMServer
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -70,3 +71,24 @@ def test_both_dashboards_render_their_tables_figures_and_notes(api_client, staff
     rows = api_client.get(f"/api/audits/{aat_audit.id}/headline/").json()["rows"]
     assert [(row["cell"], row["value"], row["n"]) for row in rows] == [
         ("FAR", table5[0]["far"], table5[0]["sa_n"]), ("UAR", table5[0]["uar"], table5[0]["sb_n"])]
+
+
+def test_the_reasons_count_and_share_the_same_model_s_replies(api_client, staff_client, tasks_off):
+    """wabt-neutral gives many AAT replies no choice: its reasons row's count and share are of its own 12 replies
+    (4 combinations × 3 templates), and the row says 12, not the 24 replies of both models (a note once read
+    "(900 in all)" beside a share of one model's 450)."""
+    with LLMServer(latency=0.0, models=MODELS) as server:
+        source = LLMEndpoint.objects.create(name="personas", protocol="openai", base_url=server.base_url,
+                                            max_concurrency=8)
+        audit = run(launch(api_client, "affective_attribution",
+                           [{"endpoint": source.id, "model": "aat-stereotyped"},
+                            {"endpoint": source.id, "model": "wabt-neutral"}],
+                           combinations=4, form="single_prompt").json()["id"])
+    assert audit.status == "completed", audit.status_reason
+    page = page_text(staff_client.get(f"/audits/{audit.id}/dashboard/").content.decode())
+    rows = [cells for attrs, cells in page.rows["reasons-table"] if attrs.get("data-model") == "wabt-neutral"]
+    assert audit.analysis["n_replies"] == 24
+    [[_, reason, n, share, of]] = rows
+    assert reason == "no choice" and of == "12" and int(n) > 0
+    assert float(share) == pytest.approx(int(n) / 12, abs=0.0005)
+    assert "(24 in all)" not in page.text("reasons-section")

@@ -149,15 +149,17 @@ def test_figure_4_proportions_per_group_sum_to_one():
 
 
 def test_reason_counts_for_both_tasks():
+    """Each row's share is of its own model's replies, and n_replies says how many those are (not all models')."""
     wabt = stats.reason_counts(HAND, task="wabt")
     assert wabt.to_dict("records") == [
-        {"model": "gpt", "reason": stats.NO_WORD_FOR_SB, "n": 1, "share": 1 / 8},
-        {"model": "gpt", "reason": "word missing", "n": 1, "share": 1 / 8},
-        {"model": "gpt", "reason": stats.NO_WORD_FOR_SA, "n": 1, "share": 1 / 8},
-        {"model": "llama", "reason": "refusal", "n": 1, "share": 1 / 3}]
+        {"model": "gpt", "reason": stats.NO_WORD_FOR_SB, "n": 1, "n_replies": 8, "share": 1 / 8},
+        {"model": "gpt", "reason": "word missing", "n": 1, "n_replies": 8, "share": 1 / 8},
+        {"model": "gpt", "reason": stats.NO_WORD_FOR_SA, "n": 1, "n_replies": 8, "share": 1 / 8},
+        {"model": "llama", "reason": "refusal", "n": 1, "n_replies": 3, "share": 1 / 3}]
     aat = stats.reason_counts(AAT, task="aat")
-    assert aat.to_dict("records") == [{"model": "gpt", "reason": "no choice", "n": 1, "share": 1 / 14},
-                                      {"model": "claude", "reason": "refusal", "n": 2, "share": 0.5}]
+    assert aat.to_dict("records") == [
+        {"model": "gpt", "reason": "no choice", "n": 1, "n_replies": 14, "share": 1 / 14},
+        {"model": "claude", "reason": "refusal", "n": 2, "n_replies": 4, "share": 0.5}]
 
 
 def test_bad_frames_are_refused_with_what_is_wrong():

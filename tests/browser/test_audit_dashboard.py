@@ -6,13 +6,15 @@ Set AUDIT_DASHBOARD_SCREENSHOT=/tmp/audit.png to keep a full-page screenshot of 
 """
 from __future__ import annotations
 
+import datetime
 import re
 
 import pytest
+from django.utils import timezone
 from playwright.sync_api import expect
 
 from auditapp.engine import analysis
-from auditapp.models import Audit, AuditModel, AuditRequest
+from auditapp.models import Audit, AuditModel, AuditRequest, LLMReply
 from tests.auditapp.test_audit_dashboard_view import (
     COMPLETED_PLAN,
     HOSTILE,
@@ -75,6 +77,9 @@ def test_completed_audit_tables_figures_and_drill_down(live_server, browser_cont
     expect(totals.nth(1)).to_have_text("1")   # failed
     expect(totals.nth(2)).to_have_text("0")   # waiting
     expect(page.locator("#progress-text")).to_contain_text("64 of 64 requests finished")
+    # Nothing waits: each row is done, though a finished audit has no ETA to give.
+    assert page.locator("#progress-table tbody tr td:last-child").all_text_contents() == ["done"] * 4
+    expect(totals.last).to_have_text("done")
     visible = page.eval_on_selector_all("#controls button[data-action]",
                                         "buttons => buttons.filter(b => !b.hidden).map(b => b.dataset.action)")
     assert visible == ["retry-failed", "reparse"]
@@ -135,6 +140,14 @@ def test_completed_audit_tables_figures_and_drill_down(live_server, browser_cont
 def test_running_audit_shows_live_progress_and_pauses(live_server, browser_context):
     audit = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING, name="Running audit")
     models = {m.model: m for m in audit.models.all()}
+    # Sending all minute long: model-a × zs's finished requests came back 30 s ago after 40 s, so its rate is
+    # measured over the whole minute (auditapp.engine.selectors._sending_rates) whenever the page asks.
+    now = timezone.now()
+    Audit.objects.filter(pk=audit.pk).update(started_at=now - datetime.timedelta(minutes=10))
+    finished = AuditRequest.objects.filter(audit=audit, audit_model=models["model-a"], condition="zs",
+                                           finished_at__isnull=False)
+    LLMReply.objects.filter(pk__in=finished.values("reply")).update(latency_ms=40_000.0)
+    finished.update(finished_at=now - datetime.timedelta(seconds=30))
     page, problems, requests = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
     page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
 
@@ -168,6 +181,7 @@ def test_running_audit_shows_live_progress_and_pauses(live_server, browser_conte
     page.locator('#controls button[data-action="pause"]').click()
     expect(page.locator("#status")).to_have_text("Paused")
     expect(page.locator("#status-reason")).to_have_text("paused by a researcher")
+    expect(cells.nth(9)).to_have_text("—", timeout=6000)  # a paused audit sends nothing: no ETA
     expect(page.locator("#control-message")).to_contain_text("Paused")
     assert Audit.objects.get(pk=audit.id).status == Audit.Status.PAUSED
     expect(page.locator('#controls button[data-action="pause"]')).to_be_hidden()

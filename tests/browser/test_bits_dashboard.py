@@ -49,6 +49,11 @@ def finished_bits_audit() -> Audit:
 
 def test_finished_bits_audit_draws_its_heatmap_distributions_and_tables(live_server, browser_context):
     audit = finished_bits_audit()
+    # A mean just below zero (the planted scorer's PWoD): its cell reads 0.00, never -0.00.
+    for record in audit.analysis["tables"]["group_means"]:
+        if (record["scorer"], record["group"]) == ("planted", "PWoD"):
+            record["mean_score"] = -0.0004
+    audit.save(update_fields=["analysis"])
     page, problems, requests = logged_in_page(browser_context, live_server, "bits-dashboard-researcher")
     page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
 
@@ -65,6 +70,8 @@ def test_finished_bits_audit_draws_its_heatmap_distributions_and_tables(live_ser
         "spans => spans.filter(s => (s.getAttribute('style') || '').includes('bold')).length") == 0
     annotations = page.locator("#bits-heatmap text.text-annotation, #bits-heatmap .heatmaplayer text")
     assert annotations.count() == 10
+    texts = annotations.all_text_contents()
+    assert "0.00" in texts and not any(text.startswith("-0.00") for text in texts), texts
 
     # A box per group (4 groups and the control) for each scorer.
     for index in (0, 1):

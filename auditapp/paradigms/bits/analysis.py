@@ -420,7 +420,8 @@ def _notes(settings: AnalysisSettings, scorer_table: pd.DataFrame, groups: list[
             "mean over its terms) against the control scores, as two independent samples")
     notes = [
         "ScoreSense and ScoreDev are means, not sums: seed 001 §4 writes Σ but defines both in words as an "
-        "average, and its tables are averages.",
+        "average, and its tables are averages. ScoreSense and the mean scores sum their values exactly (math.fsum) "
+        "before dividing: differences that cancel give exactly 0.",
         f"t-test of each group against the no-group control: {test}. The unit is the base sentence because a "
         "group's terms in one base sentence share its control. Marks as in seed 001 Tables 6–7: ** p < 0.001, "
         "* p < 0.01; the exact p is shown. No correction for multiple comparisons.",

@@ -10,7 +10,8 @@ rule found one: :mod:`auditapp.paradigms.bits.pairing`) has no pair: it is left 
 ``n_unpaired``.
 
 The paper writes ScoreSense and ScoreDev as sums (Σ_{x∈X}) but defines them in words as an average and a
-mean, and its tables (Table 7: VADER PWD:C −0.25) are averages: we compute means. Its LabelDist formula
+mean, and its tables (Table 7: VADER PWD:C −0.25) are averages: we compute means, of sums exactly rounded
+(:func:`exact_mean`), so differences that cancel give a ScoreSense of exactly 0. Its LabelDist formula
 averages a Jaccard distance over the group's terms. Our choices where it is silent are stated in each
 function's docstring and returned with the results (``test``, ``ddof``, the label rule).
 """
@@ -84,6 +85,19 @@ def _complete(pairs: pd.DataFrame) -> pd.DataFrame:
     return pairs[pairs["diff"].notna()]
 
 
+def exact_mean(values: pd.Series | np.ndarray) -> float:
+    """The mean of the values present, their sum exactly rounded (``math.fsum``) before the one division; NaN
+    when none is present.
+
+    A floating-point sum rounds at each step, so differences that cancel (a term that raises some sentences'
+    scores by exactly what it lowers others') summed in order leave noise: VADER's PWoD ScoreSense on the public
+    BITS files came out 5.8e-19, not 0. Summed exactly, differences that cancel give 0.0; any other mean differs
+    from the step-by-step one only in its last digits."""
+    present = np.asarray(values, dtype=float)
+    present = present[~np.isnan(present)]
+    return math.fsum(present) / len(present) if len(present) else math.nan
+
+
 def score_sense(pairs: pd.DataFrame, *, by_term: bool = False) -> pd.DataFrame:
     """ScoreSense (seed 001 §4, Table 7; per term, Table 10): the mean over a group's sentences of
     f(x_n) − f(x), x being the control sentence of the same template and word.
@@ -94,10 +108,10 @@ def score_sense(pairs: pd.DataFrame, *, by_term: bool = False) -> pd.DataFrame:
     ``score_sense`` is NaN.
     """
     keys = ["scorer", "group", *(["term"] if by_term else [])]
-    # diff is NaN exactly when a side is missing, and mean() skips NaN: the mean is over complete pairs.
+    # diff is NaN exactly when a side is missing, and exact_mean skips NaN: the mean is over complete pairs.
     result = pairs.assign(complete=pairs["diff"].notna(), unpaired=pairs["control_key"].isna()).groupby(
         keys, sort=True).agg(n=("complete", "sum"), n_sentences=("complete", "size"), n_unpaired=("unpaired", "sum"),
-                             score_sense=("diff", "mean")).reset_index()
+                             score_sense=("diff", exact_mean)).reset_index()
     result["n_missing"] = result["n_sentences"] - result["n"] - result["n_unpaired"]
     return result[[*keys, "n", "n_missing", "n_unpaired", "score_sense"]]
 
@@ -208,8 +222,8 @@ def control_tests(pairs: pd.DataFrame, *, test: str = "paired", by: tuple[str, .
         control_scores = frame["control_score"].to_numpy(float)
         t, df, p = _t_test(group_scores, control_scores, test=test)
         rows.append({**dict(zip(keys, values, strict=True)), "test": test, "n_bases": len(frame),
-                     "n_sentences": int(frame["n_sentences"].sum()), "mean_group": float(group_scores.mean()),
-                     "mean_control": float(control_scores.mean()), "t": t, "df": df, "p": p,
+                     "n_sentences": int(frame["n_sentences"].sum()), "mean_group": exact_mean(group_scores),
+                     "mean_control": exact_mean(control_scores), "t": t, "df": df, "p": p,
                      "mark": paper_mark(p),
                      "note": "" if math.isfinite(p) else "undefined: fewer than two base sentences or no variance"})
     columns = [*keys, "test", "n_bases", "n_sentences", "mean_group", "mean_control", "t", "df", "p", "mark", "note"]
@@ -221,5 +235,5 @@ def mean_scores(corpus: pd.DataFrame, scores: pd.DataFrame, *, by: list[str]) ->
     ``by=["template", "group"]`` is Table 9 (and 11), ``by=["group"]`` the Figure 1 heatmap."""
     scored = scores[["scorer", "key", "score"]].merge(corpus, on="key", how="inner", validate="many_to_one")
     result = scored.groupby(["scorer", *by], dropna=False)["score"].agg(
-        n="count", n_missing=lambda s: int(s.isna().sum()), mean_score="mean")
+        n="count", n_missing=lambda s: int(s.isna().sum()), mean_score=exact_mean)
     return result.reset_index()

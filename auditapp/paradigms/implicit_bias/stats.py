@@ -27,7 +27,7 @@ or None when unparseable) and ``reason``.
   No answered reply for a label: its proportions and rate are undefined (NaN).
 - :func:`aat_group_proportions`, Figure 4: the same proportions per model × social group.
 - :func:`reason_counts`: replies without a usable answer, per model and reason, with their share of the model's
-  replies (invalid WABT replies and undefined scores; unparseable AAT answers).
+  replies and how many those are (invalid WABT replies and undefined scores; unparseable AAT answers).
 """
 from __future__ import annotations
 
@@ -195,7 +195,8 @@ def aat_group_proportions(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def reason_counts(frame: pd.DataFrame, *, task: str) -> pd.DataFrame:
-    """Replies without a usable answer per model × reason: ``n`` and ``share`` of the model's replies. ``task``
+    """Replies without a usable answer per model × reason: ``n``, ``share`` of the model's replies and those replies
+    (``n_replies``, the share's denominator, so a row's count and share are of the same replies). ``task``
     ``"wabt"`` counts invalid replies by their reason and valid replies whose score is undefined by
     ``undefined_reason``; ``"aat"`` counts unparseable answers by reason."""
     if task == "wabt":
@@ -209,7 +210,8 @@ def reason_counts(frame: pd.DataFrame, *, task: str) -> pd.DataFrame:
     totals = frame.groupby("model", sort=False, observed=True).size()
     keyed = pd.DataFrame({"model": frame["model"], "reason": reason}).dropna(subset=["reason"])
     table = keyed.groupby(["model", "reason"], sort=False, observed=True).size().rename("n").reset_index()
-    table["share"] = table["n"] / table["model"].map(totals).astype(float)
+    table["n_replies"] = table["model"].map(totals).astype(int)
+    table["share"] = table["n"] / table["n_replies"].astype(float)
     return table.sort_values(["model", "n"], ascending=[True, False], kind="stable",
                              key=lambda column: column.map({m: i for i, m in enumerate(totals.index)})
                              if column.name == "model" else column).reset_index(drop=True)
