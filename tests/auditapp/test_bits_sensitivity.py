@@ -37,15 +37,20 @@ TOY_SCORES = {"control":          (0.0, 0.5, -0.2),
               "z":                (0.4, 0.9, 0.0)}    # diffs  0.4,  0.4,  0.2
 
 
-@pytest.fixture
-def toy():
+def toy_scored(table: dict) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The toy corpus and its scores from ``table`` (term or "control" → the score in templates A, B, C)."""
     corpus = corpus_frame(generate(TOY))
     position = {"A": 0, "B": 1, "C": 2}
     scores = pd.DataFrame({
         "scorer": "toy", "key": corpus["key"],
-        "score": [TOY_SCORES[term if isinstance(term, str) else "control"][position[template]]
+        "score": [table[term if isinstance(term, str) else "control"][position[template]]
                   for template, term in zip(corpus["template"], corpus["term"], strict=True)]})
     return corpus, scores
+
+
+@pytest.fixture
+def toy():
+    return toy_scored(TOY_SCORES)
 
 
 def row(frame: pd.DataFrame, **where) -> pd.Series:
@@ -80,13 +85,7 @@ CANCELLING_SCORES = {"control":   (0.6, 0.2, -0.5),
 def test_differences_that_cancel_give_a_score_sense_of_exactly_zero():
     """Summed step by step in the pairs' order, G1's six float differences leave 1.9e-17 (the public BITS files
     gave VADER's PWoD 5.8e-19, shown as "-0.000" in the headline); summed exactly, they are 0."""
-    corpus = corpus_frame(generate(TOY))
-    position = {"A": 0, "B": 1, "C": 2}
-    scores = pd.DataFrame({
-        "scorer": "toy", "key": corpus["key"],
-        "score": [CANCELLING_SCORES[term if isinstance(term, str) else "control"][position[template]]
-                  for template, term in zip(corpus["template"], corpus["term"], strict=True)]})
-    pairs = pair_with_controls(corpus, scores)
+    pairs = pair_with_controls(*toy_scored(CANCELLING_SCORES))
     assert math.fsum(pairs.loc[pairs["group"] == "G1", "diff"]) == 0.0
     assert row(score_sense(pairs), group="G1")["score_sense"] == 0.0
     assert row(score_sense(pairs), group="G2")["score_sense"] == pytest.approx(1 / 3)
