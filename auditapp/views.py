@@ -3,6 +3,7 @@ matches."""
 from django.db import connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
+from django.urls import Resolver404
 from django.views import defaults
 
 from annotation.selectors import study_list
@@ -42,6 +43,8 @@ def not_found(request: HttpRequest, exception: Exception) -> HttpResponse:
     """A path no route matches: under ``/api/``, where a script reads the answer, JSON as every API error is; the
     site's page elsewhere."""
     if request.path.startswith("/api/"):
+        if not isinstance(exception, Resolver404):
+            return JsonResponse({"detail": "Not found."}, status=404)
         return JsonResponse({"detail": f"Not found: no API route is {request.path!r}. The routes are listed at "
                                        "/api/ and described at /api/docs/."}, status=404)
     return defaults.page_not_found(request, exception)

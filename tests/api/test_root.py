@@ -2,6 +2,8 @@
 registered paradigm."""
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from auditapp.engine import registry
@@ -35,3 +37,12 @@ def test_a_path_no_api_route_matches_is_a_json_404_naming_where_the_routes_are(a
 def test_a_path_no_page_matches_outside_the_api_is_the_sites_page(client):
     response = client.get("/nothing-here/")
     assert response.status_code == 404 and response["Content-Type"].startswith("text/html")
+
+
+def test_a_view_under_the_api_that_finds_nothing_is_a_plain_json_404(rf):
+    from django.http import Http404
+
+    from auditapp.views import not_found
+
+    response = not_found(rf.get("/api/studies/1/items/"), Http404("no such study"))
+    assert response.status_code == 404 and json.loads(response.content) == {"detail": "Not found."}
