@@ -92,6 +92,16 @@ def bits_audits_before_table_6() -> list[int]:
                 .exclude(analysis__tables__has_key="source_means").order_by("id").values_list("id", flat=True))
 
 
+def implicit_bias_audits_before_per_model_counts() -> list[int]:
+    """Analysed WABT and AAT audits, not being worked on, whose reasons table has a row without ``n_replies`` (the
+    model's own replies, which the row's share is of): analysed before the table gave it."""
+    candidates = (Audit.objects.filter(paradigm__in=("word_association", "affective_attribution"),
+                                       analysed_at__isnull=False).exclude(status__in=WORKED_ON)
+                  .order_by("id").values_list("id", "analysis"))
+    return [audit_id for audit_id, analysis in candidates
+            if any("n_replies" not in row for row in ((analysis or {}).get("tables") or {}).get("reasons") or [])]
+
+
 def analyse_again(audit_ids: list[int]) -> str:
     """Analyse each audit again from its stored replies with its paradigm's analysis (one transaction per audit,
     the paradigm's own). An audit whose analysis cannot be computed again is reported and keeps the one it has."""
@@ -121,6 +131,8 @@ STEPS: tuple[Step, ...] = (
          "audits with two models named alike, analysed again under one naming rule"),
     Step("bits-audits-before-table-6", lambda: analyse_again(bits_audits_before_table_6()),
          "BITS audits analysed before Table 6 and the pairing counts, analysed again"),
+    Step("implicit-bias-reasons-per-model", lambda: analyse_again(implicit_bias_audits_before_per_model_counts()),
+         "WABT and AAT audits analysed before their reasons table gave each model's reply count, analysed again"),
 )
 
 

@@ -9,7 +9,7 @@ import math
 import pytest
 from scipy import stats as scipy_stats
 
-from auditapp.models import LLMEndpoint
+from auditapp.models import Audit, LLMEndpoint
 from tests.auditapp.test_implicit_bias_audit import MODELS, launch, run
 from tests.auditapp.test_self_report_dashboard_view import page_text
 from tests.llm_server import LLMServer
@@ -92,3 +92,16 @@ def test_the_reasons_count_and_share_the_same_model_s_replies(api_client, staff_
     assert reason == "no choice" and of == "12" and int(n) > 0
     assert float(share) == pytest.approx(int(n) / 12, abs=0.0005)
     assert "(24 in all)" not in page.text("reasons-section")
+
+    # An audit analysed before the per-model counts is analysed again by the upgrade, and only such an audit.
+    from auditapp import upgrade_steps
+
+    assert upgrade_steps.implicit_bias_audits_before_per_model_counts() == []
+    stored = audit.analysis
+    stored["tables"]["reasons"] = [{k: v for k, v in row.items() if k != "n_replies"}
+                                   for row in stored["tables"]["reasons"]]
+    Audit.objects.filter(pk=audit.pk).update(analysis=stored)
+    assert upgrade_steps.implicit_bias_audits_before_per_model_counts() == [audit.id]
+    step = next(step for step in upgrade_steps.STEPS if step.name == "implicit-bias-reasons-per-model")
+    assert step.run() == "1 audits analysed again"
+    assert upgrade_steps.implicit_bias_audits_before_per_model_counts() == []
