@@ -185,7 +185,6 @@ class LaunchForm(ModelsFieldsMixin, forms.ModelForm):
             field = self.fields.get(name)
             if field is None:
                 continue
-            field.min_value, field.max_value = low, high
             field.validators = [*field.validators, MinValueValidator(low), MaxValueValidator(high)]
             field.widget.attrs.update(min=low, max=high)
 

@@ -31,24 +31,27 @@ class ModelChoiceSerializer(serializers.Serializer):
     label = serializers.CharField(max_length=200, required=False, default="", allow_blank=True)
 
 
+def bounds(name: str) -> dict[str, int]:
+    """A shared launch setting's bounds (:data:`~auditapp.engine.launch.ENGINE_BOUNDS`) as a field's arguments."""
+    low, high = ENGINE_BOUNDS[name]
+    return {"min_value": low, "max_value": high}
+
+
 class LaunchSerializer(serializers.Serializer):
     """The fields of every launch: name, models, replicates, seed, cache, structured output, error budget, parallel
     tasks, team."""
 
     name = serializers.CharField(max_length=200)
     models = ModelChoiceSerializer(many=True)
-    replicates = serializers.IntegerField(default=1, min_value=ENGINE_BOUNDS["replicates"][0],
-                                          max_value=ENGINE_BOUNDS["replicates"][1])
-    seed = serializers.IntegerField(default=0, min_value=ENGINE_BOUNDS["seed"][0], max_value=ENGINE_BOUNDS["seed"][1])
+    replicates = serializers.IntegerField(default=1, **bounds("replicates"))
+    seed = serializers.IntegerField(default=0, **bounds("seed"))
     use_cache = serializers.BooleanField(default=True)
     structured_output = serializers.BooleanField(
         default=False, help_text="Constrain chat models' replies to the paradigm's JSON answer schema, sent in each "
                                  "endpoint's structured-output form (every chat endpoint needs one). Off by default: "
                                  "the papers' prompts are free text.")
-    error_budget = serializers.FloatField(default=0.2, min_value=ENGINE_BOUNDS["error_budget"][0],
-                                          max_value=ENGINE_BOUNDS["error_budget"][1])
-    parallel_tasks = serializers.IntegerField(default=1, min_value=ENGINE_BOUNDS["parallel_tasks"][0],
-                                              max_value=ENGINE_BOUNDS["parallel_tasks"][1])
+    error_budget = serializers.FloatField(default=0.2, **bounds("error_budget"))
+    parallel_tasks = serializers.IntegerField(default=1, **bounds("parallel_tasks"))
     # No default: a body without a team leaves none in the validated values a paradigm's launch takes.
     team = EditableTeamField(
         required=False, allow_null=True,

@@ -8,7 +8,6 @@ from rest_framework import serializers
 
 from auditapp.api.launch import model_choices, settings_serializer
 from auditapp.engine import registry
-from auditapp.engine.launch import BIGINT_MAX
 from auditapp.engine.launch_settings import Setting
 from auditapp.launch_forms import launch_form_base
 from auditapp.models import Audit
@@ -64,7 +63,6 @@ class SelfReportLaunchSerializer(settings_serializer(SETTINGS)):
     instruments = serializers.PrimaryKeyRelatedField(queryset=Instrument.objects.all(), many=True,
                                                      help_text="Instrument ids (GET /api/instruments/).")
     validity = ValidityRuleSerializer(default=dict)
-    seed = serializers.IntegerField(default=0, min_value=0, max_value=BIGINT_MAX)
 
 
 def launch(values: dict, *, created_by=None) -> Audit:
