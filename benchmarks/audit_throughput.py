@@ -329,7 +329,8 @@ def peer_process(argv: list[str], *, env: dict[str, str], cwd: Path, server, n: 
     return out, sampler, stats, load_before, wall
 
 
-def peer_figures(args, who: str, n: int, sampler, stats, load_before, wall: float, matches: str) -> Figures:
+def peer_figures(args, who: str, n: int, sampler, stats, load_before, wall: float, matches: str, *,
+                 besides_sending: str) -> Figures:
     """Print a peer's run as the engine's is printed (share of capacity as the endpoint saw it, CPU per request
     while sending and over its whole process) and return its figures."""
     capacity = args.concurrency / args.latency
@@ -343,8 +344,8 @@ def peer_figures(args, who: str, n: int, sampler, stats, load_before, wall: floa
           f"(exact match): {matches}")
     print(f"sending: {sending_s:.2f} s (the endpoint's first request → its last reply) → {rate:.0f} requests/s "
           f"= {rate / capacity:.1%} of capacity; the whole process {wall:.2f} s")
-    print(f"{who} CPU: while sending {sending_cpu / n * 1000:.3f} ms per request; the whole process (start-up, "
-          f"reading the requests{', scoring' if who.startswith('lm-eval') else ''}) {total_cpu:.2f} s = "
+    print(f"{who} CPU: while sending {sending_cpu / n * 1000:.3f} ms per request; the whole process ("
+          f"{besides_sending}) {total_cpu:.2f} s = "
           f"{total_cpu / n * 1000:.3f} ms per request; max in flight at the server: {stats['max_in_flight']} "
           f"(limit {args.concurrency})")
     return Figures(share=rate / capacity, cpu_ms=sending_cpu / n * 1000, load=load_before[0],
@@ -382,7 +383,8 @@ class LmEvalPeer:
             argv, env=lm_eval_peer.environment(self.directory), cwd=self.directory, server=server, n=n,
             who=self.label)
         matches = ", ".join(f"{task} {score:.1%}" for task, score in lm_eval_peer.exact_matches(output).items())
-        return peer_figures(self.args, self.label, n, sampler, stats, load_before, wall, matches)
+        return peer_figures(self.args, self.label, n, sampler, stats, load_before, wall, matches,
+                            besides_sending="start-up, reading the tasks, scoring")
 
 
 class DirectPeer:
@@ -410,7 +412,8 @@ class DirectPeer:
                                                               n=self.n, who=self.label)
         counts = json.loads(out.strip().splitlines()[-1])
         return peer_figures(self.args, self.label, self.n, sampler, stats, load_before, wall,
-                            f"{counts['equal']:,} of {counts['sent']:,}")
+                            f"{counts['equal']:,} of {counts['sent']:,}",
+                            besides_sending="start-up, reading the requests")
 
 
 PEERS = {"lm-eval": LmEvalPeer, "direct": DirectPeer}
