@@ -8,12 +8,19 @@ States and transitions (:func:`on_unreachable`, :func:`on_answer`, :func:`try_ad
 ---------------------------------------------------------------------------------------------
 - **closed**: requests are sent. Every attempt that could not reach the endpoint (connection refused or
   reset, a time-out while connecting, the server closing the connection) adds one to a run of consecutive
-  failures; any HTTP answer (2xx, 4xx, 5xx: the endpoint is there) ends the run.
+  failures; any HTTP answer (2xx, 4xx, 5xx: the endpoint is there) to an attempt that began after the run's
+  first failure ends the run. An answer to an attempt that began before it is stale: a reply the server wrote
+  just before it went away says nothing of now, and letting it close the breaker would count the next refused
+  attempts against requests' ``max_attempts`` in the middle of an outage.
 - **open**: ``THRESHOLD`` consecutive unreachable attempts open the breaker, "unreachable since" the first
   of them. No request is sent; each waits. One request at a time, from any worker, is let through as a
   **probe** once ``next_probe_at`` has come (a probe lease of ``probe_seconds``, so a prober that dies is
   replaced). A probe that cannot reach the endpoint doubles the backoff (``BACKOFF_FIRST`` up to
   ``BACKOFF_CAP`` seconds); one that gets any HTTP answer closes the breaker and every request goes again.
+
+Attempts' start times are the sending process's wall clock, compared with the store's clock (Redis ``TIME``):
+machines whose clocks differ by a second move by a second which answers count as stale, and a probe's answer
+closes the breaker whatever the clocks say.
 
 Attempt accounting (see :func:`auditapp.llm_clients.send_chat`): an unreachable attempt after which the
 breaker is open does not count against the request's ``max_attempts`` (it is still counted in its
@@ -84,8 +91,11 @@ def on_unreachable(state: BreakerState, now: float, reason: str, *, threshold: i
     return replace(state, failures=failures, first_failure_at=first, last_error=reason)
 
 
-def on_answer(state: BreakerState) -> BreakerState:
-    """The endpoint answered (any HTTP status): closed, the run of failures over."""
+def on_answer(state: BreakerState, started_at: float, *, probe: bool = False) -> BreakerState:
+    """The endpoint answered (any HTTP status) an attempt begun at ``started_at``: closed, the run of failures
+    over, unless the attempt began before the run's first failure and was not the probe (a stale answer)."""
+    if not probe and state.first_failure_at is not None and started_at < state.first_failure_at:
+        return state
     return CLOSED
 
 
@@ -178,7 +188,8 @@ class MemoryBreakerStore:
 
 class EndpointBreaker:
     """One endpoint's breaker as one process sees it: :meth:`admit` before an attempt, :meth:`unreachable`
-    or :meth:`answered` after it. ``view`` is the state last read from the store."""
+    or :meth:`answered` after it. ``view`` is the state last read from the store; right after :meth:`admit`,
+    an open view means this request is the probe."""
 
     def __init__(self, store: BreakerStore, key: str, *, probe_seconds: float, threshold: int = THRESHOLD,
                  backoff_first: float = BACKOFF_FIRST, backoff_cap: float = BACKOFF_CAP):
@@ -220,8 +231,10 @@ class EndpointBreaker:
             backoff_cap=self.backoff_cap), None))
         return self.view.is_open
 
-    async def answered(self) -> None:
-        """Record an HTTP answer; touches the store only when this process last saw failures."""
+    async def answered(self, started_at: float, *, probe: bool = False) -> None:
+        """Record an HTTP answer to an attempt begun at ``started_at`` (epoch seconds); touches the store only
+        when this process last saw failures."""
         if self.view.is_clean:
             return
-        self.view, _ = await self.store.update(self.key, lambda state, now: (on_answer(state), None))
+        self.view, _ = await self.store.update(
+            self.key, lambda state, now: (on_answer(state, started_at, probe=probe), None))

@@ -508,7 +508,7 @@ async def _attempt(session: aiohttp.ClientSession, config: EndpointConfig, limit
         except aiohttp.ConnectionTimeoutError:
             # Before TimeoutError, which it also is: this one says the endpoint is not there.
             return _Attempt(reason="connect timeout", retry=True, unreachable=True, latency_ms=elapsed_ms())
-        except aiohttp.ServerDisconnectedError as error:
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientConnectionResetError) as error:
             return _Attempt(reason=_transport_reason(error), retry=True, unreachable=True, latency_ms=elapsed_ms())
         except TimeoutError:
             return _Attempt(reason="timeout", retry=True, latency_ms=elapsed_ms())
@@ -576,13 +576,15 @@ async def post_json(session: aiohttp.ClientSession, config: EndpointConfig, limi
     attempts = 0  # sent
     counted = 0  # counted against max_attempts
     in_flight_since: float | None = None
+    sent_at = 0.0  # the attempt's start on the wall clock, which the breaker's store keeps time by
     last: _Attempt | None = None
 
     def started() -> None:
-        nonlocal attempts, counted, in_flight_since
+        nonlocal attempts, counted, in_flight_since, sent_at
         attempts += 1
         counted += 1
         in_flight_since = time.perf_counter()
+        sent_at = time.time()
 
     def result(error: str) -> SendResult:
         return SendResult(completion=last.completion if last else None, error=error, attempts=attempts,
@@ -602,6 +604,7 @@ async def post_json(session: aiohttp.ClientSession, config: EndpointConfig, limi
             return deadline_exceeded()
         if breaker is not None and not await breaker.admit(remaining):
             return deadline_exceeded()
+        probing = breaker is not None and breaker.view.is_open
         in_flight_since = None
         try:
             async with asyncio.timeout(remaining) as deadline:
@@ -621,7 +624,7 @@ async def post_json(session: aiohttp.ClientSession, config: EndpointConfig, limi
                     counted -= 1
                     continue  # held: the breaker says when to go again
             elif last.status_code is not None:
-                await breaker.answered()
+                await breaker.answered(sent_at, probe=probing)
         if last.completion is not None:
             return result("")
         if not last.retry:

@@ -37,7 +37,18 @@ def test_fewer_than_threshold_failures_keep_it_closed_and_an_answer_forgets_them
     state = failures(2)
     assert not state.is_open and state.failures == 2 and state.first_failure_at == 100.0
     assert try_admit(state, 100.2, probe_seconds=5) == (state, True)
-    assert on_answer(state) == CLOSED
+    assert on_answer(state, 100.05) == CLOSED, "an attempt begun after the run's first failure (100.0)"
+
+
+def test_an_answer_to_an_attempt_begun_before_the_run_of_failures_is_stale_unless_it_is_the_probe():
+    """A reply the server wrote just before it went away must not close the breaker in the middle of the outage:
+    the next refused attempts would then count against requests' max_attempts."""
+    opened = failures(3)  # failures at 100.0, 100.1, 100.2
+    assert on_answer(opened, 99.9) == opened
+    assert on_answer(failures(2), 99.9) == failures(2), "nor end a run that has not opened it yet"
+    assert on_answer(opened, 100.0) == CLOSED
+    assert on_answer(opened, 99.9, probe=True) == CLOSED, "a probe is admitted after the opening, whatever the clocks"
+    assert on_answer(CLOSED, 50.0) == CLOSED
 
 
 def test_the_threshold_opens_it_unreachable_since_the_first_failure_of_the_run():
@@ -75,7 +86,7 @@ def test_a_failed_probe_doubles_the_backoff_up_to_the_cap_and_stragglers_do_not(
 
 def test_a_probe_that_gets_an_answer_closes_it():
     state, _ = try_admit(failures(3), 101.2, probe_seconds=5)
-    assert on_answer(state) == CLOSED
+    assert on_answer(state, 101.2, probe=True) == CLOSED
     assert try_admit(CLOSED, 101.3, probe_seconds=5) == (CLOSED, True)
 
 
@@ -106,7 +117,7 @@ def test_a_process_that_only_sees_answers_never_touches_the_store():
     async def steady():
         for _ in range(100):
             assert await breaker.admit(1.0)
-            await breaker.answered()
+            await breaker.answered(0.0)
     asyncio.run(steady())
     assert CountingStore.calls == 0
 
@@ -125,7 +136,7 @@ def test_the_breaker_is_shared_by_everyone_using_the_same_store():
         clock[0] += 1.0
         assert await second.admit(0.0), "the probe"
         assert not await first.admit(0.0), "one probe at a time, across workers"
-        await second.answered()
+        await second.answered(99.0, probe=True)
         assert await first.admit(0.0) and first.unreachable_since is None
     asyncio.run(scenario())
 
@@ -212,3 +223,74 @@ def test_a_tls_failure_is_not_an_outage_it_fails_at_once_and_leaves_the_breaker_
     assert result.completion is None and result.attempts == 1, result
     assert "ssl" in result.error.lower()
     assert breaker.view == CLOSED
+
+
+@pytest.mark.integration
+def test_a_reply_written_before_the_endpoint_went_away_does_not_close_the_breaker():
+    """A real socket: the server takes one request, stops listening (later connections are refused, which opens the
+    breaker), and only then answers the request it holds. That stale answer leaves the breaker open, so the held
+    requests keep their attempts until a probe finds the endpoint back."""
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    accepted, answer_now = threading.Event(), threading.Event()
+    body = b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "yes"}}]}'
+
+    def serve_one_then_go_away():
+        connection, _ = listener.accept()
+        listener.close()
+        accepted.set()
+        with connection:
+            connection.recv(65536)
+            answer_now.wait(10)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                               + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+
+    threading.Thread(target=serve_one_then_go_away, daemon=True).start()
+    config = EndpointConfig(protocol="openai", base_url=f"http://127.0.0.1:{port}", max_attempts=2,
+                            attempt_timeout=20, deadline=30, backoff_base=0.01, backoff_cap=0.02)
+    breaker = EndpointBreaker(MemoryBreakerStore(), "e", probe_seconds=5, threshold=3, backoff_first=30)
+
+    async def scenario():
+        async with chat_session(8) as session:
+            def send(i):
+                return asyncio.ensure_future(send_chat(
+                    session, config, LocalLimiter(8), "m", [{"role": "user", "content": f"x{i}"}], {},
+                    rng=random.Random(i), breaker=breaker))
+            early = send(0)
+            assert await asyncio.to_thread(accepted.wait, 10)
+            held = [send(i) for i in range(1, 4)]
+            while breaker.unreachable_since is None:
+                await asyncio.sleep(0.01)
+            answer_now.set()
+            answered = await early
+            await asyncio.sleep(0.2)
+            assert not any(task.done() for task in held), [task.result().error for task in held if task.done()]
+            for task in held:
+                task.cancel()
+            await asyncio.gather(*held, return_exceptions=True)
+            return answered
+
+    answered = asyncio.run(scenario())
+    assert answered.error == "" and answered.completion.text == "yes"
+    assert breaker.view.is_open, "the stale answer left the breaker open"
+
+
+def test_writing_to_a_connection_the_server_is_closing_counts_as_unreachable():
+    """aiohttp raises ClientConnectionResetError ("Cannot write to closing transport") when a pooled connection
+    the server just closed is reused: the endpoint went away, as with ServerDisconnectedError. (A fake session:
+    the moment cannot be timed with a real server.)"""
+    import aiohttp
+
+    from auditapp.llm_clients import _attempt
+
+    class ClosingSession:
+        def post(self, *args, **kwargs):
+            raise aiohttp.ClientConnectionResetError("Cannot write to closing transport")
+
+    config = EndpointConfig(protocol="openai", base_url="http://127.0.0.1:9", attempt_timeout=5, deadline=5)
+    attempt = asyncio.run(_attempt(ClosingSession(), config, LocalLimiter(1), config.url("/v1/chat/completions"),
+                                   b"{}", lambda content: None, 10**9, lambda: None))
+    assert attempt.unreachable and attempt.retry
+    assert attempt.reason == "ClientConnectionResetError: Cannot write to closing transport"

@@ -223,7 +223,8 @@ def test_an_endpoint_down_for_seconds_mid_audit_fails_no_request_and_the_audit_r
         assert shown[0]["endpoint"] == "flaky" and shown[0]["since"]
         time.sleep(6)
         assert Audit.objects.get(pk=audit_id).status == "running"
-        assert not AuditRequest.objects.filter(audit_id=audit_id, state="failed").exists()
+        failed = AuditRequest.objects.filter(audit_id=audit_id, state="failed")
+        assert not failed.exists(), list(failed.values_list("error", "attempts")[:5])
         server = LLMServer(port=port, latency=0.1, positive_words=AUDIT_POSITIVE_WORDS).start()
         assert wait_for(lambda: audit_status(audit_id), timeout=180, what="the audit") == "completed"
         assert api_client.get(f"/api/audits/{audit_id}/progress/").json()["unreachable_endpoints"] == []
