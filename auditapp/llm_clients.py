@@ -124,11 +124,14 @@ class MalformedReply(Exception):
 
 
 class EndpointError(Exception):
-    """An endpoint that could not be asked or answered with an error (model listing)."""
+    """An endpoint that could not be asked or answered with an error (model listing). ``transient``: it could not
+    be reached (refused, reset, timed out) or answered a time-out, a rate limit or a server error, so asking again
+    later may succeed; not a bad address, certificate, key or answer."""
 
-    def __init__(self, reason: str):
+    def __init__(self, reason: str, *, transient: bool = False):
         super().__init__(reason)
         self.reason = reason
+        self.transient = transient
 
 
 @dataclass(frozen=True)
@@ -644,7 +647,8 @@ async def post_json(session: aiohttp.ClientSession, config: EndpointConfig, limi
 
 def _parse_model_list(protocol: Protocol, response: httpx.Response) -> list[ModelInfo]:
     if not response.is_success:
-        raise EndpointError(_http_reason(response.status_code, response.content))
+        raise EndpointError(_http_reason(response.status_code, response.content),
+                            transient=response.status_code in PROBE_TRANSIENT_STATUSES or response.status_code >= 500)
     try:
         data = _json_object(response.content)
     except MalformedReply as error:
@@ -684,8 +688,23 @@ def list_models_sync(config: EndpointConfig, *, timeout: float = 10) -> list[Mod
         with httpx.Client(timeout=timeout) as client:
             response = client.get(url, headers=headers)
     except (httpx.TransportError, httpx.DecodingError, httpx.InvalidURL) as error:
-        raise EndpointError(_transport_reason(error)) from error
+        raise EndpointError(_transport_reason(error), transient=_unreachable(error)) from error
     return _parse_model_list(config.protocol, response)
+
+
+def _unreachable(error: Exception) -> bool:
+    """An httpx error that says the endpoint is away (refused, reset, timed out, closed), not that it answers
+    wrongly: a TLS failure (a bad certificate, https on a plain-http port) is a ConnectError too, but asking
+    again cannot help."""
+    cause: BaseException | None = error
+    seen: set[int] = set()
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, ssl.SSLError):
+            return False
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return isinstance(error, (httpx.ConnectError, httpx.TimeoutException, httpx.RemoteProtocolError,
+                              httpx.ReadError, httpx.WriteError))
 
 
 PROBE_TRANSIENT_STATUSES = frozenset({408, 429})

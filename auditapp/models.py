@@ -354,6 +354,10 @@ class Audit(models.Model):
                              "raise it (up to the worker processes free) for fast endpoints.")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     status_reason = models.TextField(blank=True)
+    preparation_waiting = models.JSONField(
+        default=dict, blank=True, editable=False,
+        help_text="While the preparation waits for an endpoint it could not reach: the endpoint's name and id, "
+                  "since when (ISO 8601) and the last error; empty otherwise.")
     manifest = models.JSONField(default=dict, blank=True, editable=False)
     analysis = models.JSONField(default=dict, blank=True, editable=False,
                                 help_text="Δκ t-test and bootstrap, per-model and per-condition means.")

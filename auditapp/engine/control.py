@@ -36,8 +36,10 @@ def audit_resume(*, audit: Audit) -> None:
     if audit.status not in (Audit.Status.PAUSED, Audit.Status.STOPPED, Audit.Status.FAILED):
         raise AuditStateError(f"a {audit.get_status_display().lower()} audit cannot be resumed")
     if audit.n_requests == 0:
-        audit.status, audit.status_reason, audit.finished_at = Audit.Status.QUEUED, "", None
-        audit.save(update_fields=["status", "status_reason", "finished_at"])
+        # A wait for an unreachable endpoint starts again: its deadline counts from the next failure.
+        audit.status, audit.status_reason, audit.finished_at, audit.preparation_waiting = (
+            Audit.Status.QUEUED, "", None, {})
+        audit.save(update_fields=["status", "status_reason", "finished_at", "preparation_waiting"])
         enqueue_prepare(audit.id)
         return
     if audit.status == Audit.Status.STOPPED:

@@ -1,10 +1,18 @@
 """Preparing a queued audit: each model's digest, every planned request with its key, cached replies taken, the
-manifest, and (with structured output) one probe per chat model, then its work sent."""
+manifest, and (with structured output) one probe per chat model, then its work sent.
+
+An endpoint that cannot be reached while its models are listed (refused, reset, timed out, or answering a server
+error, a time-out or a rate limit) does not fail the audit at once: it waits, queued, as its requests would wait
+for the endpoint's circuit breaker. It says so in its status reason and in ``preparation_waiting``, and the
+workers' recovery sends the preparation again about every ``WORK_STALLED_SECONDS``
+(:func:`auditapp.engine.recovery.audits_prepare_unsent`), until the endpoint answers or its ``deadline_s`` (the
+time one request may take) has passed since the first failure; then the audit fails saying since when."""
 from __future__ import annotations
 
 import logging
 import subprocess
 from collections.abc import Iterable
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
@@ -50,8 +58,10 @@ def audit_prepare(*, audit_id: int) -> None:
                        reason=f"endpoint {endpoint} is not asked: {error}")
             return
         except llm_clients.EndpointError as error:
-            audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED,
-                       reason=f"could not list the models of endpoint {endpoint}: {error}")
+            reason = _endpoint_wait(audit, endpoint, error) if error.transient else \
+                f"could not list the models of endpoint {endpoint}: {error}"
+            if reason:
+                audit_fail(audit_id=audit_id, status=Audit.Status.QUEUED, reason=reason)
             return
         for audit_model in (m for m in models if m.endpoint_id == endpoint.id):
             info = offered.get(audit_model.model)
@@ -91,12 +101,34 @@ def audit_prepare(*, audit_id: int) -> None:
         gathered = _requests_statistics_gather(ANALYZE_LOCK_WAIT)
         started = Audit.objects.filter(pk=audit.id, status=Audit.Status.QUEUED).update(
             status=Audit.Status.RUNNING, n_requests=len(rows), manifest=manifest, started_at=timezone.now(),
-            status_reason="")
+            status_reason="", preparation_waiting={})
         if started:
             enqueue_work(audit.id, audit.parallel_tasks)
         if not gathered:
             # After the work is sent (on_commit callbacks run in their order), and never in its way.
             transaction.on_commit(lambda: _requests_statistics_gather(LATE_ANALYZE_LOCK_WAIT), robust=True)
+
+
+def _endpoint_wait(audit: Audit, endpoint, error: llm_clients.EndpointError) -> str:
+    """The endpoint could not be reached (``error.transient``): note that the audit waits for it and return "",
+    or, its deadline passed since the first failure, return why the audit fails."""
+    now = timezone.now()
+    waiting = audit.preparation_waiting or {}
+    since = datetime.fromisoformat(waiting["since"]) if waiting.get("endpoint_id") == endpoint.id else now
+    give_up_at = since + timedelta(seconds=endpoint.deadline_s)
+    if now >= give_up_at:
+        return (f"endpoint {endpoint} could not be reached since {since:%Y-%m-%d %H:%M:%S %Z}, longer than its "
+                f"deadline ({endpoint.deadline_s:g} s): {error}; resume the audit once it answers")
+    Audit.objects.filter(pk=audit.id, status=Audit.Status.QUEUED).update(
+        preparation_waiting={"endpoint": endpoint.name, "endpoint_id": endpoint.id, "since": since.isoformat(),
+                             "last_error": str(error)},
+        status_reason=(f"waiting for endpoint {endpoint}, which could not be reached since "
+                       f"{since:%Y-%m-%d %H:%M:%S %Z} ({error}): the preparation is tried again about every "
+                       f"{settings.WORK_STALLED_SECONDS:g} s until {give_up_at:%H:%M:%S %Z} (the endpoint's "
+                       "deadline), then the audit fails; cancel it to stop waiting"))
+    logger.warning("Audit %s: endpoint %s could not be reached (%s); the preparation waits", audit.id, endpoint,
+                   error)
+    return ""
 
 
 # The columns a preparation sets on each request; every other column takes its field's default.

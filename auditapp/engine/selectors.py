@@ -46,7 +46,7 @@ def audit_progress(audit: Audit) -> dict:
     """Per model × condition: answered, failed, waiting, from cache, retries, rate (:func:`_sending_rates`),
     requests waiting to retry now, and an ETA (the waiting requests at that rate; None unless the audit is
     running); then the totals; the endpoints a live worker finds unreachable (its requests held until they answer),
-    each with since when (ISO 8601); and whether any worker is alive (:mod:`auditapp.worker_status`); and when the
+    or that a queued audit's preparation waits for, each with since when (ISO 8601) and the last error; and whether any worker is alive (:mod:`auditapp.worker_status`); and when the
     results were last computed (``analysed_at``, ISO 8601 or None), which a dashboard waiting for a recomputation
     watches."""
     now = timezone.now()
@@ -70,6 +70,9 @@ def audit_progress(audit: Audit) -> dict:
         for endpoint, seen in (state or {}).get("unreachable", {}).items():
             if endpoint not in unreachable or seen["since"] < unreachable[endpoint]["since"]:
                 unreachable[endpoint] = seen
+    waiting = audit.preparation_waiting
+    if audit.status == Audit.Status.QUEUED and waiting:
+        unreachable[waiting["endpoint"]] = {"since": waiting["since"], "last_error": waiting["last_error"]}
     models = audit.model_names()
     conditions = [code for code, _ in registry.get(audit.paradigm).cells(audit)]
     by_cell = {(row["audit_model_id"], row["condition"]): row for row in rows}

@@ -259,7 +259,9 @@
     var outages = progress.unreachable_endpoints || [];
     unreachable.textContent = outages.map(function (outage) {
       return "Endpoint " + outage.endpoint + " unreachable since " + new Date(outage.since).toLocaleString() +
-        " (" + outage.last_error + "): its requests wait, it is probed with backoff, and sending resumes when it answers.";
+        " (" + outage.last_error + "): " + (progress.status === "queued"
+          ? "the audit waits, and its preparation is tried again until the endpoint answers or its deadline passes."
+          : "its requests wait, it is probed with backoff, and sending resumes when it answers.");
     }).join(" ");
     unreachable.hidden = !outages.length;
     setStatus(progress.status, progress.status_reason);

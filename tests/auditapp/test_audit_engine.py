@@ -270,12 +270,115 @@ def test_a_model_the_endpoint_does_not_offer_fails_the_audit_before_any_request(
     assert "does not offer model 'model-z'" in audit.status_reason and "model-a" in audit.status_reason
     assert not AuditRequest.objects.filter(audit=audit).exists()
 
-    down = LLMEndpoint.objects.create(name="down", base_url=f"http://127.0.0.1:{free_port()}")
-    audit = classification_services.audit_create(study=study, name="down", conditions=["zs"],
-                                  models=[engine_launch.ModelChoice(endpoint=down, model="model-a")])
+
+def test_an_endpoint_away_at_preparation_is_waited_for_until_it_answers(no_tasks, api_client):
+    """Nothing listens on the endpoint's port: the preparation leaves the audit queued, saying since when it waits
+    (status reason and the progress API's unreachable_endpoints), keeps that time when it is tried again, and
+    prepares the audit once a server answers there."""
+    study = make_audit_study(4, n_examples=2)
+    port = free_port()
+    endpoint = LLMEndpoint.objects.create(name="starting", base_url=f"http://127.0.0.1:{port}", deadline_s=600,
+                                          team=study.team)
+    audit = classification_services.audit_create(study=study, name="early", conditions=["zs"],
+                                  models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
     preparation.audit_prepare(audit_id=audit.id)
     audit.refresh_from_db()
-    assert audit.status == Audit.Status.FAILED and "could not list the models of endpoint down" in audit.status_reason
+    assert audit.status == Audit.Status.QUEUED and not AuditRequest.objects.filter(audit=audit).exists()
+    waiting = audit.preparation_waiting
+    assert waiting["endpoint"] == "starting" and waiting["endpoint_id"] == endpoint.id
+    assert "Connection refused" in waiting["last_error"]
+    assert audit.status_reason.startswith("waiting for endpoint starting, which could not be reached since ")
+    assert "cancel it to stop waiting" in audit.status_reason
+    progress = api_client.get(f"/api/audits/{audit.id}/progress/").json()
+    assert progress["status"] == "queued"
+    assert progress["unreachable_endpoints"] == [{"endpoint": "starting", "since": waiting["since"],
+                                                  "last_error": waiting["last_error"]}]
+
+    preparation.audit_prepare(audit_id=audit.id)
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.QUEUED and audit.preparation_waiting["since"] == waiting["since"]
+
+    with LLMServer(port=port, latency=0.001, positive_words=AUDIT_POSITIVE_WORDS):
+        preparation.audit_prepare(audit_id=audit.id)
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.RUNNING and audit.status_reason == "" and audit.preparation_waiting == {}
+    assert AuditRequest.objects.filter(audit=audit).count() == 4
+    assert api_client.get(f"/api/audits/{audit.id}/progress/").json()["unreachable_endpoints"] == []
+
+
+def test_an_endpoint_away_at_preparation_fails_the_audit_at_its_deadline_and_resume_waits_again(no_tasks):
+    from datetime import datetime, timedelta
+
+    study = make_audit_study(4, n_examples=2)
+    endpoint = LLMEndpoint.objects.create(name="down", base_url=f"http://127.0.0.1:{free_port()}", deadline_s=60)
+    audit = classification_services.audit_create(study=study, name="down", conditions=["zs"],
+                                  models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
+    preparation.audit_prepare(audit_id=audit.id)
+    audit.refresh_from_db()
+    since = datetime.fromisoformat(audit.preparation_waiting["since"])
+    # A minute and a second later (the endpoint's deadline is 60 s): the wait is over.
+    moved = {**audit.preparation_waiting, "since": (since - timedelta(seconds=61)).isoformat()}
+    Audit.objects.filter(pk=audit.pk).update(preparation_waiting=moved)
+    preparation.audit_prepare(audit_id=audit.id)
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.FAILED
+    assert audit.status_reason.startswith(
+        f"endpoint down could not be reached since {since - timedelta(seconds=61):%Y-%m-%d %H:%M:%S} UTC, longer "
+        "than its deadline (60 s): ")
+    assert "Connection refused" in audit.status_reason and audit.status_reason.endswith("resume the audit once it answers")
+
+    control.audit_resume(audit=audit)
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.QUEUED and audit.preparation_waiting == {}
+    assert no_tasks[-1] == ("audit_prepare_task", audit.id)
+    preparation.audit_prepare(audit_id=audit.id)
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.QUEUED and datetime.fromisoformat(audit.preparation_waiting["since"]) > since
+
+
+@pytest.mark.parametrize("answer", ["401 key refused", "tls on a plain port", "503 model loading"])
+def test_an_endpoint_that_answers_wrongly_at_preparation_fails_the_audit_at_once_unless_it_is_busy(no_tasks,
+                                                                                                   answer):
+    """Asking again cannot help a refused key or a TLS failure: no wait. A server error (a server still loading
+    its model answers 503) may pass: the audit waits."""
+    import socket
+    import threading
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+    body = b'{"error": "invalid api key"}'
+    status = b"503 Service Unavailable" if answer.startswith("503") else b"401 Unauthorized"
+    reply = b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
+        status, len(body), body)
+
+    def answer_every_connection():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(4096)
+                connection.sendall(reply)
+
+    threading.Thread(target=answer_every_connection, daemon=True).start()
+    scheme = "https" if answer.startswith("tls") else "http"
+    endpoint = LLMEndpoint.objects.create(name="wrong", base_url=f"{scheme}://127.0.0.1:{port}")
+    study = make_audit_study(4, n_examples=2)
+    audit = classification_services.audit_create(study=study, name="wrong", conditions=["zs"],
+                                  models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
+    try:
+        preparation.audit_prepare(audit_id=audit.id)
+    finally:
+        listener.close()
+    audit.refresh_from_db()
+    if answer.startswith("503"):
+        assert audit.status == Audit.Status.QUEUED
+        assert audit.preparation_waiting["last_error"] == "HTTP 503: invalid api key"
+        return
+    assert audit.status == Audit.Status.FAILED and audit.preparation_waiting == {}
+    assert audit.status_reason.startswith("could not list the models of endpoint wrong: ")
+    assert ("HTTP 401" in audit.status_reason) if scheme == "http" else ("SSL" in audit.status_reason)
 
 
 def test_an_audit_launched_while_the_broker_is_away_is_stored_and_prepared_by_the_recovery(server, monkeypatch,

@@ -140,6 +140,40 @@ def test_worker_killed_mid_audit_loses_and_duplicates_nothing(worker_env, api_cl
     assert stats["requests"] >= 600
 
 
+def test_an_audit_launched_while_its_endpoint_is_away_waits_and_runs_once_it_answers(api_client):
+    """No server on the endpoint's port at the launch: the worker's preparation leaves the audit queued, the
+    progress API says since when it waits, the workers' recovery prepares it again, and once a server listens
+    there the audit completes with one reply per request."""
+    env = worker_environment(WORK_RECOVERY_SECONDS="1", WORK_STALLED_SECONDS="2")
+    study = make_audit_study(20, n_examples=4)
+    port = free_port()
+    endpoint = LLMEndpoint.objects.create(name="starting", protocol="openai", base_url=f"http://127.0.0.1:{port}",
+                                          max_concurrency=8, attempt_timeout_s=5, deadline_s=120, max_attempts=2)
+    worker = started_celery_worker(env)
+    server = None
+    try:
+        audit_id = launch(api_client, study, endpoint, models=["model-a"], conditions=["zs"])
+
+        def waiting_shown():
+            progress = api_client.get(f"/api/audits/{audit_id}/progress/").json()
+            return progress["unreachable_endpoints"] if progress["status"] == "queued" else None
+        shown = wait_for(waiting_shown, timeout=60, what="the wait for the endpoint in the progress API")
+        assert shown[0]["endpoint"] == "starting" and "Connection refused" in shown[0]["last_error"]
+        time.sleep(5)
+        audit = Audit.objects.get(pk=audit_id)
+        assert audit.status == "queued" and audit.preparation_waiting["since"] == shown[0]["since"]
+        assert worker.count(r"endpoint starting could not be reached") >= 2, "prepared again by the recovery"
+        server = LLMServer(port=port, latency=0.01, positive_words=AUDIT_POSITIVE_WORDS).start()
+        assert wait_for(lambda: audit_status(audit_id), timeout=120, what="the audit") == "completed", \
+            Audit.objects.get(pk=audit_id).status_reason
+    finally:
+        worker.stop()
+        if server is not None:
+            server.stop()
+    assert AuditRequest.objects.filter(audit_id=audit_id, state="answered").count() == 20
+    assert Audit.objects.get(pk=audit_id).preparation_waiting == {}
+
+
 def test_self_report_audit_through_transient_faults_scores_as_worked_by_hand(worker_env, api_client):
     instruments = {instrument.slug: instrument for instrument in instruments_sync_shipped()}
     aq, sata = instruments["aq50"].parsed, instruments["sata_partial"].parsed
