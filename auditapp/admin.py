@@ -65,7 +65,18 @@ class LLMEndpointForm(forms.ModelForm):
             if field_name not in self.errors:  # a field already refused says why itself
                 for message in reasons:
                     self.add_error(field_name, message)
+        if self.instance.pk is not None and not self.errors:
+            refusal = engine_endpoints.endpoint_change_refusal(
+                endpoint=LLMEndpoint.objects.get(pk=self.instance.pk), changes=self.changes())
+            if refusal:
+                self.add_error(None, refusal)
         return data
+
+    def changes(self) -> dict:
+        """The changed settings, as :func:`auditapp.engine.endpoints.endpoint_update` takes them (the teams it is
+        shared with are saved with the form's other relations)."""
+        return {name: self.cleaned_data[name] for name in self.changed_data
+                if not LLMEndpoint._meta.get_field(name).many_to_many}
 
 
 @admin.register(LLMEndpoint)
@@ -110,6 +121,11 @@ class LLMEndpointAdmin(TeamScopedAdmin, admin.ModelAdmin):
     formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
 
     def save_model(self, request, obj, form, change):
+        if change:
+            # The API's rules: no change of what requests' keys hold while an audit sends them (the form said so),
+            # and a listing of the old server dropped.
+            engine_endpoints.endpoint_update(endpoint=obj, changes=form.changes())
+            return
         super().save_model(request, obj, form, change)
         if scorer_kinds.scorer_kind(obj.protocol).models_known:
             engine_endpoints.endpoint_list_models(obj)

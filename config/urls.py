@@ -50,6 +50,7 @@ api_patterns = [
     path("annotator-imports/<int:pk>/", psychometrics_api.AnnotatorImportDetailView.as_view(),
          name="annotator-import-detail"),
     path("endpoints/", audit_api.EndpointListView.as_view(), name="endpoint-list"),
+    path("endpoints/<int:pk>/", audit_api.EndpointDetailView.as_view(), name="endpoint-detail"),
     path("endpoints/<int:pk>/models/", audit_api.EndpointModelsView.as_view(), name="endpoint-models"),
     path("corpora/", corpus_api.CorpusListView.as_view(), name="corpus-list"),
     path("corpora/<int:pk>/", corpus_api.CorpusDetailView.as_view(), name="corpus-detail"),

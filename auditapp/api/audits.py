@@ -42,6 +42,7 @@ from auditapp.llm_clients import STRUCTURED_OUTPUT_FORMS, EndpointError
 from auditapp.models import MAX_ENDPOINT_SECONDS, Audit, AuditRequest, LLMEndpoint
 from common.api.exports import ExportListAPIView, ModelListExportView
 from common.api.fields import storable_json
+from common.api.parsers import JSONObjectParser
 from common.export_rows import Export
 from teams import roles
 from teams.api import (
@@ -160,6 +161,10 @@ class EndpointSerializer(serializers.ModelSerializer):
             engine_endpoints.endpoint_list_models(endpoint)
         return endpoint
 
+    def update(self, endpoint: LLMEndpoint, validated_data: dict) -> LLMEndpoint:
+        validated_data.pop("team", None)  # unchanged (validate_team)
+        return engine_endpoints.endpoint_update(endpoint=endpoint, changes=validated_data)
+
 
 class EndpointListView(TeamScopedMixin, generics.ListCreateAPIView):
     """The LLM endpoints of your teams and those shared with them; POST registers one in a team where you are an
@@ -167,6 +172,23 @@ class EndpointListView(TeamScopedMixin, generics.ListCreateAPIView):
 
     serializer_class = EndpointSerializer
     queryset = LLMEndpoint.objects.all()
+
+
+@extend_schema_view(
+    put=extend_schema(responses={200: EndpointSerializer, 409: ErrorSerializer}),
+    patch=extend_schema(responses={200: EndpointSerializer, 409: ErrorSerializer}),
+    delete=extend_schema(responses={204: None, 409: ErrorSerializer}))
+class EndpointDetailView(TeamScopedMixin, generics.RetrieveUpdateDestroyAPIView):
+    """One endpoint of your teams or shared with them. PUT and PATCH change its settings (editors and owners of its
+    team; 409 when the change would alter the keys of requests an audit still has to send: its kind, base URL or
+    scoring settings). DELETE removes one that no audit names (owners; 409 otherwise)."""
+
+    serializer_class = EndpointSerializer
+    queryset = LLMEndpoint.objects.all()
+    parser_classes = [JSONObjectParser]
+
+    def perform_destroy(self, endpoint: LLMEndpoint) -> None:
+        engine_endpoints.endpoint_delete(endpoint=endpoint)
 
 
 class ModelInfoSerializer(serializers.Serializer):

@@ -1,18 +1,29 @@
 """An endpoint as the engine uses it: its client configuration, whether it may be asked (its key variable, its
-address), and the models it offers."""
+address), the models it offers, and the changes and deletions that would not break an audit using it."""
 from __future__ import annotations
 
-from typing import cast
+import copy
+from typing import Any, cast
 
+from django.db import transaction
+from django.db.models import Q
+from django.db.models.deletion import ProtectedError
 from django.utils import timezone
 
 from auditapp import llm_clients, scorer_kinds
 from auditapp.endpoint_addresses import check_endpoint_url
 from auditapp.endpoint_keys import check_key_variable
 from auditapp.models import (
+    Audit,
+    AuditModel,
+    AuditRequest,
     LLMEndpoint,
     endpoint_address_policy,
 )
+from common.errors import StateConflict
+
+# Audits that will send no more requests: an endpoint change cannot break them.
+_DONE = (Audit.Status.COMPLETED, Audit.Status.CANCELLED)
 
 
 def endpoint_config(endpoint: LLMEndpoint) -> llm_clients.EndpointConfig:
@@ -45,3 +56,69 @@ def endpoint_list_models(endpoint: LLMEndpoint) -> list[llm_clients.ModelInfo]:
     endpoint.listed_at = timezone.now()
     endpoint.save(update_fields=["listed_models", "listed_at"])
     return models
+
+
+def _request_identity(endpoint: LLMEndpoint, models: list[str]) -> list[dict]:
+    """What of the endpoint goes into its requests' keys (:mod:`auditapp.engine.request_keys`), per model."""
+    config = endpoint_config(endpoint)
+    return [{"protocol": endpoint.protocol, "base_url": endpoint.base_url.rstrip("/"),
+             "identity": scorer_kinds.identity(config, model)} for model in models]
+
+
+def _changed(endpoint: LLMEndpoint, changes: dict[str, Any]) -> LLMEndpoint:
+    changed = copy.copy(endpoint)
+    for name, value in changes.items():
+        setattr(changed, name, value)
+    return changed
+
+
+def _keys_change(endpoint: LLMEndpoint, changed: LLMEndpoint) -> bool:
+    models = sorted(set(AuditModel.objects.filter(endpoint=endpoint).values_list("model", flat=True))) or [""]
+    return _request_identity(changed, models) != _request_identity(endpoint, models)
+
+
+def endpoint_change_refusal(*, endpoint: LLMEndpoint, changes: dict[str, Any]) -> str:
+    """Why ``changes`` may not be made to the stored ``endpoint`` now ("" when they may): a change of what its
+    requests' keys hold (its kind, base URL, or an HTTP JSON scorer's template, score path and scale) while an
+    audit has requests to send through it, which were keyed with the present settings and would fail as changed."""
+    if not _keys_change(endpoint, _changed(endpoint, changes)):
+        return ""
+    # One filter(): the pending request is the one sent through this endpoint.
+    sending = list(Audit.objects.filter(
+        requests__audit_model__endpoint=endpoint, requests__state=AuditRequest.State.PENDING)
+        .exclude(status__in=_DONE).distinct().order_by("id").values_list("name", flat=True)[:5])
+    if not sending:
+        return ""
+    return (f"endpoint {endpoint}: its kind, base URL and scoring settings are in the keys of the requests that "
+            f"audit(s) {', '.join(repr(name) for name in sending)} still have to send, which would fail as changed; "
+            "let them finish or cancel them first, or register the new settings as a new endpoint")
+
+
+@transaction.atomic
+def endpoint_update(*, endpoint: LLMEndpoint, changes: dict[str, Any]) -> LLMEndpoint:
+    """Apply validated ``changes``, unless :func:`endpoint_change_refusal` refuses them (StateConflict). After a
+    change of what its requests' keys hold, the stored model listing, which described the old server, is dropped
+    (or listed again, for a kind that knows its models without asking)."""
+    endpoint = LLMEndpoint.objects.select_for_update().get(pk=endpoint.pk)
+    refusal = endpoint_change_refusal(endpoint=endpoint, changes=changes)
+    if refusal:
+        raise StateConflict(refusal)
+    changed = _changed(endpoint, changes)
+    if _keys_change(endpoint, changed):
+        changed.listed_models, changed.listed_at = [], None
+    changed.save()
+    if not changed.listed_models and scorer_kinds.scorer_kind(changed.protocol).models_known:
+        endpoint_list_models(changed)
+    return changed
+
+
+def endpoint_delete(*, endpoint: LLMEndpoint) -> None:
+    """Delete an endpoint no audit names; one that an audit or an extraction names is refused (their records
+    say which endpoint answered)."""
+    try:
+        with transaction.atomic():
+            endpoint.delete()
+    except ProtectedError:
+        n = Audit.objects.filter(Q(models__endpoint=endpoint) | Q(extractions__endpoint=endpoint)).distinct().count()
+        raise StateConflict(f"endpoint {endpoint} is named by {n} audit(s), whose records say which endpoint "
+                            "answered: it cannot be deleted") from None

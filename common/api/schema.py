@@ -98,7 +98,7 @@ class AutoSchema(openapi.AutoSchema):
     - a serializer's ``schema_field_rules``: field name → keywords added to that field's request schema, for what
       its validators check that drf-spectacular cannot read (an exclusive bound);
     - a serializer's ``schema_rules``: a dict (or a callable giving one) merged into its request component, for what
-      its ``validate`` checks across fields (``anyOf`` / ``oneOf`` over its properties).
+      its ``validate`` checks across fields (``anyOf`` / ``oneOf`` over its properties); not a PATCH body's.
     """
 
     def _map_basic_serializer(self, serializer, direction):
@@ -114,7 +114,8 @@ class AutoSchema(openapi.AutoSchema):
             schema["additionalProperties"] = False
         for name, rules in getattr(serializer, "schema_field_rules", {}).items():
             properties[name].update(copy.deepcopy(rules))
-        if rules := getattr(serializer, "schema_rules", {}):
+        # A PATCH body holds only the fields it changes: the rules hold on the object as changed, not on the body.
+        if (rules := getattr(serializer, "schema_rules", {})) and self.method != "PATCH":
             # Merged by state_request_rules, after drf-spectacular's enum hook (which would name their enums).
             schema[RULES_KEY] = copy.deepcopy(rules() if callable(rules) else rules)
         return schema

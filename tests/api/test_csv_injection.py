@@ -169,6 +169,8 @@ def get_paths(ids: dict) -> list[str]:
             pk = ids["import"].id
         elif route.startswith("endpoints/<int:pk>/models/"):
             continue  # it asks the endpoint's server for its models: nothing of ours to export
+        elif route == "endpoints/<int:pk>/":
+            pk = ids["endpoint"].id
         elif route.endswith("/qdc/"):
             continue  # the REFI-QDA XML file, no CSV (tests/coding/test_qdc.py)
         elif route.startswith("codebooks/"):

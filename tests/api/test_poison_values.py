@@ -60,7 +60,7 @@ def seeded_ids(audit_tasks_off) -> dict[str, int]:
 def path_id(path: str, ids: dict) -> int:
     """The seeded object a templated path's ``{id}`` names."""
     kind = {"studies": "study", "audits": "audit", "codebooks": "codebook", "coding-rounds": "coding_round",
-            "teams": "team"}
+            "teams": "team", "endpoints": "endpoint"}
     return ids[kind[path.split("/")[2]]]
 
 
@@ -72,6 +72,7 @@ def base_body(method: str, path: str, variant: str | None, ids: dict) -> dict:
     bodies = {
         ("post", "/api/studies/"): {"name": "Poisoned", "slug": "poisoned"},
         ("post", "/api/endpoints/"): {"name": "poisoned", "protocol": "openai", "base_url": "http://127.0.0.1:9"},
+        ("put", "/api/endpoints/{id}/"): {"name": "poisoned", "protocol": "openai", "base_url": "http://127.0.0.1:9"},
         ("post", "/api/audits/"): launch,
         ("post", "/api/audits/{id}/extractions/"): {"mode": "model", "endpoint": ids["endpoint"], "model": "m"},
         ("post", "/api/codebooks/"): {"name": "poisoned", "codes": [{"name": "a", "examples": ["e"]}]},

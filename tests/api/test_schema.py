@@ -54,6 +54,12 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {
     ("POST", "/api/endpoints/"): "the name must not be taken; the base URL's host must not resolve to a refused "
                                  "address; an HTTP JSON scorer's template and JMESPath must be valid, score_min < "
                                  "score_max",
+    ("PUT", "/api/endpoints/{id}/"): "the name must not be another endpoint's; the base URL's host must not resolve "
+                                     "to a refused address; no audit may still have requests to send with its old "
+                                     "kind, base URL or scoring settings",
+    ("PATCH", "/api/endpoints/{id}/"): "the name must not be another endpoint's; the base URL's host must not resolve "
+                                       "to a refused address; no audit may still have requests to send with its old "
+                                       "kind, base URL or scoring settings",
     ("POST", "/api/studies/{id}/imports/"): "the file must be a readable item file",
     ("POST", "/api/studies/{id}/annotator-imports/"): "the file must be readable annotator data of the study's "
                                                        "annotators",
