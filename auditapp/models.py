@@ -368,6 +368,9 @@ class Audit(models.Model):
                              help_text="The team whose members may see and change it (teams.scoping).")
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
+    resumed_at = models.DateTimeField(
+        null=True, blank=True, help_text="When sending last began again after a pause, a stop or a failure (resumed, "
+                                         "or its failed requests sent again); the progress rate counts from then.")
     finished_at = models.DateTimeField(null=True, blank=True)
     analysed_at = models.DateTimeField(null=True, blank=True)
 

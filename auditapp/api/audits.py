@@ -242,7 +242,7 @@ class AuditSerializer(serializers.ModelSerializer):
         fields = ("id", "name", "paradigm", "study", "study_slug", "corpus", "status", "status_reason", "models",
                   "conditions", "design", "replicates", "seed", "use_cache", "structured_output", "error_budget",
                   "unparsed", "n_resamples", "parallel_tasks", "n_requests", "n_answered", "n_failed", "created_at",
-                  "started_at", "finished_at", "analysed_at", "dashboard")
+                  "started_at", "resumed_at", "finished_at", "analysed_at", "dashboard")
 
     def get_conditions(self, audit: Audit) -> list[str]:
         return [c.condition for c in audit.conditions.all()]
@@ -270,7 +270,7 @@ class AuditListView(ModelListExportView):
     def export_rows(self):
         columns = ["id", "name", "paradigm", "study", "status", "status_reason", "replicates", "seed", "use_cache",
                    "error_budget", "unparsed", "n_requests", "n_answered", "n_failed", "created_at", "started_at",
-                   "finished_at"]
+                   "resumed_at", "finished_at"]
         rows = self.get_queryset().values_list(*[("study__slug" if c == "study" else c) for c in columns])
         return Export(columns, rows)
 

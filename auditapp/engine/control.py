@@ -45,9 +45,7 @@ def audit_resume(*, audit: Audit) -> None:
     if audit.status == Audit.Status.STOPPED:
         # The failures that spent the error budget are sent again; otherwise the audit would stop at once.
         requeue_failed(audit)
-    audit.status, audit.status_reason, audit.finished_at = Audit.Status.RUNNING, "", None
-    audit.save(update_fields=["status", "status_reason", "finished_at"])
-    enqueue_work(audit.id, audit.parallel_tasks)
+    _sending_again(audit)
 
 
 def requeue_failed(audit: Audit) -> int:
@@ -83,7 +81,13 @@ def audit_retry_failed(*, audit: Audit) -> int:
         raise AuditStateError(f"the failed requests of a {audit.get_status_display().lower()} audit cannot be retried")
     n = requeue_failed(audit)
     if n:
-        audit.status, audit.status_reason, audit.finished_at = Audit.Status.RUNNING, "", None
-        audit.save(update_fields=["status", "status_reason", "finished_at"])
-        enqueue_work(audit.id, audit.parallel_tasks)
+        _sending_again(audit)
     return n
+
+
+def _sending_again(audit: Audit) -> None:
+    """Running again, its work sent; the progress rate counts from now (``resumed_at``), not over the pause."""
+    audit.status, audit.status_reason, audit.finished_at, audit.resumed_at = (
+        Audit.Status.RUNNING, "", None, timezone.now())
+    audit.save(update_fields=["status", "status_reason", "finished_at", "resumed_at"])
+    enqueue_work(audit.id, audit.parallel_tasks)

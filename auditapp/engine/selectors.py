@@ -101,13 +101,12 @@ def _sending_rates(audit: Audit, now: datetime) -> tuple[dict[tuple[int, str], f
     flight when sending began, or began again after an outage or a pause, took that long to come back), or from the
     audit's start or the window's start if later, to now. So 12 s into an audit, or 10 s after an outage ended, the
     rate is that of those seconds, not of a minute mostly spent waiting; a row that stops sending slows down as the
-    time since grows. The span is at least :data:`MIN_RATE_SPAN` (replies are written in batches, so the first
+    time since grows. After a resume (``resumed_at``) only what finished since counts, over the time since. The span is at least :data:`MIN_RATE_SPAN` (replies are written in batches, so the first
     ones share one time). One grouped query over the window's rows (the ``audit, finished_at`` index), never one
     per row."""
-    floor = now - RATE_WINDOW
-    if audit.started_at is not None and audit.started_at > floor:
-        floor = audit.started_at
-    recent = (AuditRequest.objects.filter(audit=audit, finished_at__gte=now - RATE_WINDOW, from_cache=False)
+    window_start = max(now - RATE_WINDOW, audit.resumed_at) if audit.resumed_at else now - RATE_WINDOW
+    floor = max(window_start, audit.started_at) if audit.started_at else window_start
+    recent = (AuditRequest.objects.filter(audit=audit, finished_at__gte=window_start, from_cache=False)
               .values("audit_model_id", "condition")
               .annotate(n=Count("id"), first=Min("finished_at"), latency_ms=Avg("reply__latency_ms")).order_by())
     starts: dict[tuple[int, str], tuple[int, datetime]] = {}

@@ -86,6 +86,32 @@ def test_after_an_outage_the_rate_is_over_the_seconds_since_sending_resumed(api_
     assert progress["totals"]["eta_s"] == pytest.approx(52 * 10.5 / 8, rel=0.005)
 
 
+def test_after_a_resume_the_rate_counts_only_what_finished_since_over_the_time_since(api_client, now):
+    """Paused 40 s ago after 4 finishes (50, 48, 46 and 44 s ago), resumed 10 s ago: 4 more finished since, 8, 6, 4
+    and 2 s ago, at 1 s latency. Since the resume: 4 requests, the first sent 9 s ago, but not before the resume
+    (10 s ago): 4 / 9 = 0.444/s, 18 s for its 8 waiting. Without the resume known it read the 8 finishes over the
+    51 s since the first was sent, 0.157/s, and an ETA of 51 s, though it sends at 0.444/s now."""
+    audit = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING)
+    Audit.objects.filter(pk=audit.pk).update(started_at=now - 10 * 60 * SECOND, resumed_at=now - 10 * SECOND)
+    _quiet_all_but(audit, "model-a", "zs", now - 5 * 60 * SECOND)
+    _finish(audit, "model-a", "zs", [now - t * SECOND for t in (50, 48, 46, 44, 8, 6, 4, 2)], latency_ms=1000.0)
+    cell = _cell(_progress(api_client, audit), "model-a", "zs")
+    assert cell["rate_per_s"] == pytest.approx(4 / 9, rel=0.005)
+    assert cell["eta_s"] == pytest.approx(18, rel=0.005)
+
+
+def test_resuming_and_sending_failed_requests_again_record_when_sending_began_again(api_client):
+    for status, action in ((Audit.Status.PAUSED, "resume"), (Audit.Status.COMPLETED, "retry-failed")):
+        audit = build_audit(RUNNING_PLAN, status=status)
+        AuditRequest.objects.filter(audit=audit, state=AuditRequest.State.PENDING).update(
+            state=AuditRequest.State.FAILED, error="HTTP 500")
+        before = timezone.now()
+        response = api_client.post(f"/api/audits/{audit.id}/{action}/")
+        assert response.status_code in (200, 202), response.content
+        audit.refresh_from_db()
+        assert audit.status == Audit.Status.RUNNING and audit.resumed_at >= before
+
+
 def test_a_row_sending_all_minute_long_is_measured_over_the_minute(api_client, now):
     """Finishes every 10 s over the last 75 s at 10 s latency: the 6 within the minute count, over the whole minute
     (the first of them was sent before it began), 0.1/s; the two before the minute do not count."""
