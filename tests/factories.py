@@ -8,6 +8,7 @@ import random
 import zipfile
 
 from django.contrib.auth import get_user_model
+from rest_framework.test import APIClient
 
 from annotation.models import Item, Label, Participant, Study
 from auditapp.services import researcher_create
@@ -24,6 +25,13 @@ def make_study(**fields) -> Study:
 def make_researcher(username: str = "alice"):
     user, _, token = researcher_create(username=username)
     return user, token
+
+
+def token_client(token: str) -> APIClient:
+    """An API client that sends ``token`` (a researcher's, from :func:`make_researcher`) with every request."""
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    return client
 
 
 def make_participant_user(username: str = "mallory"):

@@ -19,7 +19,7 @@ from auditapp.engine.errors import failure_advice
 from auditapp.models import Audit, AuditMetric, AuditRequest, LLMEndpoint, LLMReply
 from auditapp.paradigms.classification import services as classification_services
 from tests.factories import AUDIT_POSITIVE_WORDS, make_audit_study
-from tests.integration.support import free_port, wait_for
+from tests.integration.support import canned_http_server, free_port, wait_for
 from tests.llm_server import LLMServer, expected_label
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -341,36 +341,17 @@ def test_an_endpoint_that_answers_wrongly_at_preparation_fails_the_audit_at_once
                                                                                                    answer):
     """Asking again cannot help a refused key or a TLS failure: no wait. A server error (a server still loading
     its model answers 503) may pass: the audit waits."""
-    import socket
-    import threading
-
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
     body = b'{"error": "invalid api key"}'
     status = b"503 Service Unavailable" if answer.startswith("503") else b"401 Unauthorized"
     reply = b"HTTP/1.1 %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s" % (
         status, len(body), body)
-
-    def answer_every_connection():
-        while True:
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            with connection:
-                connection.recv(4096)
-                connection.sendall(reply)
-
-    threading.Thread(target=answer_every_connection, daemon=True).start()
     scheme = "https" if answer.startswith("tls") else "http"
-    endpoint = LLMEndpoint.objects.create(name="wrong", base_url=f"{scheme}://127.0.0.1:{port}")
     study = make_audit_study(4, n_examples=2)
-    audit = classification_services.audit_create(study=study, name="wrong", conditions=["zs"],
-                                  models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
-    try:
+    with canned_http_server(reply) as port:
+        endpoint = LLMEndpoint.objects.create(name="wrong", base_url=f"{scheme}://127.0.0.1:{port}")
+        audit = classification_services.audit_create(study=study, name="wrong", conditions=["zs"],
+                                      models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
         preparation.audit_prepare(audit_id=audit.id)
-    finally:
-        listener.close()
     audit.refresh_from_db()
     if answer.startswith("503"):
         assert audit.status == Audit.Status.QUEUED

@@ -21,7 +21,7 @@ from auditapp.endpoint_breaker import (
 )
 from auditapp.llm_clients import EndpointConfig, chat_session, send_chat
 from auditapp.llm_limits import LocalLimiter
-from tests.integration.support import free_port
+from tests.integration.support import canned_http_server, free_port
 from tests.llm_server import LLMServer
 
 
@@ -190,36 +190,17 @@ def test_send_chat_fails_a_held_request_at_its_deadline_saying_since_when():
 
 
 def test_a_tls_failure_is_not_an_outage_it_fails_at_once_and_leaves_the_breaker_closed():
-    import threading
-
-    # A plain-HTTP server asked with https: it answers the TLS hello with an HTTP error and closes.
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-
-    def answer_in_plain_http():
-        while True:
-            try:
-                connection, _ = listener.accept()
-            except OSError:
-                return
-            with connection:
-                connection.recv(1024)
-                connection.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-
-    threading.Thread(target=answer_in_plain_http, daemon=True).start()
-    config = EndpointConfig(protocol="openai", base_url=f"https://127.0.0.1:{port}", max_attempts=5,
-                            attempt_timeout=5, deadline=30, backoff_base=0.01, backoff_cap=0.02)
-    breaker = EndpointBreaker(MemoryBreakerStore(), "e", probe_seconds=2, threshold=1, backoff_first=5)
-
-    async def send():
+    async def send(port: int):
+        config = EndpointConfig(protocol="openai", base_url=f"https://127.0.0.1:{port}", max_attempts=5,
+                                attempt_timeout=5, deadline=30, backoff_base=0.01, backoff_cap=0.02)
         async with chat_session(2) as session:
             return await send_chat(session, config, LocalLimiter(2), "model-a", [{"role": "user", "content": "x"}],
                                    {}, rng=random.Random(0), breaker=breaker)
 
-    try:
-        result = asyncio.run(send())
-    finally:
-        listener.close()
+    breaker = EndpointBreaker(MemoryBreakerStore(), "e", probe_seconds=2, threshold=1, backoff_first=5)
+    # A plain-HTTP server asked with https: it answers the TLS hello with an HTTP error and closes.
+    with canned_http_server(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n") as port:
+        result = asyncio.run(send(port))
     assert result.completion is None and result.attempts == 1, result
     assert "ssl" in result.error.lower()
     assert breaker.view == CLOSED

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -258,6 +258,29 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def canned_http_server(reply: bytes) -> Iterator[int]:
+    """A server on 127.0.0.1 that reads each connection's request and answers it with ``reply``, raw bytes (a status
+    the test server never gives, or plain HTTP to a TLS hello); yields its port, and stops listening on exit."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer_every_connection():
+        while True:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                return
+            with connection:
+                connection.recv(65536)
+                connection.sendall(reply)
+
+    threading.Thread(target=answer_every_connection, daemon=True).start()
+    try:
+        yield listener.getsockname()[1]
+    finally:
+        listener.close()
 
 
 def http_answers(url: str) -> bool:

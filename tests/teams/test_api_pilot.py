@@ -3,21 +3,14 @@ the list; a viewer reads but may not change it (403); an editor changes it; a ne
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.models import Study
 from annotation.services import items_import_file
 from teams.models import Membership, Team
-from tests.factories import autalic_like_csv, make_researcher, make_study
+from tests.factories import autalic_like_csv, make_researcher, make_study, token_client
 
 SUB_RESOURCES = ("items", "participants", "instrument-responses", "iat-trials", "ground-truth",
                  "ground-truth-alternatives", "item-sets", "labels", "imports", "annotator-imports", "analysis")
-
-
-def client_of(token: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    return client
 
 
 @pytest.fixture
@@ -28,7 +21,7 @@ def study_of_a(two_teams, queued):
 
 
 def test_another_teams_study_is_not_found_anywhere(two_teams, study_of_a):
-    bob = client_of(two_teams["bob"][1])
+    bob = token_client(two_teams["bob"][1])
     assert bob.get("/api/studies/").json()["results"] == []
     assert bob.get(f"/api/studies/{study_of_a.id}/").status_code == 404
     missing = Study.objects.order_by("-id").first().id + 1000
@@ -48,7 +41,7 @@ def test_another_teams_study_is_not_found_anywhere(two_teams, study_of_a):
 
 def test_the_teams_members_read_everything(two_teams, study_of_a):
     for name in ("alice", "vera", "ed"):
-        client = client_of(two_teams[name][1])
+        client = token_client(two_teams[name][1])
         listed = client.get("/api/studies/").json()["results"]
         assert [s["id"] for s in listed] == [study_of_a.id] and listed[0]["team"] == two_teams["a"].id
         assert client.get(f"/api/studies/{study_of_a.id}/").json()["n_items"] == 3
@@ -58,7 +51,7 @@ def test_the_teams_members_read_everything(two_teams, study_of_a):
 
 
 def test_a_viewer_may_not_write(two_teams, study_of_a):
-    vera = client_of(two_teams["vera"][1])
+    vera = token_client(two_teams["vera"][1])
     url = f"/api/studies/{study_of_a.id}/"
     assert vera.patch(url, {"name": "Vera's now"}, format="json").status_code == 403
     assert vera.put(url, {"name": "Vera's now", "slug": "v"}, format="json").status_code == 403
@@ -70,7 +63,7 @@ def test_a_viewer_may_not_write(two_teams, study_of_a):
 
 
 def test_an_editor_may_change_the_settings_not_the_team(two_teams, study_of_a):
-    ed = client_of(two_teams["ed"][1])
+    ed = token_client(two_teams["ed"][1])
     url = f"/api/studies/{study_of_a.id}/"
     response = ed.patch(url, {"name": "Ed's edit"}, format="json")
     assert response.status_code == 200, response.content
@@ -85,11 +78,11 @@ def test_an_editor_may_change_the_settings_not_the_team(two_teams, study_of_a):
 
 
 def test_a_new_study_goes_to_the_team_named_or_the_only_one(two_teams):
-    ed = client_of(two_teams["ed"][1])
+    ed = token_client(two_teams["ed"][1])
     response = ed.post("/api/studies/", {"name": "New", "slug": "new"}, format="json")
     assert response.status_code == 201, response.content
     assert response.json()["team"] == two_teams["a"].id
-    vera = client_of(two_teams["vera"][1])
+    vera = token_client(two_teams["vera"][1])
     response = vera.post("/api/studies/", {"name": "V", "slug": "v", "team": two_teams["a"].id}, format="json")
     assert response.status_code == 400 and "team" in response.json()
     response = ed.post("/api/studies/", {"name": "B", "slug": "b", "team": two_teams["b"].id}, format="json")
@@ -103,7 +96,7 @@ def test_a_new_study_goes_to_the_team_named_or_the_only_one(two_teams):
 
 def test_an_editor_of_two_teams_names_one(two_teams):
     Membership.objects.create(team=two_teams["b"], user=two_teams["ed"][0], role="editor")
-    ed = client_of(two_teams["ed"][1])
+    ed = token_client(two_teams["ed"][1])
     response = ed.post("/api/studies/", {"name": "N", "slug": "n"}, format="json")
     assert response.status_code == 400 and "several teams" in response.json()["team"][0]
     response = ed.post("/api/studies/", {"name": "N", "slug": "n", "team": two_teams["b"].id}, format="json")
@@ -114,4 +107,4 @@ def test_a_superuser_sees_every_study(two_teams, study_of_a):
     root, token = make_researcher("root")
     root.is_superuser = True
     root.save()
-    assert client_of(token).get(f"/api/studies/{study_of_a.id}/labels/").status_code == 200
+    assert token_client(token).get(f"/api/studies/{study_of_a.id}/labels/").status_code == 200

@@ -16,17 +16,12 @@ from django.apps import apps
 from drf_spectacular.generators import SchemaGenerator
 from rest_framework.test import APIClient
 
+from tests.factories import token_client
 from tests.teams.world import MARK, build_world_of_a
 
 SKIPPED = ("/api/schema/", "/api/docs/", "/api/redoc/", "/api/teams/")
 METHODS = ("get", "post", "put", "patch", "delete")
 OWNED_APPS = ("annotation", "auditapp", "coding", "psychometrics", "teams")
-
-
-def client_of(token: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    return client
 
 
 def operations() -> list[tuple[str, str]]:
@@ -116,7 +111,7 @@ def test_the_walk_covers_every_operation(world_of_a):
 
 
 def test_another_team_finds_nothing_of_a_and_changes_nothing(two_teams, world_of_a):
-    bob = client_of(two_teams["bob"][1])
+    bob = token_client(two_teams["bob"][1])
     before = database_dump()
     for path, method in operations():
         if "{" in path:
@@ -140,7 +135,7 @@ def test_another_team_finds_nothing_of_a_and_changes_nothing(two_teams, world_of
 
 
 def test_a_viewer_of_a_may_write_nothing(two_teams, world_of_a):
-    vera = client_of(two_teams["vera"][1])
+    vera = token_client(two_teams["vera"][1])
     before = database_dump()
     for path, method in operations():
         if method == "GET":
@@ -159,7 +154,7 @@ def test_a_viewer_of_a_may_write_nothing(two_teams, world_of_a):
 
 def test_the_teams_viewer_reads_every_object_of_a(two_teams, world_of_a):
     """The same walk's reads answer the owning team (what bob's 404s hide exists and is readable)."""
-    vera = client_of(two_teams["vera"][1])
+    vera = token_client(two_teams["vera"][1])
     for path, method in operations():
         if method != "GET" or "{" not in path:
             continue

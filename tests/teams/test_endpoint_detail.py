@@ -4,19 +4,12 @@ nor deleted while an audit names it."""
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 from auditapp.engine import launch as engine_launch
 from auditapp.models import Audit, AuditRequest, LLMEndpoint
 from auditapp.paradigms.classification import services as classification_services
 from teams.scoping import new_objects_in
-from tests.factories import make_audit_study
-
-
-def client_of(token: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    return client
+from tests.factories import make_audit_study, token_client
 
 
 @pytest.fixture
@@ -39,7 +32,7 @@ def audit_with_a_pending_request(team, endpoint: LLMEndpoint, status: str) -> Au
 
 def test_its_team_reads_and_its_editors_change_it_a_viewer_and_another_team_may_not(two_teams, endpoint):
     url = f"/api/endpoints/{endpoint.id}/"
-    ed, vera, bob = (client_of(two_teams[name][1]) for name in ("ed", "vera", "bob"))
+    ed, vera, bob = (token_client(two_teams[name][1]) for name in ("ed", "vera", "bob"))
     read = vera.get(url)
     assert read.status_code == 200 and read.json()["name"] == "A's vLLM"
     assert read.json()["api_key_env"] is None, "where its key lives is its team's editors' business"
@@ -61,7 +54,7 @@ def test_its_team_reads_and_its_editors_change_it_a_viewer_and_another_team_may_
 
 def test_a_team_it_is_shared_with_reads_it_without_its_key_variable_and_changes_nothing(two_teams, endpoint):
     endpoint.shared_with.add(two_teams["b"])
-    bob = client_of(two_teams["bob"][1])
+    bob = token_client(two_teams["bob"][1])
     url = f"/api/endpoints/{endpoint.id}/"
     read = bob.get(url)
     assert read.status_code == 200 and read.json()["api_key_env"] is None
@@ -72,7 +65,7 @@ def test_a_team_it_is_shared_with_reads_it_without_its_key_variable_and_changes_
 
 
 def test_bad_changes_are_a_400_naming_the_field(two_teams, endpoint):
-    ed = client_of(two_teams["ed"][1])
+    ed = token_client(two_teams["ed"][1])
     url = f"/api/endpoints/{endpoint.id}/"
     for body, field in (({"base_url": "ftp://127.0.0.1/v1"}, "base_url"), ({"team": two_teams["b"].id}, "team"),
                         ({"max_concurrency": 0}, "max_concurrency"), ({"deadline_s": "nan"}, "deadline_s")):
@@ -87,7 +80,7 @@ def test_bad_changes_are_a_400_naming_the_field(two_teams, endpoint):
 def test_what_its_requests_keys_hold_is_not_changed_while_an_audit_has_requests_to_send(two_teams, endpoint,
                                                                                          status):
     audit = audit_with_a_pending_request(two_teams["a"], endpoint, status)
-    ed = client_of(two_teams["ed"][1])
+    ed = token_client(two_teams["ed"][1])
     url = f"/api/endpoints/{endpoint.id}/"
     refused = ed.patch(url, {"base_url": "http://127.0.0.1:10/v1"}, format="json")
     assert refused.status_code == 409, refused.content
@@ -107,7 +100,7 @@ def test_what_its_requests_keys_hold_is_not_changed_while_an_audit_has_requests_
 
 
 def test_its_owners_delete_it_unless_an_audit_names_it(two_teams, endpoint):
-    alice, ed = client_of(two_teams["alice"][1]), client_of(two_teams["ed"][1])
+    alice, ed = token_client(two_teams["alice"][1]), token_client(two_teams["ed"][1])
     url = f"/api/endpoints/{endpoint.id}/"
     audit = audit_with_a_pending_request(two_teams["a"], endpoint, "completed")
     assert ed.delete(url).status_code == 403

@@ -4,17 +4,11 @@ format; a refused or empty answer (404, not computed yet) is none."""
 from __future__ import annotations
 
 import pytest
-from rest_framework.test import APIClient
 
 from teams import access_log
 from teams.models import AccessEvent
+from tests.factories import token_client
 from tests.teams.world import build_world_of_a
-
-
-def client_of(token: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    return client
 
 
 @pytest.fixture
@@ -44,7 +38,7 @@ def exports(world: dict) -> list[tuple[str, object, str, bool]]:
 
 
 def test_each_export_kind_is_one_entry_per_answer(two_teams, world_of_a):
-    vera = client_of(two_teams["vera"][1])
+    vera = token_client(two_teams["vera"][1])
     for url, target, kind, csv_too in exports(world_of_a):
         for fmt in ("json", "csv") if csv_too else ("json",):
             before = AccessEvent.objects.count()
@@ -64,7 +58,7 @@ def test_each_export_kind_is_one_entry_per_answer(two_teams, world_of_a):
 
 def test_every_page_read_is_an_export_and_a_refused_read_is_none(two_teams, world_of_a):
     study = world_of_a["import"].study  # nine labels
-    vera, bob = client_of(two_teams["vera"][1]), client_of(two_teams["bob"][1])
+    vera, bob = token_client(two_teams["vera"][1]), token_client(two_teams["bob"][1])
     assert vera.get(f"/api/studies/{study.id}/labels/", {"page_size": 1}).status_code == 200
     assert vera.get(f"/api/studies/{study.id}/labels/", {"page_size": 1, "page": 2}).status_code == 200
     assert vera.get(f"/api/studies/{study.id}/labels/", {"page_size": 1, "page": 99}).status_code == 404
@@ -81,7 +75,7 @@ def test_every_page_read_is_an_export_and_a_refused_read_is_none(two_teams, worl
 
 
 def test_alternatives_not_computed_are_no_export(two_teams, world_of_a):
-    vera = client_of(two_teams["vera"][1])
+    vera = token_client(two_teams["vera"][1])
     response = vera.get(f"/api/studies/{world_of_a['study'].id}/ground-truth-alternatives/")
     if response.status_code == 200:
         assert AccessEvent.objects.get().detail == {"kind": "ground-truth-alternatives", "format": "json"}

@@ -10,13 +10,7 @@ from rest_framework.test import APIClient
 from auditapp.models import Audit, LLMEndpoint
 from teams.models import Membership, Team
 from teams.scoping import new_objects_in
-from tests.factories import make_audit_study, make_researcher
-
-
-def client_of(token: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    return client
+from tests.factories import make_audit_study, make_researcher, token_client
 
 
 @pytest.fixture
@@ -50,7 +44,7 @@ def launch(client: APIClient, study_id: int, endpoint_id: int, name: str):
 
 def test_two_teams_launch_on_one_shared_endpoint_and_see_only_their_own_audits(
         two_teams, lab, prepare_sent, django_capture_on_commit_callbacks):
-    alice, bob = client_of(two_teams["alice"][1]), client_of(two_teams["bob"][1])
+    alice, bob = token_client(two_teams["alice"][1]), token_client(two_teams["bob"][1])
     endpoint = lab["endpoint"]
     for client in (alice, bob):
         listed = client.get("/api/endpoints/").json()["results"]
@@ -74,7 +68,7 @@ def test_two_teams_launch_on_one_shared_endpoint_and_see_only_their_own_audits(
         assert client.post(f"/api/audits/{other.id}/pause/").status_code == 404
 
     # The lab's owner sees the endpoint with its key's variable, and no team's audits.
-    lena = client_of(lab["lena"])
+    lena = token_client(lab["lena"])
     assert lena.get("/api/endpoints/").json()["results"][0]["api_key_env"] == "LLM_KEY_LAB"
     assert lena.get("/api/audits/").json()["results"] == []
 
@@ -85,7 +79,7 @@ def test_an_endpoint_not_shared_with_the_team_does_not_exist_for_it(two_teams, l
     Membership.objects.create(team=team_c, user=carl, role="owner")
     with new_objects_in(team_c):
         study = make_audit_study(12, n_examples=3, name="C's study")
-    carl_client = client_of(token)
+    carl_client = token_client(token)
     assert carl_client.get("/api/endpoints/").json()["results"] == []
     assert carl_client.get(f"/api/endpoints/{lab['endpoint'].id}/models/").status_code == 404
     response = launch(carl_client, study.id, lab["endpoint"].id, "C's audit")
@@ -96,16 +90,16 @@ def test_an_endpoint_not_shared_with_the_team_does_not_exist_for_it(two_teams, l
 
 def test_a_viewer_of_the_studys_team_may_not_launch_and_a_foreign_study_does_not_exist(two_teams, lab,
                                                                                        prepare_sent):
-    vera = client_of(two_teams["vera"][1])
+    vera = token_client(two_teams["vera"][1])
     assert launch(vera, lab["studies"]["a"].id, lab["endpoint"].id, "Vera's").status_code == 403
-    alice = client_of(two_teams["alice"][1])
+    alice = token_client(two_teams["alice"][1])
     response = launch(alice, lab["studies"]["b"].id, lab["endpoint"].id, "Alice on B's study")
     assert response.status_code == 400 and "study" in response.json()
     assert not Audit.objects.exists() and not prepare_sent
 
 
 def test_the_shared_teams_cannot_register_an_endpoint_in_the_lab(two_teams, lab):
-    alice = client_of(two_teams["alice"][1])
+    alice = token_client(two_teams["alice"][1])
     response = alice.post("/api/endpoints/", {"name": "mine", "base_url": "http://127.0.0.1:9/v1",
                                               "api_key_env": "LLM_KEY_X", "team": lab["team"].id},
                           format="json")

@@ -7,19 +7,12 @@ import io
 
 import pytest
 from django.test import Client
-from rest_framework.test import APIClient
 
 from teams import access_log, services
 from teams.models import AccessEvent, Membership, Team
-from tests.factories import make_researcher, make_study
+from tests.factories import make_researcher, make_study, token_client
 
 pytestmark = pytest.mark.django_db
-
-
-def client_of(token: str) -> APIClient:
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
-    return client
 
 
 def events(team: Team) -> list[tuple]:
@@ -111,21 +104,21 @@ def test_a_member_is_a_researcher_added_once(two_teams):
 
 def test_my_teams_with_my_role(two_teams):
     Membership.objects.create(team=two_teams["b"], user=two_teams["vera"][0], role="editor")
-    listed = client_of(two_teams["vera"][1]).get("/api/teams/").json()["results"]
+    listed = token_client(two_teams["vera"][1]).get("/api/teams/").json()["results"]
     assert [(team["name"], team["my_role"], team["n_members"]) for team in listed] == [("A", "viewer", 3),
                                                                                         ("B", "editor", 2)]
-    assert [team["name"] for team in client_of(two_teams["bob"][1]).get("/api/teams/").json()["results"]] == ["B"]
+    assert [team["name"] for team in token_client(two_teams["bob"][1]).get("/api/teams/").json()["results"]] == ["B"]
 
 
 def test_creating_a_team_makes_me_its_owner(two_teams):
-    response = client_of(two_teams["bob"][1]).post("/api/teams/", {"name": "Bob's second"}, format="json")
+    response = token_client(two_teams["bob"][1]).post("/api/teams/", {"name": "Bob's second"}, format="json")
     assert response.status_code == 201, response.content
     assert response.json()["my_role"] == "owner"
-    assert client_of(two_teams["bob"][1]).post("/api/teams/", {"name": "A"}, format="json").status_code == 400
+    assert token_client(two_teams["bob"][1]).post("/api/teams/", {"name": "A"}, format="json").status_code == 400
 
 
 def test_an_owner_manages_members_through_the_api(two_teams):
-    team, alice = two_teams["a"], client_of(two_teams["alice"][1])
+    team, alice = two_teams["a"], token_client(two_teams["alice"][1])
     make_researcher("nina")
     base = f"/api/teams/{team.pk}/members/"
     added = alice.post(base, {"username": "nina", "role": "editor"}, format="json")
@@ -146,7 +139,7 @@ def test_an_owner_manages_members_through_the_api(two_teams):
 def test_another_team_is_not_found_and_a_member_who_is_not_owner_is_refused(two_teams):
     team = two_teams["a"]
     vera_id = two_teams["vera"][0].pk
-    bob, vera = client_of(two_teams["bob"][1]), client_of(two_teams["ed"][1])
+    bob, vera = token_client(two_teams["bob"][1]), token_client(two_teams["ed"][1])
     missing = Team.objects.order_by("-pk").first().pk + 100
     for path in (f"/api/teams/{team.pk}/", f"/api/teams/{team.pk}/members/", f"/api/teams/{team.pk}/access-log/"):
         assert bob.get(path).status_code == 404 == bob.get(path.replace(str(team.pk), str(missing))).status_code
@@ -169,7 +162,7 @@ def test_another_team_is_not_found_and_a_member_who_is_not_owner_is_refused(two_
 
 
 def test_the_last_owner_cannot_leave_through_the_api(two_teams):
-    team, alice = two_teams["a"], client_of(two_teams["alice"][1])
+    team, alice = two_teams["a"], token_client(two_teams["alice"][1])
     alice_id = two_teams["alice"][0].pk
     assert alice.delete(f"/api/teams/{team.pk}/members/{alice_id}/").status_code == 409
     assert alice.patch(f"/api/teams/{team.pk}/members/{alice_id}/", {"role": "viewer"},
@@ -180,7 +173,7 @@ def test_the_last_owner_cannot_leave_through_the_api(two_teams):
 
 
 def test_the_access_log_for_owners_as_json_and_csv(two_teams):
-    team, alice = two_teams["a"], client_of(two_teams["alice"][1])
+    team, alice = two_teams["a"], token_client(two_teams["alice"][1])
     services.add_member(user=two_teams["alice"][0], team=team, member=two_teams["bob"][0], role="viewer")
     services.add_member(user=two_teams["bob"][0], team=two_teams["b"], member=two_teams["alice"][0])  # B's event
     listed = alice.get(f"/api/teams/{team.pk}/access-log/").json()["results"]
