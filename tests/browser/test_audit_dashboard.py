@@ -239,6 +239,39 @@ def test_the_dashboard_says_when_no_worker_is_alive_and_when_one_is_again(live_s
     assert problems == []
 
 
+def test_the_dashboard_says_which_endpoint_an_audit_waits_for_before_and_while_it_sends(live_server,
+                                                                                        browser_context):
+    """Queued, its preparation waiting for an endpoint that could not be reached: the page says since when and that
+    the audit waits; running, a worker's breaker holding its requests: that they wait and are probed; then it is
+    back and the line goes, each within a poll."""
+    from auditapp.models import AuditChunk
+
+    audit = build_audit(RUNNING_PLAN, status=Audit.Status.QUEUED, name="Waiting for its endpoint")
+    since = "2026-11-29T09:15:00+00:00"
+    Audit.objects.filter(pk=audit.pk).update(
+        preparation_waiting={"endpoint": "lab vLLM", "endpoint_id": 1, "since": since,
+                             "last_error": "ConnectError: [Errno 111] Connection refused"},
+        status_reason="waiting for endpoint lab vLLM, which could not be reached since 2026-11-29 09:15:00 UTC")
+    page, problems, _ = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
+    page.goto(f"{live_server.url}/audits/{audit.id}/dashboard/")
+    line = page.locator("#endpoint-unreachable")
+    expect(line).to_be_visible()
+    expect(line).to_contain_text("Endpoint lab vLLM unreachable since ")
+    expect(line).to_contain_text("(ConnectError: [Errno 111] Connection refused): the audit waits, and its "
+                                 "preparation is tried again until the endpoint answers or its deadline passes.")
+    expect(page.locator("#status-reason")).to_contain_text("waiting for endpoint lab vLLM")
+    assert line.bounding_box()["y"] < page.viewport_size["height"], "on the first screen"
+
+    Audit.objects.filter(pk=audit.pk).update(status=Audit.Status.RUNNING, preparation_waiting={}, status_reason="")
+    AuditChunk.objects.create(audit=audit, leased_until=timezone.now() + datetime.timedelta(minutes=5),
+                              retry_state={"unreachable": {"lab vLLM": {"since": since, "last_error": "timeout"}}})
+    expect(line).to_contain_text("(timeout): its requests wait, it is probed with backoff, and sending resumes",
+                                 timeout=8000)
+    AuditChunk.objects.filter(audit=audit).update(retry_state={})
+    expect(line).to_be_hidden(timeout=8000)
+    assert problems == []
+
+
 def test_the_error_browser_filters_searches_and_pages(live_server, browser_context, api_client):
     audit = build_audit(COMPLETED_PLAN)
     page, problems, _ = logged_in_page(browser_context, live_server, "audit-dashboard-researcher")
