@@ -3,8 +3,10 @@ holding a request through an outage without spending its attempts."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import random
 import socket
+import time
 
 import pytest
 
@@ -275,3 +277,26 @@ def test_writing_to_a_connection_the_server_is_closing_counts_as_unreachable():
                                    b"{}", lambda content: None, 10**9, lambda: None))
     assert attempt.unreachable and attempt.retry
     assert attempt.reason == "ClientConnectionResetError: Cannot write to closing transport"
+
+
+def test_the_probes_answer_closes_the_breaker_whatever_the_clocks_say(monkeypatch):
+    """The probe is admitted by the store after the breaker opened, so its answer closes it even when this machine's
+    clock says it was sent before the run of failures began (a clock an hour behind the store's)."""
+    now = time.time()
+    store = MemoryBreakerStore()
+    store.states["e"] = dataclasses.replace(failures(3, start=now - 10), next_probe_at=now - 1)
+    breaker = EndpointBreaker(store, "e", probe_seconds=5)
+    breaker.view = store.states["e"]
+    monkeypatch.setattr("auditapp.llm_clients.time.time", lambda: now - 3600)
+
+    async def send(base_url: str):
+        config = EndpointConfig(protocol="openai", base_url=base_url, attempt_timeout=5, deadline=10)
+        async with chat_session(2) as session:
+            return await send_chat(session, config, LocalLimiter(2), "model-a",
+                                   [{"role": "user", "content": "Target sentence: hello"}], {},
+                                   rng=random.Random(0), breaker=breaker)
+
+    with LLMServer(models=("model-a",)) as server:
+        result = asyncio.run(send(server.base_url))
+    assert result.error == ""
+    assert store.states["e"] == CLOSED
