@@ -694,12 +694,12 @@ def list_models_sync(config: EndpointConfig, *, timeout: float = 10) -> list[Mod
 
 def _unreachable(error: Exception) -> bool:
     """An httpx error that says the endpoint is away (refused, reset, timed out, closed), not that it answers
-    wrongly: a TLS failure (a bad certificate, https on a plain-http port) is a ConnectError too, but asking
-    again cannot help."""
+    wrongly: a TLS failure (a bad certificate, https on a plain-http port) or a host name that does not exist (a
+    typo; a name server that cannot answer now is away) is a ConnectError too, but asking again cannot help."""
     cause: BaseException | None = error
     seen: set[int] = set()
     while cause is not None and id(cause) not in seen:
-        if isinstance(cause, ssl.SSLError):
+        if isinstance(cause, ssl.SSLError) or (isinstance(cause, socket.gaierror) and cause.errno == socket.EAI_NONAME):
             return False
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__

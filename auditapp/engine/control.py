@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from auditapp.engine.conversations import turns_unblock
+from auditapp.engine.conversations import CONVERSATION_FIELDS, ClaimedRequest, request_payload, turns_unblock
 from auditapp.engine.errors import AuditStateError
 from auditapp.engine.planning import request_builder
 from auditapp.engine.sending import enqueue_prepare, enqueue_work
@@ -42,10 +42,34 @@ def audit_resume(*, audit: Audit) -> None:
         audit.save(update_fields=["status", "status_reason", "finished_at", "preparation_waiting"])
         enqueue_prepare(audit.id)
         return
+    _refuse_stale_keys(audit)
     if audit.status == Audit.Status.STOPPED:
         # The failures that spent the error budget are sent again; otherwise the audit would stop at once.
         requeue_failed(audit)
     _sending_again(audit)
+
+
+def _refuse_stale_keys(audit: Audit) -> None:
+    """Refuse to send the audit's requests again when an endpoint's kind, base URL or scoring settings changed since
+    they were keyed: each would fail as changed (the worker keys a request again before it sends it,
+    :mod:`auditapp.engine.runner`), and its reply would come from another server than the audit's others. One
+    first-turn request still to send, or failed, of each model is keyed again here."""
+    builder = request_builder(audit)
+    changed = []
+    for audit_model in builder.models.values():
+        row = (AuditRequest.objects.filter(audit=audit, audit_model=audit_model, turn=0,
+                                           state__in=[AuditRequest.State.PENDING, AuditRequest.State.FAILED])
+               .exclude(key="").values_list(*CONVERSATION_FIELDS).first())
+        if row is None:
+            continue
+        request = ClaimedRequest(*row)
+        if builder.key(audit_model, request_payload(builder, request), request.replicate) != request.key:
+            changed.append(f"{audit_model.display_name} at {audit_model.endpoint}")
+    if changed:
+        raise AuditStateError(
+            f"the endpoint settings in its requests' keys (kind, base URL or scoring settings) changed since the "
+            f"audit was prepared, for {', '.join(changed)}: its requests would go to another server than its "
+            "replies came from, and fail as changed; launch a new audit for the new settings")
 
 
 def requeue_failed(audit: Audit) -> int:
@@ -79,6 +103,7 @@ def audit_retry_failed(*, audit: Audit) -> int:
     audit = Audit.objects.select_for_update().get(pk=audit.pk)
     if audit.status in (Audit.Status.QUEUED, Audit.Status.RUNNING, Audit.Status.ANALYSING, Audit.Status.CANCELLED):
         raise AuditStateError(f"the failed requests of a {audit.get_status_display().lower()} audit cannot be retried")
+    _refuse_stale_keys(audit)
     n = requeue_failed(audit)
     if n:
         _sending_again(audit)

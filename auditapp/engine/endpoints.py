@@ -58,11 +58,12 @@ def endpoint_list_models(endpoint: LLMEndpoint) -> list[llm_clients.ModelInfo]:
     return models
 
 
-def _request_identity(endpoint: LLMEndpoint, models: list[str]) -> list[dict]:
-    """What of the endpoint goes into its requests' keys (:mod:`auditapp.engine.request_keys`), per model."""
-    config = endpoint_config(endpoint)
-    return [{"protocol": endpoint.protocol, "base_url": endpoint.base_url.rstrip("/"),
-             "identity": scorer_kinds.identity(config, model)} for model in models]
+def request_identity(endpoint: LLMEndpoint, model: str) -> dict:
+    """What of the endpoint goes into the keys of its requests to ``model`` (:mod:`auditapp.engine.request_keys`):
+    compared before a change (:func:`endpoint_change_refusal`) and when a preparation commits
+    (:mod:`auditapp.engine.preparation`)."""
+    return {"protocol": endpoint.protocol, "base_url": endpoint.base_url.rstrip("/"),
+            "identity": scorer_kinds.identity(endpoint_config(endpoint), model)}
 
 
 def _changed(endpoint: LLMEndpoint, changes: dict[str, Any]) -> LLMEndpoint:
@@ -72,9 +73,18 @@ def _changed(endpoint: LLMEndpoint, changes: dict[str, Any]) -> LLMEndpoint:
     return changed
 
 
+def _server_changes(endpoint: LLMEndpoint, changed: LLMEndpoint) -> bool:
+    """Another kind or base URL: another server, whose models the stored listing does not describe."""
+    return (changed.protocol, changed.base_url.rstrip("/")) != (endpoint.protocol, endpoint.base_url.rstrip("/"))
+
+
 def _keys_change(endpoint: LLMEndpoint, changed: LLMEndpoint) -> bool:
-    models = sorted(set(AuditModel.objects.filter(endpoint=endpoint).values_list("model", flat=True))) or [""]
-    return _request_identity(changed, models) != _request_identity(endpoint, models)
+    """Would the endpoint's requests be keyed otherwise after the change: another server, or, for the models its
+    audits ask, another identity of its kind (an HTTP JSON scorer's template, score path, scale)."""
+    if _server_changes(endpoint, changed):
+        return True
+    models = set(AuditModel.objects.filter(endpoint=endpoint).values_list("model", flat=True))
+    return any(request_identity(changed, model) != request_identity(endpoint, model) for model in models)
 
 
 def endpoint_change_refusal(*, endpoint: LLMEndpoint, changes: dict[str, Any]) -> str:
@@ -97,14 +107,14 @@ def endpoint_change_refusal(*, endpoint: LLMEndpoint, changes: dict[str, Any]) -
 @transaction.atomic
 def endpoint_update(*, endpoint: LLMEndpoint, changes: dict[str, Any]) -> LLMEndpoint:
     """Apply validated ``changes``, unless :func:`endpoint_change_refusal` refuses them (StateConflict). After a
-    change of what its requests' keys hold, the stored model listing, which described the old server, is dropped
-    (or listed again, for a kind that knows its models without asking)."""
+    change of its kind or base URL, the stored model listing, which described the old server, is dropped (or listed
+    again, for a kind that knows its models without asking)."""
     endpoint = LLMEndpoint.objects.select_for_update().get(pk=endpoint.pk)
     refusal = endpoint_change_refusal(endpoint=endpoint, changes=changes)
     if refusal:
         raise StateConflict(refusal)
     changed = _changed(endpoint, changes)
-    if _keys_change(endpoint, changed):
+    if _server_changes(endpoint, changed):
         changed.listed_models, changed.listed_at = [], None
     changed.save()
     if not changed.listed_models and scorer_kinds.scorer_kind(changed.protocol).models_known:

@@ -22,7 +22,7 @@ from auditapp import llm_clients, scorer_kinds
 from auditapp.endpoint_keys import EndpointRefused
 from auditapp.engine.control import audit_fail
 from auditapp.engine.conversations import turns_advance, turns_link
-from auditapp.engine.endpoints import endpoint_config, endpoint_list_models
+from auditapp.engine.endpoints import endpoint_config, endpoint_list_models, request_identity
 from auditapp.engine.judgments import concrete_field
 from auditapp.engine.planning import BULK_BATCH_SIZE, audit_answer_schema, planned_requests, request_builder
 from auditapp.engine.protocol import is_multi_turn, request_answer_schema
@@ -32,6 +32,7 @@ from auditapp.models import (
     Audit,
     AuditModel,
     AuditRequest,
+    LLMEndpoint,
 )
 
 logger = logging.getLogger(__name__)
@@ -96,6 +97,11 @@ def audit_prepare(*, audit_id: int) -> None:
         first_request = next((row for row in rows if row.turn == 0), None)
         manifest = {**builder.manifest(), **app_version(),
                     **structured_output_manifest(audit, models, builder=builder, first_request=first_request)}
+        if _endpoints_changed_meanwhile(list(builder.models.values())):
+            # Keyed with settings that are no longer the endpoint's: left queued, prepared again by the recovery.
+            transaction.set_rollback(True)
+            logger.warning("Audit %s: an endpoint changed while it was prepared; it is prepared again", audit.id)
+            return
         # Last, so that the lock ANALYZE takes (until the commit) is held for a moment only: another preparation
         # waits for it.
         gathered = _requests_statistics_gather(ANALYZE_LOCK_WAIT)
@@ -129,6 +135,16 @@ def _endpoint_wait(audit: Audit, endpoint, error: llm_clients.EndpointError) -> 
     logger.warning("Audit %s: endpoint %s could not be reached (%s); the preparation waits", audit.id, endpoint,
                    error)
     return ""
+
+
+def _endpoints_changed_meanwhile(models: list[AuditModel]) -> bool:
+    """Lock the audit's endpoints until the commit and say whether what their requests' keys hold changed since the
+    request builder read them (``models``: its audit models, with their endpoints as the keys were made). A change committed before is seen here; one asked after waits for the commit and then
+    finds the requests to send (:func:`auditapp.engine.endpoints.endpoint_change_refusal`)."""
+    locked = {endpoint.pk: endpoint for endpoint in
+              LLMEndpoint.objects.select_for_update().filter(pk__in={m.endpoint_id for m in models})}
+    return any(request_identity(locked[m.endpoint_id], m.model) != request_identity(m.endpoint, m.model)
+               for m in models)
 
 
 # The columns a preparation sets on each request; every other column takes its field's default.

@@ -424,3 +424,77 @@ def test_work_waiting_in_a_busy_queue_is_not_sent_twice_but_a_dead_workers_audit
     assert engine_recovery.audits_resume_stalled(stalled_after=stalled) == [audit.id]
     assert no_tasks[-1] == ("audit_work_task", audit.id)
     assert engine_recovery.audits_resume_stalled(stalled_after=stalled) == [], "just sent: marked"
+
+
+def test_requests_keyed_for_a_server_are_not_sent_again_to_another(server, no_tasks):
+    """An audit finished with a failed request; its endpoint then moved (another base URL: allowed, nothing was left
+    to send). Sending the failed request again, or resuming the audit, is refused with the reason and changes
+    nothing: keyed for the old server, it would fail as changed, and its reply would come from another server."""
+    from auditapp.engine import endpoints as engine_endpoints
+    from auditapp.engine.errors import AuditStateError
+
+    study = make_audit_study(6, n_examples=2)
+    endpoint = make_endpoint(server, name="moving", max_attempts=8)
+    audit = classification_services.audit_create(study=study, name="moved", conditions=["zs"],
+                                  models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
+    audit = run_audit(audit)
+    failed = AuditRequest.objects.filter(audit=audit).order_by("id").first()
+    AuditRequest.objects.filter(pk=failed.pk).update(state=AuditRequest.State.FAILED, error="HTTP 500")
+    engine_endpoints.endpoint_update(endpoint=endpoint,
+                                     changes={"base_url": server.base_url.replace("127.0.0.1", "localhost")})
+    with pytest.raises(AuditStateError, match=r"changed since the audit was prepared, for model-a at moving: its "
+                                              r"requests would go to another server"):
+        control.audit_retry_failed(audit=audit)
+    Audit.objects.filter(pk=audit.pk).update(status=Audit.Status.STOPPED)
+    with pytest.raises(AuditStateError, match="launch a new audit for the new settings"):
+        control.audit_resume(audit=Audit.objects.get(pk=audit.pk))
+    assert AuditRequest.objects.get(pk=failed.pk).state == AuditRequest.State.FAILED
+    assert Audit.objects.get(pk=audit.pk).status == Audit.Status.STOPPED
+
+    engine_endpoints.endpoint_update(endpoint=endpoint, changes={"base_url": server.base_url})
+    assert control.audit_retry_failed(audit=Audit.objects.get(pk=audit.pk)) == 1, "back where it was keyed"
+
+
+def test_an_endpoint_changed_while_an_audit_is_prepared_leaves_it_queued_to_be_prepared_again(server, no_tasks,
+                                                                                             monkeypatch):
+    study = make_audit_study(6, n_examples=2)
+    endpoint = make_endpoint(server, name="changing")
+    audit = classification_services.audit_create(study=study, name="raced", conditions=["zs"],
+                                  models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
+    moved = server.base_url.replace("127.0.0.1", "localhost")
+    plan = preparation.planned_requests
+
+    def planned_while_it_moves(audit, builder):
+        # Another researcher's change, committed while the requests are keyed with the address the builder read.
+        LLMEndpoint.objects.filter(pk=endpoint.pk).update(base_url=moved)
+        return plan(audit, builder)
+
+    monkeypatch.setattr(preparation, "planned_requests", planned_while_it_moves)
+    preparation.audit_prepare(audit_id=audit.id)
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.QUEUED and not AuditRequest.objects.filter(audit=audit).exists()
+    assert LLMEndpoint.objects.get(pk=endpoint.pk).base_url == moved
+
+    monkeypatch.setattr(preparation, "planned_requests", plan)
+    assert run_audit(audit).status == Audit.Status.COMPLETED
+    assert not AuditRequest.objects.filter(audit=audit).exclude(state=AuditRequest.State.ANSWERED).exists()
+
+
+def test_a_host_name_that_does_not_exist_fails_the_preparation_at_once(no_tasks, monkeypatch):
+    """A typo in the endpoint's host: asking again cannot help, so the audit fails with the reason instead of
+    waiting out the endpoint's deadline. (The resolver is made to answer "no such name", as a real one does for a
+    name under .invalid, so the test does not depend on this machine's name servers.)"""
+    import socket
+
+    def no_such_name(host, *args, **kwargs):
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(socket, "getaddrinfo", no_such_name)
+    study = make_audit_study(4, n_examples=2)
+    endpoint = LLMEndpoint.objects.create(name="typo", base_url="http://lab-gpu.invalid:8000/v1")
+    audit = classification_services.audit_create(study=study, name="typo", conditions=["zs"],
+                                  models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
+    preparation.audit_prepare(audit_id=audit.id)
+    audit.refresh_from_db()
+    assert audit.status == Audit.Status.FAILED and audit.preparation_waiting == {}
+    assert "Name or service not known" in audit.status_reason, audit.status_reason

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from auditapp.engine import launch as engine_launch
-from auditapp.models import Audit, AuditRequest, LLMEndpoint
+from auditapp.models import Audit, AuditModel, AuditRequest, LLMEndpoint
 from auditapp.paradigms.classification import services as classification_services
 from teams.scoping import new_objects_in
 from tests.factories import make_audit_study, token_client
@@ -142,3 +142,43 @@ def test_the_admin_refuses_the_same_change_and_drops_the_old_servers_listing_aft
     endpoint.refresh_from_db()
     assert endpoint.base_url == "http://127.0.0.1:10/v1" and endpoint.max_concurrency == 4
     assert endpoint.listed_models == [] and endpoint.listed_at is None
+
+
+def test_a_local_scorers_endpoint_is_renamed_and_shared_without_a_server_to_ask(two_teams):
+    """A kind with no server and no audit: nothing to key again, nothing refused."""
+    local = LLMEndpoint.objects.create(name="in the worker", protocol="local", base_url="", team=two_teams["a"])
+    renamed = token_client(two_teams["ed"][1]).patch(f"/api/endpoints/{local.id}/", {"name": "VADER and TextBlob"},
+                                                     format="json")
+    assert renamed.status_code == 200, renamed.content
+    assert {model["name"] for model in renamed.json()["listed_models"]} == {"vader", "textblob"}
+
+    from django.test import Client
+
+    alice = Client()
+    alice.force_login(two_teams["alice"][0])
+    form = {"name": "VADER and TextBlob", "protocol": "local", "base_url": "", "api_key_env": "",
+            "max_concurrency": local.max_concurrency, "attempt_timeout_s": 60, "deadline_s": 600,
+            "requests_per_minute": "", "max_attempts": 3, "structured_output": "", "request_template": "{}",
+            "score_path": "", "score_min": -1, "score_max": 1, "shared_with": [two_teams["b"].id]}
+    saved = alice.post(f"/admin/auditapp/llmendpoint/{local.id}/change/", form)
+    assert saved.status_code == 302, saved.content[:2000]
+    assert list(local.shared_with.values_list("name", flat=True)) == ["B"]
+
+
+def test_an_http_json_scorers_template_score_path_and_scale_are_in_its_keys(two_teams):
+    from tests.auditapp.test_endpoint_kinds import HTTP_JSON
+
+    scorer = LLMEndpoint.objects.create(**HTTP_JSON, team=two_teams["a"])
+    # A BITS audit scoring texts with it, one request still to send (only the keys matter here).
+    audit = Audit.objects.create(name="scoring", paradigm="bits", team=two_teams["a"], status="running")
+    audit_model = AuditModel.objects.create(audit=audit, endpoint=scorer, model="perspective", position=0)
+    AuditRequest.objects.create(audit=audit, audit_model=audit_model, condition="texts", unit="t1", order=0,
+                                key="k")
+    ed = token_client(two_teams["ed"][1])
+    url = f"/api/endpoints/{scorer.id}/"
+    for change in ({"score_path": "other.score"}, {"score_min": -2}, {"score_max": 2},
+                   {"request_template": {"text": "{{text}}", "lang": "en"}}):
+        assert ed.patch(url, change, format="json").status_code == 409, change
+    assert ed.patch(url, {"max_concurrency": 2}, format="json").status_code == 200
+    Audit.objects.filter(pk=audit.pk).update(status="cancelled")
+    assert ed.patch(url, {"score_path": "other.score"}, format="json").status_code == 200
