@@ -699,7 +699,8 @@ def _unreachable(error: Exception) -> bool:
     cause: BaseException | None = error
     seen: set[int] = set()
     while cause is not None and id(cause) not in seen:
-        if isinstance(cause, ssl.SSLError) or (isinstance(cause, socket.gaierror) and cause.errno == socket.EAI_NONAME):
+        no_such_name = isinstance(cause, socket.gaierror) and cause.errno == socket.EAI_NONAME
+        if isinstance(cause, ssl.SSLError) or no_such_name:
             return False
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__

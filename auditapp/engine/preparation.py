@@ -139,8 +139,9 @@ def _endpoint_wait(audit: Audit, endpoint, error: llm_clients.EndpointError) -> 
 
 def _endpoints_changed_meanwhile(models: list[AuditModel]) -> bool:
     """Lock the audit's endpoints until the commit and say whether what their requests' keys hold changed since the
-    request builder read them (``models``: its audit models, with their endpoints as the keys were made). A change committed before is seen here; one asked after waits for the commit and then
-    finds the requests to send (:func:`auditapp.engine.endpoints.endpoint_change_refusal`)."""
+    request builder read them (``models``: its audit models, with their endpoints as the keys were made). A change
+    committed before is seen here; one asked after waits for the commit and then finds the requests to send
+    (:func:`auditapp.engine.endpoints.endpoint_change_refusal`)."""
     locked = {endpoint.pk: endpoint for endpoint in
               LLMEndpoint.objects.select_for_update().filter(pk__in={m.endpoint_id for m in models})}
     return any(request_identity(locked[m.endpoint_id], m.model) != request_identity(m.endpoint, m.model)

@@ -46,9 +46,9 @@ def audit_progress(audit: Audit) -> dict:
     """Per model × condition: answered, failed, waiting, from cache, retries, rate (:func:`_sending_rates`),
     requests waiting to retry now, and an ETA (the waiting requests at that rate; None unless the audit is
     running); then the totals; the endpoints a live worker finds unreachable (its requests held until they answer),
-    or that a queued audit's preparation waits for, each with since when (ISO 8601) and the last error; and whether any worker is alive (:mod:`auditapp.worker_status`); and when the
-    results were last computed (``analysed_at``, ISO 8601 or None), which a dashboard waiting for a recomputation
-    watches."""
+    or that a queued audit's preparation waits for, each with since when (ISO 8601) and the last error; whether any
+    worker is alive (:mod:`auditapp.worker_status`); and when the results were last computed (``analysed_at``, ISO
+    8601 or None), which a dashboard waiting for a recomputation watches."""
     now = timezone.now()
     rows = (AuditRequest.objects.filter(audit=audit).values("audit_model_id", "condition")
             .annotate(answered=Count("id", filter=Q(state=AuditRequest.State.ANSWERED)),
@@ -101,9 +101,9 @@ def _sending_rates(audit: Audit, now: datetime) -> tuple[dict[tuple[int, str], f
     flight when sending began, or began again after an outage or a pause, took that long to come back), or from the
     audit's start or the window's start if later, to now. So 12 s into an audit, or 10 s after an outage ended, the
     rate is that of those seconds, not of a minute mostly spent waiting; a row that stops sending slows down as the
-    time since grows. After a resume (``resumed_at``) only what finished since counts, over the time since. The span is at least :data:`MIN_RATE_SPAN` (replies are written in batches, so the first
-    ones share one time). One grouped query over the window's rows (the ``audit, finished_at`` index), never one
-    per row."""
+    time since grows. After a resume (``resumed_at``) only what finished since counts, over the time since. The
+    span is at least :data:`MIN_RATE_SPAN` (replies are written in batches, so the first ones share one time). One
+    grouped query over the window's rows (the ``audit, finished_at`` index), never one per row."""
     window_start = max(now - RATE_WINDOW, audit.resumed_at) if audit.resumed_at else now - RATE_WINDOW
     floor = max(window_start, audit.started_at) if audit.started_at else window_start
     recent = (AuditRequest.objects.filter(audit=audit, finished_at__gte=window_start, from_cache=False)
