@@ -688,18 +688,21 @@ def list_models_sync(config: EndpointConfig, *, timeout: float = 10) -> list[Mod
         with httpx.Client(timeout=timeout) as client:
             response = client.get(url, headers=headers)
     except (httpx.TransportError, httpx.DecodingError, httpx.InvalidURL) as error:
-        raise EndpointError(_transport_reason(error), transient=_unreachable(error)) from error
+        raise EndpointError(_transport_reason(error),
+                            transient=_unreachable(error, urllib.parse.urlsplit(url).hostname or "")) from error
     return _parse_model_list(config.protocol, response)
 
 
-def _unreachable(error: Exception) -> bool:
-    """An httpx error that says the endpoint is away (refused, reset, timed out, closed), not that it answers
-    wrongly: a TLS failure (a bad certificate, https on a plain-http port) or a host name that does not exist (a
-    typo; a name server that cannot answer now is away) is a ConnectError too, but asking again cannot help."""
+def _unreachable(error: Exception, host: str) -> bool:
+    """An httpx error that says the endpoint ``host`` is away (refused, reset, timed out, closed), not that it
+    answers wrongly: a TLS failure (a bad certificate, https on a plain-http port) or a domain name that does not
+    exist (a typo) is a ConnectError too, but asking again cannot help. A name server that cannot answer now, or
+    a single-label name it does not know (a Docker Compose service stopped or starting: ``http://ollama:11434``),
+    is away."""
     cause: BaseException | None = error
     seen: set[int] = set()
     while cause is not None and id(cause) not in seen:
-        no_such_name = isinstance(cause, socket.gaierror) and cause.errno == socket.EAI_NONAME
+        no_such_name = isinstance(cause, socket.gaierror) and cause.errno == socket.EAI_NONAME and "." in host
         if isinstance(cause, ssl.SSLError) or no_such_name:
             return False
         seen.add(id(cause))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from auditapp.engine.conversations import CONVERSATION_FIELDS, ClaimedRequest, request_payload, turns_unblock
+from auditapp.engine.conversations import turns_unblock
+from auditapp.engine.endpoints import request_identity
 from auditapp.engine.errors import AuditStateError
 from auditapp.engine.planning import request_builder
 from auditapp.engine.sending import enqueue_prepare, enqueue_work
@@ -13,6 +14,7 @@ from auditapp.models import (
     Audit,
     AuditJudgment,
     AuditRequest,
+    LLMEndpoint,
 )
 
 
@@ -50,26 +52,26 @@ def audit_resume(*, audit: Audit) -> None:
 
 
 def _refuse_stale_keys(audit: Audit) -> None:
-    """Refuse to send the audit's requests again when an endpoint's kind, base URL or scoring settings changed since
-    they were keyed: each would fail as changed (the worker keys a request again before it sends it,
-    :mod:`auditapp.engine.runner`), and its reply would come from another server than the audit's others. One
-    first-turn request still to send, or failed, of each model is keyed again here."""
-    builder = request_builder(audit)
-    changed = []
-    for audit_model in builder.models.values():
-        row = (AuditRequest.objects.filter(audit=audit, audit_model=audit_model, turn=0,
-                                           state__in=[AuditRequest.State.PENDING, AuditRequest.State.FAILED])
-               .exclude(key="").values_list(*CONVERSATION_FIELDS).first())
-        if row is None:
-            continue
-        request = ClaimedRequest(*row)
-        if builder.key(audit_model, request_payload(builder, request), request.replicate) != request.key:
-            changed.append(f"{audit_model.display_name} at {audit_model.endpoint}")
+    """Refuse to send the audit's requests again when what their keys hold of an endpoint (its kind, base URL,
+    scoring settings, or a local scorer's version) is no longer what the preparation recorded in the manifest: each
+    would fail as changed (the worker keys a request again before it sends it, :mod:`auditapp.engine.runner`), and
+    its reply would come from another server than the audit's others. The endpoints are locked until the commit,
+    so a change asked meanwhile then finds the requests to send
+    (:func:`auditapp.engine.endpoints.endpoint_change_refusal`). An audit prepared before the manifest recorded
+    them is not checked here (its worker still refuses each request)."""
+    recorded = audit.manifest.get("endpoint_identities")
+    if not recorded:
+        return
+    models = list(audit.models.order_by("position", "id"))
+    endpoints = {endpoint.pk: endpoint for endpoint in LLMEndpoint.objects.select_for_update()
+                 .filter(pk__in={m.endpoint_id for m in models}).order_by("pk")}
+    changed = [f"{m.display_name} at {endpoints[m.endpoint_id]}" for m in models
+               if request_identity(endpoints[m.endpoint_id], m.model) != recorded.get(str(m.id))]
     if changed:
         raise AuditStateError(
-            f"the endpoint settings in its requests' keys (kind, base URL or scoring settings) changed since the "
-            f"audit was prepared, for {', '.join(changed)}: its requests would go to another server than its "
-            "replies came from, and fail as changed; launch a new audit for the new settings")
+            f"what its requests' keys hold of the endpoint (its kind, base URL, scoring settings or a local scorer's "
+            f"version) changed since the audit was prepared, for {', '.join(changed)}: its requests would go to "
+            "another server than its replies came from, and fail as changed; launch a new audit for the new settings")
 
 
 def requeue_failed(audit: Audit) -> int:

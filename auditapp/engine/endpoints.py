@@ -60,10 +60,15 @@ def endpoint_list_models(endpoint: LLMEndpoint) -> list[llm_clients.ModelInfo]:
 
 def request_identity(endpoint: LLMEndpoint, model: str) -> dict:
     """What of the endpoint goes into the keys of its requests to ``model`` (:mod:`auditapp.engine.request_keys`):
-    compared before a change (:func:`endpoint_change_refusal`) and when a preparation commits
-    (:mod:`auditapp.engine.preparation`)."""
-    return {"protocol": endpoint.protocol, "base_url": endpoint.base_url.rstrip("/"),
-            "identity": scorer_kinds.identity(endpoint_config(endpoint), model)}
+    compared before a change (:func:`endpoint_change_refusal`), when a preparation commits
+    (:mod:`auditapp.engine.preparation`, which records it in the manifest) and before sending again
+    (:mod:`auditapp.engine.control`). A model its kind does not have (an endpoint whose kind changed since an old
+    audit asked it) has no identity but that."""
+    try:
+        identity = scorer_kinds.identity(endpoint_config(endpoint), model)
+    except (LookupError, ValueError) as error:
+        identity = {"unknown": f"{type(error).__name__}: {error}"}
+    return {"protocol": endpoint.protocol, "base_url": endpoint.base_url.rstrip("/"), "identity": identity}
 
 
 def _changed(endpoint: LLMEndpoint, changes: dict[str, Any]) -> LLMEndpoint:

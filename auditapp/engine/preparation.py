@@ -96,8 +96,10 @@ def audit_prepare(*, audit_id: int) -> None:
                 turns_advance(audit, builder, answered)
         first_request = next((row for row in rows if row.turn == 0), None)
         manifest = {**builder.manifest(), **app_version(),
-                    **structured_output_manifest(audit, models, builder=builder, first_request=first_request)}
-        if _endpoints_changed_meanwhile(list(builder.models.values())):
+                    **structured_output_manifest(audit, models, builder=builder, first_request=first_request),
+                    # What its requests' keys hold of each model's endpoint: Resume and Retry failed compare it.
+                    "endpoint_identities": {str(m.id): request_identity(m.endpoint, m.model) for m in models}}
+        if _endpoints_changed_meanwhile(models):
             # Keyed with settings that are no longer the endpoint's: left queued, prepared again by the recovery.
             transaction.set_rollback(True)
             logger.warning("Audit %s: an endpoint changed while it was prepared; it is prepared again", audit.id)
@@ -139,11 +141,11 @@ def _endpoint_wait(audit: Audit, endpoint, error: llm_clients.EndpointError) -> 
 
 def _endpoints_changed_meanwhile(models: list[AuditModel]) -> bool:
     """Lock the audit's endpoints until the commit and say whether what their requests' keys hold changed since the
-    request builder read them (``models``: its audit models, with their endpoints as the keys were made). A change
-    committed before is seen here; one asked after waits for the commit and then finds the requests to send
+    preparation first read them (``models``, before their listing gave the digests). A change committed before is
+    seen here; one asked after waits for the commit and then finds the requests to send
     (:func:`auditapp.engine.endpoints.endpoint_change_refusal`)."""
-    locked = {endpoint.pk: endpoint for endpoint in
-              LLMEndpoint.objects.select_for_update().filter(pk__in={m.endpoint_id for m in models})}
+    locked = {endpoint.pk: endpoint for endpoint in LLMEndpoint.objects.select_for_update()
+              .filter(pk__in={m.endpoint_id for m in models}).order_by("pk")}
     return any(request_identity(locked[m.endpoint_id], m.model) != request_identity(m.endpoint, m.model)
                for m in models)
 

@@ -480,10 +480,13 @@ def test_an_endpoint_changed_while_an_audit_is_prepared_leaves_it_queued_to_be_p
     assert not AuditRequest.objects.filter(audit=audit).exclude(state=AuditRequest.State.ANSWERED).exists()
 
 
-def test_a_host_name_that_does_not_exist_fails_the_preparation_at_once(no_tasks, monkeypatch):
-    """A typo in the endpoint's host: asking again cannot help, so the audit fails with the reason instead of
-    waiting out the endpoint's deadline. (The resolver is made to answer "no such name", as a real one does for a
-    name under .invalid, so the test does not depend on this machine's name servers.)"""
+@pytest.mark.parametrize("host", ["lab-gpu.invalid", "ollama"])
+def test_a_domain_name_that_does_not_exist_fails_the_preparation_at_once_a_compose_service_is_waited_for(
+        no_tasks, monkeypatch, host):
+    """A typo in the endpoint's domain name: asking again cannot help, so the audit fails with the reason instead of
+    waiting out the endpoint's deadline. A single-label name is a Docker Compose service's, unknown while it is
+    stopped or starting: waited for. (The resolver is made to answer "no such name", as a real one does for a name
+    under .invalid, so the test does not depend on this machine's name servers.)"""
     import socket
 
     def no_such_name(host, *args, **kwargs):
@@ -491,10 +494,14 @@ def test_a_host_name_that_does_not_exist_fails_the_preparation_at_once(no_tasks,
 
     monkeypatch.setattr(socket, "getaddrinfo", no_such_name)
     study = make_audit_study(4, n_examples=2)
-    endpoint = LLMEndpoint.objects.create(name="typo", base_url="http://lab-gpu.invalid:8000/v1")
-    audit = classification_services.audit_create(study=study, name="typo", conditions=["zs"],
+    endpoint = LLMEndpoint.objects.create(name="named", base_url=f"http://{host}:8000/v1")
+    audit = classification_services.audit_create(study=study, name="named", conditions=["zs"],
                                   models=[engine_launch.ModelChoice(endpoint=endpoint, model="model-a")])
     preparation.audit_prepare(audit_id=audit.id)
     audit.refresh_from_db()
+    if host == "ollama":
+        assert audit.status == Audit.Status.QUEUED
+        assert "Name or service not known" in audit.preparation_waiting["last_error"]
+        return
     assert audit.status == Audit.Status.FAILED and audit.preparation_waiting == {}
     assert "Name or service not known" in audit.status_reason, audit.status_reason

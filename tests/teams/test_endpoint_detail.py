@@ -182,3 +182,25 @@ def test_an_http_json_scorers_template_score_path_and_scale_are_in_its_keys(two_
     assert ed.patch(url, {"max_concurrency": 2}, format="json").status_code == 200
     Audit.objects.filter(pk=audit.pk).update(status="cancelled")
     assert ed.patch(url, {"score_path": "other.score"}, format="json").status_code == 200
+
+
+def test_an_endpoint_whose_kind_changed_is_still_changed_and_its_old_audits_are_not_sent_again(two_teams,
+                                                                                                endpoint):
+    """A chat endpoint an old audit asked for model "m" becomes the local scorers (nothing was left to send): it is
+    renamed later without a 500, though "m" is no model of its new kind; and that audit's failed requests, keyed for
+    the chat server, are not sent to the local scorers (409)."""
+    audit = audit_with_a_pending_request(two_teams["a"], endpoint, "completed")
+    AuditRequest.objects.filter(audit=audit).update(state=AuditRequest.State.FAILED, error="HTTP 500")
+    from auditapp.engine.endpoints import request_identity
+
+    Audit.objects.filter(pk=audit.pk).update(
+        manifest={"endpoint_identities": {str(audit.models.get().id): request_identity(endpoint, "m")}})
+    ed = token_client(two_teams["ed"][1])
+    url = f"/api/endpoints/{endpoint.id}/"
+    assert ed.patch(url, {"protocol": "local", "base_url": ""}, format="json").status_code == 200
+    renamed = ed.patch(url, {"name": "in the worker"}, format="json")
+    assert renamed.status_code == 200, renamed.content
+    refused = ed.post(f"/api/audits/{audit.id}/retry-failed/")
+    assert refused.status_code == 409, refused.content
+    assert "for m at in the worker" in refused.json()["detail"]
+    assert AuditRequest.objects.get(audit=audit).state == AuditRequest.State.FAILED
