@@ -310,7 +310,8 @@ def test_retry_after_past_the_deadline_fails_at_once():
     started = time.perf_counter()
     result, seen = send(replies(httpx.Response(429, headers={"Retry-After": "1000"}, json={"error": "slow down"})),
                         config(deadline=60))
-    assert time.perf_counter() - started < 1
+    # At once, not after the 60 s deadline: the bound leaves room for a loaded machine's start of a server.
+    assert time.perf_counter() - started < 10
     assert len(seen) == 1
     assert result.error == "deadline exceeded after 1 attempts: HTTP 429: slow down"
     assert result.status_code == 429 and result.retries == ()
