@@ -13,6 +13,7 @@ from django.db.models import QuerySet
 from auditapp.engine import registry
 from auditapp.engine.headlines import Headline, NotComparable, compare
 from auditapp.models import Audit, AuditModel
+from common.participant_input import unstorable_reason
 
 
 def with_headline_data(audits: QuerySet[Audit]) -> QuerySet[Audit]:
@@ -79,6 +80,16 @@ def audits_compared(audits: QuerySet[Audit], raw_ids: Iterable[str]) -> dict:
                         "paradigm_label": audit.get_paradigm_display(), "status": audit.status}
                        for audit in chosen]
     return table
+
+
+def model_name_problem(model: str) -> str:
+    """Why ``model`` (a model card's ``?model=``) names no model it could show ("" when it may): empty, or holding
+    a character no database stores (a NUL, a lone surrogate), which no model's name holds."""
+    if not model:
+        return "name the model: ?model=<its name at the endpoint>"
+    if reason := unstorable_reason(model):
+        return f"model: the name {reason}"
+    return ""
 
 
 def model_card(audits: QuerySet[Audit], model: str) -> dict:

@@ -19,7 +19,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from auditapp.audit_overview import AuditsNotFound, audits_compared, model_card
+from auditapp.audit_overview import AuditsNotFound, audits_compared, model_card, model_name_problem
 from auditapp.engine import registry
 from auditapp.engine.headlines import NotComparable
 from auditapp.models import Audit
@@ -66,8 +66,8 @@ def audit_compare(request: HttpRequest) -> HttpResponse:
 def model_card_page(request: HttpRequest) -> HttpResponse:
     """One model (``?model=`` its name at the endpoint) across every audit of the user's teams."""
     model = request.GET.get("model", "").strip()
-    if not model:
-        return render(request, "auditapp/model_card.html", {"problem": "Name the model: ?model=<its name at the "
-                                                                       "endpoint>."}, status=400)
+    if problem := model_name_problem(model):
+        return render(request, "auditapp/model_card.html", {"problem": f"{problem[0].upper()}{problem[1:]}."},
+                      status=400)
     return render(request, "auditapp/model_card.html",
                   {"card": model_card(visible(request.user, Audit.objects.all()), model)})

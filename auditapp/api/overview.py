@@ -18,6 +18,7 @@ from auditapp.audit_overview import (
     headline_rows,
     model_card,
     model_card_rows,
+    model_name_problem,
 )
 from auditapp.engine.headlines import NotComparable
 from auditapp.models import Audit
@@ -66,9 +67,8 @@ class AuditCompareView(APIView):
 class ModelCardView(APIView):
     def get(self, request):
         model = request.query_params.get("model", "").strip()
-        if not model:
-            return Response({"detail": "name the model: ?model=<its name at the endpoint>"},
-                            status=status.HTTP_400_BAD_REQUEST)
+        if problem := model_name_problem(model):
+            return Response({"detail": problem}, status=status.HTTP_400_BAD_REQUEST)
         card = model_card(visible(request.user, Audit.objects.all()), model)
         return Response(model_card_rows(card) if as_csv(request) else card)
 

@@ -124,6 +124,16 @@ def test_a_models_card_has_its_rows_of_every_audit_it_took_part_in(api_client, s
     assert "Card run 1" in html and "Card run 2" in html
 
 
+def test_a_model_name_no_database_stores_is_a_400_naming_why(api_client, staff_client):
+    """PostgreSQL refuses a NUL in a query's text (it was a 500); no model's name holds one."""
+    for fmt in ("json", "csv"):
+        response = api_client.get("/api/model-card/", {"model": "model\x00b", "format": fmt})
+        assert response.status_code == 400, response.content
+        assert "model: the name contains a NUL character" in response.content.decode()
+    page = staff_client.get(reverse("model-card"), {"model": "model\x00b"})
+    assert page.status_code == 400 and "Model: the name contains a NUL character" in page.content.decode()
+
+
 def test_the_home_page_lists_audits_with_models_progress_and_headline(staff_client):
     done = build_audit(COMPLETED_PLAN, name="Finished audit")
     running = build_audit(RUNNING_PLAN, status=Audit.Status.RUNNING, name="Running audit")
