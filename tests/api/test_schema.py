@@ -60,6 +60,7 @@ POSITIVE_ACCEPTANCE_UNKNOWABLE = {
     ("PATCH", "/api/endpoints/{id}/"): "the name must not be another endpoint's; the base URL's host must not resolve "
                                        "to a refused address; no audit may still have requests to send with its old "
                                        "kind, base URL or scoring settings",
+    ("GET", "/api/model-card/"): "the model's name must hold no NUL character (no database stores one)",
     ("POST", "/api/studies/{id}/imports/"): "the file must be a readable item file",
     ("POST", "/api/studies/{id}/annotator-imports/"): "the file must be readable annotator data of the study's "
                                                        "annotators",
